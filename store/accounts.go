@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Account is an agent's account, created at e-mail verification.
+type Account struct {
+	bun.BaseModel `bun:"table:accounts"`
+
+	ID             string    `bun:"id,pk"`
+	Email          string    `bun:"email,notnull"`
+	SigningEnabled bool      `bun:"signing_enabled,notnull"`
+	CreatedAt      time.Time `bun:"created_at,notnull"`
+}
+
+// Wallet families.
+const (
+	FamilyEVM = "evm"
+	FamilySVM = "svm"
+)
+
+// Wallet is an embedded self-custody wallet. SealedKey is the private key encrypted under the
+// master key named by MasterKeyID; the plaintext never reaches the database.
+type Wallet struct {
+	bun.BaseModel `bun:"table:wallets"`
+
+	ID          string    `bun:"id,pk"`
+	AccountID   string    `bun:"account_id,notnull"`
+	Family      string    `bun:"family,notnull"`
+	Address     string    `bun:"address,notnull"`
+	SealedKey   []byte    `bun:"sealed_key,notnull"`
+	MasterKeyID string    `bun:"master_key_id,notnull"`
+	CreatedAt   time.Time `bun:"created_at,notnull"`
+}
+
+// CreateAccount writes an account, its wallets and its first key in one transaction.
+func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wallet, key *APIKey) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(acct).Exec(ctx); err != nil {
+			return fmt.Errorf("insert account: %w", err)
+		}
+		for _, w := range wallets {
+			if _, err := tx.NewInsert().Model(w).Exec(ctx); err != nil {
+				return fmt.Errorf("insert %s wallet: %w", w.Family, err)
+			}
+		}
+		if _, err := tx.NewInsert().Model(key).Exec(ctx); err != nil {
+			return fmt.Errorf("insert api key: %w", err)
+		}
+		return nil
+	})
+}
+
+// AccountByEmail finds an account by its normalized e-mail address.
+func (s *Store) AccountByEmail(ctx context.Context, email string) (*Account, error) {
+	acct := new(Account)
+	err := s.db.NewSelect().Model(acct).Where("email = ?", email).Scan(ctx)
+	if err != nil {
+		return nil, normalize(err)
+	}
+	return acct, nil
+}
+
+// AccountByID finds an account by id.
+func (s *Store) AccountByID(ctx context.Context, id string) (*Account, error) {
+	acct := new(Account)
+	if err := s.db.NewSelect().Model(acct).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return acct, nil
+}
+
+// Wallets lists an account's wallets, EVM first.
+func (s *Store) Wallets(ctx context.Context, accountID string) ([]*Wallet, error) {
+	var ws []*Wallet
+	err := s.db.NewSelect().Model(&ws).Where("account_id = ?", accountID).OrderExpr("family ASC").Scan(ctx)
+	return ws, normalize(err)
+}

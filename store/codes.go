@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// EmailCode is the live one-time code for an e-mail address; a new signup replaces it.
+type EmailCode struct {
+	bun.BaseModel `bun:"table:email_codes"`
+
+	Email     string    `bun:"email,pk"`
+	CodeHash  string    `bun:"code_hash,notnull"`
+	Attempts  int       `bun:"attempts,notnull"`
+	ExpiresAt time.Time `bun:"expires_at,notnull"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+}
+
+// EmailSend records one code e-mail sent, for the per-address and per-client send limits.
+type EmailSend struct {
+	bun.BaseModel `bun:"table:email_sends"`
+
+	ID         string    `bun:"id,pk"`
+	EmailHash  string    `bun:"email_hash,notnull"`
+	ClientAddr string    `bun:"client_addr,notnull"`
+	SentAt     time.Time `bun:"sent_at,notnull"`
+}
+
+// CountSends counts code e-mails sent since `since` to emailHash and from clientAddr.
+func (s *Store) CountSends(ctx context.Context, emailHash, clientAddr string, since time.Time) (perEmail, perClient int64, err error) {
+	perEmail, err = s.db.NewSelect().Model((*EmailSend)(nil)).
+		Where("email_hash = ? AND sent_at > ?", emailHash, since).Count(ctx)
+	if err != nil {
+		return 0, 0, normalize(err)
+	}
+	perClient, err = s.db.NewSelect().Model((*EmailSend)(nil)).
+		Where("client_addr = ? AND sent_at > ?", clientAddr, since).Count(ctx)
+	return perEmail, perClient, normalize(err)
+}
+
+// OldestSendSince returns the time of the oldest send since `since` matching the e-mail or the
+// client, so a refusal can say when the next slot opens.
+func (s *Store) OldestSendSince(ctx context.Context, emailHash, clientAddr string, since time.Time) (time.Time, error) {
+	var send EmailSend
+	err := s.db.NewSelect().Model(&send).
+		Where("(email_hash = ? OR client_addr = ?) AND sent_at > ?", emailHash, clientAddr, since).
+		OrderExpr("sent_at ASC").Limit(1).Scan(ctx)
+	return send.SentAt, normalize(err)
+}
+
+// PutCode replaces the e-mail's live code and records the send, in one transaction, and
+// prunes send records older than pruneBefore.
+func (s *Store) PutCode(ctx context.Context, code *EmailCode, send *EmailSend, pruneBefore time.Time) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(code).
+			On("CONFLICT (email) DO UPDATE").
+			Set("code_hash = EXCLUDED.code_hash").
+			Set("attempts = 0").
+			Set("expires_at = EXCLUDED.expires_at").
+			Set("created_at = EXCLUDED.created_at").
+			Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(send).Exec(ctx); err != nil {
+			return err
+		}
+		_, err := tx.NewDelete().Model((*EmailSend)(nil)).Where("sent_at < ?", pruneBefore).Exec(ctx)
+		return err
+	})
+}
+
+// CodeByEmail returns the e-mail's live code, or ErrNotFound.
+func (s *Store) CodeByEmail(ctx context.Context, email string) (*EmailCode, error) {
+	code := new(EmailCode)
+	if err := s.db.NewSelect().Model(code).Where("email = ?", email).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return code, nil
+}
+
+// CountFailedAttempt adds one wrong attempt to the e-mail's code and returns the new count.
+// The increment happens in the database so concurrent guesses cannot share one attempt.
+func (s *Store) CountFailedAttempt(ctx context.Context, email, codeHash string) (int, error) {
+	var attempts int
+	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewUpdate().Model((*EmailCode)(nil)).Set("attempts = attempts + 1").
+			Where("email = ? AND code_hash = ?", email, codeHash).Exec(ctx); err != nil {
+			return err
+		}
+		return tx.NewSelect().Model((*EmailCode)(nil)).Column("attempts").
+			Where("email = ?", email).Scan(ctx, &attempts)
+	})
+	return attempts, err
+}
+
+// DeleteCode removes the e-mail's code if it still has codeHash. It reports whether a row was
+// deleted, so of two concurrent verifications with the same code only one wins.
+func (s *Store) DeleteCode(ctx context.Context, email, codeHash string) (bool, error) {
+	res, err := s.db.NewDelete().Model((*EmailCode)(nil)).
+		Where("email = ? AND code_hash = ?", email, codeHash).Exec(ctx)
+	if err != nil {
+		return false, normalize(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, normalize(err)
+}

@@ -1,0 +1,159 @@
+// Package store keeps Switchboard's state: bun models, embedded migrations and queries, on
+// PostgreSQL (production) or SQLite (the embedded, zero-setup default).
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/uptrace/bun/migrate"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Sentinel errors every query returns in place of driver-specific ones, so callers above the
+// store never look at a driver error.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Store is the database handle shared by every capability.
+type Store struct {
+	db       *bun.DB
+	postgres bool
+}
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Open connects to PostgreSQL when url starts with postgres:// or postgresql://, otherwise to
+// SQLite: url may be a file path, a "file:" URI, or empty for dataDir/switchboard.db.
+func Open(ctx context.Context, url, dataDir string) (*Store, error) {
+	var s *Store
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		sqldb := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(url)))
+		s = &Store{db: bun.NewDB(sqldb, pgdialect.New()), postgres: true}
+	} else {
+		dsn, err := sqliteDSN(url, dataDir)
+		if err != nil {
+			return nil, err
+		}
+		sqldb, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
+		s = &Store{db: bun.NewDB(sqldb, sqlitedialect.New())}
+	}
+	if err := s.db.PingContext(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return s, nil
+}
+
+func sqliteDSN(url, dataDir string) (string, error) {
+	path := strings.TrimPrefix(url, "sqlite://")
+	if path == "" {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return "", fmt.Errorf("create data dir: %w", err)
+		}
+		path = filepath.Join(dataDir, "switchboard.db")
+	}
+	if strings.Contains(path, "?") {
+		return path, nil // the caller chose its own options
+	}
+	// WAL lets readers run beside the one writer; busy_timeout waits instead of failing with
+	// SQLITE_BUSY; immediate transactions take the write lock up front so two writers never
+	// deadlock upgrading read locks.
+	return path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_txlock=immediate", nil
+}
+
+// DB exposes the bun handle to packages of this module's tests and the operator CLI.
+func (s *Store) DB() *bun.DB { return s.db }
+
+// Postgres reports whether the store runs on PostgreSQL.
+func (s *Store) Postgres() bool { return s.postgres }
+
+// Close closes the connection pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping checks the database answers (health checks).
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+type dialectTypes struct {
+	Postgres bool
+	TS       string
+	Bytes    string
+	JSON     string
+}
+
+// Migrate applies every embedded migration not yet applied. Each migration runs in its own
+// transaction and is recorded only when it succeeded.
+func (s *Store) Migrate(ctx context.Context) (applied []string, err error) {
+	ms := migrate.NewMigrations()
+	if err := ms.Discover(migrationFiles); err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	types := dialectTypes{TS: "TIMESTAMP", Bytes: "BLOB", JSON: "TEXT"}
+	if s.postgres {
+		types = dialectTypes{Postgres: true, TS: "TIMESTAMPTZ", Bytes: "BYTEA", JSON: "JSONB"}
+	}
+	m := migrate.NewMigrator(s.db, ms, migrate.WithMarkAppliedOnSuccess(true), migrate.WithTemplateData(types))
+	if err := m.Init(ctx); err != nil {
+		return nil, fmt.Errorf("init migrations: %w", err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		return nil, fmt.Errorf("lock migrations: %w", err)
+	}
+	defer func() {
+		if uerr := m.Unlock(context.WithoutCancel(ctx)); uerr != nil && err == nil {
+			err = fmt.Errorf("unlock migrations: %w", uerr)
+		}
+	}()
+	group, err := m.Migrate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	for _, mig := range group.Migrations {
+		applied = append(applied, mig.Name+"_"+mig.Comment)
+	}
+	return applied, nil
+}
+
+// Tx runs fn in one transaction: everything fn writes lands together or not at all.
+func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return normalize(s.db.RunInTx(ctx, nil, fn))
+}
+
+// normalize maps driver errors onto the store's sentinels, keeping the original wrapped.
+func normalize(err error) error {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) && pgErr.Field('C') == "23505" {
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		switch liteErr.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		}
+	}
+	return err
+}

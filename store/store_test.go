@@ -1,0 +1,131 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+)
+
+func newKey(id, accountID, hash string) *store.APIKey {
+	return &store.APIKey{ID: id, AccountID: accountID, Name: "k", Prefix: "sb_test_abc", Hash: hash,
+		Scopes: []string{"read", "publish"}, SpendLimitMicro: 50_000_000, RateLimitPerMinute: 30,
+		CreatedAt: time.Now().UTC()}
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		applied, err := s.Migrate(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(applied) != 0 {
+			t.Fatalf("second migrate applied %v, want nothing", applied)
+		}
+	})
+}
+
+func TestCreateAccountIsAtomic(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		acct := &store.Account{ID: "a1", Email: "a@example.com", CreatedAt: now}
+		wallets := []*store.Wallet{
+			{ID: "w1", AccountID: "a1", Family: store.FamilyEVM, Address: "0xabc", SealedKey: []byte{1}, MasterKeyID: "m", CreatedAt: now},
+			{ID: "w2", AccountID: "a1", Family: store.FamilySVM, Address: "So1", SealedKey: []byte{2}, MasterKeyID: "m", CreatedAt: now},
+		}
+		if err := s.CreateAccount(ctx, acct, wallets, newKey("k1", "a1", "h1")); err != nil {
+			t.Fatal(err)
+		}
+		// A second account whose key collides with the first key's hash must leave nothing.
+		acct2 := &store.Account{ID: "a2", Email: "b@example.com", CreatedAt: now}
+		w2 := []*store.Wallet{{ID: "w3", AccountID: "a2", Family: store.FamilyEVM, Address: "0xdef", SealedKey: []byte{1}, MasterKeyID: "m", CreatedAt: now}}
+		err := s.CreateAccount(ctx, acct2, w2, newKey("k2", "a2", "h1"))
+		if !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("duplicate key hash: got %v, want ErrConflict", err)
+		}
+		if _, err := s.AccountByEmail(ctx, "b@example.com"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("account of failed transaction: got %v, want ErrNotFound", err)
+		}
+		ws, err := s.Wallets(ctx, "a2")
+		if err != nil || len(ws) != 0 {
+			t.Fatalf("wallets of failed transaction: %v, %v", ws, err)
+		}
+		// Duplicate e-mail is a conflict too.
+		err = s.CreateAccount(ctx, &store.Account{ID: "a3", Email: "a@example.com", CreatedAt: now}, nil, newKey("k3", "a3", "h3"))
+		if !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("duplicate e-mail: got %v, want ErrConflict", err)
+		}
+	})
+}
+
+func TestKeysRoundTripAndRevoke(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		if err := s.CreateAccount(ctx, &store.Account{ID: "a1", Email: "a@example.com", CreatedAt: now}, nil, newKey("k1", "a1", "h1")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.KeyByHash(ctx, "h1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID != "k1" || len(got.Scopes) != 2 || got.Scopes[1] != "publish" || got.SpendLimitMicro != 50_000_000 {
+			t.Fatalf("key round trip: %+v", got)
+		}
+		if _, err := s.RevokeKey(ctx, "someone-else", "k1", now); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("revoke another account's key: got %v, want ErrNotFound", err)
+		}
+		first, err := s.RevokeKey(ctx, "a1", "k1", now)
+		if err != nil || first.RevokedAt == nil || !first.RevokedAt.Equal(now) {
+			t.Fatalf("revoke: %+v %v", first, err)
+		}
+		again, err := s.RevokeKey(ctx, "a1", "k1", now.Add(time.Hour))
+		if err != nil || !again.RevokedAt.Equal(now) {
+			t.Fatalf("second revoke moved revokedAt: %+v %v", again, err)
+		}
+	})
+}
+
+func TestCodeAttemptsAndSingleUse(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		code := &store.EmailCode{Email: "a@example.com", CodeHash: "c1", ExpiresAt: now.Add(10 * time.Minute), CreatedAt: now}
+		send := &store.EmailSend{ID: "s1", EmailHash: "eh", ClientAddr: "1.2.3.4", SentAt: now}
+		if err := s.PutCode(ctx, code, send, now.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		for want := 1; want <= 2; want++ {
+			n, err := s.CountFailedAttempt(ctx, "a@example.com", "c1")
+			if err != nil || n != want {
+				t.Fatalf("attempt %d: got %d, %v", want, n, err)
+			}
+		}
+		// A new code resets the attempts.
+		code2 := &store.EmailCode{Email: "a@example.com", CodeHash: "c2", ExpiresAt: now.Add(10 * time.Minute), CreatedAt: now}
+		if err := s.PutCode(ctx, code2, &store.EmailSend{ID: "s2", EmailHash: "eh", ClientAddr: "1.2.3.4", SentAt: now}, now.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.CodeByEmail(ctx, "a@example.com")
+		if err != nil || got.CodeHash != "c2" || got.Attempts != 0 {
+			t.Fatalf("replaced code: %+v %v", got, err)
+		}
+		perEmail, perClient, err := s.CountSends(ctx, "eh", "1.2.3.4", now.Add(-time.Minute))
+		if err != nil || perEmail != 2 || perClient != 2 {
+			t.Fatalf("sends: %d %d %v", perEmail, perClient, err)
+		}
+		if ok, err := s.DeleteCode(ctx, "a@example.com", "c1"); err != nil || ok {
+			t.Fatalf("deleting a replaced code: %v %v", ok, err)
+		}
+		if ok, err := s.DeleteCode(ctx, "a@example.com", "c2"); err != nil || !ok {
+			t.Fatalf("deleting the live code: %v %v", ok, err)
+		}
+		if ok, _ := s.DeleteCode(ctx, "a@example.com", "c2"); ok {
+			t.Fatal("a code was consumed twice")
+		}
+	})
+}

@@ -1,0 +1,208 @@
+package app
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/mcpserver"
+	"github.com/switchboard-hq/switchboard/rest"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/account"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/onboarding"
+	"github.com/switchboard-hq/switchboard/tools/wallets"
+)
+
+// Version is the service version reported by MCP and OpenAPI.
+const Version = "0.1.0"
+
+// Deps are what the app takes from outside besides Config: a clock and a mailer override
+// (tests inject both; nil means the real ones).
+type Deps struct {
+	Now    func() time.Time
+	Mailer onboarding.Mailer
+	Log    *slog.Logger
+}
+
+// App is a built service.
+type App struct {
+	Config     Config
+	Store      *store.Store
+	Kernel     *tools.Kernel
+	MCP        *mcp.Server
+	Handler    http.Handler
+	SigningKey ed25519.PrivateKey
+	Log        *slog.Logger
+}
+
+// Close releases the database.
+func (a *App) Close() error { return a.Store.Close() }
+
+// Build opens the store, runs migrations, loads (or on first start creates) the keys, and
+// assembles the tools and both doors.
+func Build(ctx context.Context, cfg Config, deps Deps) (*App, error) {
+	log := deps.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	a, err := build(ctx, cfg, deps, st, log, now)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func build(ctx context.Context, cfg Config, deps Deps, st *store.Store, log *slog.Logger, now func() time.Time) (*App, error) {
+	applied, err := st.Migrate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(applied) > 0 {
+		log.Info("migrations applied", "migrations", applied)
+	}
+	signingKey, err := loadSigningKey(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	masterKeys, err := loadMasterKeys(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := wallets.NewSealer(masterKeys...)
+	if err != nil {
+		return nil, fmt.Errorf("master key: %w", err)
+	}
+	spend, err := decimal.NewFromString(cfg.DefaultSpendLimit)
+	if err != nil || spend.IsNegative() {
+		return nil, fmt.Errorf("SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD=%q: want a non-negative decimal", cfg.DefaultSpendLimit)
+	}
+	keySvc := keys.NewService(st, cfg.Env, keys.Limits{SpendMicro: spend.Shift(6).IntPart(), RatePerMinute: cfg.DefaultRateLimit}, now)
+
+	mailer, err := chooseMailer(cfg, deps, log)
+	if err != nil {
+		return nil, err
+	}
+	var all []*tools.Tool
+	if mailer != nil {
+		// The code hashes are keyed by a secret derived from the master key: stealing the
+		// database alone does not let anyone test codes offline.
+		codeSecret := hmac.New(sha256.New, masterKeys[0])
+		codeSecret.Write([]byte("switchboard e-mail codes v1"))
+		ob := onboarding.NewService(onboarding.DefaultConfig(codeSecret.Sum(nil), now), st, mailer, keySvc, sealer)
+		all = append(all, ob.Tools()...)
+	}
+	all = append(all, keySvc.Tools()...)
+	all = append(all, account.NewService(st, keySvc).Tools()...)
+
+	kernel, err := tools.NewKernel(tools.NewAuthenticator(st, now, log), tools.NewRateLimiter(now), log, now, all...)
+	if err != nil {
+		return nil, err
+	}
+	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, APIKey: cfg.APIKey, Log: log})
+	pubPEM, err := signing.MarshalPublicKeyPEM(signingKey.Public().(ed25519.PublicKey))
+	if err != nil {
+		return nil, err
+	}
+	handler, err := rest.New(rest.Options{
+		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), BaseURL: cfg.BaseURL, PublicKeyPEM: pubPEM,
+		EmailSignup: mailer != nil, Env: cfg.Env, Version: Version, Ready: st.Ping, Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log}, nil
+}
+
+func chooseMailer(cfg Config, deps Deps, log *slog.Logger) (onboarding.Mailer, error) {
+	switch {
+	case deps.Mailer != nil:
+		return deps.Mailer, nil
+	case cfg.SMTPURL != "":
+		return onboarding.NewSMTPMailer(cfg.SMTPURL, cfg.MailFrom)
+	case cfg.Env == "production":
+		log.Warn("no SWITCHBOARD_SMTP_URL in production: e-mail onboarding is off; humans paste keys")
+		return nil, nil
+	default:
+		log.Warn("no SWITCHBOARD_SMTP_URL: the development mailer writes one-time codes to this log instead of sending them")
+		return onboarding.DevMailer{Log: log}, nil
+	}
+}
+
+func loadSigningKey(cfg Config, log *slog.Logger) (ed25519.PrivateKey, error) {
+	path := cfg.SigningKeyFile
+	if path == "" {
+		path = filepath.Join(cfg.DataDir, "signing-key.pem")
+	}
+	key, created, err := signing.LoadOrCreatePrivateKey(path)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		log.Warn("generated a new Ed25519 signing key; production must supply its own (SWITCHBOARD_SIGNING_KEY_FILE)", "path", path)
+	}
+	return key, nil
+}
+
+func loadMasterKeys(cfg Config, log *slog.Logger) ([][]byte, error) {
+	if cfg.MasterKey != "" {
+		keys, err := wallets.ParseMasterKeys(cfg.MasterKey)
+		if err != nil {
+			return nil, fmt.Errorf("SWITCHBOARD_MASTER_KEY: %w", err)
+		}
+		if len(keys) == 0 {
+			return nil, errors.New("SWITCHBOARD_MASTER_KEY holds no key")
+		}
+		return keys, nil
+	}
+	path := filepath.Join(cfg.DataDir, "master.key")
+	data, err := os.ReadFile(path)
+	if err == nil {
+		return wallets.ParseMasterKeys(strings.TrimSpace(string(data)))
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read master key: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("write master key: %w", err)
+	}
+	_, werr := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
+	if cerr := f.Close(); werr != nil || cerr != nil {
+		return nil, fmt.Errorf("write master key: %w", errors.Join(werr, cerr))
+	}
+	log.Warn("generated a new wallet master key; production must supply its own (SWITCHBOARD_MASTER_KEY)", "path", path)
+	return [][]byte{key}, nil
+}

@@ -1,0 +1,123 @@
+// Package app wires Switchboard together: configuration, store, keys, tools, and the MCP and
+// REST doors. cmd/switchboard and the end-to-end tests both build the service through it.
+package app
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Config is every setting, read from SWITCHBOARD_* environment variables; the common ones are
+// also flags of `switchboard serve`.
+type Config struct {
+	Addr                string
+	BaseURL             string
+	DataDir             string
+	DatabaseURL         string
+	Env                 string
+	SMTPURL             string
+	MailFrom            string
+	SigningKeyFile      string
+	MasterKey           string
+	AllowLocalEndpoints bool
+	APIKey              string
+	DefaultSpendLimit   string // USD, decimal
+	DefaultRateLimit    int
+	LogLevel            string
+}
+
+type setting struct {
+	env, flag, usage string
+	str              *string
+	boolean          *bool
+	integer          *int
+	common           bool // also a flag
+}
+
+func (c *Config) settings() []setting {
+	return []setting{
+		{env: "SWITCHBOARD_ADDR", flag: "addr", usage: "listen address for HTTP (MCP at /mcp, REST at /v1)", str: &c.Addr, common: true},
+		{env: "SWITCHBOARD_BASE_URL", flag: "base-url", usage: "public base URL, used in llms.txt and links", str: &c.BaseURL, common: true},
+		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database and generated keys", str: &c.DataDir, common: true},
+		{env: "SWITCHBOARD_DATABASE_URL", flag: "database-url", usage: "postgres://... selects PostgreSQL; empty: SQLite in the data dir", str: &c.DatabaseURL, common: true},
+		{env: "SWITCHBOARD_ENV", flag: "env", usage: "test or production (key prefixes, publishing rules)", str: &c.Env, common: true},
+		{env: "SWITCHBOARD_SMTP_URL", flag: "smtp-url", usage: "smtp://user:pass@host:port (STARTTLS when offered) or smtps://; empty: development mailer logs codes (test env only)", str: &c.SMTPURL, common: true},
+		{env: "SWITCHBOARD_MAIL_FROM", flag: "mail-from", usage: "sender of code e-mails", str: &c.MailFrom},
+		{env: "SWITCHBOARD_SIGNING_KEY_FILE", flag: "signing-key-file", usage: "PEM Ed25519 private key for envelopes; empty: <data dir>/signing-key.pem, generated", str: &c.SigningKeyFile},
+		{env: "SWITCHBOARD_MASTER_KEY", flag: "master-key", usage: "base64 32-byte key(s) sealing wallet keys, current first, comma-separated; empty: <data dir>/master.key, generated", str: &c.MasterKey},
+		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only: partner endpoints may be http and local addresses", boolean: &c.AllowLocalEndpoints},
+		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
+		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
+		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
+		{env: "SWITCHBOARD_LOG_LEVEL", flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
+	}
+}
+
+// Defaults returns the documented defaults.
+func Defaults() Config {
+	return Config{
+		Addr: ":8080", BaseURL: "http://localhost:8080", DataDir: "./data", Env: "test",
+		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
+	}
+}
+
+// FromEnv returns the defaults overridden by the environment (getenv, normally os.Getenv).
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := Defaults()
+	for _, s := range c.settings() {
+		v := getenv(s.env)
+		if v == "" {
+			continue
+		}
+		switch {
+		case s.str != nil:
+			*s.str = v
+		case s.boolean != nil:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, fmt.Errorf("%s=%q: want true or false", s.env, v)
+			}
+			*s.boolean = b
+		case s.integer != nil:
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return c, fmt.Errorf("%s=%q: want a whole number", s.env, v)
+			}
+			*s.integer = n
+		}
+	}
+	return c, c.Validate()
+}
+
+// RegisterFlags adds the settings as flags of fs, defaulting to their current values. all
+// also adds the uncommon ones.
+func (c *Config) RegisterFlags(fs *flag.FlagSet, all bool) {
+	for _, s := range c.settings() {
+		if !s.common && !all {
+			continue
+		}
+		usage := s.usage + " (env " + s.env + ")"
+		switch {
+		case s.str != nil:
+			fs.StringVar(s.str, s.flag, *s.str, usage)
+		case s.boolean != nil:
+			fs.BoolVar(s.boolean, s.flag, *s.boolean, usage)
+		case s.integer != nil:
+			fs.IntVar(s.integer, s.flag, *s.integer, usage)
+		}
+	}
+}
+
+// Validate checks values that have a closed set.
+func (c *Config) Validate() error {
+	if c.Env != "test" && c.Env != "production" {
+		return fmt.Errorf("SWITCHBOARD_ENV=%q: want test or production", c.Env)
+	}
+	if c.DefaultRateLimit < 1 {
+		return fmt.Errorf("SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE must be at least 1")
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	return nil
+}

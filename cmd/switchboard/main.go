@@ -1,0 +1,148 @@
+// Command switchboard runs the Switchboard service.
+//
+//	switchboard serve     HTTP: MCP at /mcp, REST at /v1, llms.txt, public key, OpenAPI
+//	switchboard stdio     MCP over stdin/stdout for desktop hosts (key from SWITCHBOARD_API_KEY)
+//	switchboard migrate   apply database migrations and exit
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/mcpserver"
+	"github.com/switchboard-hq/switchboard/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "switchboard:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+const usage = `usage: switchboard <command> [flags]
+
+commands:
+  serve     run the HTTP service (MCP at /mcp, REST at /v1)
+  stdio     serve MCP over stdin/stdout with SWITCHBOARD_API_KEY (for desktop MCP hosts)
+  migrate   apply database migrations and exit
+
+Run 'switchboard <command> --help' for the settings; each is also a SWITCHBOARD_* variable.
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return errors.New("no command")
+		}
+		return nil
+	}
+	cfg, err := app.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet("switchboard "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	switch cmd {
+	case "serve", "stdio", "migrate":
+		cfg.RegisterFlags(fs, true)
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	// Logs go to stderr always: in stdio mode stdout carries the protocol.
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level(cfg.LogLevel)}))
+	switch cmd {
+	case "migrate":
+		st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		applied, err := st.Migrate(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "applied %d migration(s)%s\n", len(applied), list(applied))
+		return nil
+	case "stdio":
+		if cfg.APIKey == "" {
+			log.Warn("SWITCHBOARD_API_KEY is not set: only the onboarding tools will work")
+		}
+		a, err := app.Build(ctx, cfg, app.Deps{Log: log})
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return mcpserver.ServeStdio(ctx, a.MCP)
+	default:
+		return serve(ctx, cfg, log)
+	}
+}
+
+func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+	a, err := app.Build(ctx, cfg, app.Deps{Log: log})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	srv := &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           a.Handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      5 * time.Minute, // partner calls may take up to their timeoutMs
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("switchboard serving", "addr", cfg.Addr, "base_url", cfg.BaseURL, "env", cfg.Env, "postgres", a.Store.Postgres())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	log.Info("shutting down")
+	return srv.Shutdown(shutdown)
+}
+
+func level(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+func list(xs []string) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(xs, ", ")
+}

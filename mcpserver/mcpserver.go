@@ -1,0 +1,96 @@
+// Package mcpserver exposes the tool kernel over MCP: Streamable HTTP (stateless, so any
+// replica serves any request) and stdio.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// Options configure the server.
+type Options struct {
+	Name, Version string
+	// APIKey is used when a request carries no key of its own: stdio, where the desktop host
+	// puts the key in the environment.
+	APIKey string
+	Log    *slog.Logger
+}
+
+// New registers every kernel tool on a go-sdk server with the low-level AddTool, so the
+// kernel's validator is the only one that runs.
+func New(k *tools.Kernel, opts Options) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version},
+		&mcp.ServerOptions{Logger: opts.Log, Instructions: instructions})
+	for _, t := range k.Tools() {
+		srv.AddTool(describe(t), handler(k, t.Name, opts.APIKey))
+	}
+	return srv
+}
+
+const instructions = "Switchboard: onboarding, API keys, token lookups and partner intents for AI agents. " +
+	"Without an API key, call agent_signup with an e-mail inbox you can read, then agent_verify with the 6-digit code; " +
+	"send the key as the x-api-key header. Without an inbox, ask a human for a key."
+
+func describe(t *tools.Tool) *mcp.Tool {
+	a := t.Annotations
+	return &mcp.Tool{
+		Name:         t.Name,
+		Title:        t.Title,
+		Description:  t.Description,
+		InputSchema:  t.InputSchema,
+		OutputSchema: t.OutputSchema,
+		Annotations: &mcp.ToolAnnotations{
+			Title:           t.Title,
+			ReadOnlyHint:    *a.ReadOnly,
+			DestructiveHint: a.Destructive,
+			IdempotentHint:  a.Idempotent,
+			OpenWorldHint:   a.OpenWorld,
+		},
+	}
+}
+
+func handler(k *tools.Kernel, name, defaultKey string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		call := tools.Request{Tool: name, Args: req.Params.Arguments, APIKey: defaultKey}
+		if req.Extra != nil && req.Extra.Header != nil {
+			h := req.Extra.Header
+			if key := tools.KeyFromHeader(h); key != "" {
+				call.APIKey = key
+			}
+			call.ClientAddr = h.Get(tools.HeaderClientAddr)
+			call.RequestID = h.Get(tools.HeaderRequestID)
+		}
+		if call.ClientAddr == "" {
+			call.ClientAddr = "stdio"
+		}
+		out, e := k.Call(ctx, call)
+		if e != nil {
+			body, _ := json.Marshal(tools.Body{Error: e})
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil
+		}
+		raw, err := json.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{
+			StructuredContent: json.RawMessage(raw),
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(raw)}},
+		}, nil
+	}
+}
+
+// HTTPHandler serves srv over stateless Streamable HTTP with JSON responses.
+func HTTPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})
+}
+
+// ServeStdio serves srv on stdin/stdout until ctx ends or the host closes the pipe.
+func ServeStdio(ctx context.Context, srv *mcp.Server) error {
+	return srv.Run(ctx, &mcp.StdioTransport{})
+}

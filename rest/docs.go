@@ -1,0 +1,185 @@
+package rest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// llmsTxt renders the onboarding instructions for agents, listing the methods this
+// deployment has enabled.
+func llmsTxt(o Options) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Switchboard\n\n")
+	fmt.Fprintf(&b, "> MCP-native onboarding, API keys, token lookups and signed partner intents for AI agents.\n\n")
+	fmt.Fprintf(&b, "MCP (Streamable HTTP): %s/mcp — send your key as the `x-api-key` header (or `Authorization: Bearer`).\n", o.BaseURL)
+	fmt.Fprintf(&b, "REST: %s/v1/... — routes in %s/openapi.json.\n\n", o.BaseURL, o.BaseURL)
+	fmt.Fprintf(&b, "## Onboarding methods enabled here\n\n")
+	n := 1
+	fmt.Fprintf(&b, "%d. Paste a key: a human signs in on the developer dashboard, clicks Issue key and pastes the key to you. Use this when you cannot read an e-mail inbox: ask the human for a key, do not retry signup.\n", n)
+	if o.EmailSignup {
+		n++
+		fmt.Fprintf(&b, "%d. E-mail one-time code (needs an inbox you can read):\n", n)
+		fmt.Fprintf(&b, "   - MCP tool `agent_signup {\"email\": \"you@example.com\"}` or `POST %s/v1/agents/signup` — always answers {\"ok\":true} and e-mails a 6-digit code valid 10 minutes.\n", o.BaseURL)
+		fmt.Fprintf(&b, "   - MCP tool `agent_verify {\"email\": ..., \"code\": \"123456\"}` or `POST %s/v1/agents/verify` — returns userId, wallets (evm, svm), apiKey (shown once: store it), scopes, spendLimitUsd, rateLimitPerMinute.\n", o.BaseURL)
+		fmt.Fprintf(&b, "   - 5 wrong codes void a code; ask for a new one with agent_signup. Verifying again later recovers the same account with a new key.\n")
+	}
+	fmt.Fprintf(&b, "\n## With a key\n\n")
+	fmt.Fprintf(&b, "- `api_key_create` (POST /v1/keys), `api_key_list` (GET /v1/keys), `api_key_revoke` (DELETE /v1/keys/{key_id}), `account_get` (GET /v1/account).\n")
+	fmt.Fprintf(&b, "- Errors are {\"error\": {\"code\", \"message\", \"details\"}}; the message says what to do next. RATE_LIMITED comes with Retry-After.\n")
+	fmt.Fprintf(&b, "\nPartners verify Switchboard's Ed25519 signatures with the key at %s/.well-known/service-public-key.\n", o.BaseURL)
+	return b.String()
+}
+
+// OpenAPI builds the OpenAPI 3.1 document from the route table and the same generated schemas
+// the MCP tools publish.
+func OpenAPI(k *tools.Kernel, baseURL, version string) ([]byte, error) {
+	paths := map[string]map[string]any{}
+	for _, rt := range Routes {
+		t := k.Tool(rt.Tool)
+		if t == nil {
+			continue
+		}
+		var in map[string]any
+		if err := json.Unmarshal(t.InputSchema, &in); err != nil {
+			return nil, err
+		}
+		var out any
+		if err := json.Unmarshal(t.OutputSchema, &out); err != nil {
+			return nil, err
+		}
+		op := map[string]any{
+			"operationId": t.Name,
+			"summary":     t.Title,
+			"description": t.Description,
+			"x-mcp-tool":  t.Name,
+		}
+		var params []any
+		pathFields := map[string]bool{}
+		for param, field := range rt.Params {
+			pathFields[field] = true
+			params = append(params, map[string]any{"name": param, "in": "path", "required": true, "schema": property(in, field)})
+		}
+		body := withoutFields(in, pathFields)
+		if rt.Method == http.MethodGet || rt.Method == http.MethodDelete {
+			props, _ := body["properties"].(map[string]any)
+			names := make([]string, 0, len(props))
+			for name := range props {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				params = append(params, map[string]any{"name": name, "in": "query", "required": isRequired(body, name), "schema": props[name]})
+			}
+		} else {
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": body}}}
+		}
+		if len(params) > 0 {
+			op["parameters"] = params
+		}
+		status := "200"
+		if rt.Created {
+			status = "201"
+		}
+		op["responses"] = map[string]any{
+			status:    map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": out}}},
+			"default": map[string]any{"description": "error (see the error model)", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
+		}
+		if !t.Access.NeedsKey() {
+			op["security"] = []any{}
+		} else if s := t.Access.Scope(); s != "" {
+			op["x-required-scope"] = s
+		}
+		if paths[rt.Path] == nil {
+			paths[rt.Path] = map[string]any{}
+		}
+		paths[rt.Path][strings.ToLower(rt.Method)] = op
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "Switchboard",
+			"version":     version,
+			"description": "Every operation is also an MCP tool at /mcp with the same schemas (x-mcp-tool).",
+		},
+		"servers": []any{map[string]any{"url": baseURL}},
+		"paths":   paths,
+		"components": map[string]any{
+			"securitySchemes": map[string]any{
+				"apiKey": map[string]any{"type": "apiKey", "in": "header", "name": "x-api-key"},
+				"bearer": map[string]any{"type": "http", "scheme": "bearer"},
+			},
+			"schemas": map[string]any{"Error": errorSchema},
+		},
+		"security": []any{map[string]any{"apiKey": []any{}}, map[string]any{"bearer": []any{}}},
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+var errorSchema = map[string]any{
+	"type":     "object",
+	"required": []any{"error"},
+	"properties": map[string]any{"error": map[string]any{
+		"type":     "object",
+		"required": []any{"code", "message"},
+		"properties": map[string]any{
+			"code":    map[string]any{"type": "string", "enum": []any{"BAD_INPUT", "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "CONFIRMATION_REQUIRED", "PAYMENT_REQUIRED", "SPEND_LIMIT", "INSUFFICIENT_CREDITS", "RATE_LIMITED", "UPSTREAM", "UNAVAILABLE", "INTERNAL"}},
+			"message": map[string]any{"type": "string"},
+			"details": map[string]any{"type": "object"},
+		},
+	}},
+}
+
+func property(schema map[string]any, name string) any {
+	props, _ := schema["properties"].(map[string]any)
+	if p, ok := props[name]; ok {
+		return p
+	}
+	return map[string]any{"type": "string"}
+}
+
+func isRequired(schema map[string]any, name string) bool {
+	req, _ := schema["required"].([]any)
+	for _, r := range req {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutFields copies an object schema without the given properties (they travel in the path).
+func withoutFields(schema map[string]any, drop map[string]bool) map[string]any {
+	out := make(map[string]any, len(schema))
+	for k, v := range schema {
+		out[k] = v
+	}
+	if len(drop) == 0 {
+		return out
+	}
+	props, _ := schema["properties"].(map[string]any)
+	kept := map[string]any{}
+	for name, p := range props {
+		if !drop[name] {
+			kept[name] = p
+		}
+	}
+	out["properties"] = kept
+	var req []any
+	reqs, _ := schema["required"].([]any)
+	for _, r := range reqs {
+		if name, _ := r.(string); !drop[name] {
+			req = append(req, r)
+		}
+	}
+	if req == nil {
+		delete(out, "required")
+	} else {
+		out["required"] = req
+	}
+	return out
+}

@@ -1,0 +1,275 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// MaxBody bounds every request body, REST and MCP.
+const MaxBody = 1 << 20
+
+// Options configure the HTTP front.
+type Options struct {
+	Kernel       *tools.Kernel
+	MCP          http.Handler // served at /mcp
+	BaseURL      string
+	PublicKeyPEM []byte
+	EmailSignup  bool // whether e-mail onboarding is enabled (a mailer is configured)
+	Env          string
+	Version      string
+	Ready        func(ctx context.Context) error // health check of dependencies
+	Log          *slog.Logger
+}
+
+// New returns the whole HTTP surface: /mcp, /v1 routes, and the public documents.
+func New(o Options) (http.Handler, error) {
+	mux := http.NewServeMux()
+	if o.MCP != nil {
+		mux.Handle("/mcp", o.MCP)
+	}
+	for _, rt := range Routes {
+		t := o.Kernel.Tool(rt.Tool)
+		if t == nil {
+			continue
+		}
+		mux.Handle(rt.Method+" "+rt.Path, toolHandler(o.Kernel, rt, t))
+	}
+	llms := llmsTxt(o)
+	mux.HandleFunc("GET /llms.txt", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, llms)
+	})
+	mux.HandleFunc("GET /.well-known/service-public-key", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-pem-file")
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Write(o.PublicKeyPEM)
+	})
+	doc, err := OpenAPI(o.Kernel, o.BaseURL, o.Version)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(doc)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if o.Ready != nil {
+			if err := o.Ready(r.Context()); err != nil {
+				o.Log.ErrorContext(r.Context(), "health check", "err", err)
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"status":"unavailable"}`)
+				return
+			}
+		}
+		io.WriteString(w, `{"status":"ok"}`)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, tools.Errorf(tools.CodeNotFound, "no route %s %s; see /openapi.json for the routes, /llms.txt to get started, or use MCP at /mcp", r.Method, r.URL.Path))
+	})
+	return front(mux, o.Log), nil
+}
+
+// front gives every request an id, fixes the trusted headers MCP handlers read, bounds the
+// body and logs the request.
+func front(next http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := uuid.NewString()
+		r.Header.Set(tools.HeaderRequestID, id)
+		r.Header.Set(tools.HeaderClientAddr, clientAddr(r))
+		w.Header().Set("X-Request-Id", id)
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// clientAddr is the peer's IP. Forwarding headers are not trusted: a proxy in front must
+// be configured to connect from the client's address or this sees the proxy.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
+	types := propertyTypes(t.InputSchema)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		args, e := buildArgs(r, rt, types)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		out, e := k.Call(r.Context(), tools.Request{
+			Tool: rt.Tool, Args: args, APIKey: tools.KeyFromHeader(r.Header),
+			ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID),
+		})
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		status := http.StatusOK
+		if rt.Created {
+			status = http.StatusCreated
+		}
+		writeJSON(w, status, out)
+	})
+}
+
+// buildArgs assembles the tool input: the JSON body (POST, PATCH), query parameters (GET,
+// DELETE), then path parameters, which win.
+func buildArgs(r *http.Request, rt Route, types map[string]string) (json.RawMessage, *tools.Error) {
+	args := map[string]any{}
+	if r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut {
+		body, err := io.ReadAll(r.Body)
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, tools.Errorf(tools.CodeBadInput, "request body is over %d bytes; send less", MaxBody)
+		}
+		if err != nil {
+			return nil, tools.Errorf(tools.CodeBadInput, "could not read the request body: %v", err)
+		}
+		if len(strings.TrimSpace(string(body))) > 0 {
+			v, err := tools.DecodeJSON(body)
+			if err != nil {
+				return nil, tools.Errorf(tools.CodeBadInput, "request body is not valid JSON: %v; send a JSON object with Content-Type: application/json", err)
+			}
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, tools.Errorf(tools.CodeBadInput, "request body must be a JSON object")
+			}
+			args = m
+		}
+	} else {
+		for name, vals := range r.URL.Query() {
+			v, err := queryValue(types[name], vals)
+			if err != nil {
+				return nil, tools.Errorf(tools.CodeBadInput, "query parameter %s: %v", name, err)
+			}
+			args[name] = v
+		}
+	}
+	for param, field := range rt.Params {
+		args[field] = r.PathValue(param)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
+	}
+	return raw, nil
+}
+
+// queryValue converts query strings to the JSON type the input schema declares, so
+// ?limit=5 reaches the validator as the integer 5.
+func queryValue(typ string, vals []string) (any, error) {
+	switch typ {
+	case "array":
+		var out []string
+		for _, v := range vals {
+			out = append(out, strings.Split(v, ",")...)
+		}
+		return out, nil
+	case "integer", "number":
+		if _, err := strconv.ParseFloat(vals[0], 64); err != nil {
+			return nil, fmt.Errorf("%q is not a number", vals[0])
+		}
+		return json.Number(vals[0]), nil
+	case "boolean":
+		b, err := strconv.ParseBool(vals[0])
+		if err != nil {
+			return nil, fmt.Errorf("%q is not true or false", vals[0])
+		}
+		return b, nil
+	default:
+		return vals[0], nil
+	}
+}
+
+func propertyTypes(schema json.RawMessage) map[string]string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	json.Unmarshal(schema, &s)
+	types := make(map[string]string, len(s.Properties))
+	for name, p := range s.Properties {
+		if t, ok := p.Type.(string); ok {
+			types[name] = t
+		}
+	}
+	return types
+}
+
+// Status maps an error code to its HTTP status.
+func Status(c tools.Code) int {
+	switch c {
+	case tools.CodeBadInput:
+		return http.StatusBadRequest
+	case tools.CodeUnauthenticated:
+		return http.StatusUnauthorized
+	case tools.CodeForbidden:
+		return http.StatusForbidden
+	case tools.CodeNotFound:
+		return http.StatusNotFound
+	case tools.CodeConflict, tools.CodeConfirmationRequired:
+		return http.StatusConflict
+	case tools.CodeSpendLimit, tools.CodeInsufficientCredits, tools.CodePaymentRequired:
+		return http.StatusPaymentRequired
+	case tools.CodeRateLimited:
+		return http.StatusTooManyRequests
+	case tools.CodeUpstream:
+		return http.StatusBadGateway
+	case tools.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+func writeError(w http.ResponseWriter, e *tools.Error) {
+	if e.Code == tools.CodeRateLimited && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+999_999_999)/1_000_000_000)))
+	}
+	writeJSON(w, Status(e.Code), tools.Body{Error: e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

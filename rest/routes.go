@@ -1,0 +1,39 @@
+// Package rest is the thin HTTP adapter: a /v1 route table onto the same kernel tools, the
+// error model mapped to HTTP statuses, and the public documents (llms.txt, the service public
+// key, the OpenAPI document, health).
+package rest
+
+import "net/http"
+
+// Route maps one HTTP route onto a tool. Path parameters are copied into the tool's input
+// under the names in Params; GET query parameters become input fields by name.
+type Route struct {
+	Method  string
+	Path    string            // net/http pattern path, e.g. /v1/keys/{key_id}
+	Tool    string            // kernel tool name
+	Params  map[string]string // path parameter -> input field
+	Created bool              // answer 201 instead of 200
+}
+
+// Routes is the /v1 table. A route whose tool is not registered is skipped, so a capability
+// lands by adding its tools and its rows here.
+var Routes = []Route{
+	{Method: http.MethodPost, Path: "/v1/agents/signup", Tool: "agent_signup"},
+	{Method: http.MethodPost, Path: "/v1/agents/verify", Tool: "agent_verify"},
+	{Method: http.MethodPost, Path: "/v1/keys", Tool: "api_key_create", Created: true},
+	{Method: http.MethodGet, Path: "/v1/keys", Tool: "api_key_list"},
+	{Method: http.MethodDelete, Path: "/v1/keys/{key_id}", Tool: "api_key_revoke", Params: map[string]string{"key_id": "keyId"}},
+	{Method: http.MethodGet, Path: "/v1/account", Tool: "account_get"},
+	{Method: http.MethodGet, Path: "/v1/tokens/resolve", Tool: "resolve_token"},
+	{Method: http.MethodGet, Path: "/v1/tokens/price", Tool: "get_price"},
+	{Method: http.MethodGet, Path: "/v1/balances", Tool: "get_balances"},
+	{Method: http.MethodGet, Path: "/v1/discover", Tool: "discover"},
+	{Method: http.MethodPost, Path: "/v1/invoke", Tool: "invoke_partner_message"},
+	{Method: http.MethodPost, Path: "/v1/partner/intents", Tool: "partner_publish_intent", Created: true},
+	{Method: http.MethodPost, Path: "/v1/partner/intents/bundle", Tool: "partner_publish_intent_bundle", Created: true},
+	{Method: http.MethodPatch, Path: "/v1/partner/intents/{id}", Tool: "partner_update_intent", Params: map[string]string{"id": "intentId"}},
+	{Method: http.MethodPost, Path: "/v1/partner/test-endpoint", Tool: "partner_test_endpoint"},
+	{Method: http.MethodPost, Path: "/v1/partner/intents/{id}/active", Tool: "partner_set_active", Params: map[string]string{"id": "intentId"}},
+	{Method: http.MethodGet, Path: "/v1/partner/intents", Tool: "partner_list_intents"},
+	{Method: http.MethodDelete, Path: "/v1/partner/intents/{id}", Tool: "partner_archive_intent", Params: map[string]string{"id": "intentId"}},
+}

@@ -1,0 +1,84 @@
+// Package account answers account_get: who the calling key belongs to and what it may do.
+package account
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/onboarding"
+)
+
+// Service reads accounts.
+type Service struct {
+	store *store.Store
+	keys  *keys.Service
+}
+
+// NewService builds the account tool's service.
+func NewService(st *store.Store, ks *keys.Service) *Service { return &Service{store: st, keys: ks} }
+
+// GetInput is account_get's (empty) input.
+type GetInput struct{}
+
+// Limits are the calling key's limits and the defaults new keys get.
+type Limits struct {
+	SpendLimitUsd             tools.USD `json:"spendLimitUsd" jsonschema_description:"the calling key's spend limit"`
+	RateLimitPerMinute        int       `json:"rateLimitPerMinute" jsonschema_description:"the calling key's requests per minute"`
+	DefaultSpendLimitUsd      tools.USD `json:"defaultSpendLimitUsd" jsonschema_description:"what a key minted without limits gets (capped at the minting key's)"`
+	DefaultRateLimitPerMinute int       `json:"defaultRateLimitPerMinute"`
+}
+
+// GetOutput is the account as its owner sees it.
+type GetOutput struct {
+	UserID         string             `json:"userId"`
+	Email          string             `json:"email"`
+	CreatedAt      time.Time          `json:"createdAt"`
+	Wallets        onboarding.Wallets `json:"wallets"`
+	SigningEnabled bool               `json:"signingEnabled" jsonschema_description:"whether Switchboard may sign with the embedded wallets on the agent's behalf (off by default)"`
+	KeyID          string             `json:"keyId" jsonschema_description:"id of the key making this call"`
+	Scopes         []string           `json:"scopes" jsonschema_description:"scopes of the key making this call"`
+	Limits         Limits             `json:"limits"`
+	Keys           []keys.Meta        `json:"keys"`
+}
+
+// Tools returns account_get.
+func (s *Service) Tools() []*tools.Tool {
+	return []*tools.Tool{tools.New(tools.Def{
+		Name:  "account_get",
+		Title: "Get account",
+		Description: "Show the account of the calling key: userId, e-mail, wallet addresses (EVM, Solana), whether signing on " +
+			"the agent's behalf is enabled, the calling key's scopes and limits, and every key's metadata.",
+		Access:      tools.AnyKey,
+		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
+	}, s.get)}
+}
+
+func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutput, error) {
+	acct, err := s.store.AccountByID(ctx, c.Key.AccountID)
+	if err != nil {
+		return GetOutput{}, err
+	}
+	ws, err := s.store.Wallets(ctx, acct.ID)
+	if err != nil {
+		return GetOutput{}, err
+	}
+	ks, err := s.store.Keys(ctx, acct.ID)
+	if err != nil {
+		return GetOutput{}, err
+	}
+	def := s.keys.Defaults()
+	out := GetOutput{
+		UserID: acct.ID, Email: acct.Email, CreatedAt: acct.CreatedAt.UTC(), Wallets: onboarding.AddressesOf(ws),
+		SigningEnabled: acct.SigningEnabled, KeyID: c.Key.ID, Scopes: c.Key.Scopes,
+		Limits: Limits{SpendLimitUsd: tools.USD(c.Key.SpendLimitMicro), RateLimitPerMinute: c.Key.RateLimitPerMinute,
+			DefaultSpendLimitUsd: tools.USD(def.SpendMicro), DefaultRateLimitPerMinute: def.RatePerMinute},
+		Keys: make([]keys.Meta, 0, len(ks)),
+	}
+	for _, k := range ks {
+		out.Keys = append(out.Keys, keys.MetaOf(k))
+	}
+	return out, nil
+}

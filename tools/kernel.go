@@ -1,0 +1,113 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Request is one tool call as a door received it.
+type Request struct {
+	Tool       string
+	Args       json.RawMessage // nil or empty means {}
+	APIKey     string          // the secret as presented, "" when none
+	ClientAddr string
+	RequestID  string
+}
+
+// Kernel is the single list of tools both doors iterate, and the single path every call
+// takes: find the tool, authenticate, rate-limit, check scope, validate, run, translate errors.
+type Kernel struct {
+	tools   []*Tool
+	byName  map[string]*Tool
+	auth    *Authenticator
+	limiter *RateLimiter
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// NewKernel registers tools. Duplicate names and undecided readOnly hints are refused.
+func NewKernel(auth *Authenticator, limiter *RateLimiter, log *slog.Logger, now func() time.Time, tools ...*Tool) (*Kernel, error) {
+	k := &Kernel{byName: make(map[string]*Tool), auth: auth, limiter: limiter, log: log, now: now}
+	for _, t := range tools {
+		if _, dup := k.byName[t.Name]; dup {
+			return nil, fmt.Errorf("tool %s registered twice", t.Name)
+		}
+		if t.Annotations.ReadOnly == nil {
+			return nil, fmt.Errorf("tool %s: Annotations.ReadOnly must be set deliberately", t.Name)
+		}
+		k.byName[t.Name] = t
+		k.tools = append(k.tools, t)
+	}
+	return k, nil
+}
+
+// Tools lists the tools in registration order.
+func (k *Kernel) Tools() []*Tool { return k.tools }
+
+// Tool returns the named tool, or nil.
+func (k *Kernel) Tool(name string) *Tool { return k.byName[name] }
+
+// Call runs one tool call end to end. The error, if any, is already in the error model.
+func (k *Kernel) Call(ctx context.Context, req Request) (any, *Error) {
+	start := k.now()
+	caller := &Caller{ClientAddr: req.ClientAddr, RequestID: req.RequestID}
+	out, err := k.call(ctx, caller, req)
+	e := Translate(err)
+	attrs := []any{"tool", req.Tool, "request_id", req.RequestID, "ms", k.now().Sub(start).Milliseconds()}
+	if caller.Key != nil {
+		attrs = append(attrs, "key_id", caller.Key.ID)
+	}
+	switch {
+	case e == nil:
+		k.log.InfoContext(ctx, "tool call", attrs...)
+	case e.Code == CodeInternal:
+		k.log.ErrorContext(ctx, "tool call failed", append(attrs, "code", e.Code, "err", e.Error())...)
+	default:
+		k.log.InfoContext(ctx, "tool call refused", append(attrs, "code", e.Code, "msg", e.Message)...)
+	}
+	if e != nil {
+		return nil, e
+	}
+	return out, nil
+}
+
+func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, error) {
+	t := k.byName[req.Tool]
+	if t == nil {
+		return nil, Errorf(CodeNotFound, "no tool named %q; list the tools to see what exists", req.Tool)
+	}
+	if t.Access.NeedsKey() {
+		if req.APIKey == "" {
+			return nil, Errorf(CodeUnauthenticated, "%s needs an API key (header x-api-key or Authorization: Bearer). No key yet? Call agent_signup with an e-mail inbox you can read, then agent_verify with the code; without an inbox, ask a human for a key", t.Name)
+		}
+		key, err := k.auth.Authenticate(ctx, req.APIKey)
+		if err != nil {
+			return nil, err
+		}
+		caller.Key = key
+		if ok, wait := k.limiter.Allow(key.ID, key.RateLimitPerMinute); !ok {
+			e := Errorf(CodeRateLimited, "this key allows %d requests a minute; retry in %d s, or mint a key with a higher limit", key.RateLimitPerMinute, int(wait.Seconds()))
+			e.RetryAfter = wait
+			return nil, e
+		}
+		if s := t.Access.Scope(); s != "" && !key.HasScope(s) {
+			return nil, Errorf(CodeForbidden, "%s needs scope %q; this key has %v. Use a key with that scope (api_key_create can only grant scopes the minting key has)", t.Name, s, key.Scopes)
+		}
+	}
+	args := []byte(req.Args)
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	v, err := DecodeJSON(args)
+	if err != nil {
+		return nil, Errorf(CodeBadInput, "arguments are not valid JSON: %v", err)
+	}
+	if e := Validate(t.input, v, "arguments"); e != nil {
+		e.Message += fmt.Sprintf(". The input schema of %s lists the fields it takes", t.Name)
+		return nil, e
+	}
+	return t.run(ctx, caller, args)
+}

@@ -1,0 +1,192 @@
+// Package keys mints, lists and revokes API keys: api_key_create, api_key_list, api_key_revoke.
+package keys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// AllScopes are the spec's scopes, in its order. The first key of an account carries all.
+var AllScopes = []string{"read", "quote", "swap", "bridge", "send", "wallet", "publish", "partner"}
+
+// Limits are a key's spend and rate limits.
+type Limits struct {
+	SpendMicro    int64
+	RatePerMinute int
+}
+
+// Service mints and manages keys.
+type Service struct {
+	store    *store.Store
+	env      string
+	defaults Limits
+	now      func() time.Time
+}
+
+// NewService builds the key service. defaults apply when a key is minted without limits.
+func NewService(st *store.Store, env string, defaults Limits, now func() time.Time) *Service {
+	return &Service{store: st, env: env, defaults: defaults, now: now}
+}
+
+// Defaults returns the configured default limits.
+func (s *Service) Defaults() Limits { return s.defaults }
+
+// New builds (does not store) a key for accountID, returning it and its secret.
+func (s *Service) New(accountID, name string, scopes []string, lim Limits) (*store.APIKey, string) {
+	secret, prefix := tools.NewKeySecret(s.env)
+	return &store.APIKey{
+		ID:                 uuid.NewString(),
+		AccountID:          accountID,
+		Name:               name,
+		Prefix:             prefix,
+		Hash:               tools.HashKey(secret),
+		Scopes:             scopes,
+		SpendLimitMicro:    lim.SpendMicro,
+		RateLimitPerMinute: lim.RatePerMinute,
+		CreatedAt:          s.now().UTC().Truncate(time.Microsecond),
+	}, secret
+}
+
+// Meta is a key as listed: metadata only, never the secret or its hash.
+type Meta struct {
+	ID                 string     `json:"id" jsonschema_description:"key id, for api_key_revoke"`
+	Name               string     `json:"name"`
+	Prefix             string     `json:"prefix" jsonschema_description:"first characters of the secret, to recognise it"`
+	Scopes             []string   `json:"scopes"`
+	SpendLimitUsd      tools.USD  `json:"spendLimitUsd"`
+	RateLimitPerMinute int        `json:"rateLimitPerMinute"`
+	CreatedAt          time.Time  `json:"createdAt"`
+	LastUsedAt         *time.Time `json:"lastUsedAt,omitempty"`
+	RevokedAt          *time.Time `json:"revokedAt,omitempty"`
+}
+
+// MetaOf returns a key's public metadata.
+func MetaOf(k *store.APIKey) Meta {
+	return Meta{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes,
+		SpendLimitUsd: tools.USD(k.SpendLimitMicro), RateLimitPerMinute: k.RateLimitPerMinute,
+		CreatedAt: k.CreatedAt.UTC(), LastUsedAt: utc(k.LastUsedAt), RevokedAt: utc(k.RevokedAt)}
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// CreateInput is api_key_create's input.
+type CreateInput struct {
+	Name               string     `json:"name" jsonschema:"minLength=1,maxLength=100" jsonschema_description:"a label for the key"`
+	Scopes             []string   `json:"scopes" jsonschema:"minItems=1,uniqueItems=true,enum=read,enum=quote,enum=swap,enum=bridge,enum=send,enum=wallet,enum=publish,enum=partner" jsonschema_description:"scopes for the new key; each must be a scope of the key making the call"`
+	SpendLimitUsd      *tools.USD `json:"spendLimitUsd,omitempty" jsonschema_description:"total USD the key may spend; default the agent default, never above the calling key's"`
+	RateLimitPerMinute *int       `json:"rateLimitPerMinute,omitempty" jsonschema:"minimum=1,maximum=10000" jsonschema_description:"requests per minute; default the agent default, never above the calling key's"`
+}
+
+// CreateOutput is the new key: its metadata and, this once, its secret.
+type CreateOutput struct {
+	Meta
+	Secret string `json:"secret" jsonschema_description:"the API key; shown only now, store it"`
+}
+
+// ListInput is api_key_list's (empty) input.
+type ListInput struct{}
+
+// ListOutput lists the account's keys.
+type ListOutput struct {
+	Keys []Meta `json:"keys"`
+}
+
+// RevokeInput is api_key_revoke's input.
+type RevokeInput struct {
+	KeyID string `json:"keyId" jsonschema:"minLength=1,maxLength=64" jsonschema_description:"id of a key of this account, from api_key_list"`
+}
+
+// Tools returns the key tools.
+func (s *Service) Tools() []*tools.Tool {
+	return []*tools.Tool{
+		tools.New(tools.Def{
+			Name:  "api_key_create",
+			Title: "Create API key",
+			Description: "Mint a new API key for this account. The new key's scopes must be a subset of the calling key's, " +
+				"and its limits can be at most the calling key's (omitted limits take the agent defaults, capped the same way). " +
+				"The secret is returned once; store it.",
+			Access:      tools.AnyKey,
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(false)},
+		}, s.create),
+		tools.New(tools.Def{
+			Name:        "api_key_list",
+			Title:       "List API keys",
+			Description: "List this account's API keys: id, name, prefix, scopes, limits, createdAt, lastUsedAt, revokedAt. Never the secrets.",
+			Access:      tools.AnyKey,
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
+		}, s.list),
+		tools.New(tools.Def{
+			Name:        "api_key_revoke",
+			Title:       "Revoke API key",
+			Description: "Revoke one of this account's keys by id (from api_key_list). A revoked key stops working at once; revoking it again changes nothing.",
+			Access:      tools.AnyKey,
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
+		}, s.revoke),
+	}
+}
+
+func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (CreateOutput, error) {
+	for _, sc := range in.Scopes {
+		if !c.Key.HasScope(sc) {
+			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "scope %q is not a scope of the calling key (%v); a key can only grant scopes it has", sc, c.Key.Scopes)
+		}
+	}
+	lim := Limits{
+		SpendMicro:    min(s.defaults.SpendMicro, c.Key.SpendLimitMicro),
+		RatePerMinute: min(s.defaults.RatePerMinute, c.Key.RateLimitPerMinute),
+	}
+	if in.SpendLimitUsd != nil {
+		if in.SpendLimitUsd.Micro() > c.Key.SpendLimitMicro {
+			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "spendLimitUsd %s is above the calling key's %s; ask for at most that", in.SpendLimitUsd, tools.USD(c.Key.SpendLimitMicro))
+		}
+		lim.SpendMicro = in.SpendLimitUsd.Micro()
+	}
+	if in.RateLimitPerMinute != nil {
+		if *in.RateLimitPerMinute > c.Key.RateLimitPerMinute {
+			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "rateLimitPerMinute %d is above the calling key's %d; ask for at most that", *in.RateLimitPerMinute, c.Key.RateLimitPerMinute)
+		}
+		lim.RatePerMinute = *in.RateLimitPerMinute
+	}
+	scopes := slices.Clone(in.Scopes)
+	key, secret := s.New(c.Key.AccountID, in.Name, scopes, lim)
+	if err := s.store.CreateKey(ctx, key); err != nil {
+		return CreateOutput{}, fmt.Errorf("store key: %w", err)
+	}
+	return CreateOutput{Meta: MetaOf(key), Secret: secret}, nil
+}
+
+func (s *Service) list(ctx context.Context, c *tools.Caller, _ ListInput) (ListOutput, error) {
+	ks, err := s.store.Keys(ctx, c.Key.AccountID)
+	if err != nil {
+		return ListOutput{}, err
+	}
+	out := ListOutput{Keys: make([]Meta, 0, len(ks))}
+	for _, k := range ks {
+		out.Keys = append(out.Keys, MetaOf(k))
+	}
+	return out, nil
+}
+
+func (s *Service) revoke(ctx context.Context, c *tools.Caller, in RevokeInput) (Meta, error) {
+	k, err := s.store.RevokeKey(ctx, c.Key.AccountID, in.KeyID, s.now().UTC())
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Meta{}, tools.Errorf(tools.CodeNotFound, "no key %q in this account; api_key_list shows the account's key ids", in.KeyID)
+		}
+		return Meta{}, err
+	}
+	return MetaOf(k), nil
+}

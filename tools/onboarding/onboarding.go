@@ -1,0 +1,276 @@
+// Package onboarding lets an agent create or recover an account with an e-mail one-time code:
+// agent_signup and agent_verify.
+package onboarding
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/wallets"
+)
+
+// Config holds the onboarding limits.
+type Config struct {
+	CodeSecret     []byte        // HMAC key for stored code hashes
+	CodeTTL        time.Duration // 10 minutes
+	MaxAttempts    int           // wrong attempts that void a code: 5
+	SendsPerEmail  int           // code e-mails per address per SendWindow
+	SendsPerClient int           // code e-mails per client address per SendWindow
+	SendWindow     time.Duration // 1 hour
+	ServiceName    string
+	Now            func() time.Time
+}
+
+// DefaultConfig returns the documented limits.
+func DefaultConfig(codeSecret []byte, now func() time.Time) Config {
+	return Config{CodeSecret: codeSecret, CodeTTL: 10 * time.Minute, MaxAttempts: 5,
+		SendsPerEmail: 5, SendsPerClient: 20, SendWindow: time.Hour, ServiceName: "Switchboard", Now: now}
+}
+
+// Service runs signup and verify.
+type Service struct {
+	cfg    Config
+	store  *store.Store
+	mailer Mailer
+	keys   *keys.Service
+	sealer *wallets.Sealer
+}
+
+// NewService wires the onboarding tools.
+func NewService(cfg Config, st *store.Store, mailer Mailer, ks *keys.Service, sealer *wallets.Sealer) *Service {
+	return &Service{cfg: cfg, store: st, mailer: mailer, keys: ks, sealer: sealer}
+}
+
+// SignupInput is agent_signup's input.
+type SignupInput struct {
+	Email string `json:"email" jsonschema:"format=email,minLength=3,maxLength=254" jsonschema_description:"an e-mail inbox the agent can read; the code is sent there"`
+}
+
+// SignupOutput is always {ok:true}: it does not say whether the e-mail has an account.
+type SignupOutput struct {
+	OK bool `json:"ok"`
+}
+
+// VerifyInput is agent_verify's input.
+type VerifyInput struct {
+	Email string `json:"email" jsonschema:"format=email,minLength=3,maxLength=254" jsonschema_description:"the e-mail given to agent_signup"`
+	Code  string `json:"code" jsonschema:"pattern=^[0-9]{6}$" jsonschema_description:"the 6-digit code from the e-mail"`
+}
+
+// Wallets are an account's embedded wallet addresses.
+type Wallets struct {
+	EVM string `json:"evm" jsonschema_description:"EVM address (EIP-55)"`
+	SVM string `json:"svm" jsonschema_description:"Solana address (base58)"`
+}
+
+// Account is the spec's Account, returned by verify.
+type Account struct {
+	UserID             string    `json:"userId"`
+	Wallets            Wallets   `json:"wallets"`
+	APIKey             string    `json:"apiKey" jsonschema_description:"the API key; shown only now, store it"`
+	Scopes             []string  `json:"scopes"`
+	SpendLimitUsd      tools.USD `json:"spendLimitUsd"`
+	RateLimitPerMinute int       `json:"rateLimitPerMinute"`
+}
+
+// Tools returns agent_signup and agent_verify.
+func (s *Service) Tools() []*tools.Tool {
+	return []*tools.Tool{
+		tools.New(tools.Def{
+			Name:  "agent_signup",
+			Title: "Sign up by e-mail",
+			Description: "Start onboarding: e-mails a 6-digit one-time code (valid 10 minutes) to an inbox you can read, " +
+				"then call agent_verify with it. Always answers {ok:true}. Use it also to recover an account or get a new code. " +
+				"If you cannot read an inbox, do not retry: ask a human for an API key instead.",
+			Access:      tools.Public,
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
+		}, s.signup),
+		tools.New(tools.Def{
+			Name:  "agent_verify",
+			Title: "Verify e-mail code",
+			Description: "Finish onboarding with the code from agent_signup's e-mail. Creates the account (EVM and Solana wallets, " +
+				"a first API key with every scope) or, for an existing account, issues a fresh key for it. " +
+				"The apiKey is shown once: store it and send it as x-api-key.",
+			Access:      tools.Public,
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(false)},
+		}, s.verify),
+	}
+}
+
+func normalizeEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }
+
+func (s *Service) hash(parts ...string) string {
+	m := hmac.New(sha256.New, s.cfg.CodeSecret)
+	m.Write([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (SignupOutput, error) {
+	email := normalizeEmail(in.Email)
+	now := s.cfg.Now().UTC()
+	emailHash := s.hash("send", email)
+	since := now.Add(-s.cfg.SendWindow)
+	perEmail, perClient, err := s.store.CountSends(ctx, emailHash, c.ClientAddr, since)
+	if err != nil {
+		return SignupOutput{}, err
+	}
+	if perEmail >= int64(s.cfg.SendsPerEmail) || perClient >= int64(s.cfg.SendsPerClient) {
+		oldest, err := s.store.OldestSendSince(ctx, emailHash, c.ClientAddr, since)
+		if err != nil {
+			return SignupOutput{}, err
+		}
+		wait := max(oldest.Add(s.cfg.SendWindow).Sub(now).Round(time.Second), time.Second)
+		e := tools.Errorf(tools.CodeRateLimited, "too many codes requested for this address or from this client; the last code sent is still valid for %s, or retry in %d s", s.cfg.CodeTTL, int(wait.Seconds()))
+		e.RetryAfter = wait
+		return SignupOutput{}, e
+	}
+	code, err := sixDigits()
+	if err != nil {
+		return SignupOutput{}, err
+	}
+	msg := Message{
+		To:      email,
+		Subject: fmt.Sprintf("Your %s code: %s", s.cfg.ServiceName, code),
+		Text: fmt.Sprintf("Your %s verification code is %s.\n\n"+
+			"It signs you in to %s (creating your account if you have none) and expires in %d minutes, at %s.\n"+
+			"Enter it with agent_verify. If you did not ask for it, ignore this e-mail.\n",
+			s.cfg.ServiceName, code, s.cfg.ServiceName, int(s.cfg.CodeTTL.Minutes()), now.Add(s.cfg.CodeTTL).Format("15:04 MST")),
+	}
+	// Send first: a code that never reached the inbox must not replace one that did.
+	if err := s.mailer.Send(ctx, msg); err != nil {
+		return SignupOutput{}, tools.Errorf(tools.CodeUnavailable, "the code e-mail could not be sent; try again shortly").Wrap(err)
+	}
+	rec := &store.EmailCode{Email: email, CodeHash: s.hash("code", email, code), ExpiresAt: now.Add(s.cfg.CodeTTL), CreatedAt: now}
+	send := &store.EmailSend{ID: uuid.NewString(), EmailHash: emailHash, ClientAddr: c.ClientAddr, SentAt: now}
+	if err := s.store.PutCode(ctx, rec, send, since); err != nil {
+		return SignupOutput{}, err
+	}
+	return SignupOutput{OK: true}, nil
+}
+
+func sixDigits() (string, error) {
+	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
+	if err != nil {
+		return "", fmt.Errorf("generate code: %w", err)
+	}
+	return fmt.Sprintf("%06d", n.Int64()), nil
+}
+
+func (s *Service) verify(ctx context.Context, c *tools.Caller, in VerifyInput) (Account, error) {
+	email := normalizeEmail(in.Email)
+	now := s.cfg.Now().UTC()
+	rec, err := s.store.CodeByEmail(ctx, email)
+	if errors.Is(err, store.ErrNotFound) {
+		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (never requested, already used, expired or voided); call agent_signup for a new one")
+	}
+	if err != nil {
+		return Account{}, err
+	}
+	if !now.Before(rec.ExpiresAt) {
+		s.store.DeleteCode(ctx, email, rec.CodeHash)
+		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "this code expired (codes last %d minutes); call agent_signup for a new one", int(s.cfg.CodeTTL.Minutes()))
+	}
+	if !hmac.Equal([]byte(s.hash("code", email, in.Code)), []byte(rec.CodeHash)) {
+		attempts, err := s.store.CountFailedAttempt(ctx, email, rec.CodeHash)
+		if err != nil {
+			return Account{}, err
+		}
+		if attempts >= s.cfg.MaxAttempts {
+			s.store.DeleteCode(ctx, email, rec.CodeHash)
+			return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was the last of %d attempts: the code is void; call agent_signup for a new one", s.cfg.MaxAttempts)
+		}
+		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d attempts left. Check the latest e-mail (a new signup replaces the previous code)", s.cfg.MaxAttempts-attempts)
+	}
+	// Consuming the code is the race's single winner: a second verify with it finds nothing.
+	won, err := s.store.DeleteCode(ctx, email, rec.CodeHash)
+	if err != nil {
+		return Account{}, err
+	}
+	if !won {
+		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "this code was just used; call agent_signup for a new one")
+	}
+	acct, err := s.store.AccountByEmail(ctx, email)
+	switch {
+	case err == nil:
+		return s.recover(ctx, acct)
+	case errors.Is(err, store.ErrNotFound):
+		return s.create(ctx, email, now)
+	default:
+		return Account{}, err
+	}
+}
+
+// firstKey mints the key verify hands out: every scope, the agent defaults.
+func (s *Service) firstKey(accountID string) (*store.APIKey, string) {
+	return s.keys.New(accountID, "agent (e-mail verification)", append([]string(nil), keys.AllScopes...), s.keys.Defaults())
+}
+
+func (s *Service) create(ctx context.Context, email string, now time.Time) (Account, error) {
+	acct := &store.Account{ID: uuid.NewString(), Email: email, CreatedAt: now}
+	evm, err := wallets.NewEVM()
+	if err != nil {
+		return Account{}, err
+	}
+	svm, err := wallets.NewSolana()
+	if err != nil {
+		return Account{}, err
+	}
+	var ws []*store.Wallet
+	for _, w := range []struct {
+		family string
+		kp     wallets.KeyPair
+	}{{store.FamilyEVM, evm}, {store.FamilySVM, svm}} {
+		sealed, keyID := s.sealer.Seal(w.kp.Private, []byte(w.kp.Address))
+		clear(w.kp.Private)
+		ws = append(ws, &store.Wallet{ID: uuid.NewString(), AccountID: acct.ID, Family: w.family,
+			Address: w.kp.Address, SealedKey: sealed, MasterKeyID: keyID, CreatedAt: now})
+	}
+	key, secret := s.firstKey(acct.ID)
+	if err := s.store.CreateAccount(ctx, acct, ws, key); err != nil {
+		return Account{}, fmt.Errorf("create account: %w", err)
+	}
+	return account(acct.ID, Wallets{EVM: evm.Address, SVM: svm.Address}, key, secret), nil
+}
+
+func (s *Service) recover(ctx context.Context, acct *store.Account) (Account, error) {
+	ws, err := s.store.Wallets(ctx, acct.ID)
+	if err != nil {
+		return Account{}, err
+	}
+	key, secret := s.firstKey(acct.ID)
+	if err := s.store.CreateKey(ctx, key); err != nil {
+		return Account{}, fmt.Errorf("store recovery key: %w", err)
+	}
+	return account(acct.ID, AddressesOf(ws), key, secret), nil
+}
+
+// AddressesOf picks the EVM and Solana addresses out of an account's wallets.
+func AddressesOf(ws []*store.Wallet) Wallets {
+	var out Wallets
+	for _, w := range ws {
+		switch w.Family {
+		case store.FamilyEVM:
+			out.EVM = w.Address
+		case store.FamilySVM:
+			out.SVM = w.Address
+		}
+	}
+	return out
+}
+
+func account(userID string, w Wallets, key *store.APIKey, secret string) Account {
+	return Account{UserID: userID, Wallets: w, APIKey: secret, Scopes: key.Scopes,
+		SpendLimitUsd: tools.USD(key.SpendLimitMicro), RateLimitPerMinute: key.RateLimitPerMinute}
+}

@@ -1,0 +1,229 @@
+// Package tools is Switchboard's tool kernel: every capability is a Tool value (name,
+// LLM-facing description, access rule, annotations, Go input/output types, handler), and the
+// Kernel is the one place where a call is authenticated, rate-limited, scope-checked and
+// validated before any handler runs, for MCP and REST alike. Sub-packages hold the tools.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	invopop "github.com/invopop/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/switchboard-hq/switchboard/store"
+)
+
+// Access says who may call a tool.
+type Access struct {
+	key   bool
+	scope string
+}
+
+var (
+	// Public tools need no key (onboarding).
+	Public = Access{}
+	// AnyKey tools need a valid key, whatever its scopes.
+	AnyKey = Access{key: true}
+)
+
+// Scope requires a valid key carrying scope s.
+func Scope(s string) Access { return Access{key: true, scope: s} }
+
+// NeedsKey reports whether a key is required.
+func (a Access) NeedsKey() bool { return a.key }
+
+// Scope returns the scope required, "" when none.
+func (a Access) Scope() string { return a.scope }
+
+func (a Access) String() string {
+	switch {
+	case !a.key:
+		return "none"
+	case a.scope == "":
+		return "any valid key"
+	default:
+		return a.scope
+	}
+}
+
+// Annotations are the MCP tool hints. ReadOnly is a pointer so that a tool which forgot to
+// decide is caught (NewKernel refuses it).
+type Annotations struct {
+	ReadOnly    *bool
+	Destructive *bool
+	Idempotent  bool
+	OpenWorld   *bool
+}
+
+// Bool returns a pointer to b, for Annotations.
+func Bool(b bool) *bool { return &b }
+
+// Def is what a tool declares about itself.
+type Def struct {
+	Name        string
+	Title       string
+	Description string // written for an LLM: what it does, when to use it, what comes back
+	Access      Access
+	Annotations Annotations
+}
+
+// Caller is who is calling: the authenticated key (nil for public tools called without one)
+// and where the call came from.
+type Caller struct {
+	Key        *store.APIKey
+	ClientAddr string
+	RequestID  string
+}
+
+// AccountID returns the calling key's account, "" when unauthenticated.
+func (c *Caller) AccountID() string {
+	if c.Key == nil {
+		return ""
+	}
+	return c.Key.AccountID
+}
+
+// Handler is a tool's typed implementation. It runs only after the kernel has checked access
+// and validated the input against the input schema.
+type Handler[In, Out any] func(ctx context.Context, c *Caller, in In) (Out, error)
+
+// Tool is one capability, ready to register on any door.
+type Tool struct {
+	Def
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+
+	input  *jsonschema.Schema
+	output *jsonschema.Schema
+	run    func(ctx context.Context, c *Caller, args []byte) (any, error)
+}
+
+var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{1,63}$`)
+
+// New builds a tool from its definition and typed handler. Schemas are generated from In and
+// Out; a type that cannot produce a valid object schema is a programming error and panics at
+// start-up (and in the schema tests), never at call time.
+func New[In, Out any](def Def, h Handler[In, Out]) *Tool {
+	if !toolName.MatchString(def.Name) {
+		panic(fmt.Sprintf("tool name %q must match %s", def.Name, toolName))
+	}
+	t := &Tool{Def: def}
+	var err error
+	if t.InputSchema, t.input, err = schemaFor(reflect.TypeFor[In](), "input"); err != nil {
+		panic(fmt.Sprintf("tool %s: %v", def.Name, err))
+	}
+	if t.OutputSchema, t.output, err = schemaFor(reflect.TypeFor[Out](), "output"); err != nil {
+		panic(fmt.Sprintf("tool %s: %v", def.Name, err))
+	}
+	t.run = func(ctx context.Context, c *Caller, args []byte) (any, error) {
+		var in In
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return nil, Errorf(CodeBadInput, "arguments do not fit the input schema: %v", err)
+		}
+		return h(ctx, c, in)
+	}
+	return t
+}
+
+// schemaFor generates the JSON Schema of t (root "type":"object", everything inlined, no
+// root $ref) and compiles it with format assertions on.
+func schemaFor(t reflect.Type, name string) (json.RawMessage, *jsonschema.Schema, error) {
+	r := &invopop.Reflector{ExpandedStruct: true, Anonymous: true, DoNotReference: true}
+	s := r.ReflectFromType(t)
+	s.Version = ""
+	if s.Type != "object" {
+		return nil, nil, fmt.Errorf("%s schema has type %q, want \"object\"", name, s.Type)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("marshal %s schema: %w", name, err)
+	}
+	compiled, err := CompileSchema(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("compile %s schema: %w", name, err)
+	}
+	return raw, compiled, nil
+}
+
+// CompileSchema compiles a JSON Schema (draft 2020-12 unless it says otherwise) with format
+// assertions on. Partner parameter schemas go through it too.
+func CompileSchema(raw []byte) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	const url = "mem://schema.json"
+	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// DecodeJSON decodes raw JSON keeping numbers exact (json.Number), the form the validator
+// expects.
+func DecodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+// Validate checks a decoded JSON value against s and turns failures into a BAD_INPUT error
+// listing every problem with where it is.
+func Validate(s *jsonschema.Schema, v any, what string) *Error {
+	err := s.Validate(v)
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return Errorf(CodeBadInput, "%s: %v", what, err)
+	}
+	var problems []string
+	collect(ve, &problems)
+	return Errorf(CodeBadInput, "%s do not match the schema: %s", what, strings.Join(problems, "; ")).
+		WithDetails(map[string]any{"problems": problems})
+}
+
+func collect(ve *jsonschema.ValidationError, out *[]string) {
+	if len(ve.Causes) == 0 {
+		loc := ve.InstanceLocation
+		if loc == "" {
+			loc = "/"
+		}
+		*out = append(*out, fmt.Sprintf("at %s: %s", loc, ve.Message))
+		return
+	}
+	for _, c := range ve.Causes {
+		collect(c, out)
+	}
+}
+
+// ValidateOutput checks a handler's result against the output schema (used by tests to keep
+// the published schemas honest).
+func (t *Tool) ValidateOutput(out any) error {
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	v, err := DecodeJSON(raw)
+	if err != nil {
+		return err
+	}
+	if e := Validate(t.output, v, "results"); e != nil {
+		return e
+	}
+	return nil
+}

@@ -58,6 +58,20 @@ func (a *App) Close() error { return a.Store.Close() }
 // Build opens the store, runs migrations, loads (or on first start creates) the keys, and
 // assembles the tools and both doors.
 func Build(ctx context.Context, cfg Config, deps Deps) (*App, error) {
+	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	a, err := BuildOn(ctx, cfg, deps, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// BuildOn is Build on an already open store, which the caller keeps ownership of.
+func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App, error) {
 	log := deps.Log
 	if log == nil {
 		log = slog.Default()
@@ -66,19 +80,6 @@ func Build(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	if now == nil {
 		now = time.Now
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	a, err := build(ctx, cfg, deps, st, log, now)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return a, nil
-}
-
-func build(ctx context.Context, cfg Config, deps Deps, st *store.Store, log *slog.Logger, now func() time.Time) (*App, error) {
 	applied, err := st.Migrate(ctx)
 	if err != nil {
 		return nil, err

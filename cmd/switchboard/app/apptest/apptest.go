@@ -1,0 +1,226 @@
+// Package apptest starts the whole service for tests: a real store (SQLite or PostgreSQL),
+// a real SMTP server in-process as the mailer's target, an adjustable clock, and the HTTP
+// server on loopback.
+package apptest
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/quotedprintable"
+	"net"
+	"net/http/httptest"
+	"net/mail"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+)
+
+// Clock is a settable clock, safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock starts at t.
+func NewClock(t time.Time) *Clock { return &Clock{now: t} }
+
+// Now returns the current time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Env is a running service.
+type Env struct {
+	App    *app.App
+	Server *httptest.Server
+	URL    string
+	Inbox  *Inbox
+	Clock  *Clock
+}
+
+// Options tune Start.
+type Options struct {
+	Dialect string                // "sqlite" (default) or "postgres"
+	Config  func(cfg *app.Config) // adjust the configuration
+	Log     io.Writer             // where logs go; default discarded
+}
+
+// Start builds the app against a fresh migrated database, an in-process SMTP server and a
+// clock at the real time, and serves it on a loopback httptest server.
+func Start(t testing.TB, o Options) *Env {
+	t.Helper()
+	if o.Dialect == "" {
+		o.Dialect = "sqlite"
+	}
+	st := storetest.Open(t, o.Dialect)
+	inbox := NewInbox(t)
+	clock := NewClock(time.Now())
+	srv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(srv.Close)
+	cfg := app.Defaults()
+	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
+	cfg.DataDir = t.TempDir()
+	cfg.SMTPURL = inbox.URL()
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	w := o.Log
+	if w == nil {
+		w = io.Discard
+	}
+	log := slog.New(slog.NewTextHandler(w, nil))
+	a, err := app.BuildOn(context.Background(), cfg, app.Deps{Now: clock.Now, Log: log}, st)
+	if err != nil {
+		t.Fatalf("build app: %v", err)
+	}
+	srv.Config.Handler = a.Handler
+	srv.Start()
+	return &Env{App: a, Server: srv, URL: srv.URL, Inbox: inbox, Clock: clock}
+}
+
+// Inbox is an in-process SMTP server that keeps every message it receives.
+type Inbox struct {
+	addr string
+	mu   sync.Mutex
+	msgs []Received
+	cond *sync.Cond
+}
+
+// Received is one delivered message.
+type Received struct {
+	From    string
+	To      []string
+	Subject string
+	Text    string
+}
+
+// NewInbox starts an SMTP server on loopback, stopped when t ends.
+func NewInbox(t testing.TB) *Inbox {
+	t.Helper()
+	in := &Inbox{}
+	in.cond = sync.NewCond(&in.mu)
+	s := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{inbox: in}, nil }))
+	s.Domain = "localhost"
+	s.ReadTimeout = 10 * time.Second
+	s.WriteTimeout = 10 * time.Second
+	s.MaxMessageBytes = 1 << 20
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("smtp listen: %v", err)
+	}
+	in.addr = l.Addr().String()
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	return in
+}
+
+// URL is the SWITCHBOARD_SMTP_URL of this server.
+func (in *Inbox) URL() string { return "smtp://" + in.addr }
+
+// Messages returns what was received so far.
+func (in *Inbox) Messages() []Received {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]Received(nil), in.msgs...)
+}
+
+var codeRe = regexp.MustCompile(`code is (\d{6})`)
+
+// Code waits up to 10 s for the n-th (1-based) message to `to` and returns the code in it.
+func (in *Inbox) Code(t testing.TB, to string, n int) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var seen int
+		for _, m := range in.Messages() {
+			for _, rcpt := range m.To {
+				if strings.EqualFold(rcpt, to) {
+					seen++
+					if seen == n {
+						c := codeRe.FindStringSubmatch(m.Text)
+						if c == nil {
+							t.Fatalf("message to %s has no code: %q", to, m.Text)
+						}
+						return c[1]
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no message %d to %s (have %d)", n, to, seen)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type session struct {
+	inbox *Inbox
+	from  string
+	to    []string
+}
+
+func (s *session) Reset()        { s.from, s.to = "", nil }
+func (s *session) Logout() error { return nil }
+
+func (s *session) Mail(from string, _ *smtp.MailOptions) error {
+	s.from = from
+	return nil
+}
+
+func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.to = append(s.to, to)
+	return nil
+}
+
+func (s *session) Data(r io.Reader) error {
+	msg, err := mail.ReadMessage(r)
+	if err != nil {
+		return err
+	}
+	body, err := decodeBody(msg)
+	if err != nil {
+		return err
+	}
+	subject, _ := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	s.inbox.mu.Lock()
+	s.inbox.msgs = append(s.inbox.msgs, Received{From: s.from, To: s.to, Subject: subject, Text: body})
+	s.inbox.mu.Unlock()
+	return nil
+}
+
+func decodeBody(msg *mail.Message) (string, error) {
+	var r io.Reader = msg.Body
+	switch strings.ToLower(msg.Header.Get("Content-Transfer-Encoding")) {
+	case "quoted-printable":
+		r = quotedprintable.NewReader(r)
+	case "base64":
+		r = base64.NewDecoder(base64.StdEncoding, r)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", fmt.Errorf("decode body: %w", err)
+	}
+	return string(b), nil
+}
+
+// Config is the app's configuration, for Options.Config.
+type Config = app.Config

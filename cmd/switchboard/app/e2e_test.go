@@ -1,0 +1,336 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// keyTransport adds the API key to every request, as an MCP host configured with a header does.
+type keyTransport struct {
+	key  string
+	base http.RoundTripper
+}
+
+func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if k.key != "" {
+		r.Header.Set("x-api-key", k.key)
+	}
+	return k.base.RoundTrip(r)
+}
+
+// connect opens an MCP session over Streamable HTTP, with key as the x-api-key header.
+func connect(t testing.TB, url, key string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:             url + "/mcp",
+		HTTPClient:           &http.Client{Transport: keyTransport{key: key, base: http.DefaultTransport}},
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		t.Fatalf("connect MCP: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callTool calls a tool and returns its JSON object, or the error object when isError.
+func callTool(t testing.TB, cs *mcp.ClientSession, name string, args any) (map[string]any, *tools.Error) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error: %v", name, err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if res.IsError {
+		var body tools.Body
+		if err := json.Unmarshal([]byte(text), &body); err != nil || body.Error == nil {
+			t.Fatalf("%s: error result is not the error model: %q", name, text)
+		}
+		return nil, body.Error
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(text), &out); err != nil {
+		t.Fatalf("%s: result is not a JSON object: %q", name, text)
+	}
+	structured, _ := json.Marshal(res.StructuredContent)
+	if !jsonEqual(t, structured, []byte(text)) {
+		t.Fatalf("%s: structuredContent %s differs from text %s", name, structured, text)
+	}
+	return out, nil
+}
+
+func jsonEqual(t testing.TB, a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return bytes.Equal(ja, jb)
+}
+
+// doREST sends a REST request and decodes the JSON answer.
+func doREST(t testing.TB, method, url, key string, body any) (int, http.Header, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		if s, ok := body.(string); ok {
+			r = strings.NewReader(s)
+		} else {
+			b, _ := json.Marshal(body)
+			r = bytes.NewReader(b)
+		}
+	}
+	req, _ := http.NewRequest(method, url, r)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: %d, body not JSON: %q", method, url, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+func keysOf(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// checkOutput validates a result against the tool's published output schema.
+func checkOutput(t testing.TB, env *apptest.Env, tool string, out map[string]any) {
+	t.Helper()
+	if err := env.App.Kernel.Tool(tool).ValidateOutput(out); err != nil {
+		t.Fatalf("%s result breaks its output schema: %v", tool, err)
+	}
+}
+
+// TestOnboardingEndToEnd drives every spine tool through MCP (Streamable HTTP, go-sdk client)
+// and REST, with the code read from a real SMTP delivery.
+func TestOnboardingEndToEnd(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			env := apptest.Start(t, apptest.Options{Dialect: dialect})
+			anon := connect(t, env.URL, "")
+
+			lt, err := anon.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range lt.Tools {
+				names = append(names, tool.Name)
+			}
+			for _, want := range []string{"agent_signup", "agent_verify", "api_key_create", "api_key_list", "api_key_revoke", "account_get"} {
+				if !slices.Contains(names, want) {
+					t.Fatalf("tools/list lacks %s: %v", want, names)
+				}
+			}
+
+			// A keyed tool without a key says how to get one.
+			if _, e := callTool(t, anon, "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated || !strings.Contains(e.Message, "agent_signup") {
+				t.Fatalf("account_get without key: %+v", e)
+			}
+
+			const email = "Agent.One@Example.com"
+			out, e := callTool(t, anon, "agent_signup", map[string]any{"email": email})
+			if e != nil || out["ok"] != true {
+				t.Fatalf("agent_signup: %v %+v", out, e)
+			}
+			msgs := env.Inbox.Messages()
+			if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "expires in 10 minutes") || !strings.Contains(msgs[0].Subject, "code") {
+				t.Fatalf("code e-mail: %+v", msgs)
+			}
+			code := env.Inbox.Code(t, "agent.one@example.com", 1)
+			acct, e := callTool(t, anon, "agent_verify", map[string]any{"email": email, "code": code})
+			if e != nil {
+				t.Fatalf("agent_verify: %+v", e)
+			}
+			checkOutput(t, env, "agent_verify", acct)
+			if got, want := keysOf(acct), []string{"apiKey", "rateLimitPerMinute", "scopes", "spendLimitUsd", "userId", "wallets"}; !slices.Equal(got, want) {
+				t.Fatalf("Account fields %v, want exactly %v", got, want)
+			}
+			wallets := acct["wallets"].(map[string]any)
+			if evm := wallets["evm"].(string); len(evm) != 42 || !strings.HasPrefix(evm, "0x") {
+				t.Fatalf("evm wallet %q", evm)
+			}
+			if svm := wallets["svm"].(string); len(svm) < 32 {
+				t.Fatalf("svm wallet %q", svm)
+			}
+			if acct["spendLimitUsd"] != float64(50) || acct["rateLimitPerMinute"] != float64(30) || len(acct["scopes"].([]any)) != 8 {
+				t.Fatalf("first key limits/scopes: %v", acct)
+			}
+			key := acct["apiKey"].(string)
+			if !strings.HasPrefix(key, "sb_test_") {
+				t.Fatalf("key %q lacks the test prefix", key)
+			}
+
+			// The same key works through MCP as a header ...
+			keyed := connect(t, env.URL, key)
+			got, e := callTool(t, keyed, "account_get", nil)
+			if e != nil {
+				t.Fatalf("account_get: %+v", e)
+			}
+			checkOutput(t, env, "account_get", got)
+			if got["userId"] != acct["userId"] || got["email"] != "agent.one@example.com" || got["signingEnabled"] != false {
+				t.Fatalf("account_get: %v", got)
+			}
+			minted, e := callTool(t, keyed, "api_key_create", map[string]any{"name": "reader", "scopes": []string{"read"}, "spendLimitUsd": 2.5, "rateLimitPerMinute": 10})
+			if e != nil {
+				t.Fatalf("api_key_create: %+v", e)
+			}
+			checkOutput(t, env, "api_key_create", minted)
+			if minted["spendLimitUsd"] != 2.5 || minted["secret"] == "" {
+				t.Fatalf("minted: %v", minted)
+			}
+			listed, e := callTool(t, keyed, "api_key_list", nil)
+			if e != nil {
+				t.Fatalf("api_key_list: %+v", e)
+			}
+			checkOutput(t, env, "api_key_list", listed)
+			raw, _ := json.Marshal(listed)
+			if strings.Contains(string(raw), minted["secret"].(string)) || strings.Contains(string(raw), key) || strings.Contains(string(raw), "hash") {
+				t.Fatalf("key list leaks a secret or hash: %s", raw)
+			}
+			if n := len(listed["keys"].([]any)); n != 2 {
+				t.Fatalf("listed %d keys, want 2", n)
+			}
+
+			// ... and through REST as Authorization: Bearer.
+			status, _, restAcct := doREST(t, "GET", env.URL+"/v1/account", key, nil)
+			if status != 200 || restAcct["userId"] != acct["userId"] {
+				t.Fatalf("GET /v1/account: %d %v", status, restAcct)
+			}
+			status, _, restKey := doREST(t, "POST", env.URL+"/v1/keys", key, map[string]any{"name": "rest", "scopes": []string{"read", "publish"}})
+			if status != 201 || restKey["secret"] == nil {
+				t.Fatalf("POST /v1/keys: %d %v", status, restKey)
+			}
+			status, _, restList := doREST(t, "GET", env.URL+"/v1/keys", key, nil)
+			if status != 200 || len(restList["keys"].([]any)) != 3 {
+				t.Fatalf("GET /v1/keys: %d %v", status, restList)
+			}
+			// Revoke the MCP-minted key over REST; it stops working at once, on both doors.
+			status, _, revoked := doREST(t, "DELETE", env.URL+"/v1/keys/"+minted["id"].(string), key, nil)
+			if status != 200 || revoked["revokedAt"] == nil {
+				t.Fatalf("DELETE /v1/keys: %d %v", status, revoked)
+			}
+			status, _, body := doREST(t, "GET", env.URL+"/v1/account", minted["secret"].(string), nil)
+			if status != 401 || !strings.Contains(body["error"].(map[string]any)["message"].(string), "revoked") {
+				t.Fatalf("revoked key over REST: %d %v", status, body)
+			}
+			if _, e := callTool(t, connect(t, env.URL, minted["secret"].(string)), "api_key_list", nil); e == nil || e.Code != tools.CodeUnauthenticated {
+				t.Fatalf("revoked key over MCP: %+v", e)
+			}
+			// Revoke over MCP too.
+			if out, e := callTool(t, keyed, "api_key_revoke", map[string]any{"keyId": restKey["id"]}); e != nil || out["revokedAt"] == nil {
+				t.Fatalf("api_key_revoke: %v %+v", out, e)
+			}
+
+			// Recovery: verifying the same e-mail again keeps the account and wallets, new key.
+			status, _, _ = doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": "agent.one@example.com"})
+			if status != 200 {
+				t.Fatalf("signup again: %d", status)
+			}
+			code2 := env.Inbox.Code(t, "agent.one@example.com", 2)
+			status, _, again := doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": "agent.one@example.com", "code": code2})
+			if status != 200 || again["userId"] != acct["userId"] || again["apiKey"] == key {
+				t.Fatalf("recovery: %d %v", status, again)
+			}
+			if w := again["wallets"].(map[string]any); w["evm"] != wallets["evm"] || w["svm"] != wallets["svm"] {
+				t.Fatalf("recovery changed wallets: %v vs %v", w, wallets)
+			}
+			// The used code is gone.
+			status, _, _ = doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": "agent.one@example.com", "code": code2})
+			if status != 401 {
+				t.Fatalf("reusing a code: %d", status)
+			}
+		})
+	}
+}
+
+func TestPublicDocuments(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	get := func(path string) (*http.Response, string) {
+		resp, err := http.Get(env.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, body := get("/.well-known/service-public-key")
+	if resp.StatusCode != 200 || resp.Header.Get("Cache-Control") != "public, max-age=3600" || !strings.HasPrefix(body, "-----BEGIN PUBLIC KEY-----") {
+		t.Fatalf("public key: %d %q %q", resp.StatusCode, resp.Header.Get("Cache-Control"), body)
+	}
+	resp, body = get("/llms.txt")
+	if resp.StatusCode != 200 || !strings.Contains(body, "Paste a key") || !strings.Contains(body, "agent_signup") || !strings.Contains(body, env.URL+"/mcp") {
+		t.Fatalf("llms.txt: %d %q", resp.StatusCode, body)
+	}
+	resp, body = get("/healthz")
+	if resp.StatusCode != 200 || !strings.Contains(body, "ok") {
+		t.Fatalf("healthz: %d %q", resp.StatusCode, body)
+	}
+	resp, body = get("/openapi.json")
+	var doc struct {
+		OpenAPI string                               `json:"openapi"`
+		Paths   map[string]map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil || resp.StatusCode != 200 || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi: %d %v %q", resp.StatusCode, err, body[:min(200, len(body))])
+	}
+	// Every registered tool with a route appears, with the tool's own input schema.
+	verify := doc.Paths["/v1/agents/verify"]["post"]
+	schema := verify["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"]
+	got, _ := json.Marshal(schema)
+	if !jsonEqual(t, got, env.App.Kernel.Tool("agent_verify").InputSchema) {
+		t.Fatalf("openapi verify schema %s differs from the tool's %s", got, env.App.Kernel.Tool("agent_verify").InputSchema)
+	}
+	revoke := doc.Paths["/v1/keys/{key_id}"]["delete"]
+	if revoke["operationId"] != "api_key_revoke" {
+		t.Fatalf("openapi revoke: %v", revoke)
+	}
+}
+
+// Production without SMTP turns e-mail onboarding off, and llms.txt says so.
+func TestProductionWithoutMailer(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) { c.Env = "production"; c.SMTPURL = "" }})
+	resp, err := http.Get(env.URL + "/llms.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(b), "agent_signup") || !strings.Contains(string(b), "Paste a key") {
+		t.Fatalf("llms.txt in production without mailer: %q", b)
+	}
+	status, _, _ := doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": "a@example.com"})
+	if status != 404 {
+		t.Fatalf("signup with e-mail onboarding off: %d", status)
+	}
+}

@@ -1,0 +1,104 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden schema files in testdata/schemas")
+
+const goldenDir = "../../../testdata/schemas"
+
+// TestToolSchemas snapshots every tool's published surface (description, access, hints,
+// input and output schemas). An accidental change to the public surface fails here; an
+// intended one is recorded with -update and reviewed in the diff.
+func TestToolSchemas(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	seen := map[string]bool{}
+	for _, tool := range env.App.Kernel.Tools() {
+		seen[tool.Name+".json"] = true
+		var in, out any
+		json.Unmarshal(tool.InputSchema, &in)
+		json.Unmarshal(tool.OutputSchema, &out)
+		surface := map[string]any{
+			"name": tool.Name, "title": tool.Title, "description": tool.Description,
+			"access": tool.Access.String(),
+			"annotations": map[string]any{
+				"readOnly": *tool.Annotations.ReadOnly, "destructive": tool.Annotations.Destructive,
+				"idempotent": tool.Annotations.Idempotent, "openWorld": tool.Annotations.OpenWorld,
+			},
+			"inputSchema": in, "outputSchema": out,
+		}
+		got, err := json.MarshalIndent(surface, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, '\n')
+		path := filepath.Join(goldenDir, tool.Name+".json")
+		if *update {
+			if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: no golden file (run go test ./cmd/switchboard/app -run TestToolSchemas -update): %v", tool.Name, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: published surface changed; if intended, run with -update and review the diff.\ngot:\n%s", tool.Name, got)
+		}
+	}
+	// A golden file without a tool is a tool that disappeared.
+	entries, _ := os.ReadDir(goldenDir)
+	for _, e := range entries {
+		if !seen[e.Name()] && !*update {
+			t.Errorf("golden %s has no registered tool: a tool was removed or renamed", e.Name())
+		}
+	}
+}
+
+// TestToolsAreWellFormed guards the rules every tool must keep: a deliberate readOnlyHint,
+// object schemas with no root $ref, unknown input fields refused, an LLM-usable description.
+func TestToolsAreWellFormed(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	for _, tool := range env.App.Kernel.Tools() {
+		if tool.Annotations.ReadOnly == nil {
+			t.Errorf("%s: readOnlyHint not set deliberately", tool.Name)
+		}
+		if len(tool.Description) < 40 {
+			t.Errorf("%s: description too thin for an LLM: %q", tool.Name, tool.Description)
+		}
+		for which, raw := range map[string][]byte{"input": tool.InputSchema, "output": tool.OutputSchema} {
+			var s map[string]any
+			if err := json.Unmarshal(raw, &s); err != nil {
+				t.Fatalf("%s %s schema: %v", tool.Name, which, err)
+			}
+			if s["type"] != "object" {
+				t.Errorf("%s %s schema: root type %v, want object", tool.Name, which, s["type"])
+			}
+			if _, ok := s["$ref"]; ok {
+				t.Errorf("%s %s schema has a root $ref", tool.Name, which)
+			}
+			if strings.Contains(string(raw), `"$ref"`) {
+				t.Errorf("%s %s schema has a $ref; schemas are inlined so OpenAPI can embed them", tool.Name, which)
+			}
+		}
+		var in map[string]any
+		json.Unmarshal(tool.InputSchema, &in)
+		if in["additionalProperties"] != false {
+			t.Errorf("%s: input schema does not refuse unknown fields", tool.Name)
+		}
+	}
+}

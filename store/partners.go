@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// Partner is the publisher profile of an account, created on its first publish. It is
+// read-only to the partner.
+type Partner struct {
+	bun.BaseModel `bun:"table:partners"`
+
+	ID        string    `bun:"id,pk"`
+	AccountID string    `bun:"account_id,notnull"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+}
+
+// PartnerIntent is one published partner intent (the spec's "partner intent row"). The JSON
+// Schemas are kept as the exact JSON text the partner published; FeeRate is a decimal string.
+type PartnerIntent struct {
+	bun.BaseModel `bun:"table:partner_intents"`
+
+	ID                 string            `bun:"id,pk"`
+	PartnerID          string            `bun:"partner_id,notnull"`
+	OwnerID            string            `bun:"owner_id,notnull"`
+	PublicIdentifier   string            `bun:"public_identifier,notnull"` // the @handle
+	Name               string            `bun:"name,notnull"`
+	Description        string            `bun:"description,notnull"`
+	Category           string            `bun:"category,notnull"`
+	Capabilities       []string          `bun:"capabilities,notnull,type:text"`
+	BindingType        string            `bun:"binding_type,notnull"`
+	ToolEndpoint       string            `bun:"tool_endpoint,notnull"`
+	TimeoutMs          int               `bun:"timeout_ms,notnull"`
+	ParametersSchema   string            `bun:"parameters_schema,notnull"`
+	OutputSchema       *string           `bun:"output_schema"`
+	FeeRate            string            `bun:"fee_rate,notnull"`
+	FeeRateUnit        string            `bun:"fee_rate_unit,notnull"`
+	PayoutAddresses    map[string]string `bun:"payout_addresses,type:text,nullzero"`
+	Tier               string            `bun:"tier,notnull"`
+	PricingShape       *string           `bun:"pricing_shape"` // JSON object text, nil for one-shot intents
+	SampleQueries      []string          `bun:"sample_queries,notnull,type:text"`
+	IsActive           bool              `bun:"is_active,notnull"`
+	IsCoreIntent       bool              `bun:"is_core_intent,notnull"`
+	VerificationStatus string            `bun:"verification_status,notnull"`
+	Revision           int               `bun:"revision,notnull"` // bumped by every update
+	ArchivedAt         *time.Time        `bun:"archived_at"`
+	CreatedAt          time.Time         `bun:"created_at,notnull"`
+	UpdatedAt          time.Time         `bun:"updated_at,notnull"`
+}
+
+// PublishQuota is the publishing rate limit applied by PublishIntents: at most Limit rows
+// created in any Window per Partner, judged at Now. Limit 0 means no limit (operator
+// insertion).
+type PublishQuota struct {
+	Limit  int
+	Window time.Duration
+	Now    time.Time
+}
+
+// QuotaError says a publish would exceed the quota: Used rows were created in the window,
+// and enough slots for the request open at NextSlot.
+type QuotaError struct {
+	Used, Limit, Requested int
+	NextSlot               time.Time
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("publish quota: %d of %d used, %d requested, next slot at %s", e.Used, e.Limit, e.Requested, e.NextSlot.Format(time.RFC3339))
+}
+
+// HandlesTakenError lists the handles of a publish that already exist (archived ones
+// included: handles are never reused).
+type HandlesTakenError struct {
+	Handles []string
+}
+
+func (e *HandlesTakenError) Error() string {
+	return "handles already taken: " + strings.Join(e.Handles, ", ")
+}
+
+// Is makes a HandlesTakenError an ErrConflict.
+func (e *HandlesTakenError) Is(target error) bool { return target == ErrConflict }
+
+// PublishIntents creates rows in one transaction, all or none, owned by accountID. It
+// creates the account's Partner on its first publish, locks it (so concurrent publishes of
+// one Partner are counted one after the other on PostgreSQL; SQLite's immediate
+// transactions serialize writers already), counts the rows created in the quota window and
+// refuses with *QuotaError when the rows would not fit, and with *HandlesTakenError when a
+// handle exists. It fills in PartnerID and OwnerID of the rows and returns the Partner.
+func (s *Store) PublishIntents(ctx context.Context, accountID string, rows []*PartnerIntent, q PublishQuota) (*Partner, error) {
+	p := new(Partner)
+	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if p, err = s.lockPartner(ctx, tx, accountID, q.Now); err != nil {
+			return err
+		}
+		if q.Limit > 0 {
+			var times []time.Time
+			if err := tx.NewSelect().Model((*PartnerIntent)(nil)).Column("created_at").
+				Where("partner_id = ? AND created_at > ?", p.ID, q.Now.Add(-q.Window)).
+				OrderExpr("created_at ASC").Scan(ctx, &times); err != nil {
+				return fmt.Errorf("count recent publishes: %w", err)
+			}
+			if over := len(times) + len(rows) - q.Limit; over > 0 {
+				next := q.Now.Add(q.Window)
+				if over <= len(times) {
+					next = times[over-1].Add(q.Window)
+				}
+				return &QuotaError{Used: len(times), Limit: q.Limit, Requested: len(rows), NextSlot: next.UTC()}
+			}
+		}
+		handles := make([]string, len(rows))
+		for i, r := range rows {
+			handles[i] = r.PublicIdentifier
+		}
+		var taken []string
+		if err := tx.NewSelect().Model((*PartnerIntent)(nil)).Column("public_identifier").
+			Where("public_identifier IN (?)", bun.In(handles)).Scan(ctx, &taken); err != nil {
+			return fmt.Errorf("check handles: %w", err)
+		}
+		if len(taken) > 0 {
+			sort.Strings(taken)
+			return &HandlesTakenError{Handles: taken}
+		}
+		for i, r := range rows {
+			r.PartnerID, r.OwnerID = p.ID, accountID
+			if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
+				return fmt.Errorf("insert intent %d (%s): %w", i, r.PublicIdentifier, normalize(err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// lockPartner returns the account's Partner, creating it if needed, locked for the rest of
+// the transaction on PostgreSQL.
+func (s *Store) lockPartner(ctx context.Context, tx bun.Tx, accountID string, now time.Time) (*Partner, error) {
+	fresh := &Partner{ID: uuid.NewString(), AccountID: accountID, CreatedAt: now.UTC()}
+	if _, err := tx.NewInsert().Model(fresh).On("CONFLICT (account_id) DO NOTHING").Exec(ctx); err != nil {
+		return nil, fmt.Errorf("create partner: %w", normalize(err))
+	}
+	p := new(Partner)
+	q := tx.NewSelect().Model(p).Where("account_id = ?", accountID)
+	if s.postgres {
+		q = q.For("UPDATE")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("lock partner: %w", normalize(err))
+	}
+	return p, nil
+}
+
+// PartnerByAccount returns the account's Partner, ErrNotFound before its first publish.
+func (s *Store) PartnerByAccount(ctx context.Context, accountID string) (*Partner, error) {
+	p := new(Partner)
+	if err := s.db.NewSelect().Model(p).Where("account_id = ?", accountID).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return p, nil
+}
+
+// IntentByID returns an intent whoever owns it, archived or not.
+func (s *Store) IntentByID(ctx context.Context, id string) (*PartnerIntent, error) {
+	in := new(PartnerIntent)
+	if err := s.db.NewSelect().Model(in).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return in, nil
+}
+
+// IntentByHandle returns the intent with the @handle, archived or not.
+func (s *Store) IntentByHandle(ctx context.Context, handle string) (*PartnerIntent, error) {
+	in := new(PartnerIntent)
+	if err := s.db.NewSelect().Model(in).Where("public_identifier = ?", handle).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return in, nil
+}
+
+// OwnedIntent returns ownerID's intent id; another account's intent is ErrNotFound.
+func (s *Store) OwnedIntent(ctx context.Context, ownerID, id string) (*PartnerIntent, error) {
+	in := new(PartnerIntent)
+	if err := s.db.NewSelect().Model(in).Where("id = ? AND owner_id = ?", id, ownerID).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return in, nil
+}
+
+// IntentsByOwner lists ownerID's intents, oldest first; archived ones only when asked.
+func (s *Store) IntentsByOwner(ctx context.Context, ownerID string, includeArchived bool) ([]*PartnerIntent, error) {
+	var out []*PartnerIntent
+	q := s.db.NewSelect().Model(&out).Where("owner_id = ?", ownerID)
+	if !includeArchived {
+		q = q.Where("archived_at IS NULL")
+	}
+	err := q.OrderExpr("created_at ASC, public_identifier ASC").Scan(ctx)
+	return out, normalize(err)
+}
+
+// ErrStale is returned by UpdateIntent when the row changed since it was read; read it
+// again and retry. It is an ErrConflict.
+var ErrStale = fmt.Errorf("%w: the intent changed since it was read", ErrConflict)
+
+// UpdateIntent writes the mutable columns of in (name, description, tool_endpoint,
+// timeout_ms, fee_rate, sample_queries, is_active, verification_status, is_core_intent,
+// archived_at, updated_at) if the stored row still has revision in.Revision, and bumps the
+// revision. A row changed meanwhile is ErrStale; a missing row is ErrNotFound.
+func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
+	res, err := s.db.NewUpdate().Model(in).
+		Column("name", "description", "tool_endpoint", "timeout_ms", "fee_rate", "sample_queries",
+			"is_active", "verification_status", "is_core_intent", "archived_at", "updated_at").
+		Set("revision = revision + 1").
+		Where("id = ? AND revision = ?", in.ID, in.Revision).
+		Exec(ctx)
+	if err != nil {
+		return normalize(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := s.IntentByID(ctx, in.ID); err != nil {
+			return err
+		}
+		return ErrStale
+	}
+	in.Revision++
+	return nil
+}
+
+// IsQuotaError reports whether err is a *QuotaError and returns it.
+func IsQuotaError(err error) (*QuotaError, bool) {
+	var q *QuotaError
+	ok := errors.As(err, &q)
+	return q, ok
+}

@@ -1,0 +1,220 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+)
+
+func mustAccount(t *testing.T, s *store.Store, id string) {
+	t.Helper()
+	now := time.Now().UTC()
+	if err := s.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil,
+		newKey("k-"+id, id, "h-"+id)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func intentRow(id, handle string, now time.Time) *store.PartnerIntent {
+	return &store.PartnerIntent{
+		ID: id, PublicIdentifier: handle, Name: "N", Description: "D", Category: "QUERY",
+		Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "https://partner.example/x", TimeoutMs: 30000,
+		ParametersSchema: `{"type":"object","properties":{"q":{"type":"string"}}}`, FeeRate: "0", FeeRateUnit: "usd_per_call",
+		Tier: "one_shot", SampleQueries: []string{}, VerificationStatus: "UNVERIFIED", Revision: 1,
+		CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+var quota = func(now time.Time) store.PublishQuota {
+	return store.PublishQuota{Limit: 5, Window: time.Hour, Now: now}
+}
+
+func TestPublishIntentsRoundTrip(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		mustAccount(t, s, "acct1")
+		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		r := intentRow("i1", "@alpha", now)
+		out := `{"type":"object","properties":{"b":{"type":"number"},"a":{"type":"string"}}}`
+		shape := `{"managementFeeBps":100,"custom":{"x":[1,2]}}`
+		r.OutputSchema, r.PricingShape, r.Tier = &out, &shape, "delegation"
+		r.PayoutAddresses = map[string]string{"evm": "0x52908400098527886e0f7030069857d2e4169ee7", "evm:8453": "0x8617e340b3d01fa5f11f306f4090fd50e238070d"}
+		r.SampleQueries = []string{"price of eth", "btc"}
+		r.Capabilities = []string{"MUTATES_USER_FUNDS"}
+		r.FeeRate = "0.25"
+		p, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{r}, quota(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.AccountID != "acct1" || p.ID == "" {
+			t.Fatalf("partner = %+v", p)
+		}
+		got, err := s.IntentByHandle(ctx, "@alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.PartnerID != p.ID || got.OwnerID != "acct1" || *got.OutputSchema != out || got.FeeRate != "0.25" ||
+			got.PayoutAddresses["evm:8453"] != r.PayoutAddresses["evm:8453"] || len(got.SampleQueries) != 2 ||
+			got.Capabilities[0] != "MUTATES_USER_FUNDS" || got.Tier != "delegation" || got.PricingShape == nil ||
+			!got.CreatedAt.Equal(now) || got.ArchivedAt != nil || got.IsActive {
+			t.Fatalf("stored row differs: %+v", got)
+		}
+		if got.ParametersSchema != r.ParametersSchema {
+			t.Fatalf("parameters schema not kept byte for byte: %s", got.ParametersSchema)
+		}
+		// A row without payout addresses or pricing shape reads back as nil.
+		r2 := intentRow("i2", "@beta", now)
+		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{r2}, quota(now)); err != nil {
+			t.Fatal(err)
+		}
+		got2, err := s.IntentByID(ctx, "i2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got2.PayoutAddresses != nil || got2.PricingShape != nil || got2.OutputSchema != nil || got2.PartnerID != p.ID {
+			t.Fatalf("null columns: %+v", got2)
+		}
+		// Ownership.
+		mustAccount(t, s, "acct2")
+		if _, err := s.OwnedIntent(ctx, "acct2", "i1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("other owner: %v", err)
+		}
+		list, err := s.IntentsByOwner(ctx, "acct1", false)
+		if err != nil || len(list) != 2 {
+			t.Fatalf("list: %v %v", list, err)
+		}
+	})
+}
+
+func TestPublishIntentsQuota(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		mustAccount(t, s, "acct1")
+		start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		for i := range 5 {
+			at := start.Add(time.Duration(i) * 10 * time.Minute)
+			if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow(fmt.Sprint("i", i), fmt.Sprint("@h", i), at)}, quota(at)); err != nil {
+				t.Fatalf("publish %d: %v", i, err)
+			}
+		}
+		at := start.Add(45 * time.Minute)
+		_, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i5", "@h5", at)}, quota(at))
+		q, ok := store.IsQuotaError(err)
+		if !ok {
+			t.Fatalf("6th row: got %v, want QuotaError", err)
+		}
+		if q.Used != 5 || !q.NextSlot.Equal(start.Add(time.Hour)) {
+			t.Fatalf("quota error = %+v, want used 5, next slot %s", q, start.Add(time.Hour))
+		}
+		// Two rows need two slots: the second oldest's.
+		at = start.Add(time.Hour + time.Minute)
+		_, err = s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i5", "@h5", at), intentRow("i6", "@h6", at)}, quota(at))
+		q, ok = store.IsQuotaError(err)
+		if !ok || q.Used != 4 || !q.NextSlot.Equal(start.Add(70*time.Minute)) {
+			t.Fatalf("bundle of 2 with 1 free slot: %v", err)
+		}
+		if _, err := s.IntentByID(ctx, "i5"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("refused bundle wrote a row: %v", err)
+		}
+		// Operator insertion has no quota.
+		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i5", "@h5", at)}, store.PublishQuota{Now: at}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestPublishIntentsAtomicAndHandlesUnique(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		mustAccount(t, s, "acct1")
+		mustAccount(t, s, "acct2")
+		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i1", "@taken", now)}, quota(now)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{intentRow("i2", "@fresh", now), intentRow("i3", "@taken", now)}, quota(now))
+		var he *store.HandlesTakenError
+		if !errors.As(err, &he) || len(he.Handles) != 1 || he.Handles[0] != "@taken" || !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("taken handle: %v", err)
+		}
+		if _, err := s.IntentByHandle(ctx, "@fresh"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("row of a failed bundle exists: %v", err)
+		}
+		// A duplicate id inside the bundle fails at insert: still nothing written.
+		_, err = s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{intentRow("i4", "@one", now), intentRow("i4", "@two", now)}, quota(now))
+		if !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("duplicate id: %v", err)
+		}
+		if _, err := s.IntentByHandle(ctx, "@one"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("row of a failed bundle exists: %v", err)
+		}
+	})
+}
+
+// Concurrent publishes of one Partner must not exceed the quota together.
+func TestPublishIntentsQuotaConcurrent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		mustAccount(t, s, "acct1")
+		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range 8 {
+			wg.Go(func() {
+				_, errs[i] = s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow(fmt.Sprint("c", i), fmt.Sprint("@c", i), now)}, quota(now))
+			})
+		}
+		wg.Wait()
+		ok, limited := 0, 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			} else if _, q := store.IsQuotaError(err); q {
+				limited++
+			} else {
+				t.Errorf("unexpected error: %v", err)
+			}
+		}
+		if ok != 5 || limited != 3 {
+			t.Fatalf("%d published, %d limited; want 5 and 3", ok, limited)
+		}
+	})
+}
+
+func TestUpdateIntentRevision(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		mustAccount(t, s, "acct1")
+		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i1", "@alpha", now)}, quota(now)); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := s.IntentByID(ctx, "i1")
+		b, _ := s.IntentByID(ctx, "i1")
+		a.Name, a.IsActive, a.Category = "New", true, "SWAP"
+		if err := s.UpdateIntent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Revision != 2 {
+			t.Fatalf("revision = %d", a.Revision)
+		}
+		b.Name = "Lost"
+		if err := s.UpdateIntent(ctx, b); !errors.Is(err, store.ErrStale) || !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("stale update: %v", err)
+		}
+		got, _ := s.IntentByID(ctx, "i1")
+		if got.Name != "New" || !got.IsActive || got.Category != "QUERY" || got.Revision != 2 {
+			t.Fatalf("after update: %+v (category must be immutable)", got)
+		}
+		missing := intentRow("nope", "@nope", now)
+		if err := s.UpdateIntent(ctx, missing); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("missing: %v", err)
+		}
+	})
+}

@@ -24,6 +24,9 @@ func (u USD) MarshalJSON() ([]byte, error) { return []byte(u.String()), nil }
 // UnmarshalJSON reads a JSON number with at most 6 decimal places.
 func (u *USD) UnmarshalJSON(b []byte) error {
 	var n json.Number
+	if len(b) > 0 && b[0] == '"' {
+		return fmt.Errorf("USD amount must be a JSON number, not a string")
+	}
 	if err := json.Unmarshal(b, &n); err != nil {
 		return fmt.Errorf("USD amount must be a number: %w", err)
 	}

@@ -1,0 +1,147 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+type echoIn struct {
+	Email string `json:"email" jsonschema:"format=email"`
+	N     int    `json:"n,omitempty" jsonschema:"minimum=1,maximum=3"`
+}
+
+type echoOut struct {
+	Email   string `json:"email"`
+	Account string `json:"account"`
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newKernel registers a publish-scoped echo tool on a real store with one key per scope set.
+func newKernel(t *testing.T, s *store.Store) (*tools.Kernel, map[string]string, *int) {
+	t.Helper()
+	calls := new(int)
+	echo := tools.New(tools.Def{
+		Name: "echo_publish", Description: "test tool", Access: tools.Scope("publish"),
+		Annotations: tools.Annotations{ReadOnly: tools.Bool(true)},
+	}, func(ctx context.Context, c *tools.Caller, in echoIn) (echoOut, error) {
+		*calls++
+		return echoOut{Email: in.Email, Account: c.AccountID()}, nil
+	})
+	now := time.Now
+	k, err := tools.NewKernel(tools.NewAuthenticator(s, now, quiet), tools.NewRateLimiter(now), quiet, now, echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.CreateAccount(ctx, &store.Account{ID: "acct", Email: "k@example.com", CreatedAt: now()}, nil,
+		&store.APIKey{ID: "k-pub", AccountID: "acct", Name: "p", Prefix: "p", Hash: tools.HashKey("sb_test_pub"), Scopes: []string{"publish"}, SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateKey(ctx, &store.APIKey{ID: "k-read", AccountID: "acct", Name: "r", Prefix: "r", Hash: tools.HashKey("sb_test_read"), Scopes: []string{"read"}, SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: now()}); err != nil {
+		t.Fatal(err)
+	}
+	return k, map[string]string{"publish": "sb_test_pub", "read": "sb_test_read"}, calls
+}
+
+func TestKernelChecksBeforeTheHandler(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		k, secrets, calls := newKernel(t, s)
+		ctx := context.Background()
+		cases := []struct {
+			name, key, args string
+			want            tools.Code
+			msg             string
+		}{
+			{"no key", "", `{"email":"a@example.com"}`, tools.CodeUnauthenticated, "agent_signup"},
+			{"missing scope", secrets["read"], `{"email":"a@example.com"}`, tools.CodeForbidden, `scope "publish"`},
+			{"bad format", secrets["publish"], `{"email":"nope"}`, tools.CodeBadInput, "/email"},
+			{"out of range", secrets["publish"], `{"email":"a@example.com","n":4}`, tools.CodeBadInput, "/n"},
+			{"unknown field", secrets["publish"], `{"email":"a@example.com","x":1}`, tools.CodeBadInput, "x"},
+			{"not JSON", secrets["publish"], `{"email":`, tools.CodeBadInput, "not valid JSON"},
+			{"trailing data", secrets["publish"], `{"email":"a@example.com"} {}`, tools.CodeBadInput, "after"},
+			{"missing field", secrets["publish"], `{}`, tools.CodeBadInput, "email"},
+		}
+		for _, c := range cases {
+			_, e := k.Call(ctx, tools.Request{Tool: "echo_publish", APIKey: c.key, Args: json.RawMessage(c.args)})
+			if e == nil || e.Code != c.want || !strings.Contains(e.Message, c.msg) {
+				t.Errorf("%s: got %+v, want %s containing %q", c.name, e, c.want, c.msg)
+			}
+		}
+		if *calls != 0 {
+			t.Fatalf("the handler ran %d times for refused calls", *calls)
+		}
+		out, e := k.Call(ctx, tools.Request{Tool: "echo_publish", APIKey: secrets["publish"], Args: json.RawMessage(`{"email":"a@example.com","n":3}`)})
+		if e != nil || out.(echoOut).Account != "acct" || *calls != 1 {
+			t.Fatalf("valid call: %+v %+v", out, e)
+		}
+		if _, e := k.Call(ctx, tools.Request{Tool: "nope"}); e == nil || e.Code != tools.CodeNotFound {
+			t.Fatalf("unknown tool: %+v", e)
+		}
+	})
+}
+
+func TestNewKernelRefusesUndecidedReadOnly(t *testing.T) {
+	undecided := tools.New(tools.Def{Name: "undecided", Description: "x"}, func(context.Context, *tools.Caller, struct{}) (struct{}, error) {
+		return struct{}{}, nil
+	})
+	if _, err := tools.NewKernel(nil, nil, quiet, time.Now, undecided); err == nil || !strings.Contains(err.Error(), "ReadOnly") {
+		t.Fatalf("NewKernel accepted a tool without a readOnly decision: %v", err)
+	}
+	decided := tools.New(tools.Def{Name: "decided", Annotations: tools.Annotations{ReadOnly: tools.Bool(true)}}, func(context.Context, *tools.Caller, struct{}) (struct{}, error) {
+		return struct{}{}, nil
+	})
+	if _, err := tools.NewKernel(nil, nil, quiet, time.Now, decided, decided); err == nil {
+		t.Fatal("NewKernel accepted a duplicate name")
+	}
+}
+
+func TestUSDIsExact(t *testing.T) {
+	for in, want := range map[string]int64{"50": 50_000_000, "0.000001": 1, "2.5": 2_500_000, "1e2": 100_000_000} {
+		var u tools.USD
+		if err := json.Unmarshal([]byte(in), &u); err != nil || u.Micro() != want {
+			t.Errorf("%s: got %d %v, want %d", in, u.Micro(), err, want)
+		}
+		out, _ := json.Marshal(u)
+		var back tools.USD
+		if json.Unmarshal(out, &back); back != u {
+			t.Errorf("%s: round trip via %s gave %d", in, out, back)
+		}
+	}
+	for _, bad := range []string{"0.0000001", `"5"`, "1e30"} {
+		var u tools.USD
+		if err := json.Unmarshal([]byte(bad), &u); err == nil {
+			t.Errorf("%s accepted as %d", bad, u)
+		}
+	}
+}
+
+func TestRateLimiterRefills(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	r := tools.NewRateLimiter(func() time.Time { return now })
+	for i := 0; i < 60; i++ {
+		if ok, _ := r.Allow("k", 60); !ok {
+			t.Fatalf("call %d of a 60/min burst refused", i)
+		}
+	}
+	ok, wait := r.Allow("k", 60)
+	if ok || wait != time.Second {
+		t.Fatalf("61st call: ok=%v wait=%v, want refused with 1s", ok, wait)
+	}
+	now = now.Add(time.Second)
+	if ok, _ := r.Allow("k", 60); !ok {
+		t.Fatal("no token after a second at 60/min")
+	}
+	if ok, _ := r.Allow("other", 60); !ok {
+		t.Fatal("keys share a bucket")
+	}
+}

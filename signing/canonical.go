@@ -385,6 +385,9 @@ func (p *parser) scanString() (esc bool, err error) {
 			return false, p.syntaxError("control character in string")
 		case c < utf8.RuneSelf:
 			i++
+			for i < len(d) && plainASCII[d[i]] {
+				i++
+			}
 		default:
 			r, size := utf8.DecodeRune(d[i:])
 			if r == utf8.RuneError && size <= 1 {
@@ -397,6 +400,15 @@ func (p *parser) scanString() (esc bool, err error) {
 	p.pos = i
 	return false, p.syntaxError("unterminated string")
 }
+
+// plainASCII marks the bytes a string can contain as themselves: printable ASCII except
+// '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func hex4(d []byte, i int) (rune, bool) {
 	if i+4 > len(d) {
@@ -555,11 +567,10 @@ func (p *parser) write(out []byte, i int32) ([]byte, error) {
 		}
 		return append(out, ']'), nil
 	default:
-		members, release, err := p.sortedMembers(i)
+		members, base, err := p.sortedMembers(i)
 		if err != nil {
 			return out, err
 		}
-		defer release()
 		out = append(out, '{')
 		for k, c := range members {
 			if k > 0 {
@@ -571,29 +582,36 @@ func (p *parser) write(out []byte, i int32) ([]byte, error) {
 				return out, err
 			}
 		}
+		p.idx = p.idx[:base]
 		return append(out, '}'), nil
 	}
 }
 
 // sortedMembers returns the members of object i sorted by key, rejecting duplicate keys.
-// The returned slice is valid until release is called.
-func (p *parser) sortedMembers(i int32) ([]int32, func(), error) {
+// The slice lives in p.idx from base on; the caller truncates p.idx to base when done
+// (nested calls only append beyond it).
+func (p *parser) sortedMembers(i int32) ([]int32, int, error) {
 	base := len(p.idx)
 	for c := p.nodes[i].first; c >= 0; c = p.nodes[c].next {
 		p.idx = append(p.idx, c)
 	}
 	members := p.idx[base:len(p.idx):len(p.idx)]
-	release := func() { p.idx = p.idx[:base] }
-	if len(members) > 1 {
-		slices.SortFunc(members, func(a, b int32) int { return compareUTF16(p.key(a), p.key(b)) })
-		for k := 1; k < len(members); k++ {
-			if bytes.Equal(p.key(members[k-1]), p.key(members[k])) {
-				release()
-				return nil, func() {}, p.errorf("duplicate object key %q", p.key(members[k]))
+	if len(members) <= 12 {
+		for a := 1; a < len(members); a++ {
+			for b := a; b > 0 && compareUTF16(p.key(members[b]), p.key(members[b-1])) < 0; b-- {
+				members[b], members[b-1] = members[b-1], members[b]
 			}
 		}
+	} else {
+		slices.SortFunc(members, func(a, b int32) int { return compareUTF16(p.key(a), p.key(b)) })
 	}
-	return members, release, nil
+	for k := 1; k < len(members); k++ {
+		if bytes.Equal(p.key(members[k-1]), p.key(members[k])) {
+			p.idx = p.idx[:base]
+			return nil, base, p.errorf("duplicate object key %q", p.key(members[k]))
+		}
+	}
+	return members, base, nil
 }
 
 // compareUTF16 compares two valid UTF-8 strings by their UTF-16 code units, the order of
@@ -688,9 +706,19 @@ func appendNumber(dst, lit []byte) ([]byte, error) {
 			return append(dst, lit...), nil
 		}
 	}
-	neg, digits, exp := decimalOf(lit)
+	var mbuf [40]byte
+	neg, digits, exp := decimalOf(mbuf[:0], lit)
 	if len(digits) == 0 {
 		return append(dst, '0'), nil // any spelling of zero, including -0.0e5
+	}
+	if len(digits) <= 15 && exp >= -306 && exp <= 308 {
+		// A decimal of at most 15 significant digits in the normal range of doubles is
+		// recovered exactly from its nearest double (DBL_DIG = 15), and no shorter decimal
+		// maps to that double, so its digits are the shortest form: no float conversion.
+		if neg {
+			dst = append(dst, '-')
+		}
+		return appendES(dst, digits, exp), nil
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil || f == 0 {
@@ -721,7 +749,8 @@ func allDigits(d []byte) bool {
 
 // decimalOf splits a valid JSON number literal into sign, significant digits (no leading or
 // trailing zeros) and exponent n such that |value| = 0.digits × 10^n. Zero has no digits.
-func decimalOf(lit []byte) (neg bool, digits []byte, exp int) {
+// digits may be built in buf.
+func decimalOf(buf, lit []byte) (neg bool, digits []byte, exp int) {
 	i := 0
 	if lit[0] == '-' {
 		neg = true
@@ -764,8 +793,7 @@ func decimalOf(lit []byte) (neg bool, digits []byte, exp int) {
 	if fracEnd == fracStart {
 		mant = lit[intStart : intStart+intDigits]
 	} else {
-		mant = make([]byte, 0, intDigits+fracEnd-fracStart)
-		mant = append(mant, lit[intStart:intStart+intDigits]...)
+		mant = append(buf, lit[intStart:intStart+intDigits]...)
 		mant = append(mant, lit[fracStart:fracEnd]...)
 	}
 	exp = intDigits + e

@@ -382,11 +382,10 @@ func (v *Verifier) Verify(ctx context.Context, body []byte, h http.Header) (*Env
 	if p.nodes[root].kind != kindObject {
 		return nil, badInput("request body must be a JSON object (the request envelope)", nil)
 	}
-	members, release, err := p.sortedMembers(root)
+	members, _, err := p.sortedMembers(root)
 	if err != nil {
 		return nil, badInput("request envelope: "+strings.TrimPrefix(err.Error(), ErrNotCanonicalizable.Error()+": "), err)
 	}
-	defer release()
 
 	field := map[string]int32{}
 	for _, m := range members {

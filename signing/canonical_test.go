@@ -427,3 +427,39 @@ func TestAppendCanonical(t *testing.T) {
 		t.Errorf("got %s, %v", got, err)
 	}
 }
+
+// TestShortDecimals checks the no-float fast path: every decimal of up to 15 significant
+// digits in the normal range is accepted and printed as ECMAScript prints its double; longer
+// or subnormal ones are either printed the same way or rejected as not round-tripping.
+func TestShortDecimals(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 50000 {
+		nd := 1 + r.IntN(18)
+		var digits strings.Builder
+		digits.WriteByte(byte('1' + r.IntN(9)))
+		for range nd - 1 {
+			digits.WriteByte(byte('0' + r.IntN(10)))
+		}
+		e := r.IntN(640) - 330
+		lit := digits.String()[:1] + "." + digits.String()[1:] + "0e" + strconv.Itoa(e)
+		if r.IntN(2) == 0 {
+			lit = "-" + lit
+		}
+		f, perr := strconv.ParseFloat(lit, 64)
+		got, err := Canonicalize([]byte(lit))
+		normal := e >= -307 && e <= 307
+		short := len(strings.TrimRight(digits.String(), "0")) <= 15
+		if err != nil {
+			if short && normal {
+				t.Fatalf("%s rejected: %v", lit, err)
+			}
+			continue
+		}
+		if perr != nil || f == 0 {
+			t.Fatalf("%s accepted as %s although it is out of range", lit, got)
+		}
+		if want := esFormat(f); string(got) != want {
+			t.Fatalf("%s: got %s, want %s", lit, got, want)
+		}
+	}
+}

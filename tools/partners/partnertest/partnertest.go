@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 )
 
 // Partner is a running partner endpoint.
@@ -176,4 +177,12 @@ func MCP(t testing.TB, pub ed25519.PublicKey, handle string, protect bool) *Part
 		h = signing.MCPMiddleware(v, h)
 	}
 	return Start(t, h)
+}
+
+// Example serves signing/partnerexample, the importable example partner: its REST endpoint
+// at URL+partnerexample.RESTPath (parameters schema partnerexample.RESTParametersSchema)
+// and its MCP_HTTP endpoint, one tool named handle, at URL+partnerexample.MCPPath
+// (partnerexample.MCPParametersSchema).
+func Example(t testing.TB, pub ed25519.PublicKey, handle string) *Partner {
+	return Start(t, partnerexample.NewMux(signing.NewVerifierFromKey(pub), handle))
 }

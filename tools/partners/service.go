@@ -1,0 +1,316 @@
+// Package partners is the partner intent lifecycle: publish (one or a bundle), update,
+// test, activate/deactivate, list and archive, as the partner_* tools; plus what dispatch
+// builds on (intent lookup by handle, who may invoke an intent, the outbound client, the
+// probe, the pseudonymous userId). One validator, one publishing rate limit and one Partner
+// auto-creation flow serve every door: MCP, REST, the operator CLI and the portal.
+package partners
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+)
+
+// Config configures the partner service.
+type Config struct {
+	// Env is "test" or "production"; production refuses the publish tools.
+	Env string
+	// PublishLimit rows per PublishWindow per Partner (5 per hour).
+	PublishLimit  int
+	PublishWindow time.Duration
+	// ProbeTimeout caps each negative-auth probe request (the intent's timeoutMs applies
+	// when shorter). Default 10 s.
+	ProbeTimeout time.Duration
+	// PseudonymSecret keys the pairwise userId partners see (signing.Pseudonym). Required;
+	// it must be stable across restarts and replicas.
+	PseudonymSecret []byte
+	Now             func() time.Time
+	Log             *slog.Logger
+}
+
+// Service runs the partner tools.
+type Service struct {
+	cfg       Config
+	store     *store.Store
+	out       *outbound.Client
+	validator *Validator
+}
+
+// NewService builds the partner service on st, calling partners through out.
+func NewService(cfg Config, st *store.Store, out *outbound.Client) (*Service, error) {
+	if len(cfg.PseudonymSecret) == 0 {
+		return nil, errors.New("partners: PseudonymSecret is required")
+	}
+	if cfg.PublishLimit <= 0 {
+		cfg.PublishLimit = 5
+	}
+	if cfg.PublishWindow <= 0 {
+		cfg.PublishWindow = time.Hour
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Service{cfg: cfg, store: st, out: out, validator: NewValidator(out.Guard())}, nil
+}
+
+// Outbound returns the partner HTTP client (for dispatch).
+func (s *Service) Outbound() *outbound.Client { return s.out }
+
+// Validator returns the intent validator (for the portal).
+func (s *Service) Validator() *Validator { return s.validator }
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// UserID is the opaque pseudonymous userId the partner partnerID sees for accountID.
+func (s *Service) UserID(accountID, partnerID string) string {
+	return signing.Pseudonym(s.cfg.PseudonymSecret, accountID, partnerID)
+}
+
+// Target is how to call an intent's endpoint: its URL, binding, tool name (the handle)
+// and timeout.
+func Target(row *store.PartnerIntent) outbound.Target {
+	return outbound.Target{Endpoint: row.ToolEndpoint, Binding: signing.Binding(row.BindingType),
+		ToolName: row.PublicIdentifier, Timeout: time.Duration(row.TimeoutMs) * time.Millisecond}
+}
+
+// IntentByHandle returns the intent with an @handle, whoever owns it, archived or not;
+// store.ErrNotFound when there is none. Check CanInvoke before dispatching to it.
+func (s *Service) IntentByHandle(ctx context.Context, handle string) (*store.PartnerIntent, error) {
+	return s.store.IntentByHandle(ctx, handle)
+}
+
+// CanInvoke says whether accountID may invoke row: an archived intent never; an inactive
+// one only from its publisher's own account (to test it before activation). The error is
+// NOT_FOUND, so that inactive intents of others stay invisible.
+func CanInvoke(row *store.PartnerIntent, accountID string) error {
+	switch {
+	case row.ArchivedAt != nil:
+		return tools.Errorf(tools.CodeNotFound, "%s is archived and can no longer be invoked", row.PublicIdentifier)
+	case !row.IsActive && row.OwnerID != accountID:
+		return tools.Errorf(tools.CodeNotFound, "no active intent %s; discover lists what can be invoked", row.PublicIdentifier)
+	}
+	return nil
+}
+
+// ProbeArgs are the args the probe and the endpoint test send when none are given: for a
+// flat-fee intent {query} with the first sample query; otherwise sample args made from the
+// parametersSchema (its required fields), or {} when none can be made. The source says
+// which.
+func ProbeArgs(row *store.PartnerIntent) (args []byte, source string) {
+	if IsFlatFee(row.FeeRateUnit) {
+		q := "test"
+		if len(row.SampleQueries) > 0 {
+			q = row.SampleQueries[0]
+		}
+		raw, _ := json.Marshal(map[string]string{"query": q})
+		return raw, ArgsFlatFeeQuery
+	}
+	if a := SampleArgs(row.ParametersSchema); a != nil {
+		return a, ArgsSample
+	}
+	return []byte("{}"), ArgsEmpty
+}
+
+// Probe runs the negative-auth probe against row's endpoint.
+func (s *Service) Probe(ctx context.Context, row *store.PartnerIntent) *outbound.ProbeReport {
+	t := Target(row)
+	t.Timeout = min(t.Timeout, s.cfg.ProbeTimeout)
+	args, _ := ProbeArgs(row)
+	return s.out.Probe(ctx, t, signing.CallFields{IntentDefinitionID: row.ID, UserID: s.UserID(row.OwnerID, row.PartnerID), Args: args})
+}
+
+// Publish validates and creates intents for accountID in one transaction (all or none),
+// creating its Partner on the first publish, within the publishing rate limit. It is the
+// one publishing path of every door. In production it refuses.
+func (s *Service) Publish(ctx context.Context, accountID string, ins []IntentInput) ([]Intent, error) {
+	if s.cfg.Env == "production" {
+		return nil, tools.Errorf(tools.CodeForbidden, "publishing is live on the test environment, not on production: publish, test and activate your intent there; production listings are inserted by the operator after verification (security review, controlled domain, source organisation)")
+	}
+	bundle := len(ins) > 1
+	if len(ins) > MaxBundle {
+		return nil, tools.Errorf(tools.CodeBadInput, "a bundle holds at most %d intents (the hourly publishing limit); split it and publish the rest later", MaxBundle)
+	}
+	rows, err := s.validate(ctx, ins)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	for _, r := range rows {
+		r.CreatedAt, r.UpdatedAt = now, now
+	}
+	p, err := s.store.PublishIntents(ctx, accountID, rows, store.PublishQuota{Limit: s.cfg.PublishLimit, Window: s.cfg.PublishWindow, Now: now})
+	if err != nil {
+		return nil, s.publishError(err, ins, bundle, now)
+	}
+	out := make([]Intent, len(rows))
+	for i, r := range rows {
+		r.PartnerID = p.ID
+		out[i] = IntentOf(r)
+	}
+	return out, nil
+}
+
+// validate checks every intent and the handles across the bundle.
+func (s *Service) validate(ctx context.Context, ins []IntentInput) ([]*store.PartnerIntent, error) {
+	bundle := len(ins) > 1
+	rows := make([]*store.PartnerIntent, len(ins))
+	seen := map[string]int{}
+	for i := range ins {
+		row, ps := s.validator.Intent(ctx, &ins[i])
+		if j, dup := seen[ins[i].PublicIdentifier]; dup {
+			ps = append(ps, Problem{"publicIdentifier", fmt.Sprintf("repeats the handle of intents[%d]", j)})
+		}
+		seen[ins[i].PublicIdentifier] = i
+		if len(ps) > 0 {
+			if !bundle {
+				return nil, problemsError("the intent is invalid", ps, nil)
+			}
+			return nil, problemsError(fmt.Sprintf("intents[%d] (%s) is invalid, so nothing was published (a bundle is all or nothing)", i, ins[i].PublicIdentifier),
+				ps, map[string]any{"index": i, "publicIdentifier": ins[i].PublicIdentifier})
+		}
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+func (s *Service) publishError(err error, ins []IntentInput, bundle bool, now time.Time) error {
+	nothing := ""
+	if bundle {
+		nothing = " The bundle was refused whole: nothing was published."
+	}
+	var he *store.HandlesTakenError
+	if q, ok := store.IsQuotaError(err); ok {
+		wait := q.NextSlot.Sub(now)
+		secs := int((wait + time.Second - 1) / time.Second)
+		e := tools.Errorf(tools.CodeRateLimited,
+			"publishing is limited to %d intents per hour per Partner: %d were published in the last hour and this request adds %d.%s The next slot opens at %s (in %d s); retry then, or publish fewer intents",
+			q.Limit, q.Used, q.Requested, nothing, q.NextSlot.Format(time.RFC3339), secs)
+		e.RetryAfter = time.Duration(max(secs, 1)) * time.Second
+		return e.WithDetails(map[string]any{"limit": q.Limit, "used": q.Used, "requested": q.Requested, "nextSlotAt": q.NextSlot.Format(time.RFC3339)})
+	}
+	if errors.As(err, &he) {
+		var idx []int
+		for i, in := range ins {
+			for _, h := range he.Handles {
+				if in.PublicIdentifier == h {
+					idx = append(idx, i)
+				}
+			}
+		}
+		return tools.Errorf(tools.CodeConflict, "handle %s is already taken (handles are unique forever, archived ones included); choose another.%s",
+			strings.Join(he.Handles, ", "), nothing).WithDetails(map[string]any{"handles": he.Handles, "indexes": idx})
+	}
+	if errors.Is(err, store.ErrConflict) {
+		return tools.Errorf(tools.CodeConflict, "a handle was taken at the same moment; retry with another handle.%s", nothing).Wrap(err)
+	}
+	return err
+}
+
+// Insert is the operator's production insertion: one intent for ownerID through the same
+// validator and Partner creation, without the publishing limit or the production refusal,
+// with the given verification status and core flag. The row starts inactive.
+func (s *Service) Insert(ctx context.Context, ownerID string, in IntentInput, status string, core bool) (Intent, error) {
+	if !slices.Contains(VerificationStatuses, status) {
+		return Intent{}, tools.Errorf(tools.CodeBadInput, "verificationStatus must be one of %v", VerificationStatuses)
+	}
+	if _, err := s.store.AccountByID(ctx, ownerID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Intent{}, tools.Errorf(tools.CodeNotFound, "no account %q in this database; the partner signs up here first", ownerID)
+		}
+		return Intent{}, err
+	}
+	rows, err := s.validate(ctx, []IntentInput{in})
+	if err != nil {
+		return Intent{}, err
+	}
+	row := rows[0]
+	now := s.now()
+	row.CreatedAt, row.UpdatedAt, row.VerificationStatus, row.IsCoreIntent = now, now, status, core
+	p, err := s.store.PublishIntents(ctx, ownerID, rows, store.PublishQuota{Now: now})
+	if err != nil {
+		return Intent{}, s.publishError(err, []IntentInput{in}, false, now)
+	}
+	row.PartnerID = p.ID
+	return IntentOf(row), nil
+}
+
+// lookup finds an intent by id or @handle (operator commands).
+func (s *Service) lookup(ctx context.Context, ref string) (*store.PartnerIntent, error) {
+	var row *store.PartnerIntent
+	var err error
+	if strings.HasPrefix(ref, "@") {
+		row, err = s.store.IntentByHandle(ctx, ref)
+	} else {
+		row, err = s.store.IntentByID(ctx, ref)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, tools.Errorf(tools.CodeNotFound, "no intent %q", ref)
+	}
+	return row, err
+}
+
+// owned returns accountID's intent id; another account's intent is NOT_FOUND.
+func (s *Service) owned(ctx context.Context, accountID, id string) (*store.PartnerIntent, error) {
+	row, err := s.store.OwnedIntent(ctx, accountID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, tools.Errorf(tools.CodeNotFound, "no intent %q among yours; partner_list_intents shows your intent ids", id)
+	}
+	return row, err
+}
+
+// SetVerificationStatus is the operator's command to set an intent's verificationStatus.
+func (s *Service) SetVerificationStatus(ctx context.Context, ref, status string) (Intent, error) {
+	if !slices.Contains(VerificationStatuses, status) {
+		return Intent{}, tools.Errorf(tools.CodeBadInput, "verificationStatus must be one of %v", VerificationStatuses)
+	}
+	return s.mutate(ctx, func(ctx context.Context) (*store.PartnerIntent, error) { return s.lookup(ctx, ref) },
+		func(row *store.PartnerIntent) (bool, error) {
+			changed := row.VerificationStatus != status
+			row.VerificationStatus = status
+			return changed, nil
+		})
+}
+
+// mutate reads a row, applies change (which reports whether anything changed) and writes
+// it, re-reading and re-applying when another writer got there first.
+func (s *Service) mutate(ctx context.Context, load func(context.Context) (*store.PartnerIntent, error), change func(*store.PartnerIntent) (bool, error)) (Intent, error) {
+	for range 3 {
+		row, err := load(ctx)
+		if err != nil {
+			return Intent{}, err
+		}
+		changed, err := change(row)
+		if err != nil {
+			return Intent{}, err
+		}
+		if !changed {
+			return IntentOf(row), nil
+		}
+		row.UpdatedAt = s.now()
+		err = s.store.UpdateIntent(ctx, row)
+		if errors.Is(err, store.ErrStale) {
+			continue
+		}
+		if err != nil {
+			return Intent{}, err
+		}
+		return IntentOf(row), nil
+	}
+	return Intent{}, tools.Errorf(tools.CodeConflict, "the intent is being changed by another request; retry")
+}

@@ -1,0 +1,394 @@
+package partners
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+	"github.com/switchboard-hq/switchboard/tools/wallets"
+)
+
+// Problem is one thing wrong with an intent: the field and what to do about it.
+type Problem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string { return p.Field + ": " + p.Message }
+
+// Validator is the one validator of partner intents, shared by the MCP and REST tools, the
+// operator CLI and (later) the web portal.
+type Validator struct {
+	guard *outbound.Guard
+}
+
+// NewValidator returns a validator checking endpoints with g.
+func NewValidator(g *outbound.Guard) *Validator { return &Validator{guard: g} }
+
+var (
+	handleRE     = regexp.MustCompile(`^@[a-z0-9_-]{3,32}$`)
+	payoutKeyRE  = regexp.MustCompile(`^(evm|svm)(:[a-z0-9][a-z0-9_-]{0,63})?$`)
+	maxFeeAmount = decimal.NewFromInt(10000)
+)
+
+// Handle checks an @handle; "" when valid.
+func Handle(h string) string {
+	switch {
+	case !strings.HasPrefix(h, "@"):
+		return "a handle starts with @, e.g. @price-oracle"
+	case strings.ToLower(h) != h && handleRE.MatchString(strings.ToLower(h)):
+		return fmt.Sprintf("handles are lowercase: use %s", strings.ToLower(h))
+	case !handleRE.MatchString(h):
+		return "a handle is @ followed by 3 to 32 of a-z, 0-9, _ and -"
+	case slices.Contains(ReservedHandles, h):
+		return fmt.Sprintf("%s is reserved; choose another handle", h)
+	}
+	return ""
+}
+
+func text(field, s string, max int, multiline bool) (string, *Problem) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return "", &Problem{field, "must not be empty"}
+	case !utf8.ValidString(s):
+		return "", &Problem{field, "must be valid UTF-8"}
+	case utf8.RuneCountInString(s) > max:
+		return "", &Problem{field, fmt.Sprintf("is longer than %d characters", max)}
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t')) {
+			return "", &Problem{field, "must not contain control characters"}
+		}
+	}
+	return s, nil
+}
+
+// Endpoint checks a toolEndpoint: https, a public host (unless the development setting is
+// on). The message says what to fix.
+func (v *Validator) Endpoint(ctx context.Context, raw string) *Problem {
+	if _, err := v.guard.CheckURL(ctx, raw); err != nil {
+		var ue *outbound.URLError
+		switch {
+		case errors.As(err, &ue), outbound.IsBlocked(err):
+			return &Problem{"toolEndpoint", err.Error()}
+		default:
+			return &Problem{"toolEndpoint", fmt.Sprintf("the host does not resolve (%v); publish a URL whose host has public DNS records", err)}
+		}
+	}
+	return nil
+}
+
+// Timeout checks timeoutMs.
+func Timeout(ms int) *Problem {
+	if ms < MinTimeoutMs || ms > MaxTimeoutMs {
+		return &Problem{"timeoutMs", fmt.Sprintf("must be between %d and %d milliseconds", MinTimeoutMs, MaxTimeoutMs)}
+	}
+	return nil
+}
+
+// Fee checks feeRate for unit.
+func Fee(rate decimal.Decimal, unit string) *Problem {
+	switch {
+	case rate.IsNegative():
+		return &Problem{"feeRate", "must be 0 or more"}
+	case rate.GreaterThan(maxFeeAmount):
+		return &Problem{"feeRate", "must be at most 10000"}
+	case unit == FeeBps && !rate.IsInteger():
+		return &Problem{"feeRate", "basis points (feeRateUnit bps) are a whole number"}
+	case unit != FeeBps && !rate.Shift(6).IsInteger():
+		return &Problem{"feeRate", "USD amounts have at most 6 decimal places"}
+	}
+	return nil
+}
+
+// SampleQueries checks and trims sample queries.
+func SampleQueries(qs []string) ([]string, *Problem) {
+	if len(qs) > MaxSampleQueries {
+		return nil, &Problem{"sampleQueries", fmt.Sprintf("at most %d", MaxSampleQueries)}
+	}
+	out := make([]string, 0, len(qs))
+	for i, q := range qs {
+		t, p := text(fmt.Sprintf("sampleQueries[%d]", i), q, MaxSampleQueryLen, false)
+		if p != nil {
+			return nil, p
+		}
+		if slices.Contains(out, t) {
+			return nil, &Problem{fmt.Sprintf("sampleQueries[%d]", i), "duplicates an earlier sample query"}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// CompileSchema compiles a partner's JSON Schema like tools.CompileSchema (draft 2020-12
+// unless it declares $schema, format assertions on) but never loads anything: an external
+// $ref (a URL, a file) is refused instead of fetched.
+func CompileSchema(raw []byte) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	c.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("external $ref %q is not allowed; inline the definitions ($defs)", u)
+	}
+	const url = "mem://schema.json"
+	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// schemaDoc checks a JSON Schema document and returns it compacted (keys and numbers as
+// written).
+func schemaDoc(field string, raw []byte, wantObjectType bool) (string, *jsonschema.Schema, *Problem) {
+	if len(raw) > MaxSchemaBytes {
+		return "", nil, &Problem{field, fmt.Sprintf("is over %d bytes", MaxSchemaBytes)}
+	}
+	v, err := tools.DecodeJSON(raw)
+	if err != nil {
+		return "", nil, &Problem{field, "is not valid JSON: " + err.Error()}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "", nil, &Problem{field, "must be a JSON Schema object"}
+	}
+	if wantObjectType && m["type"] != "object" {
+		return "", nil, &Problem{field, `must have "type": "object" (args are a JSON object)`}
+	}
+	compiled, err := CompileSchema(raw)
+	if err != nil {
+		return "", nil, &Problem{field, "is not a valid JSON Schema: " + oneLine(err.Error())}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return "", nil, &Problem{field, "is not valid JSON: " + err.Error()}
+	}
+	return buf.String(), compiled, nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// payouts checks payoutAddresses.
+func payouts(m map[string]string, rate decimal.Decimal, unit string) []Problem {
+	var ps []Problem
+	if len(m) > MaxPayoutEntries {
+		return []Problem{{"payoutAddresses", fmt.Sprintf("at most %d entries", MaxPayoutEntries)}}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	hasEVM := false
+	for _, k := range keys {
+		addr := m[k]
+		f := "payoutAddresses." + k
+		if !payoutKeyRE.MatchString(k) {
+			ps = append(ps, Problem{f, "keys are evm, svm, or namespace:chain such as evm:8453 (namespaces: evm, svm)"})
+			continue
+		}
+		switch ns, _, _ := strings.Cut(k, ":"); ns {
+		case "evm":
+			hasEVM = true
+			if !wallets.ValidEVMAddress(addr) {
+				ps = append(ps, Problem{f, "is not an EVM address (0x + 40 hex digits, EIP-55 checksummed or all lowercase)"})
+			}
+		case "svm":
+			if !wallets.ValidSolanaAddress(addr) {
+				ps = append(ps, Problem{f, "is not a Solana address (base58 of 32 bytes)"})
+			}
+		}
+	}
+	if rate.IsPositive() && len(m) == 0 {
+		ps = append(ps, Problem{"payoutAddresses", "a priced intent (feeRate > 0) needs at least one payout address"})
+	}
+	if IsFlatFee(unit) && rate.IsPositive() && len(m) > 0 && !hasEVM {
+		ps = append(ps, Problem{"payoutAddresses", "flat-fee intents are paid on an EVM chain: add an evm (or evm:<chain>) address"})
+	}
+	return ps
+}
+
+// pricing checks pricingShape and returns it compacted.
+func pricing(raw []byte) (string, *Problem) {
+	if len(raw) > MaxPricingBytes {
+		return "", &Problem{"pricingShape", fmt.Sprintf("is over %d bytes", MaxPricingBytes)}
+	}
+	v, err := tools.DecodeJSON(raw)
+	if err != nil {
+		return "", &Problem{"pricingShape", "is not valid JSON: " + err.Error()}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "", &Problem{"pricingShape", "must be an object"}
+	}
+	intField := func(name string, max int64) *Problem {
+		x, ok := m[name]
+		if !ok {
+			return nil
+		}
+		n, isNum := x.(json.Number)
+		i, err := n.Int64()
+		if !isNum || err != nil || i < 0 || i > max {
+			return &Problem{"pricingShape." + name, fmt.Sprintf("must be an integer from 0 to %d", max)}
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		max  int64
+	}{{"managementFeeBps", 10000}, {"performanceFeeBps", 10000}, {"lockupSeconds", 315360000}} {
+		if p := intField(f.name, f.max); p != nil {
+			return "", p
+		}
+	}
+	if x, ok := m["redemption"]; ok {
+		s, isStr := x.(string)
+		if !isStr || strings.TrimSpace(s) == "" || len(s) > 64 {
+			return "", &Problem{"pricingShape.redemption", "must be a non-empty string of at most 64 characters, e.g. anytime"}
+		}
+	}
+	if x, ok := m["highWaterMark"]; ok {
+		if _, isBool := x.(bool); !isBool {
+			return "", &Problem{"pricingShape.highWaterMark", "must be true or false"}
+		}
+	}
+	var buf bytes.Buffer
+	json.Compact(&buf, raw)
+	return buf.String(), nil
+}
+
+// Intent validates one intent to publish and returns the row to store: a new id, the
+// defaults applied, inactive, UNVERIFIED, revision 1 (timestamps and owner are the
+// caller's). It reports every problem at once.
+func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.PartnerIntent, []Problem) {
+	var ps []Problem
+	add := func(p *Problem) {
+		if p != nil {
+			ps = append(ps, *p)
+		}
+	}
+	row := &store.PartnerIntent{
+		ID: uuid.NewString(), PublicIdentifier: in.PublicIdentifier, Category: in.Category,
+		BindingType: in.BindingType, ToolEndpoint: in.ToolEndpoint, TimeoutMs: DefaultTimeoutMs,
+		FeeRateUnit: in.FeeRateUnit, Tier: in.Tier, VerificationStatus: StatusUnverified, Revision: 1,
+	}
+	if msg := Handle(in.PublicIdentifier); msg != "" {
+		add(&Problem{"publicIdentifier", msg})
+	}
+	var p *Problem
+	row.Name, p = text("name", in.Name, MaxNameLen, false)
+	add(p)
+	row.Description, p = text("description", in.Description, MaxDescriptionLen, true)
+	add(p)
+
+	if !slices.Contains(WriteCategories, in.Category) && !slices.Contains(IdempotentCategories, in.Category) {
+		add(&Problem{"category", fmt.Sprintf("must be one of the write categories %v or the idempotent categories %v", WriteCategories, IdempotentCategories)})
+	}
+	row.Capabilities = []string{}
+	for _, c := range in.Capabilities {
+		switch {
+		case !slices.Contains(Capabilities, c):
+			add(&Problem{"capabilities", fmt.Sprintf("unknown capability %q; the capabilities are %v", c, Capabilities)})
+		case slices.Contains(row.Capabilities, c):
+			add(&Problem{"capabilities", fmt.Sprintf("%s is listed twice", c)})
+		default:
+			row.Capabilities = append(row.Capabilities, c)
+		}
+	}
+	for _, c := range []string{CapMutatesUserFunds, CapRequiresUserSignature} {
+		if slices.Contains(row.Capabilities, c) && slices.Contains(IdempotentCategories, in.Category) {
+			add(&Problem{"capabilities", fmt.Sprintf("%s needs a write category (%s); %s is idempotent, and an intent that moves funds must be confirmed by the caller and never retried",
+				c, strings.Join(WriteCategories, ", "), in.Category)})
+		}
+	}
+
+	if row.BindingType == "" {
+		row.BindingType = string(signing.BindingREST)
+	}
+	if !slices.Contains(Bindings, row.BindingType) {
+		add(&Problem{"bindingType", "must be REST or MCP_HTTP"})
+	}
+	add(v.Endpoint(ctx, in.ToolEndpoint))
+	if in.TimeoutMs != nil {
+		row.TimeoutMs = *in.TimeoutMs
+		add(Timeout(row.TimeoutMs))
+	}
+
+	params := []byte(in.ParametersSchema)
+	if len(params) == 0 {
+		params = []byte(DefaultParametersSchema)
+	}
+	row.ParametersSchema, _, p = schemaDoc("parametersSchema", params, true)
+	add(p)
+	if len(in.OutputSchema) > 0 {
+		var out string
+		out, _, p = schemaDoc("outputSchema", in.OutputSchema, false)
+		add(p)
+		row.OutputSchema = &out
+	}
+
+	if row.FeeRateUnit == "" {
+		row.FeeRateUnit = FeeUSDPerCall
+	}
+	if !slices.Contains(FeeRateUnits, row.FeeRateUnit) {
+		add(&Problem{"feeRateUnit", fmt.Sprintf("must be one of %v", FeeRateUnits)})
+	}
+	add(Fee(in.FeeRate.Decimal, row.FeeRateUnit))
+	row.FeeRate = in.FeeRate.String()
+	ps = append(ps, payouts(in.PayoutAddresses, in.FeeRate.Decimal, row.FeeRateUnit)...)
+	if len(in.PayoutAddresses) > 0 {
+		row.PayoutAddresses = in.PayoutAddresses
+	}
+
+	if row.Tier == "" {
+		row.Tier = TierOneShot
+	}
+	switch {
+	case !slices.Contains(Tiers, row.Tier):
+		add(&Problem{"tier", "must be one_shot or delegation"})
+	case row.Tier == TierDelegation && len(in.PricingShape) == 0:
+		add(&Problem{"pricingShape", "is required for tier delegation"})
+	case row.Tier == TierOneShot && len(in.PricingShape) > 0:
+		add(&Problem{"pricingShape", "must be null for one_shot intents (set tier delegation to price a delegation)"})
+	case len(in.PricingShape) > 0:
+		var shape string
+		shape, p = pricing(in.PricingShape)
+		add(p)
+		row.PricingShape = &shape
+	}
+
+	row.SampleQueries, p = SampleQueries(in.SampleQueries)
+	add(p)
+	if row.SampleQueries == nil {
+		row.SampleQueries = []string{}
+	}
+	return row, ps
+}
+
+// problemsError turns problems into one BAD_INPUT error; prefix names the intent.
+func problemsError(prefix string, ps []Problem, details map[string]any) *tools.Error {
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.String()
+	}
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["problems"] = ps
+	return tools.Errorf(tools.CodeBadInput, "%s: %s", prefix, strings.Join(msgs, "; ")).WithDetails(details)
+}

@@ -27,6 +27,8 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/account"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
+	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -50,6 +52,7 @@ type App struct {
 	Handler    http.Handler
 	SigningKey ed25519.PrivateKey
 	Log        *slog.Logger
+	Partners   *partners.Service // partner intents; the operator CLI uses it
 }
 
 // Close releases the database.
@@ -120,6 +123,21 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, keySvc.Tools()...)
 	all = append(all, account.NewService(st, keySvc).Tools()...)
+	partnerCA, err := outbound.ReadCAFile(cfg.PartnerCAFile)
+	if err != nil {
+		return nil, err
+	}
+	partnerOut, err := outbound.New(outbound.Options{Signer: signing.NewSigner(signingKey), AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
+	}
+	pseudonyms := hmac.New(sha256.New, masterKeys[0]) // the userId partners see; see tools/partners
+	pseudonyms.Write([]byte("switchboard partner pseudonyms v1"))
+	partnerSvc, err := partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms.Sum(nil), Now: now, Log: log}, st, partnerOut)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, partnerSvc.Tools()...)
 
 	kernel, err := tools.NewKernel(tools.NewAuthenticator(st, now, log), tools.NewRateLimiter(now), log, now, all...)
 	if err != nil {
@@ -137,7 +155,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Partners: partnerSvc}, nil
 }
 
 func chooseMailer(cfg Config, deps Deps, log *slog.Logger) (onboarding.Mailer, error) {

@@ -22,6 +22,7 @@ type Config struct {
 	SigningKeyFile      string
 	MasterKey           string
 	AllowLocalEndpoints bool
+	PartnerCAFile       string
 	APIKey              string
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
@@ -48,6 +49,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_SIGNING_KEY_FILE", flag: "signing-key-file", usage: "PEM Ed25519 private key for envelopes; empty: <data dir>/signing-key.pem, generated", str: &c.SigningKeyFile},
 		{env: "SWITCHBOARD_MASTER_KEY", flag: "master-key", usage: "base64 32-byte key(s) sealing wallet keys, current first, comma-separated; empty: <data dir>/master.key, generated", str: &c.MasterKey},
 		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only: partner endpoints may be http and local addresses", boolean: &c.AllowLocalEndpoints},
+		{env: "SWITCHBOARD_PARTNER_CA_FILE", flag: "partner-ca-file", usage: "PEM certificates trusted for partner endpoints besides the system roots (a private CA, tests)", str: &c.PartnerCAFile},
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},

@@ -38,8 +38,21 @@ type Wallet struct {
 	CreatedAt   time.Time `bun:"created_at,notnull"`
 }
 
+// CreateOption adds to the account-creating transaction.
+type CreateOption func(ctx context.Context, s *Store, tx bun.Tx, acct *Account) error
+
+// WithGrant grants starting credit in the same transaction.
+func WithGrant(micro int64, memo string) CreateOption {
+	return func(ctx context.Context, s *Store, tx bun.Tx, acct *Account) error {
+		if micro <= 0 {
+			return nil
+		}
+		return s.grantTx(ctx, tx, acct.ID, micro, memo, acct.CreatedAt)
+	}
+}
+
 // CreateAccount writes an account, its wallets and its first key in one transaction.
-func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wallet, key *APIKey) error {
+func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wallet, key *APIKey, opts ...CreateOption) error {
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(acct).Exec(ctx); err != nil {
 			return fmt.Errorf("insert account: %w", err)
@@ -51,6 +64,11 @@ func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wal
 		}
 		if _, err := tx.NewInsert().Model(key).Exec(ctx); err != nil {
 			return fmt.Errorf("insert api key: %w", err)
+		}
+		for _, opt := range opts {
+			if err := opt(ctx, s, tx, acct); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

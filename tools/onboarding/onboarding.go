@@ -30,6 +30,7 @@ type Config struct {
 	SendsPerClient int           // code e-mails per client address per SendWindow
 	SendWindow     time.Duration // 1 hour
 	ServiceName    string
+	StartingGrant  int64 // micro-USD of credit a new account starts with
 	Now            func() time.Time
 }
 
@@ -238,7 +239,7 @@ func (s *Service) create(ctx context.Context, email string, now time.Time) (Acco
 			Address: w.kp.Address, SealedKey: sealed, MasterKeyID: keyID, CreatedAt: now})
 	}
 	key, secret := s.firstKey(acct.ID)
-	if err := s.store.CreateAccount(ctx, acct, ws, key); err != nil {
+	if err := s.store.CreateAccount(ctx, acct, ws, key, store.WithGrant(s.cfg.StartingGrant, "starting grant")); err != nil {
 		return Account{}, fmt.Errorf("create account: %w", err)
 	}
 	return account(acct.ID, Wallets{EVM: evm.Address, SVM: svm.Address}, key, secret), nil

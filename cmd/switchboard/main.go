@@ -3,6 +3,7 @@
 //	switchboard serve     HTTP: MCP at /mcp, REST at /v1, llms.txt, public key, OpenAPI
 //	switchboard stdio     MCP over stdin/stdout for desktop hosts (key from SWITCHBOARD_API_KEY)
 //	switchboard migrate   apply database migrations and exit
+//	switchboard admin     operator commands (partner listings)
 package main
 
 import (
@@ -41,6 +42,7 @@ commands:
   serve     run the HTTP service (MCP at /mcp, REST at /v1)
   stdio     serve MCP over stdin/stdout with SWITCHBOARD_API_KEY (for desktop MCP hosts)
   migrate   apply database migrations and exit
+  admin     operator commands: insert production listings, set verification status ('switchboard admin help')
 
 Run 'switchboard <command> --help' for the settings; each is also a SWITCHBOARD_* variable.
 `
@@ -58,6 +60,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cmd := args[0]
+	if cmd == "admin" {
+		return runAdmin(ctx, cfg, args[1:], os.Stdin, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("switchboard "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	switch cmd {

@@ -250,8 +250,8 @@ func (s *Service) Insert(ctx context.Context, ownerID string, in IntentInput, st
 	return IntentOf(row), nil
 }
 
-// lookup finds an intent by id or @handle (operator commands).
-func (s *Service) lookup(ctx context.Context, ref string) (*store.PartnerIntent, error) {
+// Lookup finds an intent by id or @handle, whoever owns it (operator commands).
+func (s *Service) Lookup(ctx context.Context, ref string) (*store.PartnerIntent, error) {
 	var row *store.PartnerIntent
 	var err error
 	if strings.HasPrefix(ref, "@") {
@@ -279,7 +279,7 @@ func (s *Service) SetVerificationStatus(ctx context.Context, ref, status string)
 	if !slices.Contains(VerificationStatuses, status) {
 		return Intent{}, tools.Errorf(tools.CodeBadInput, "verificationStatus must be one of %v", VerificationStatuses)
 	}
-	return s.mutate(ctx, func(ctx context.Context) (*store.PartnerIntent, error) { return s.lookup(ctx, ref) },
+	return s.mutate(ctx, func(ctx context.Context) (*store.PartnerIntent, error) { return s.Lookup(ctx, ref) },
 		func(row *store.PartnerIntent) (bool, error) {
 			changed := row.VerificationStatus != status
 			row.VerificationStatus = status

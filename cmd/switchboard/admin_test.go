@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/signing/partnerexample"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
+)
+
+// TestAdminListing inserts a production listing from a JSON row, verifies it, activates it
+// against a correct partner (the probe runs), and shows it: the operator's path in
+// production, where the publish tools refuse.
+func TestAdminListing(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SWITCHBOARD_DATA_DIR", dir)
+	t.Setenv("SWITCHBOARD_DATABASE_URL", "")
+	t.Setenv("SWITCHBOARD_ENV", "production")
+	t.Setenv("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", "true") // the partner runs on loopback
+
+	// The service's signing key, so the partner can verify; the partner's CA.
+	key, _, err := signing.LoadOrCreatePrivateKey(filepath.Join(dir, "signing-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := partnertest.Example(t, key.Public().(ed25519.PublicKey), partnerexample.DefaultHandle)
+	caFile := filepath.Join(dir, "partner-ca.pem")
+	os.WriteFile(caFile, partnertest.CAPEM(p.Server), 0o600)
+	t.Setenv("SWITCHBOARD_PARTNER_CA_FILE", caFile)
+
+	ctx := context.Background()
+	run := func(stdin string, args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runAdmin(ctx, mustConfig(t), args, strings.NewReader(stdin), &out, &errOut)
+		return out.String(), err
+	}
+	// An account of this database owns the listing.
+	if _, err := run("", "show-listing", "@nothing"); err == nil || !strings.Contains(err.Error(), "NOT_FOUND") {
+		t.Fatalf("show missing: %v", err)
+	}
+	st, err := store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if err := st.CreateAccount(ctx, &store.Account{ID: "acct_partner", Email: "p@example.com", CreatedAt: now}, nil,
+		&store.APIKey{ID: "k1", AccountID: "acct_partner", Name: "k", Prefix: "sb_live_x", Hash: "h", Scopes: []string{"publish"}, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	row := map[string]any{
+		"ownerId": "acct_partner", "verificationStatus": "VERIFIED", "isCoreIntent": true,
+		"publicIdentifier": "@example-echo", "name": "Echo", "description": "Echoes the query.", "category": "QUERY",
+		"toolEndpoint": p.URL + partnerexample.RESTPath, "feeRate": 0, "parametersSchema": json.RawMessage(partnerexample.RESTParametersSchema),
+	}
+	raw, _ := json.Marshal(row)
+	out, err := run(string(raw), "insert-listing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal([]byte(out), &got)
+	if got["verificationStatus"] != "VERIFIED" || got["isCoreIntent"] != true || got["isActive"] != false || got["ownerId"] != "acct_partner" {
+		t.Fatalf("inserted %s", out)
+	}
+	// The same validator: a bad row is refused with the reason.
+	bad := strings.Replace(string(raw), `"QUERY"`, `"LEND"`, 1)
+	if _, err := run(bad, "insert-listing"); err == nil || !strings.Contains(err.Error(), "category") {
+		t.Fatalf("bad row: %v", err)
+	}
+	if _, err := run(`{"ownerId":"nobody","publicIdentifier":"@x-y-z","name":"n","description":"d","category":"QUERY","toolEndpoint":"https://a.example/","feeRate":0}`, "insert-listing"); err == nil || !strings.Contains(err.Error(), "no account") {
+		t.Fatalf("unknown owner: %v", err)
+	}
+	file := filepath.Join(dir, "row.json")
+	os.WriteFile(file, []byte(strings.Replace(string(raw), "@example-echo", "@example-two", 1)), 0o600)
+	if _, err := run("", "insert-listing", "-file", file); err != nil {
+		t.Fatalf("insert from file: %v", err)
+	}
+
+	out, err = run("", "set-verification", "@example-echo", "PREMIUM")
+	if err != nil || !strings.Contains(out, `"verificationStatus": "PREMIUM"`) {
+		t.Fatalf("set-verification: %s %v", out, err)
+	}
+	if _, err := run("", "set-verification", "@example-echo", "GOLD"); err == nil {
+		t.Fatal("unknown status accepted")
+	}
+	out, err = run("", "set-active", "@example-echo", "true")
+	if err != nil || !strings.Contains(out, `"isActive": true`) || !strings.Contains(out, `"verdict": "PASS"`) {
+		t.Fatalf("set-active: %s %v", out, err)
+	}
+	out, err = run("", "show-listing", "@example-echo")
+	if err != nil || !strings.Contains(out, `"isActive": true`) {
+		t.Fatalf("show-listing: %s %v", out, err)
+	}
+	out, err = run("", "set-active", "@example-echo", "false")
+	if err != nil || !strings.Contains(out, `"isActive": false`) {
+		t.Fatalf("deactivate: %s %v", out, err)
+	}
+	if _, err := run("", "frobnicate"); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+}
+
+func mustConfig(t *testing.T) app.Config {
+	t.Helper()
+	cfg, err := app.FromEnv(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// The admin command is reached from main's dispatcher.
+func TestAdminDispatch(t *testing.T) {
+	t.Setenv("SWITCHBOARD_DATA_DIR", t.TempDir())
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"admin", "show-listing", "@missing"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "no intent") {
+		t.Fatalf("admin via run: %v (%s)", err, errOut.String())
+	}
+	if err := run(context.Background(), []string{"admin", "help"}, &out, &errOut); err != nil || !strings.Contains(errOut.String(), "insert-listing") {
+		t.Fatalf("admin help: %v", err)
+	}
+}

@@ -11,24 +11,9 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// onboard signs an e-mail up over REST and returns the Account.
 func onboard(t *testing.T, env *apptest.Env, email string) map[string]any {
 	t.Helper()
-	if status, _, body := doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": email}); status != 200 {
-		t.Fatalf("signup %s: %d %v", email, status, body)
-	}
-	n := 0
-	for _, m := range env.Inbox.Messages() {
-		if m.To[0] == email {
-			n++
-		}
-	}
-	code := env.Inbox.Code(t, email, n)
-	status, _, acct := doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": email, "code": code})
-	if status != 200 {
-		t.Fatalf("verify %s: %d %v", email, status, acct)
-	}
-	return acct
+	return env.Onboard(t, email)
 }
 
 func errOf(t *testing.T, body map[string]any) (tools.Code, string) {

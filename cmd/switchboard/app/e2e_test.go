@@ -86,31 +86,7 @@ func jsonEqual(t testing.TB, a, b []byte) bool {
 // doREST sends a REST request and decodes the JSON answer.
 func doREST(t testing.TB, method, url, key string, body any) (int, http.Header, map[string]any) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		if s, ok := body.(string); ok {
-			r = strings.NewReader(s)
-		} else {
-			b, _ := json.Marshal(body)
-			r = bytes.NewReader(b)
-		}
-	}
-	req, _ := http.NewRequest(method, url, r)
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s %s: %d, body not JSON: %q", method, url, resp.StatusCode, raw)
-	}
-	return resp.StatusCode, resp.Header, out
+	return apptest.Do(t, method, url, key, body)
 }
 
 func keysOf(m map[string]any) []string {

@@ -4,14 +4,17 @@
 package apptest
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"mime/quotedprintable"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/mail"
 	"regexp"
@@ -224,3 +227,65 @@ func decodeBody(msg *mail.Message) (string, error) {
 
 // Config is the app's configuration, for Options.Config.
 type Config = app.Config
+
+// Do sends a JSON request (body: a string sent as is, or a value marshalled) with key as a
+// Bearer token, and decodes the JSON answer.
+func Do(t testing.TB, method, url, key string, body any) (int, http.Header, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		raw, _ := json.Marshal(b)
+		r = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: %d, body not JSON: %q", method, url, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+// REST is Do against this service's base URL.
+func (e *Env) REST(t testing.TB, method, path, key string, body any) (int, map[string]any) {
+	t.Helper()
+	status, _, out := Do(t, method, e.URL+path, key, body)
+	return status, out
+}
+
+// Onboard signs an e-mail up and verifies it over REST, returning the Account.
+func (e *Env) Onboard(t testing.TB, email string) map[string]any {
+	t.Helper()
+	if status, body := e.REST(t, "POST", "/v1/agents/signup", "", map[string]any{"email": email}); status != 200 {
+		t.Fatalf("signup %s: %d %v", email, status, body)
+	}
+	n := 0
+	for _, m := range e.Inbox.Messages() {
+		for _, to := range m.To {
+			if strings.EqualFold(to, email) {
+				n++
+			}
+		}
+	}
+	status, acct := e.REST(t, "POST", "/v1/agents/verify", "", map[string]any{"email": email, "code": e.Inbox.Code(t, email, n)})
+	if status != 200 {
+		t.Fatalf("verify %s: %d %v", email, status, acct)
+	}
+	return acct
+}

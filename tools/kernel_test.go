@@ -145,3 +145,13 @@ func TestRateLimiterRefills(t *testing.T) {
 		t.Fatal("keys share a bucket")
 	}
 }
+
+// A schema naming an external $ref must not make the server read files or fetch URLs.
+func TestCompileSchemaRefusesExternalRefs(t *testing.T) {
+	for _, ref := range []string{"file:///etc/passwd", "http://127.0.0.1:1/schema.json"} {
+		_, err := tools.CompileSchema([]byte(`{"type":"object","properties":{"a":{"$ref":"` + ref + `"}}}`))
+		if err == nil || !strings.Contains(err.Error(), "not allowed") {
+			t.Errorf("%s: %v", ref, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"regexp"
 	"strings"
@@ -153,11 +154,15 @@ func schemaFor(t reflect.Type, name string) (json.RawMessage, *jsonschema.Schema
 }
 
 // CompileSchema compiles a JSON Schema (draft 2020-12 unless it says otherwise) with format
-// assertions on. Partner parameter schemas go through it too.
+// assertions on. Partner schemas go through it too, so nothing external is ever loaded: an
+// external $ref (file, http) is refused rather than read.
 func CompileSchema(raw []byte) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
+	c.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("external $ref %q is not allowed; inline the definitions ($defs)", u)
+	}
 	const url = "mem://schema.json"
 	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ func SampleArgs(schema string) json.RawMessage {
 	if err != nil {
 		return nil
 	}
-	compiled, err := CompileSchema([]byte(schema))
+	compiled, err := tools.CompileSchema([]byte(schema))
 	if err != nil {
 		return nil
 	}

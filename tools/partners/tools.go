@@ -572,7 +572,7 @@ func (s *Service) Test(ctx context.Context, accountID string, in TestInput) (Tes
 }
 
 func validateArgs(schema string, args []byte) *tools.Error {
-	compiled, err := CompileSchema([]byte(schema))
+	compiled, err := tools.CompileSchema([]byte(schema))
 	if err != nil {
 		return tools.Errorf(tools.CodeBadInput, "%v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -136,23 +135,6 @@ func SampleQueries(qs []string) ([]string, *Problem) {
 	return out, nil
 }
 
-// CompileSchema compiles a partner's JSON Schema like tools.CompileSchema (draft 2020-12
-// unless it declares $schema, format assertions on) but never loads anything: an external
-// $ref (a URL, a file) is refused instead of fetched.
-func CompileSchema(raw []byte) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("external $ref %q is not allowed; inline the definitions ($defs)", u)
-	}
-	const url = "mem://schema.json"
-	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-}
-
 // schemaDoc checks a JSON Schema document and returns it compacted (keys and numbers as
 // written).
 func schemaDoc(field string, raw []byte, wantObjectType bool) (string, *jsonschema.Schema, *Problem) {
@@ -170,7 +152,7 @@ func schemaDoc(field string, raw []byte, wantObjectType bool) (string, *jsonsche
 	if wantObjectType && m["type"] != "object" {
 		return "", nil, &Problem{field, `must have "type": "object" (args are a JSON object)`}
 	}
-	compiled, err := CompileSchema(raw)
+	compiled, err := tools.CompileSchema(raw)
 	if err != nil {
 		return "", nil, &Problem{field, "is not a valid JSON Schema: " + oneLine(err.Error())}
 	}

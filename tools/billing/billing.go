@@ -65,7 +65,9 @@ type Quote struct {
 }
 
 // WorstMicro is the worst case of a quote.
-func (q Quote) WorstMicro() int64 { return q.ReserveMicro + q.MaxPartnerFeeMicro + q.MaxPlatformFeeMicro }
+func (q Quote) WorstMicro() int64 {
+	return q.ReserveMicro + q.MaxPartnerFeeMicro + q.MaxPlatformFeeMicro
+}
 
 // QuoteFor prices a call whose partner fee is at most maxPartnerFee.
 func (s *Service) QuoteFor(maxPartnerFeeMicro int64) Quote {

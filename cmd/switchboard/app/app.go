@@ -25,6 +25,8 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/account"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/dispatch"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -53,6 +55,7 @@ type App struct {
 	SigningKey ed25519.PrivateKey
 	Log        *slog.Logger
 	Partners   *partners.Service // partner intents; the operator CLI uses it
+	Billing    *billing.Service  // credit, ledger, the reservation sweeper
 }
 
 // Close releases the database.
@@ -107,6 +110,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, fmt.Errorf("SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD=%q: want a non-negative decimal", cfg.DefaultSpendLimit)
 	}
 	keySvc := keys.NewService(st, cfg.Env, keys.Limits{SpendMicro: spend.Shift(6).IntPart(), RatePerMinute: cfg.DefaultRateLimit}, now)
+	billCfg, err := billingConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	billSvc := billing.NewService(st, billCfg, now, log)
 
 	mailer, err := chooseMailer(cfg, deps, log)
 	if err != nil {
@@ -118,7 +126,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		// database alone does not let anyone test codes offline.
 		codeSecret := hmac.New(sha256.New, masterKeys[0])
 		codeSecret.Write([]byte("switchboard e-mail codes v1"))
-		ob := onboarding.NewService(onboarding.DefaultConfig(codeSecret.Sum(nil), now), st, mailer, keySvc, sealer)
+		obCfg := onboarding.DefaultConfig(codeSecret.Sum(nil), now)
+		obCfg.StartingGrant = billCfg.StartingGrantMicro
+		ob := onboarding.NewService(obCfg, st, mailer, keySvc, sealer)
 		all = append(all, ob.Tools()...)
 	}
 	all = append(all, keySvc.Tools()...)
@@ -138,6 +148,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	all = append(all, partnerSvc.Tools()...)
+	dispatchSvc := dispatch.NewService(dispatch.Config{PseudonymSecret: pseudonyms.Sum(nil), SettlementChain: cfg.SettlementChain},
+		st, partnerOut, billSvc, nil, now, log)
+	all = append(all, dispatchSvc.Tools()...)
 
 	kernel, err := tools.NewKernel(tools.NewAuthenticator(st, now, log), tools.NewRateLimiter(now), log, now, all...)
 	if err != nil {
@@ -155,7 +168,36 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Partners: partnerSvc}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Partners: partnerSvc, Billing: billSvc}, nil
+}
+
+// billingConfig reads the prices; production accounts start with no credit.
+func billingConfig(cfg Config) (billing.Config, error) {
+	c := billing.DefaultConfig()
+	var err error
+	if c.InfraCostMicro, err = usdMicro("SWITCHBOARD_INFRA_COST_USD", cfg.InfraCostUSD); err != nil {
+		return c, err
+	}
+	if c.StartingGrantMicro, err = usdMicro("SWITCHBOARD_STARTING_CREDIT_USD", cfg.StartingCreditUSD); err != nil {
+		return c, err
+	}
+	if cfg.Env == "production" {
+		c.StartingGrantMicro = 0
+	}
+	if cfg.PlatformFeeBps < 0 || cfg.PlatformFeeBps > 10_000 {
+		return c, fmt.Errorf("SWITCHBOARD_PLATFORM_FEE_BPS=%d: want 0 to 10000", cfg.PlatformFeeBps)
+	}
+	c.PlatformFeeBps = int64(cfg.PlatformFeeBps)
+	return c, nil
+}
+
+// usdMicro parses a non-negative decimal USD amount with at most 6 places into micro-USD.
+func usdMicro(name, v string) (int64, error) {
+	d, err := decimal.NewFromString(v)
+	if err != nil || d.IsNegative() || !d.Shift(6).IsInteger() {
+		return 0, fmt.Errorf("%s=%q: want a non-negative USD amount with at most 6 decimals", name, v)
+	}
+	return d.Shift(6).IntPart(), nil
 }
 
 func chooseMailer(cfg Config, deps Deps, log *slog.Logger) (onboarding.Mailer, error) {

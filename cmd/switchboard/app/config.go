@@ -23,6 +23,10 @@ type Config struct {
 	MasterKey           string
 	AllowLocalEndpoints bool
 	PartnerCAFile       string
+	InfraCostUSD        string // reserved per invocation, decimal USD
+	PlatformFeeBps      int
+	StartingCreditUSD   string // credit of a new account (test environment only)
+	SettlementChain     string
 	APIKey              string
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
@@ -49,6 +53,10 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_SIGNING_KEY_FILE", flag: "signing-key-file", usage: "PEM Ed25519 private key for envelopes; empty: <data dir>/signing-key.pem, generated", str: &c.SigningKeyFile},
 		{env: "SWITCHBOARD_MASTER_KEY", flag: "master-key", usage: "base64 32-byte key(s) sealing wallet keys, current first, comma-separated; empty: <data dir>/master.key, generated", str: &c.MasterKey},
 		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only: partner endpoints may be http and local addresses", boolean: &c.AllowLocalEndpoints},
+		{env: "SWITCHBOARD_INFRA_COST_USD", flag: "infra-cost-usd", usage: "infrastructure cost reserved at the start of each invocation, consumed on success", str: &c.InfraCostUSD},
+		{env: "SWITCHBOARD_PLATFORM_FEE_BPS", flag: "platform-fee-bps", usage: "platform fee in basis points of the partner fee", integer: &c.PlatformFeeBps},
+		{env: "SWITCHBOARD_STARTING_CREDIT_USD", flag: "starting-credit-usd", usage: "credit a new account starts with (test environment only; production starts at 0)", str: &c.StartingCreditUSD},
+		{env: "SWITCHBOARD_SETTLEMENT_CHAIN", flag: "settlement-chain", usage: "payoutAddresses key partner fees settle to first (namespace:chain); the bare namespace is the fallback", str: &c.SettlementChain},
 		{env: "SWITCHBOARD_PARTNER_CA_FILE", flag: "partner-ca-file", usage: "PEM certificates trusted for partner endpoints besides the system roots (a private CA, tests)", str: &c.PartnerCAFile},
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
@@ -62,6 +70,7 @@ func Defaults() Config {
 	return Config{
 		Addr: ":8080", BaseURL: "http://localhost:8080", DataDir: "./data", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
+		InfraCostUSD: "0.001", PlatformFeeBps: 1000, StartingCreditUSD: "10", SettlementChain: "evm:8453",
 	}
 }
 

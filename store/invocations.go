@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// Invocation states.
+const (
+	InvAwaitingConfirmation = "awaiting_confirmation"
+	InvDispatching          = "dispatching"
+	InvSucceeded            = "succeeded"
+	InvFailed               = "failed"
+	InvCancelled            = "cancelled"
+)
+
+// Invocation is one call of a partner intent, from quote to outcome.
+type Invocation struct {
+	bun.BaseModel `bun:"table:invocations"`
+
+	RequestID           string     `bun:"request_id,pk"`
+	AccountID           string     `bun:"account_id,notnull"`
+	KeyID               string     `bun:"key_id,notnull"`
+	IntentID            string     `bun:"intent_id,notnull"`
+	Handle              string     `bun:"handle,notnull"`
+	Category            string     `bun:"category,notnull"`
+	IntentRevision      int        `bun:"intent_revision,notnull"`
+	Args                string     `bun:"args,notnull"`
+	State               string     `bun:"state,notnull"`
+	ReserveMicro        int64      `bun:"reserve_micro,notnull"`
+	MaxPartnerFeeMicro  int64      `bun:"max_partner_fee_micro,notnull"`
+	MaxPlatformFeeMicro int64      `bun:"max_platform_fee_micro,notnull"`
+	Attempts            int        `bun:"attempts,notnull"`
+	HTTPStatus          *int       `bun:"http_status"`
+	OutcomeCode         string     `bun:"outcome_code,notnull"`
+	OutcomeMessage      string     `bun:"outcome_message,notnull"`
+	OutputSchemaValid   *bool      `bun:"output_schema_valid"`
+	PartnerFeeMicro     int64      `bun:"partner_fee_micro,notnull"`
+	PlatformFeeMicro    int64      `bun:"platform_fee_micro,notnull"`
+	RefundedMicro       int64      `bun:"refunded_micro,notnull"`
+	Answer              *string    `bun:"answer"` // the JSON answer or error body, replayed to a repeated confirmation
+	CreatedAt           time.Time  `bun:"created_at,notnull"`
+	DispatchedAt        *time.Time `bun:"dispatched_at"`
+	FinishedAt          *time.Time `bun:"finished_at"`
+}
+
+// InvocationEvent is one state transition.
+type InvocationEvent struct {
+	bun.BaseModel `bun:"table:invocation_events"`
+
+	ID        string    `bun:"id,pk"`
+	RequestID string    `bun:"request_id,notnull"`
+	Seq       int       `bun:"seq,notnull"` // order within the invocation
+	State     string    `bun:"state,notnull"`
+	Detail    string    `bun:"detail,notnull"`
+	At        time.Time `bun:"at,notnull"`
+}
+
+// addEvent appends a transition, numbered after the invocation's last one.
+func addEvent(ctx context.Context, tx bun.Tx, inv *Invocation, state, detail string, at time.Time) error {
+	var last int
+	if err := tx.NewSelect().Model((*InvocationEvent)(nil)).ColumnExpr("COALESCE(MAX(seq), 0)").
+		Where("request_id = ?", inv.RequestID).Scan(ctx, &last); err != nil {
+		return err
+	}
+	_, err := tx.NewInsert().Model(&InvocationEvent{ID: uuid.NewString(), RequestID: inv.RequestID, Seq: last + 1,
+		State: state, Detail: detail, At: at}).Exec(ctx)
+	return err
+}
+
+// CreateInvocation records a new invocation in its first state.
+func (s *Store) CreateInvocation(ctx context.Context, inv *Invocation, detail string) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(inv).Exec(ctx); err != nil {
+			return err
+		}
+		return addEvent(ctx, tx, inv, inv.State, detail, inv.CreatedAt)
+	})
+}
+
+// Invocation returns an account's invocation by request id.
+func (s *Store) Invocation(ctx context.Context, accountID, requestID string) (*Invocation, error) {
+	inv := new(Invocation)
+	err := s.db.NewSelect().Model(inv).Where("request_id = ? AND account_id = ?", requestID, accountID).Scan(ctx)
+	if err != nil {
+		return nil, normalize(err)
+	}
+	return inv, nil
+}
+
+// InvocationByID returns any invocation (operator view).
+func (s *Store) InvocationByID(ctx context.Context, requestID string) (*Invocation, error) {
+	inv := new(Invocation)
+	if err := s.db.NewSelect().Model(inv).Where("request_id = ?", requestID).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return inv, nil
+}
+
+// InvocationEvents lists an invocation's transitions in order.
+func (s *Store) InvocationEvents(ctx context.Context, requestID string) ([]InvocationEvent, error) {
+	var evs []InvocationEvent
+	err := s.db.NewSelect().Model(&evs).Where("request_id = ?", requestID).OrderExpr("seq ASC").Scan(ctx)
+	return evs, normalize(err)
+}
+
+// StartDispatch moves an invocation from `from` to dispatching. It reports false when the
+// invocation was not in `from` (someone else confirmed it first).
+func (s *Store) StartDispatch(ctx context.Context, inv *Invocation, from string, at time.Time) (bool, error) {
+	var moved bool
+	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model((*Invocation)(nil)).
+			Set("state = ?", InvDispatching).Set("dispatched_at = ?", at).
+			Where("request_id = ? AND state = ?", inv.RequestID, from).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n != 1 {
+			return err
+		}
+		moved = true
+		inv.State, inv.DispatchedAt = InvDispatching, &at
+		return addEvent(ctx, tx, inv, InvDispatching, "", at)
+	})
+	return moved, err
+}
+
+// RecordAttempt notes one call to the partner.
+func (s *Store) RecordAttempt(ctx context.Context, inv *Invocation, detail string, at time.Time) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		inv.Attempts++
+		if _, err := tx.NewUpdate().Model((*Invocation)(nil)).Set("attempts = ?", inv.Attempts).
+			Where("request_id = ?", inv.RequestID).Exec(ctx); err != nil {
+			return err
+		}
+		return addEvent(ctx, tx, inv, "attempt", detail, at)
+	})
+}
+
+// FinishInvocation writes the outcome fields of inv and the final transition.
+func (s *Store) FinishInvocation(ctx context.Context, inv *Invocation, detail string) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewUpdate().Model(inv).
+			Column("state", "http_status", "outcome_code", "outcome_message", "output_schema_valid",
+				"partner_fee_micro", "platform_fee_micro", "refunded_micro", "answer", "finished_at").
+			WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		return addEvent(ctx, tx, inv, inv.State, detail, *inv.FinishedAt)
+	})
+}
+
+// OutputSchemaMismatches counts an intent's results that did not match its outputSchema.
+func (s *Store) OutputSchemaMismatches(ctx context.Context, intentID string) (int, error) {
+	n, err := s.db.NewSelect().Model((*Invocation)(nil)).
+		Where("intent_id = ? AND output_schema_valid = ?", intentID, false).Count(ctx)
+	return int(n), normalize(err)
+}

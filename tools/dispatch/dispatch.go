@@ -1,0 +1,555 @@
+// Package dispatch is invoke_partner_message: find the @handle, build and check the args,
+// reserve, sign and call the partner (REST or MCP_HTTP), check the answer, and bill honestly.
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+	"github.com/switchboard-hq/switchboard/tools/tokens"
+)
+
+// ConfirmWindow is how long a write-category quote can be confirmed.
+const ConfirmWindow = 10 * time.Minute
+
+// Config configures dispatch.
+type Config struct {
+	// PseudonymSecret keys the pairwise userId sent to partners.
+	PseudonymSecret []byte
+	// SettlementChain is the payoutAddresses key a partner fee lands on first (e.g. "evm:base");
+	// its namespace ("evm") is the fallback.
+	SettlementChain string
+}
+
+// Service dispatches invocations.
+type Service struct {
+	cfg     Config
+	store   *store.Store
+	client  *outbound.Client
+	billing *billing.Service
+	tokens  *tokens.Service // nil: no token resolution before writes
+	now     func() time.Time
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	schemas map[string]*jsonschema.Schema // by intent id, revision and which
+}
+
+// NewService builds the dispatcher. tokens may be nil.
+func NewService(cfg Config, st *store.Store, client *outbound.Client, bill *billing.Service, tok *tokens.Service, now func() time.Time, log *slog.Logger) *Service {
+	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log, schemas: map[string]*jsonschema.Schema{}}
+}
+
+// InvokeInput is invoke_partner_message's input.
+type InvokeInput struct {
+	Message          string           `json:"message" jsonschema:"minLength=2,maxLength=4000" jsonschema_description:"the request in natural language, naming exactly one partner by its @handle, e.g. '@weather forecast for Lisbon'"`
+	Args             partners.ArgsDoc `json:"args,omitempty" jsonschema_description:"structured arguments matching the intent's parametersSchema (from discover); omit for intents that take only {query}"`
+	ConfirmRequestID string           `json:"confirmRequestId,omitempty" jsonschema:"format=uuid" jsonschema_description:"for write intents: the requestId of a CONFIRMATION_REQUIRED answer, sent after the user approved it"`
+}
+
+// Anything is free-form JSON (the partner's result).
+type Anything = partners.JSONDoc
+
+// InvokeOutput is the partner's reply, attributed to its handle, with what it cost.
+type InvokeOutput struct {
+	Handle            string         `json:"handle" jsonschema_description:"the partner that answered"`
+	RequestID         string         `json:"requestId"`
+	Success           bool           `json:"success"`
+	Result            Anything       `json:"result" jsonschema_description:"the partner's JSON result, relayed as is"`
+	Charge            billing.Charge `json:"charge"`
+	OutputSchemaValid *bool          `json:"outputSchemaValid,omitempty" jsonschema_description:"whether the result matched the intent's outputSchema (absent when it has none); a mismatch is relayed but flagged"`
+	Attempts          int            `json:"attempts"`
+}
+
+// Tools returns invoke_partner_message.
+func (s *Service) Tools() []*tools.Tool {
+	return []*tools.Tool{tools.New(tools.Def{
+		Name:  "invoke_partner_message",
+		Title: "Invoke a partner by @handle",
+		Description: "Call a marketplace partner named by its @handle in the message (find handles with discover). " +
+			"Intents whose parametersSchema is just {query} get the message text; others need `args` matching their parametersSchema. " +
+			"Write intents (SWAP, SEND, BRIDGE, ...) answer CONFIRMATION_REQUIRED first with the exact args and the most it can cost: " +
+			"ask the user, then call again with confirmRequestId. You are charged only when the partner succeeds; failures refund the reservation.",
+		Access:      tools.Scope("partner"),
+		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), OpenWorld: tools.Bool(true)},
+	}, s.invoke)}
+}
+
+var handleRe = regexp.MustCompile(`(?i)(^|[^a-z0-9_@.-])(@[a-z0-9_-]{3,32})\b`)
+
+// FindHandle returns the one @handle in a message and the message without it.
+func FindHandle(message string) (handle, rest string, err error) {
+	found := map[string]bool{}
+	var first string
+	for _, m := range handleRe.FindAllStringSubmatch(message, -1) {
+		h := strings.ToLower(m[2])
+		if !found[h] {
+			found[h] = true
+			if first == "" {
+				first = h
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", "", tools.Errorf(tools.CodeBadInput, "the message names no partner: include one @handle (find one with discover)")
+	case 1:
+	default:
+		return "", "", tools.Errorf(tools.CodeBadInput, "the message names %d partners; name exactly one @handle per call", len(found))
+	}
+	rest = handleRe.ReplaceAllStringFunc(message, func(m string) string {
+		i := strings.LastIndex(m, "@")
+		return m[:i]
+	})
+	return first, strings.Join(strings.Fields(rest), " "), nil
+}
+
+// call is everything decided before dispatch.
+type call struct {
+	intent *store.PartnerIntent
+	args   []byte // canonical JSON object
+	quote  billing.Quote
+}
+
+func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (InvokeOutput, error) {
+	handle, rest, err := FindHandle(in.Message)
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	intent, err := s.callable(ctx, c, handle)
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	if err := checkScope(c.Key, intent.Category); err != nil {
+		return InvokeOutput{}, err
+	}
+	if in.ConfirmRequestID != "" {
+		return s.confirm(ctx, c, intent, in)
+	}
+	cl, err := s.prepare(ctx, intent, rest, in.Args)
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	if err := s.billing.Check(ctx, c.Key, cl.quote); err != nil {
+		return InvokeOutput{}, err
+	}
+	requestID := signing.NewRequestID()
+	inv := s.newInvocation(c, cl, requestID)
+	if partners.IsWriteCategory(intent.Category) {
+		inv.State = store.InvAwaitingConfirmation
+		if err := s.store.CreateInvocation(ctx, inv, "quoted; waiting for the caller's confirmation"); err != nil {
+			return InvokeOutput{}, err
+		}
+		return InvokeOutput{}, tools.Errorf(tools.CodeConfirmationRequired,
+			"%s is a %s intent: nothing was sent. Show the user the handle, args and maximum charge; if they approve, call invoke_partner_message again with the same message and confirmRequestId %q within %d minutes",
+			handle, intent.Category, requestID, int(ConfirmWindow.Minutes())).
+			WithDetails(map[string]any{
+				"requestId": requestID, "handle": handle, "category": intent.Category,
+				"args": json.RawMessage(cl.args), "maxChargeUsd": tools.USD(cl.quote.WorstMicro()),
+				"partnerFeeUsd": tools.USD(cl.quote.MaxPartnerFeeMicro), "expiresAt": inv.CreatedAt.Add(ConfirmWindow),
+			})
+	}
+	inv.State = store.InvDispatching
+	now := s.now().UTC()
+	inv.DispatchedAt = &now
+	if err := s.store.CreateInvocation(ctx, inv, "dispatching"); err != nil {
+		return InvokeOutput{}, err
+	}
+	return s.dispatch(ctx, c, cl, inv)
+}
+
+// callable finds an intent the caller may invoke: active ones for everybody, inactive ones
+// only for their publisher; archived and unknown are NOT_FOUND.
+func (s *Service) callable(ctx context.Context, c *tools.Caller, handle string) (*store.PartnerIntent, error) {
+	intent, err := s.store.IntentByHandle(ctx, handle)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, tools.Errorf(tools.CodeNotFound, "no partner %s; use discover to find one by what it does", handle)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := partners.CanInvoke(intent, c.AccountID()); err != nil {
+		return nil, err
+	}
+	return intent, nil
+}
+
+// writeScopes are the extra scopes some write categories need beside "partner".
+var writeScopes = map[string]string{"SWAP": "swap", "BRIDGE": "bridge", "SEND": "send", "TRANSFER": "send"}
+
+func checkScope(key *store.APIKey, category string) error {
+	if need, ok := writeScopes[category]; ok && !key.HasScope(need) {
+		return tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", category, need)
+	}
+	return nil
+}
+
+// prepare builds and checks the args and prices the call.
+func (s *Service) prepare(ctx context.Context, intent *store.PartnerIntent, rest string, given partners.ArgsDoc) (*call, error) {
+	if partners.IsFlatFee(intent.FeeRateUnit) {
+		return nil, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available yet; it is never called unpaid", intent.PublicIdentifier, intent.FeeRateUnit)
+	}
+	schemaRaw := []byte(intent.ParametersSchema)
+	var args []byte
+	switch {
+	case len(given) > 0:
+		args = given
+	case queryOnly(schemaRaw):
+		args, _ = json.Marshal(map[string]string{"query": rest})
+	default:
+		return nil, tools.Errorf(tools.CodeBadInput, "%s takes structured args: call again with `args` matching its parametersSchema (in details)", intent.PublicIdentifier).
+			WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw)})
+	}
+	canon, err := signing.Canonicalize(args)
+	if err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "args cannot be signed: %v", err)
+	}
+	v, err := tools.DecodeJSON(canon)
+	if err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "args: %v", err)
+	}
+	schema, err := s.schema(intent, "parameters", schemaRaw)
+	if err != nil {
+		return nil, err
+	}
+	if e := tools.Validate(schema, v, "args"); e != nil {
+		e.Message += fmt.Sprintf(" of %s's parametersSchema (in details)", intent.PublicIdentifier)
+		e.Details["parametersSchema"] = json.RawMessage(schemaRaw)
+		return nil, e
+	}
+	if s.tokens != nil {
+		m, _ := v.(map[string]any)
+		if _, err := s.tokens.ResolveArgs(ctx, intent.Category, schemaRaw, m); err != nil {
+			return nil, err
+		}
+	}
+	return &call{intent: intent, args: canon, quote: s.billing.QuoteFor(ListedFeeMicro(intent))}, nil
+}
+
+// queryOnly reports whether a parametersSchema is the spec's sample (a): an object whose only
+// required property is the string `query`.
+func queryOnly(schema []byte) bool {
+	var s struct {
+		Type       string   `json:"type"`
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Type string `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return false
+	}
+	return s.Type == "object" && len(s.Required) == 1 && s.Required[0] == "query" && s.Properties["query"].Type == "string"
+}
+
+// ListedFeeMicro is the most a partner can charge per call: its per-call price. Intents priced
+// in basis points of routed value have no per-call price on this path and charge nothing.
+func ListedFeeMicro(intent *store.PartnerIntent) int64 {
+	if intent.FeeRateUnit != partners.FeeUSDPerCall {
+		return 0
+	}
+	d, err := decimal.NewFromString(intent.FeeRate)
+	if err != nil || d.IsNegative() {
+		return 0
+	}
+	return d.Shift(6).Floor().IntPart()
+}
+
+func (s *Service) schema(intent *store.PartnerIntent, which string, raw []byte) (*jsonschema.Schema, error) {
+	key := fmt.Sprintf("%s/%d/%s", intent.ID, intent.Revision, which)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sc, ok := s.schemas[key]; ok {
+		return sc, nil
+	}
+	sc, err := tools.CompileSchema(raw)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s %sSchema: %w", intent.PublicIdentifier, which, err)
+	}
+	if len(s.schemas) > 4096 {
+		clear(s.schemas) // bounded: recompiling is cheap next to a partner call
+	}
+	s.schemas[key] = sc
+	return sc, nil
+}
+
+func (s *Service) newInvocation(c *tools.Caller, cl *call, requestID string) *store.Invocation {
+	return &store.Invocation{
+		RequestID: requestID, AccountID: c.Key.AccountID, KeyID: c.Key.ID,
+		IntentID: cl.intent.ID, Handle: cl.intent.PublicIdentifier, Category: cl.intent.Category,
+		IntentRevision: cl.intent.Revision, Args: string(cl.args),
+		ReserveMicro: cl.quote.ReserveMicro, MaxPartnerFeeMicro: cl.quote.MaxPartnerFeeMicro, MaxPlatformFeeMicro: cl.quote.MaxPlatformFeeMicro,
+		CreatedAt: s.now().UTC(),
+	}
+}
+
+// confirm dispatches a quoted write once; later confirmations get the stored outcome.
+func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, in InvokeInput) (InvokeOutput, error) {
+	inv, err := s.store.Invocation(ctx, c.Key.AccountID, in.ConfirmRequestID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.IntentID != intent.ID) {
+		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)
+	}
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	switch inv.State {
+	case store.InvSucceeded, store.InvFailed, store.InvCancelled:
+		return replay(inv)
+	case store.InvDispatching:
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s is being dispatched now; call again in a moment for its outcome", inv.RequestID)
+	}
+	if s.now().UTC().Sub(inv.CreatedAt) > ConfirmWindow {
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the quote %s expired (%d minutes); call without confirmRequestId for a new one", inv.RequestID, int(ConfirmWindow.Minutes()))
+	}
+	if intent.Revision != inv.IntentRevision {
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the quote; call without confirmRequestId for a new quote and confirm that one", intent.PublicIdentifier)
+	}
+	if len(in.Args) > 0 {
+		canon, err := signing.Canonicalize(in.Args)
+		if err != nil || !bytes.Equal(canon, []byte(inv.Args)) {
+			return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the args differ from the quoted ones; confirm with the same args (or none), or ask for a new quote")
+		}
+	}
+	cl := &call{intent: intent, args: []byte(inv.Args), quote: billing.Quote{
+		ReserveMicro: inv.ReserveMicro, MaxPartnerFeeMicro: inv.MaxPartnerFeeMicro, MaxPlatformFeeMicro: inv.MaxPlatformFeeMicro}}
+	moved, err := s.store.StartDispatch(ctx, inv, store.InvAwaitingConfirmation, s.now().UTC())
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	if !moved {
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
+	}
+	return s.dispatch(ctx, c, cl, inv)
+}
+
+// replay returns the stored outcome of a finished invocation.
+func replay(inv *store.Invocation) (InvokeOutput, error) {
+	if inv.Answer == nil {
+		return InvokeOutput{}, tools.Errorf(tools.CodeInternal, "request %s finished without a stored answer", inv.RequestID)
+	}
+	if inv.State == store.InvSucceeded {
+		var out InvokeOutput
+		if err := json.Unmarshal([]byte(*inv.Answer), &out); err != nil {
+			return InvokeOutput{}, fmt.Errorf("stored answer of %s: %w", inv.RequestID, err)
+		}
+		return out, nil
+	}
+	var body tools.Body
+	if err := json.Unmarshal([]byte(*inv.Answer), &body); err != nil || body.Error == nil {
+		return InvokeOutput{}, fmt.Errorf("stored error of %s: %v", inv.RequestID, err)
+	}
+	return InvokeOutput{}, body.Error
+}
+
+// dispatch reserves, calls the partner (retrying idempotent categories once), and settles or
+// refunds. It runs after inv is recorded in state dispatching.
+func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation) (InvokeOutput, error) {
+	intent := cl.intent
+	timeout := time.Duration(intent.TimeoutMs) * time.Millisecond
+	attempts := 1
+	if !partners.IsWriteCategory(intent.Category) {
+		attempts = 2
+	}
+	// Records and money must land even when the caller has gone.
+	bg := context.WithoutCancel(ctx)
+	if err := s.billing.Reserve(bg, inv.RequestID, c.Key, cl.quote, time.Duration(attempts)*timeout); err != nil {
+		s.finish(bg, inv, store.InvFailed, nil, billing.Charge{}, tools.Translate(err), "refused before dispatch")
+		return InvokeOutput{}, err
+	}
+	fields := signing.CallFields{
+		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
+		UserID: signing.Pseudonym(s.cfg.PseudonymSecret, c.Key.AccountID, intent.PartnerID),
+		Args:   json.RawMessage(cl.args),
+	}
+	target := partners.Target(intent)
+	var res *outbound.Result
+	var err error
+	for i := 0; i < attempts; i++ {
+		res, err = s.client.Call(ctx, target, fields)
+		s.store.RecordAttempt(bg, inv, attemptDetail(res, err), s.now().UTC())
+		if ctx.Err() != nil || !retryable(res, err) {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		charge, rerr := s.billing.Refund(bg, inv.RequestID, cl.quote, "caller cancelled")
+		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged")
+		s.finish(bg, inv, store.InvCancelled, res, charge, e, errors.Join(ctx.Err(), rerr).Error())
+		return InvokeOutput{}, e
+	}
+	if e := classify(intent, res, err); e != nil {
+		charge, rerr := s.billing.Refund(bg, inv.RequestID, cl.quote, e.Message)
+		if rerr != nil {
+			return InvokeOutput{}, rerr
+		}
+		e.Details = mergeDetails(e.Details, map[string]any{"handle": intent.PublicIdentifier, "requestId": inv.RequestID, "success": false, "charge": charge, "attempts": inv.Attempts})
+		s.finish(bg, inv, store.InvFailed, res, charge, e, e.Message)
+		return InvokeOutput{}, e
+	}
+	charge, err := s.billing.Settle(bg, inv.RequestID, cl.quote, res.Envelope.ProviderCostMicro, s.payoutBook(intent))
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
+		Result: Anything(res.Envelope.Result), Charge: charge, Attempts: inv.Attempts}
+	if intent.OutputSchema != nil && *intent.OutputSchema != "" {
+		valid := s.matchesOutput(intent, res.Envelope.Result)
+		out.OutputSchemaValid = &valid
+	}
+	raw, _ := json.Marshal(out)
+	answer := string(raw)
+	inv.Answer, inv.OutputSchemaValid = &answer, out.OutputSchemaValid
+	s.finish(bg, inv, store.InvSucceeded, res, charge, nil, fmt.Sprintf("partner fee %d, platform fee %d micro-USD", charge.PartnerFeeMicro, charge.PlatformFeeMicro))
+	return out, nil
+}
+
+func (s *Service) matchesOutput(intent *store.PartnerIntent, result []byte) bool {
+	sc, err := s.schema(intent, "output", []byte(*intent.OutputSchema))
+	if err != nil {
+		return false
+	}
+	if len(result) == 0 {
+		result = []byte("null")
+	}
+	v, err := tools.DecodeJSON(result)
+	return err == nil && sc.Validate(v) == nil
+}
+
+// payoutBook picks the ledger book of the partner's payout address: the settlement chain's
+// namespace:chain entry first, then the bare namespace.
+func (s *Service) payoutBook(intent *store.PartnerIntent) string {
+	key := s.cfg.SettlementChain
+	ns, _, _ := strings.Cut(key, ":")
+	for _, k := range []string{key, ns} {
+		if addr, ok := intent.PayoutAddresses[k]; ok && addr != "" {
+			return store.PartnerPayable(intent.PartnerID, k+":"+addr)
+		}
+	}
+	return store.PartnerPayable(intent.PartnerID, "unassigned")
+}
+
+// retryable: the spec's one more try after a 5xx or a network error (a timeout included);
+// never after the SSRF guard refused the address, which a retry would not change.
+func retryable(res *outbound.Result, err error) bool {
+	if err != nil {
+		return !outbound.IsBlocked(err)
+	}
+	return res.Status >= 500
+}
+
+func attemptDetail(res *outbound.Result, err error) string {
+	if err != nil {
+		return "no answer: " + err.Error()
+	}
+	d := fmt.Sprintf("HTTP %d in %d ms", res.Status, res.Latency.Milliseconds())
+	if res.ParseError != "" {
+		d += "; " + res.ParseError
+	}
+	return d
+}
+
+// classify maps a partner's answer to the error model, nil meaning success. The rules are the
+// spec's billing table: only a 2xx with success true is a success.
+func classify(intent *store.PartnerIntent, res *outbound.Result, err error) *tools.Error {
+	h := intent.PublicIdentifier
+	switch {
+	case err != nil && outbound.IsTimeout(err):
+		return tools.Errorf(tools.CodeUnavailable, "%s did not answer within %d ms; nothing was charged. Try again later", h, intent.TimeoutMs)
+	case err != nil && outbound.IsBlocked(err):
+		return tools.Errorf(tools.CodeUpstream, "%s's endpoint cannot be called safely (%v); nothing was charged", h, err)
+	case err != nil:
+		return tools.Errorf(tools.CodeUnavailable, "%s could not be reached (%v); nothing was charged. Try again later", h, err)
+	case res.Status == 401 || res.Status == 403:
+		return tools.Errorf(tools.CodeUpstream, "%s refused Switchboard's signature (HTTP %d); nothing was charged. The partner must fix its verification", h, res.Status).
+			WithDetails(partnerDetails(res))
+	case res.Envelope == nil:
+		code := tools.CodeUpstream
+		if res.Status >= 500 {
+			code = tools.CodeUnavailable
+		}
+		return tools.Errorf(code, "%s answered HTTP %d with no valid response envelope (%s); nothing was charged", h, res.Status, res.ParseError).
+			WithDetails(partnerDetails(res))
+	case !res.Envelope.Success:
+		code := tools.CodeUpstream
+		if res.Status >= 500 {
+			code = tools.CodeUnavailable
+		}
+		msg := fmt.Sprintf("%s answered with a failure", h)
+		if pe := res.Envelope.Error; pe != nil {
+			msg = fmt.Sprintf("%s: %s (%s)", h, pe.Message, pe.Code)
+		}
+		return tools.Errorf(code, "%s; nothing was charged", msg).WithDetails(partnerDetails(res))
+	case res.Status < 200 || res.Status > 299:
+		return tools.Errorf(tools.CodeUpstream, "%s answered HTTP %d with success true, which is not a success; nothing was charged", h, res.Status).
+			WithDetails(partnerDetails(res))
+	}
+	return nil
+}
+
+func partnerDetails(res *outbound.Result) map[string]any {
+	d := map[string]any{"httpStatus": res.Status}
+	if res.Envelope != nil && res.Envelope.Error != nil {
+		d["partnerError"] = res.Envelope.Error
+	}
+	return d
+}
+
+func mergeDetails(a, b map[string]any) map[string]any {
+	if a == nil {
+		a = map[string]any{}
+	}
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// finish records the outcome; failures keep the error body for replay.
+func (s *Service) finish(ctx context.Context, inv *store.Invocation, state string, res *outbound.Result, ch billing.Charge, e *tools.Error, detail string) {
+	now := s.now().UTC()
+	inv.State, inv.FinishedAt = state, &now
+	inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.RefundedMicro = ch.PartnerFeeMicro, ch.PlatformFeeMicro, ch.RefundedMicro
+	if res != nil {
+		status := res.Status
+		inv.HTTPStatus = &status
+		if res.Envelope != nil && res.Envelope.Error != nil {
+			inv.OutcomeCode, inv.OutcomeMessage = res.Envelope.Error.Code, res.Envelope.Error.Message
+		}
+	}
+	if e != nil {
+		if inv.OutcomeCode == "" {
+			inv.OutcomeCode, inv.OutcomeMessage = string(e.Code), e.Message
+		}
+		raw, _ := json.Marshal(tools.Body{Error: e})
+		answer := string(raw)
+		inv.Answer = &answer
+	}
+	if err := s.store.FinishInvocation(ctx, inv, detail); err != nil {
+		s.log.ErrorContext(ctx, "record invocation outcome", "request_id", inv.RequestID, "err", err)
+	}
+}
+
+// PseudonymSecret derives the pseudonym secret from the master key.
+func PseudonymSecret(masterKey []byte) []byte {
+	m := hmac.New(sha256.New, masterKey)
+	m.Write([]byte("switchboard partner pseudonyms v1"))
+	return m.Sum(nil)
+}

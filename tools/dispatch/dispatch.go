@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/signing"
@@ -65,15 +66,34 @@ type InvokeInput struct {
 	ConfirmRequestID string           `json:"confirmRequestId,omitempty" jsonschema:"format=uuid" jsonschema_description:"for write intents: the requestId of a CONFIRMATION_REQUIRED answer, sent after the user approved it"`
 }
 
-// Anything is free-form JSON (the partner's result).
-type Anything = partners.JSONDoc
+// Anything is free-form JSON (the partner's result), relayed byte for byte.
+type Anything json.RawMessage
+
+// MarshalJSON writes the JSON as received, null when there was none.
+func (a Anything) MarshalJSON() ([]byte, error) {
+	if len(a) == 0 {
+		return []byte("null"), nil
+	}
+	return a, nil
+}
+
+// UnmarshalJSON keeps the bytes (a stored answer being replayed).
+func (a *Anything) UnmarshalJSON(b []byte) error {
+	*a = append((*a)[:0], b...)
+	return nil
+}
+
+// JSONSchema: any JSON value.
+func (Anything) JSONSchema() *invopop.Schema {
+	return &invopop.Schema{Description: "the partner's JSON result, relayed as is (any JSON value)"}
+}
 
 // InvokeOutput is the partner's reply, attributed to its handle, with what it cost.
 type InvokeOutput struct {
 	Handle            string         `json:"handle" jsonschema_description:"the partner that answered"`
 	RequestID         string         `json:"requestId"`
 	Success           bool           `json:"success"`
-	Result            Anything       `json:"result" jsonschema_description:"the partner's JSON result, relayed as is"`
+	Result            Anything       `json:"result"`
 	Charge            billing.Charge `json:"charge"`
 	OutputSchemaValid *bool          `json:"outputSchemaValid,omitempty" jsonschema_description:"whether the result matched the intent's outputSchema (absent when it has none); a mismatch is relayed but flagged"`
 	Attempts          int            `json:"attempts"`

@@ -201,6 +201,16 @@ func TestBillingTable(t *testing.T) {
 				t.Fatalf("envelope: %+v", env)
 			}
 			w.ledgerOK(t)
+			// The same through the MCP door.
+			cs := w.env.MCP(t, w.caller)
+			mcpOut, e := apptest.CallTool(t, cs, "invoke_partner_message", map[string]any{"message": "@costly once more"})
+			if e != nil || mcpOut["success"] != true || charge(mcpOut)["partnerFeeMicro"] != float64(1000) {
+				t.Fatalf("MCP invoke: %v %+v", mcpOut, e)
+			}
+			if err := w.env.App.Kernel.Tool("invoke_partner_message").ValidateOutput(mcpOut); err != nil {
+				t.Fatalf("answer breaks the published output schema: %v", err)
+			}
+			w.ledgerOK(t)
 
 			// 3b: success without providerCostMicro: no partner charge, infra consumed.
 			before := w.credit(t)
@@ -217,7 +227,7 @@ func TestBillingTable(t *testing.T) {
 				hits                    int
 			}{
 				{"@failing", "/fail", "UPSTREAM", "unknown city", 1},
-				{"@down", "/down", "UNAVAILABLE", "weather provider down", 2}, // idempotent: one retry
+				{"@down", "/down", "UNAVAILABLE", "weather provider down", 2},             // idempotent: one retry
 				{"@slowpoke", "/slow", "UNAVAILABLE", "did not answer within 1000 ms", 2}, // a timeout is retried too
 				{"@garbage", "/garbage", "UPSTREAM", "no valid response envelope", 1},
 				{"@huge", "/huge", "UPSTREAM", "over", 1},
@@ -239,6 +249,11 @@ func TestBillingTable(t *testing.T) {
 				}
 				w.ledgerOK(t)
 			}
+			// A failure through the MCP door is an isError result carrying the same model.
+			if _, e := apptest.CallTool(t, cs, "invoke_partner_message", map[string]any{"message": "@failing again"}); e == nil || e.Code != tools.CodeUpstream || e.Details["charge"] == nil {
+				t.Fatalf("MCP failure: %+v", e)
+			}
+			w.ledgerOK(t)
 			// The retry reuses the requestId (re-signed).
 			if a, b := w.seen["/down"][0], w.seen["/down"][1]; a.RequestID != b.RequestID {
 				t.Fatalf("retry used a new requestId: %s vs %s", a.RequestID, b.RequestID)

@@ -17,60 +17,14 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// keyTransport adds the API key to every request, as an MCP host configured with a header does.
-type keyTransport struct {
-	key  string
-	base http.RoundTripper
-}
-
-func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	if k.key != "" {
-		r.Header.Set("x-api-key", k.key)
-	}
-	return k.base.RoundTrip(r)
-}
-
-// connect opens an MCP session over Streamable HTTP, with key as the x-api-key header.
 func connect(t testing.TB, url, key string) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
-		Endpoint:             url + "/mcp",
-		HTTPClient:           &http.Client{Transport: keyTransport{key: key, base: http.DefaultTransport}},
-		DisableStandaloneSSE: true,
-	}, nil)
-	if err != nil {
-		t.Fatalf("connect MCP: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return (&apptest.Env{URL: url}).MCP(t, key)
 }
 
-// callTool calls a tool and returns its JSON object, or the error object when isError.
 func callTool(t testing.TB, cs *mcp.ClientSession, name string, args any) (map[string]any, *tools.Error) {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: protocol error: %v", name, err)
-	}
-	text := res.Content[0].(*mcp.TextContent).Text
-	if res.IsError {
-		var body tools.Body
-		if err := json.Unmarshal([]byte(text), &body); err != nil || body.Error == nil {
-			t.Fatalf("%s: error result is not the error model: %q", name, text)
-		}
-		return nil, body.Error
-	}
-	var out map[string]any
-	if err := json.Unmarshal([]byte(text), &out); err != nil {
-		t.Fatalf("%s: result is not a JSON object: %q", name, text)
-	}
-	structured, _ := json.Marshal(res.StructuredContent)
-	if !jsonEqual(t, structured, []byte(text)) {
-		t.Fatalf("%s: structuredContent %s differs from text %s", name, structured, text)
-	}
-	return out, nil
+	return apptest.CallTool(t, cs, name, args)
 }
 
 func jsonEqual(t testing.TB, a, b []byte) bool {

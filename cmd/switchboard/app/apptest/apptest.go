@@ -24,8 +24,10 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools"
 )
 
 // Clock is a settable clock, safe for concurrent use.
@@ -288,4 +290,67 @@ func (e *Env) Onboard(t testing.TB, email string) map[string]any {
 		t.Fatalf("verify %s: %d %v", email, status, acct)
 	}
 	return acct
+}
+
+// keyTransport adds the API key to every request, as an MCP host configured with a header does.
+type keyTransport struct {
+	key  string
+	base http.RoundTripper
+}
+
+func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if k.key != "" {
+		r.Header.Set("x-api-key", k.key)
+	}
+	return k.base.RoundTrip(r)
+}
+
+// MCP opens a go-sdk client session over Streamable HTTP with key ("" for none) as the
+// x-api-key header, closed when t ends.
+func (e *Env) MCP(t testing.TB, key string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "apptest", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:             e.URL + "/mcp",
+		HTTPClient:           &http.Client{Transport: keyTransport{key: key, base: http.DefaultTransport}},
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		t.Fatalf("connect MCP: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// CallTool calls a tool over MCP and returns its JSON object result, or the error object
+// when the result is isError. It fails the test when structuredContent and the text differ.
+func CallTool(t testing.TB, cs *mcp.ClientSession, name string, args any) (map[string]any, *tools.Error) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error: %v", name, err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if res.IsError {
+		var body tools.Body
+		if err := json.Unmarshal([]byte(text), &body); err != nil || body.Error == nil {
+			t.Fatalf("%s: error result is not the error model: %q", name, text)
+		}
+		return nil, body.Error
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(text), &out); err != nil {
+		t.Fatalf("%s: result is not a JSON object: %q", name, text)
+	}
+	structured, _ := json.Marshal(res.StructuredContent)
+	var a, b any
+	json.Unmarshal(structured, &a)
+	json.Unmarshal([]byte(text), &b)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		t.Fatalf("%s: structuredContent %s differs from text %s", name, structured, text)
+	}
+	return out, nil
 }

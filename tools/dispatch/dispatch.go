@@ -209,6 +209,9 @@ func (s *Service) callable(ctx context.Context, c *tools.Caller, handle string) 
 	if err := partners.CanInvoke(intent, c.AccountID()); err != nil {
 		return nil, err
 	}
+	if intent.IsCoreIntent {
+		return nil, tools.Errorf(tools.CodeBadInput, "%s is a built-in capability, not a partner: call the tool %s directly", handle, strings.TrimPrefix(handle, "@"))
+	}
 	return intent, nil
 }
 

@@ -34,7 +34,8 @@ var (
 	// VerificationStatuses, set by the operator only.
 	VerificationStatuses = []string{StatusUnverified, StatusVerified, StatusPremium}
 	// ReservedHandles cannot be published: they would impersonate the service.
-	ReservedHandles = []string{"@switchboard", "@admin", "@support", "@system", "@official", "@help", "@security", "@test"}
+	ReservedHandles = []string{"@switchboard", "@admin", "@support", "@system", "@official", "@help", "@security", "@test",
+		"@resolve_token", "@get_price", "@get_balances"} // the last three are core intents (tools/discover)
 )
 
 // Named members of the closed sets.

@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/account"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
@@ -151,6 +152,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	dispatchSvc := dispatch.NewService(dispatch.Config{PseudonymSecret: pseudonyms.Sum(nil), SettlementChain: cfg.SettlementChain},
 		st, partnerOut, billSvc, nil, now, log)
 	all = append(all, dispatchSvc.Tools()...)
+
+	disc, err := discover.NewService(ctx, st, now, all)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, disc.Tools()...)
 
 	kernel, err := tools.NewKernel(tools.NewAuthenticator(st, now, log), tools.NewRateLimiter(now), log, now, all...)
 	if err != nil {

@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// SearchQuery asks for intents matching words.
+type SearchQuery struct {
+	Words     []string // lower-case search words, stop words removed
+	Category  string   // "" for any
+	AccountID string   // the caller: their own inactive intents are included
+	Limit     int
+}
+
+// SearchHit is an intent and its relevance (higher is better; comparable within one query).
+type SearchHit struct {
+	Intent    *PartnerIntent
+	Relevance float64
+}
+
+// verificationBoost makes verification a ranking input: at equal text relevance PREMIUM
+// ranks above VERIFIED above UNVERIFIED, and a much better text match still wins.
+const verificationBoost = `CASE pi.verification_status WHEN 'PREMIUM' THEN 1.3 WHEN 'VERIFIED' THEN 1.15 ELSE 1.0 END`
+
+// SearchIntents ranks the intents a caller may invoke by full-text relevance over handle,
+// name, category, description and sample queries, boosted by verification status. Words are
+// ORed: an intent matching more of them, or in heavier fields, ranks higher.
+func (s *Store) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, error) {
+	if len(q.Words) == 0 {
+		return nil, nil
+	}
+	var rows []struct {
+		ID  string  `bun:"id"`
+		Rel float64 `bun:"rel"`
+	}
+	var query *bun.SelectQuery
+	if s.postgres {
+		// Relevance is first how many of the words an intent matches, then the weighted rank
+		// (handle and name 1.0, category and description 0.6, samples 0.3), which stays below 1.
+		tsq := strings.Join(q.Words, " | ")
+		coverage := make([]string, len(q.Words))
+		args := make([]any, 0, len(q.Words)+1)
+		for i, w := range q.Words {
+			coverage[i] = "(pi.search_doc @@ to_tsquery('english', ?))::int"
+			args = append(args, w)
+		}
+		args = append(args, tsq)
+		query = s.db.NewSelect().TableExpr("partner_intents AS pi").
+			ColumnExpr("pi.id").
+			ColumnExpr("("+strings.Join(coverage, " + ")+" + ts_rank('{0.1, 0.3, 0.6, 1.0}', pi.search_doc, to_tsquery('english', ?), 1)) * "+verificationBoost+" AS rel", args...).
+			Where("pi.search_doc @@ to_tsquery('english', ?)", tsq)
+	} else {
+		terms := make([]string, len(q.Words))
+		for i, w := range q.Words {
+			terms[i] = `"` + w + `"`
+		}
+		// bm25 is negative, lower is better; the column weights mirror PostgreSQL's A/B/C.
+		query = s.db.NewSelect().TableExpr("intent_fts AS f").
+			Join("JOIN partner_intents AS pi ON pi.id = f.intent_id").
+			ColumnExpr("pi.id").
+			ColumnExpr("-bm25(intent_fts, 0.0, 10.0, 10.0, 4.0, 4.0, 2.0) * "+verificationBoost+" AS rel").
+			Where("intent_fts MATCH ?", strings.Join(terms, " OR "))
+	}
+	query = query.Where("pi.archived_at IS NULL").
+		Where("(pi.is_active = ? OR pi.owner_id = ?)", true, q.AccountID)
+	if q.Category != "" {
+		query = query.Where("pi.category = ?", q.Category)
+	}
+	if err := query.OrderExpr("rel DESC, pi.public_identifier ASC").Limit(int64(q.Limit)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("search intents: %w", normalize(err))
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	var intents []*PartnerIntent
+	if err := s.db.NewSelect().Model(&intents).Where("id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	byID := make(map[string]*PartnerIntent, len(intents))
+	for _, in := range intents {
+		byID[in.ID] = in
+	}
+	hits := make([]SearchHit, 0, len(rows))
+	for _, r := range rows {
+		if in := byID[r.ID]; in != nil {
+			hits = append(hits, SearchHit{Intent: in, Relevance: r.Rel})
+		}
+	}
+	return hits, nil
+}
+
+// SystemAccountID owns the core intents (Switchboard's built-in capabilities).
+const SystemAccountID = "system"
+
+// EnsureCoreIntents creates or refreshes the core intents, owned by the system account and
+// active, in one transaction. Their handles are reserved, so no partner can hold one.
+func (s *Store) EnsureCoreIntents(ctx context.Context, rows []*PartnerIntent, now time.Time) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(&Account{ID: SystemAccountID, Email: "system@switchboard.invalid", CreatedAt: now}).
+			On("CONFLICT (id) DO NOTHING").Exec(ctx); err != nil {
+			return err
+		}
+		p, err := s.lockPartner(ctx, tx, SystemAccountID, now)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			r.PartnerID, r.OwnerID, r.IsCoreIntent, r.IsActive = p.ID, SystemAccountID, true, true
+			r.CreatedAt, r.UpdatedAt = now, now
+			if _, err := tx.NewInsert().Model(r).
+				On("CONFLICT (public_identifier) DO UPDATE").
+				Set("name = EXCLUDED.name").Set("description = EXCLUDED.description").
+				Set("category = EXCLUDED.category").Set("sample_queries = EXCLUDED.sample_queries").
+				Set("parameters_schema = EXCLUDED.parameters_schema").Set("tool_endpoint = EXCLUDED.tool_endpoint").
+				Set("verification_status = EXCLUDED.verification_status").Set("is_active = TRUE").
+				Set("updated_at = EXCLUDED.updated_at").Exec(ctx); err != nil {
+				return fmt.Errorf("core intent %s: %w", r.PublicIdentifier, err)
+			}
+		}
+		return nil
+	})
+}

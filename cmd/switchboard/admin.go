@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 )
@@ -31,6 +33,10 @@ commands:
   set-verification <id|@handle> <status>    set verificationStatus: UNVERIFIED, VERIFIED or PREMIUM
   set-active <id|@handle> <true|false>      activate (after the negative-auth probe passes) or deactivate
   show-listing <id|@handle>                 print a listing
+  credit <account-id|e-mail> <usd>          add credit to an account (decimal USD, up to 6 places)
+  invocation <request-id>                   what happened to a request: the invocation, its
+                                            transitions and its ledger rows
+  ledger-check                              verify the ledger's invariants (balanced, matching balances)
 
 Each prints the listing as JSON. The service settings are flags too (see 'switchboard serve --help').
 `
@@ -63,8 +69,11 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 		fs.StringVar(&file, "file", "-", "the JSON row; - reads stdin")
 	case "set-verification", "set-active":
 		want = 2
-	case "show-listing":
+	case "show-listing", "invocation":
 		want = 1
+	case "credit":
+		want = 2
+	case "ledger-check":
 	default:
 		fmt.Fprint(stderr, adminUsage)
 		return fmt.Errorf("unknown admin command %q", sub)
@@ -129,6 +138,19 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 			return describe(err)
 		}
 		out = partners.IntentOf(row)
+	case "credit":
+		if out, err = credit(ctx, a, fs.Arg(0), fs.Arg(1)); err != nil {
+			return err
+		}
+	case "invocation":
+		if out, err = invocation(ctx, a, fs.Arg(0)); err != nil {
+			return err
+		}
+	case "ledger-check":
+		if err := a.Store.LedgerCheck(ctx); err != nil {
+			return err
+		}
+		out = map[string]string{"ledger": "ok"}
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -164,4 +186,44 @@ func describe(err error) error {
 	}
 	d, _ := json.Marshal(e.Details)
 	return fmt.Errorf("%s: %s\ndetails: %s", e.Code, e.Message, d)
+}
+
+// credit grants USD to an account named by id or e-mail and returns its balance.
+func credit(ctx context.Context, a *app.App, who, usd string) (any, error) {
+	var amount tools.USD
+	if err := json.Unmarshal([]byte(usd), &amount); err != nil || amount <= 0 {
+		return nil, fmt.Errorf("credit: %q is not a positive USD amount with at most 6 decimals", usd)
+	}
+	acct, err := a.Store.AccountByID(ctx, who)
+	if errors.Is(err, store.ErrNotFound) {
+		acct, err = a.Store.AccountByEmail(ctx, strings.ToLower(who))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("credit: no account %q: %w", who, err)
+	}
+	if err := a.Billing.Grant(ctx, acct.ID, amount.Micro(), "operator credit"); err != nil {
+		return nil, err
+	}
+	ca, err := a.Store.Credit(ctx, acct.ID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"accountId": acct.ID, "creditedUsd": amount, "availableUsd": tools.USD(ca.AvailableMicro), "reservedUsd": tools.USD(ca.ReservedMicro)}, nil
+}
+
+// invocation gathers everything recorded about one request.
+func invocation(ctx context.Context, a *app.App, requestID string) (any, error) {
+	inv, err := a.Store.InvocationByID(ctx, requestID)
+	if err != nil {
+		return nil, fmt.Errorf("invocation %s: %w", requestID, err)
+	}
+	events, err := a.Store.InvocationEvents(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	ledger, err := a.Store.LedgerEntries(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"invocation": inv, "events": events, "ledger": ledger}, nil
 }

@@ -133,3 +133,55 @@ func TestAdminDispatch(t *testing.T) {
 		t.Fatalf("admin help: %v", err)
 	}
 }
+
+// TestAdminCredit adds credit by e-mail, checks the ledger, and looks up a request.
+func TestAdminCredit(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SWITCHBOARD_DATA_DIR", dir)
+	t.Setenv("SWITCHBOARD_DATABASE_URL", "")
+	ctx := context.Background()
+	st, err := store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if err := st.CreateAccount(ctx, &store.Account{ID: "acct_1", Email: "buyer@example.com", CreatedAt: now}, nil,
+		&store.APIKey{ID: "k1", AccountID: "acct_1", Name: "k", Prefix: "sb_test_x", Hash: "h", Scopes: []string{"partner"}, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	run := func(args ...string) (map[string]any, error) {
+		var out, errOut bytes.Buffer
+		if err := runAdmin(ctx, mustConfig(t), args, strings.NewReader(""), &out, &errOut); err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+			t.Fatalf("%v: output not JSON: %q", args, out.String())
+		}
+		return m, nil
+	}
+	for i, want := range []float64{2.5, 3.75} {
+		out, err := run("credit", "Buyer@Example.com", []string{"2.5", "1.25"}[i])
+		if err != nil || out["availableUsd"] != want || out["accountId"] != "acct_1" {
+			t.Fatalf("credit %d: %v %v", i, out, err)
+		}
+	}
+	for _, bad := range []string{"-1", "0", "1.0000001", "ten"} {
+		if _, err := run("credit", "acct_1", bad); err == nil {
+			t.Errorf("credit %s accepted", bad)
+		}
+	}
+	if _, err := run("credit", "nobody@example.com", "1"); err == nil {
+		t.Error("credit to an unknown account accepted")
+	}
+	if out, err := run("ledger-check"); err != nil || out["ledger"] != "ok" {
+		t.Fatalf("ledger-check: %v %v", out, err)
+	}
+	if _, err := run("invocation", "00000000-0000-4000-8000-000000000000"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("unknown invocation: %v", err)
+	}
+}

@@ -31,6 +31,13 @@ type Limits struct {
 	DefaultRateLimitPerMinute int       `json:"defaultRateLimitPerMinute"`
 }
 
+// Credit is the account's balance and what the calling key has spent.
+type Credit struct {
+	AvailableUsd tools.USD `json:"availableUsd" jsonschema_description:"credit free to spend"`
+	ReservedUsd  tools.USD `json:"reservedUsd" jsonschema_description:"reserved by invocations in flight"`
+	KeySpentUsd  tools.USD `json:"keySpentUsd" jsonschema_description:"what the calling key has spent in total (counted against its spendLimitUsd)"`
+}
+
 // GetOutput is the account as its owner sees it.
 type GetOutput struct {
 	UserID         string             `json:"userId"`
@@ -50,7 +57,7 @@ func (s *Service) Tools() []*tools.Tool {
 		Name:  "account_get",
 		Title: "Get account",
 		Description: "Show the account of the calling key: userId, e-mail, wallet addresses (EVM, Solana), whether signing on " +
-			"the agent's behalf is enabled, the calling key's scopes and limits, and every key's metadata.",
+			"the agent's behalf is enabled, the calling key's scopes, limits and spend, the account's credit, and every key's metadata.",
 		Access:      tools.AnyKey,
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
 	}, s.get)}
@@ -69,13 +76,22 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 	if err != nil {
 		return GetOutput{}, err
 	}
+	credit, err := s.store.Credit(ctx, acct.ID)
+	if err != nil {
+		return GetOutput{}, err
+	}
+	spent, err := s.store.Spent(ctx, c.Key.ID)
+	if err != nil {
+		return GetOutput{}, err
+	}
 	def := s.keys.Defaults()
 	out := GetOutput{
 		UserID: acct.ID, Email: acct.Email, CreatedAt: acct.CreatedAt.UTC(), Wallets: onboarding.AddressesOf(ws),
 		SigningEnabled: acct.SigningEnabled, KeyID: c.Key.ID, Scopes: c.Key.Scopes,
 		Limits: Limits{SpendLimitUsd: tools.USD(c.Key.SpendLimitMicro), RateLimitPerMinute: c.Key.RateLimitPerMinute,
 			DefaultSpendLimitUsd: tools.USD(def.SpendMicro), DefaultRateLimitPerMinute: def.RatePerMinute},
-		Keys: make([]keys.Meta, 0, len(ks)),
+		Credit: Credit{AvailableUsd: tools.USD(credit.AvailableMicro), ReservedUsd: tools.USD(credit.ReservedMicro), KeySpentUsd: tools.USD(spent)},
+		Keys:   make([]keys.Meta, 0, len(ks)),
 	}
 	for _, k := range ks {
 		out.Keys = append(out.Keys, keys.MetaOf(k))

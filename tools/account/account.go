@@ -48,6 +48,7 @@ type GetOutput struct {
 	KeyID          string             `json:"keyId" jsonschema_description:"id of the key making this call"`
 	Scopes         []string           `json:"scopes" jsonschema_description:"scopes of the key making this call"`
 	Limits         Limits             `json:"limits"`
+	Credit         Credit             `json:"credit"`
 	Keys           []keys.Meta        `json:"keys"`
 }
 

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -76,12 +77,14 @@ type server struct {
 	mu    sync.Mutex
 	fail  *failure
 	hang  bool
+	stop  chan struct{}
 	calls map[string]int
 	last  *http.Request
 }
 
 func (s *server) start(t testing.TB, h func(w http.ResponseWriter, r *http.Request)) {
 	s.calls = map[string]int{}
+	s.stop = make(chan struct{})
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.calls[route(r.URL.Path)]++
@@ -89,7 +92,13 @@ func (s *server) start(t testing.TB, h func(w http.ResponseWriter, r *http.Reque
 		f, hang := s.fail, s.hang
 		s.mu.Unlock()
 		if hang {
-			<-r.Context().Done() // never answers: the client's deadline ends it
+			// Never answers: the client's deadline ends it. The body is read first so the
+			// server notices the client hanging up; stop ends it when the test does.
+			io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-s.stop:
+			}
 			return
 		}
 		if f != nil {
@@ -110,6 +119,7 @@ func (s *server) start(t testing.TB, h func(w http.ResponseWriter, r *http.Reque
 		h(w, r)
 	}))
 	t.Cleanup(s.Close)
+	t.Cleanup(func() { close(s.stop) }) // runs first: releases hanging handlers
 }
 
 // route names a request path for counting: its first two segments.

@@ -66,9 +66,10 @@ type response struct {
 	Error   *Error          `json:"error"`
 }
 
-// Batch sends calls in one HTTP request and fills each one's Result or Err. The returned error
-// is a failure of the whole exchange (transport, status, malformed body). An endpoint that
-// refuses batches (answers one error object) gets the calls one by one.
+// Batch sends calls in one HTTP request (a JSON-RPC batch; a single call goes as a plain
+// request) and fills each one's Result or Err. The returned error is a failure of the whole
+// exchange (transport, status, malformed body). An endpoint that refuses batches (answers one
+// error object) gets the calls one by one.
 func (c *Client) Batch(ctx context.Context, calls ...*Call) error {
 	if len(calls) == 0 {
 		return nil
@@ -84,7 +85,11 @@ func (c *Client) Batch(ctx context.Context, calls ...*Call) error {
 		reqs[i] = request{JSONRPC: "2.0", ID: id, Method: call.Method, Params: params}
 		byID[id] = call
 	}
-	body, err := json.Marshal(reqs)
+	var payload any = reqs
+	if len(reqs) == 1 {
+		payload = reqs[0] // one call goes as a plain request, which every node takes
+	}
+	body, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
@@ -99,7 +104,11 @@ func (c *Client) Batch(ctx context.Context, calls ...*Call) error {
 		if err := httpx.Decode(raw, &single); err != nil {
 			return err
 		}
-		if single.Error != nil && len(calls) > 1 {
+		if single.Error != nil && len(calls) == 1 {
+			calls[0].Err = single.Error // answered with an error, whatever its id
+			return nil
+		}
+		if single.Error != nil {
 			for _, call := range calls {
 				if err := c.Batch(ctx, call); err != nil {
 					return err

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
 // Config is every setting, read from SWITCHBOARD_* environment variables; the common ones are
@@ -31,6 +33,7 @@ type Config struct {
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
 	LogLevel            string
+	Tokens              tokens.Config // token lookups: RPC endpoints, price providers
 }
 
 type setting struct {
@@ -62,6 +65,22 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
 		{env: "SWITCHBOARD_LOG_LEVEL", flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
+		{env: "SWITCHBOARD_RPC_ETHEREUM", flag: "rpc-ethereum", usage: "Ethereum JSON-RPC URL (balances, token metadata)", str: &c.Tokens.RPCEthereum},
+		{env: "SWITCHBOARD_RPC_ARBITRUM", flag: "rpc-arbitrum", usage: "Arbitrum One JSON-RPC URL", str: &c.Tokens.RPCArbitrum},
+		{env: "SWITCHBOARD_RPC_BASE", flag: "rpc-base", usage: "Base JSON-RPC URL", str: &c.Tokens.RPCBase},
+		{env: "SWITCHBOARD_RPC_POLYGON", flag: "rpc-polygon", usage: "Polygon PoS JSON-RPC URL", str: &c.Tokens.RPCPolygon},
+		{env: "SWITCHBOARD_RPC_OPTIMISM", flag: "rpc-optimism", usage: "OP Mainnet JSON-RPC URL", str: &c.Tokens.RPCOptimism},
+		{env: "SWITCHBOARD_RPC_AVALANCHE", flag: "rpc-avalanche", usage: "Avalanche C-Chain JSON-RPC URL", str: &c.Tokens.RPCAvalanche},
+		{env: "SWITCHBOARD_RPC_BSC", flag: "rpc-bsc", usage: "BNB Smart Chain JSON-RPC URL", str: &c.Tokens.RPCBSC},
+		{env: "SWITCHBOARD_SOLANA_RPC_URL", flag: "solana-rpc-url", usage: "Solana JSON-RPC URL", str: &c.Tokens.SolanaRPC},
+		{env: "SWITCHBOARD_COINGECKO_URL", flag: "coingecko-url", usage: "CoinGecko API base (https://pro-api.coingecko.com/api/v3 for a pro key)", str: &c.Tokens.CoinGeckoURL},
+		{env: "SWITCHBOARD_COINGECKO_API_KEY", flag: "coingecko-api-key", usage: "CoinGecko key (sent as x-cg-demo-api-key, or x-cg-pro-api-key on the pro API); empty: keyless", str: &c.Tokens.CoinGeckoAPIKey},
+		{env: "SWITCHBOARD_DEFILLAMA_URL", flag: "defillama-url", usage: "DefiLlama coins API base", str: &c.Tokens.DefiLlamaURL},
+		{env: "SWITCHBOARD_JUPITER_URL", flag: "jupiter-url", usage: "Jupiter API base (https://api.jup.ag with a key)", str: &c.Tokens.JupiterURL},
+		{env: "SWITCHBOARD_JUPITER_API_KEY", flag: "jupiter-api-key", usage: "Jupiter key (x-api-key); empty: keyless", str: &c.Tokens.JupiterAPIKey},
+		{env: "SWITCHBOARD_PRICE_MAX_AGE", flag: "price-max-age", usage: "oldest provider timestamp a price may carry (Go duration)", str: &c.Tokens.PriceMaxAge},
+		{env: "SWITCHBOARD_BALANCES_CHAIN_TIMEOUT", flag: "balances-chain-timeout", usage: "deadline of each chain in get_balances (Go duration)", str: &c.Tokens.BalancesTimeout},
+		{env: "SWITCHBOARD_MAX_CONNECTED_WALLETS", flag: "max-connected-wallets", usage: "watch-only wallets an account may connect", integer: &c.Tokens.MaxConnectedWallets},
 	}
 }
 
@@ -71,6 +90,7 @@ func Defaults() Config {
 		Addr: ":8080", BaseURL: "http://localhost:8080", DataDir: "./data", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
 		InfraCostUSD: "0.001", PlatformFeeBps: 1000, StartingCreditUSD: "10", SettlementChain: "evm:8453",
+		Tokens: tokens.DefaultConfig(),
 	}
 }
 

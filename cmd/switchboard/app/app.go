@@ -32,6 +32,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -149,8 +150,13 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	all = append(all, partnerSvc.Tools()...)
+	tokenSvc, err := tokens.NewService(st, cfg.Tokens, now, log)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, tokenSvc.Tools()...)
 	dispatchSvc := dispatch.NewService(dispatch.Config{PseudonymSecret: pseudonyms.Sum(nil), SettlementChain: cfg.SettlementChain},
-		st, partnerOut, billSvc, nil, now, log)
+		st, partnerOut, billSvc, tokenSvc, now, log)
 	all = append(all, dispatchSvc.Tools()...)
 
 	disc, err := discover.NewService(ctx, st, now, all)

@@ -43,6 +43,7 @@ commands:
   stdio     serve MCP over stdin/stdout with SWITCHBOARD_API_KEY (for desktop MCP hosts)
   migrate   apply database migrations and exit
   admin     operator commands: insert production listings, set verification status ('switchboard admin help')
+  tokens    'switchboard tokens refresh': pull the public token lists (CoinGecko, Jupiter verified) into the database
 
 Run 'switchboard <command> --help' for the settings; each is also a SWITCHBOARD_* variable.
 `
@@ -62,6 +63,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd := args[0]
 	if cmd == "admin" {
 		return runAdmin(ctx, cfg, args[1:], os.Stdin, stdout, stderr)
+	}
+	if cmd == "tokens" {
+		return runTokens(ctx, cfg, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("switchboard "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)

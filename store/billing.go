@@ -197,42 +197,44 @@ func (s *Store) Spent(ctx context.Context, keyID string) (int64, error) {
 // what other invocations in flight may still take; otherwise it moves r.ReservedMicro from
 // available to reserved and holds the worst case. Nothing is written on refusal.
 func (s *Store) Reserve(ctx context.Context, r *Reservation, keySpendLimit int64) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		ca, err := s.lockCredit(ctx, tx, r.AccountID, r.CreatedAt)
-		if err != nil {
-			return err
-		}
-		ks, err := s.lockKeySpend(ctx, tx, r.KeyID)
-		if err != nil {
-			return err
-		}
-		if ca.AvailableMicro-ca.HeldMicro < r.WorstMicro {
-			return fmt.Errorf("%w: available %d, held by calls in flight %d, this call may cost %d",
-				ErrInsufficientCredits, ca.AvailableMicro, ca.HeldMicro, r.WorstMicro)
-		}
-		if ks.SpentMicro+ks.HeldMicro+r.WorstMicro > keySpendLimit {
-			return fmt.Errorf("%w: spent %d, held %d, this call may cost %d, limit %d",
-				ErrSpendLimit, ks.SpentMicro, ks.HeldMicro, r.WorstMicro, keySpendLimit)
-		}
-		r.State = ReservationOpen
-		if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
-			return err
-		}
-		if _, err := tx.NewUpdate().Model((*CreditAccount)(nil)).
-			Set("available_micro = available_micro - ?", r.ReservedMicro).
-			Set("reserved_micro = reserved_micro + ?", r.ReservedMicro).
-			Set("held_micro = held_micro + ?", r.WorstMicro-r.ReservedMicro).
-			Set("updated_at = ?", r.CreatedAt).
-			Where("account_id = ?", r.AccountID).Exec(ctx); err != nil {
-			return err
-		}
-		if _, err := tx.NewUpdate().Model((*KeySpend)(nil)).Set("held_micro = held_micro + ?", r.WorstMicro).
-			Where("key_id = ?", r.KeyID).Exec(ctx); err != nil {
-			return err
-		}
-		return post(ctx, tx, r.RequestID, "reserve", "", r.CreatedAt,
-			Posting{UserAvailable(r.AccountID), -r.ReservedMicro}, Posting{UserReserved(r.AccountID), r.ReservedMicro})
-	})
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error { return s.reserveTx(ctx, tx, r, keySpendLimit) })
+}
+
+func (s *Store) reserveTx(ctx context.Context, tx bun.Tx, r *Reservation, keySpendLimit int64) error {
+	ca, err := s.lockCredit(ctx, tx, r.AccountID, r.CreatedAt)
+	if err != nil {
+		return err
+	}
+	ks, err := s.lockKeySpend(ctx, tx, r.KeyID)
+	if err != nil {
+		return err
+	}
+	if ca.AvailableMicro-ca.HeldMicro < r.WorstMicro {
+		return fmt.Errorf("%w: available %d, held by calls in flight %d, this call may cost %d",
+			ErrInsufficientCredits, ca.AvailableMicro, ca.HeldMicro, r.WorstMicro)
+	}
+	if ks.SpentMicro+ks.HeldMicro+r.WorstMicro > keySpendLimit {
+		return fmt.Errorf("%w: spent %d, held %d, this call may cost %d, limit %d",
+			ErrSpendLimit, ks.SpentMicro, ks.HeldMicro, r.WorstMicro, keySpendLimit)
+	}
+	r.State = ReservationOpen
+	if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
+		return err
+	}
+	if _, err := tx.NewUpdate().Model((*CreditAccount)(nil)).
+		Set("available_micro = available_micro - ?", r.ReservedMicro).
+		Set("reserved_micro = reserved_micro + ?", r.ReservedMicro).
+		Set("held_micro = held_micro + ?", r.WorstMicro-r.ReservedMicro).
+		Set("updated_at = ?", r.CreatedAt).
+		Where("account_id = ?", r.AccountID).Exec(ctx); err != nil {
+		return err
+	}
+	if _, err := tx.NewUpdate().Model((*KeySpend)(nil)).Set("held_micro = held_micro + ?", r.WorstMicro).
+		Where("key_id = ?", r.KeyID).Exec(ctx); err != nil {
+		return err
+	}
+	return post(ctx, tx, r.RequestID, "reserve", "", r.CreatedAt,
+		Posting{UserAvailable(r.AccountID), -r.ReservedMicro}, Posting{UserReserved(r.AccountID), r.ReservedMicro})
 }
 
 // Settlement is how an invocation that succeeded is charged.
@@ -278,6 +280,15 @@ func (s *Store) release(ctx context.Context, tx bun.Tx, r *Reservation, state st
 func (s *Store) Settle(ctx context.Context, requestID string, st Settlement, now time.Time) (bool, error) {
 	var done bool
 	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		done, err = s.settleTx(ctx, tx, requestID, st, now)
+		return err
+	})
+	return done, err
+}
+
+func (s *Store) settleTx(ctx context.Context, tx bun.Tx, requestID string, st Settlement, now time.Time) (done bool, _ error) {
+	err := func() error {
 		r, open, err := s.lockOpenReservation(ctx, tx, requestID)
 		if err != nil || !open {
 			return err
@@ -320,7 +331,7 @@ func (s *Store) Settle(ctx context.Context, requestID string, st Settlement, now
 		}
 		done = true
 		return nil
-	})
+	}()
 	return done, err
 }
 
@@ -329,6 +340,15 @@ func (s *Store) Settle(ctx context.Context, requestID string, st Settlement, now
 func (s *Store) Refund(ctx context.Context, requestID, reason string, now time.Time) (bool, error) {
 	var done bool
 	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		done, err = s.refundTx(ctx, tx, requestID, reason, now)
+		return err
+	})
+	return done, err
+}
+
+func (s *Store) refundTx(ctx context.Context, tx bun.Tx, requestID, reason string, now time.Time) (done bool, _ error) {
+	err := func() error {
 		r, open, err := s.lockOpenReservation(ctx, tx, requestID)
 		if err != nil || !open {
 			return err
@@ -347,7 +367,7 @@ func (s *Store) Refund(ctx context.Context, requestID, reason string, now time.T
 		done = true
 		return post(ctx, tx, requestID, "refund", reason, now,
 			Posting{UserReserved(r.AccountID), -r.ReservedMicro}, Posting{UserAvailable(r.AccountID), r.ReservedMicro})
-	})
+	}()
 	return done, err
 }
 

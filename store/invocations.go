@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -107,45 +108,72 @@ func (s *Store) InvocationEvents(ctx context.Context, requestID string) ([]Invoc
 	return evs, normalize(err)
 }
 
-// StartDispatch moves an invocation from `from` to dispatching. It reports false when the
-// invocation was not in `from` (someone else confirmed it first).
-func (s *Store) StartDispatch(ctx context.Context, inv *Invocation, from string, at time.Time) (bool, error) {
-	var moved bool
-	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewUpdate().Model((*Invocation)(nil)).
-			Set("state = ?", InvDispatching).Set("dispatched_at = ?", at).
-			Where("request_id = ? AND state = ?", inv.RequestID, from).Exec(ctx)
-		if err != nil {
-			return err
+// StartInvocation puts inv in state dispatching and reserves its credit, in one transaction.
+// With from == "" inv is new and inserted; otherwise it must be in state from (a quote being
+// confirmed), and moved reports false when it was not (another call confirmed it first).
+// A refusal of the reservation (ErrSpendLimit, ErrInsufficientCredits) writes nothing.
+func (s *Store) StartInvocation(ctx context.Context, inv *Invocation, from string, r *Reservation, keySpendLimit int64) (moved bool, err error) {
+	err = s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		at := r.CreatedAt
+		if from == "" {
+			inv.State, inv.DispatchedAt = InvDispatching, &at
+			if _, err := tx.NewInsert().Model(inv).Exec(ctx); err != nil {
+				return err
+			}
+		} else {
+			res, err := tx.NewUpdate().Model((*Invocation)(nil)).
+				Set("state = ?", InvDispatching).Set("dispatched_at = ?", at).
+				Where("request_id = ? AND state = ?", inv.RequestID, from).Exec(ctx)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return err
+			}
+			inv.State, inv.DispatchedAt = InvDispatching, &at
 		}
-		n, err := res.RowsAffected()
-		if err != nil || n != 1 {
+		if err := s.reserveTx(ctx, tx, r, keySpendLimit); err != nil {
 			return err
 		}
 		moved = true
-		inv.State, inv.DispatchedAt = InvDispatching, &at
-		return addEvent(ctx, tx, inv, InvDispatching, "", at)
+		return addEvent(ctx, tx, inv, InvDispatching, "credit reserved", at)
 	})
 	return moved, err
 }
 
-// RecordAttempt notes one call to the partner.
-func (s *Store) RecordAttempt(ctx context.Context, inv *Invocation, detail string, at time.Time) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		inv.Attempts++
-		if _, err := tx.NewUpdate().Model((*Invocation)(nil)).Set("attempts = ?", inv.Attempts).
-			Where("request_id = ?", inv.RequestID).Exec(ctx); err != nil {
-			return err
-		}
-		return addEvent(ctx, tx, inv, "attempt", detail, at)
-	})
+// Attempt is one call to the partner, recorded with the outcome.
+type Attempt struct {
+	Detail string
+	At     time.Time
 }
 
-// FinishInvocation writes the outcome fields of inv and the final transition.
-func (s *Store) FinishInvocation(ctx context.Context, inv *Invocation, detail string) error {
+// FinishInvocation records the attempts, settles (st non-nil) or refunds the reservation of
+// a dispatched invocation, and writes the outcome fields of inv with its final transition,
+// in one transaction.
+func (s *Store) FinishInvocation(ctx context.Context, inv *Invocation, attempts []Attempt, st *Settlement, refundReason, detail string) error {
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		for _, a := range attempts {
+			if err := addEvent(ctx, tx, inv, "attempt", a.Detail, a.At); err != nil {
+				return err
+			}
+		}
+		inv.Attempts = len(attempts)
+		switch {
+		case st != nil:
+			ok, err := s.settleTx(ctx, tx, inv.RequestID, *st, *inv.FinishedAt)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("settle %s: the reservation was closed already (swept?)", inv.RequestID)
+			}
+		case inv.DispatchedAt != nil:
+			if _, err := s.refundTx(ctx, tx, inv.RequestID, refundReason, *inv.FinishedAt); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.NewUpdate().Model(inv).
-			Column("state", "http_status", "outcome_code", "outcome_message", "output_schema_valid",
+			Column("state", "attempts", "http_status", "outcome_code", "outcome_message", "output_schema_valid",
 				"partner_fee_micro", "platform_fee_micro", "refunded_micro", "answer", "finished_at").
 			WherePK().Exec(ctx); err != nil {
 			return err

@@ -73,10 +73,11 @@ func sqliteDSN(url, dataDir string) (string, error) {
 	if strings.Contains(path, "?") {
 		return path, nil // the caller chose its own options
 	}
-	// WAL lets readers run beside the one writer; busy_timeout waits instead of failing with
-	// SQLITE_BUSY; immediate transactions take the write lock up front so two writers never
-	// deadlock upgrading read locks.
-	return path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_txlock=immediate", nil
+	// WAL lets readers run beside the one writer, and with synchronous=NORMAL a commit does
+	// not wait for fsync (a power loss can drop the last commits, a crash cannot); busy_timeout
+	// waits instead of failing with SQLITE_BUSY; immediate transactions take the write lock up
+	// front so two writers never deadlock upgrading read locks.
+	return path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_txlock=immediate", nil
 }
 
 // DB exposes the bun handle to packages of this module's tests and the operator CLI.

@@ -6,7 +6,6 @@ package billing
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -94,16 +93,26 @@ func (s *Service) Check(ctx context.Context, key *store.APIKey, q Quote) error {
 	return nil
 }
 
-// Reserve starts the turn: the infrastructure reservation moves to reserved and the worst case
-// is held. Refusals (SPEND_LIMIT, INSUFFICIENT_CREDITS) write nothing. deadline is when the
-// sweeper may refund the reservation if nobody settled it (the call's timeout plus a margin).
-func (s *Service) Reserve(ctx context.Context, requestID string, key *store.APIKey, q Quote, callTimeout time.Duration) error {
+// Reservation builds the start-of-turn reservation of a call: the infrastructure cost moves
+// to reserved and the worst case is held. deadline is when the sweeper may refund it if nobody
+// settled it: the call's timeout plus a margin.
+func (s *Service) Reservation(requestID string, key *store.APIKey, q Quote, callTimeout time.Duration) *store.Reservation {
 	now := s.now().UTC()
-	err := s.store.Reserve(ctx, &store.Reservation{
+	return &store.Reservation{
 		RequestID: requestID, AccountID: key.AccountID, KeyID: key.ID,
 		ReservedMicro: q.ReserveMicro, WorstMicro: q.WorstMicro(),
 		ExpiresAt: now.Add(callTimeout + s.cfg.SweepMargin), CreatedAt: now,
-	}, key.SpendLimitMicro)
+	}
+}
+
+// Reserve writes a reservation on its own (the dispatcher writes it with the invocation).
+func (s *Service) Reserve(ctx context.Context, requestID string, key *store.APIKey, q Quote, callTimeout time.Duration) error {
+	return s.Refusal(ctx, s.store.Reserve(ctx, s.Reservation(requestID, key, q, callTimeout), key.SpendLimitMicro), key, q)
+}
+
+// Refusal turns the store's refusals of a reservation into SPEND_LIMIT and
+// INSUFFICIENT_CREDITS errors that say what to do; other errors pass through.
+func (s *Service) Refusal(ctx context.Context, err error, key *store.APIKey, q Quote) error {
 	switch {
 	case errors.Is(err, store.ErrSpendLimit):
 		spent, _ := s.store.Spent(ctx, key.ID)
@@ -127,33 +136,13 @@ func creditError(free, worst int64) *tools.Error {
 		WithDetails(map[string]any{"creditUsd": tools.USD(max(free, 0)), "maxChargeUsd": tools.USD(worst)})
 }
 
-// Settle charges a successful call: partner fee (already capped by the caller at the listed
-// price) to payoutBook, the platform fee on it, and the reservation consumed.
-func (s *Service) Settle(ctx context.Context, requestID string, q Quote, partnerFeeMicro int64, payoutBook string) (Charge, error) {
-	fee := min(partnerFeeMicro, q.MaxPartnerFeeMicro)
+// Settlement prices a successful call: the partner fee capped at the quote's (the listed
+// per-call price), the platform fee on it, the reservation consumed.
+func (s *Service) Settlement(q Quote, partnerFeeMicro int64, payoutBook string) (store.Settlement, Charge) {
+	fee := min(max(partnerFeeMicro, 0), q.MaxPartnerFeeMicro)
 	platform := s.PlatformFee(fee)
-	ok, err := s.store.Settle(ctx, requestID, store.Settlement{PartnerFeeMicro: fee, PlatformFeeMicro: platform, PartnerBook: payoutBook}, s.now().UTC())
-	if err != nil {
-		return Charge{}, fmt.Errorf("settle %s: %w", requestID, err)
-	}
-	if !ok {
-		return Charge{}, fmt.Errorf("settle %s: reservation already closed (swept?)", requestID)
-	}
-	return Charge{ReservedMicro: q.ReserveMicro, PartnerFeeMicro: fee, PlatformFeeMicro: platform}, nil
-}
-
-// Refund returns the reservation of a failed or cancelled call. A reservation already closed
-// (e.g. swept) is not refunded twice.
-func (s *Service) Refund(ctx context.Context, requestID string, q Quote, reason string) (Charge, error) {
-	ok, err := s.store.Refund(ctx, requestID, reason, s.now().UTC())
-	if err != nil {
-		return Charge{}, fmt.Errorf("refund %s: %w", requestID, err)
-	}
-	c := Charge{ReservedMicro: q.ReserveMicro}
-	if ok {
-		c.RefundedMicro = q.ReserveMicro
-	}
-	return c, nil
+	return store.Settlement{PartnerFeeMicro: fee, PlatformFeeMicro: platform, PartnerBook: payoutBook},
+		Charge{ReservedMicro: q.ReserveMicro, PartnerFeeMicro: fee, PlatformFeeMicro: platform}
 }
 
 // Grant adds credit to an account (operator command, starting grant).

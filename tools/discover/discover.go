@@ -22,6 +22,7 @@ type Core struct {
 	Tool          string // the kernel tool that serves it
 	Route         string // its REST route
 	Name          string
+	Description   string // the marketplace line; the tool's own description is longer
 	Category      string
 	SampleQueries []string
 }
@@ -29,10 +30,13 @@ type Core struct {
 // CoreIntents are the built-in capabilities seeded as core intents, handle "@" + tool name.
 var CoreIntents = []Core{
 	{Tool: "resolve_token", Route: "GET /v1/tokens/resolve", Name: "Token resolution", Category: "QUERY",
+		Description:   "Look up a token by ticker, name or contract address: contract address, chain, decimals, and whether it is spam.",
 		SampleQueries: []string{"what is USDC on base", "token contract address for PEPE", "resolve the ticker ARB", "which chain is this token on"}},
 	{Tool: "get_price", Route: "GET /v1/tokens/price", Name: "Token price in USD", Category: "PRICE",
+		Description:   "Current USD price of a crypto token from live market data; never a stale or invented price.",
 		SampleQueries: []string{"what is the price of SOL", "ETH price in dollars", "how much is BTC worth", "current price of a token"}},
 	{Tool: "get_balances", Route: "GET /v1/balances", Name: "Wallet balances and portfolio", Category: "BALANCE",
+		Description:   "What your wallets hold across chains, with USD values and the portfolio total.",
 		SampleQueries: []string{"what do I hold", "my portfolio value", "wallet balances across chains", "how much USDC do I have"}},
 }
 
@@ -57,11 +61,11 @@ func NewService(ctx context.Context, st *store.Store, now func() time.Time, regi
 		handle := "@" + c.Tool
 		s.core[handle] = c
 		rows = append(rows, &store.PartnerIntent{
-			ID: "core-" + c.Tool, PublicIdentifier: handle, Name: c.Name, Description: t.Description,
+			ID: "core-" + c.Tool, PublicIdentifier: handle, Name: c.Name, Description: c.Description,
 			Category: c.Category, Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "builtin:" + c.Tool,
 			TimeoutMs: partners.DefaultTimeoutMs, ParametersSchema: string(t.InputSchema), FeeRate: "0",
 			FeeRateUnit: partners.FeeUSDPerCall, Tier: partners.TierOneShot, SampleQueries: c.SampleQueries,
-			VerificationStatus: partners.StatusPremium, Revision: 1,
+			VerificationStatus: partners.StatusVerified, Revision: 1,
 		})
 	}
 	if err := st.EnsureCoreIntents(ctx, rows, now().UTC()); err != nil {

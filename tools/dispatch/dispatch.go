@@ -187,13 +187,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 				"partnerFeeUsd": tools.USD(cl.quote.MaxPartnerFeeMicro), "expiresAt": inv.CreatedAt.Add(ConfirmWindow),
 			})
 	}
-	inv.State = store.InvDispatching
-	now := s.now().UTC()
-	inv.DispatchedAt = &now
-	if err := s.store.CreateInvocation(ctx, inv, "dispatching"); err != nil {
-		return InvokeOutput{}, err
-	}
-	return s.dispatch(ctx, c, cl, inv)
+	return s.dispatch(ctx, c, cl, inv, "")
 }
 
 // callable finds an intent the caller may invoke: active ones for everybody, inactive ones
@@ -353,14 +347,7 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.Pa
 	}
 	cl := &call{intent: intent, args: []byte(inv.Args), quote: billing.Quote{
 		ReserveMicro: inv.ReserveMicro, MaxPartnerFeeMicro: inv.MaxPartnerFeeMicro, MaxPlatformFeeMicro: inv.MaxPlatformFeeMicro}}
-	moved, err := s.store.StartDispatch(ctx, inv, store.InvAwaitingConfirmation, s.now().UTC())
-	if err != nil {
-		return InvokeOutput{}, err
-	}
-	if !moved {
-		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
-	}
-	return s.dispatch(ctx, c, cl, inv)
+	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingConfirmation)
 }
 
 // replay returns the stored outcome of a finished invocation.
@@ -382,20 +369,25 @@ func replay(inv *store.Invocation) (InvokeOutput, error) {
 	return InvokeOutput{}, body.Error
 }
 
-// dispatch reserves, calls the partner (retrying idempotent categories once), and settles or
-// refunds. It runs after inv is recorded in state dispatching.
-func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation) (InvokeOutput, error) {
+// dispatch reserves (moving inv from state `from`, or inserting it when from is ""), calls
+// the partner (retrying idempotent categories once), and settles or refunds. The database sees
+// two transactions: start (invocation + reservation) and finish (attempts, money, outcome).
+func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, from string) (InvokeOutput, error) {
 	intent := cl.intent
 	timeout := time.Duration(intent.TimeoutMs) * time.Millisecond
-	attempts := 1
+	tries := 1
 	if !partners.IsWriteCategory(intent.Category) {
-		attempts = 2
+		tries = 2
 	}
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
-	if err := s.billing.Reserve(bg, inv.RequestID, c.Key, cl.quote, time.Duration(attempts)*timeout); err != nil {
-		s.finish(bg, inv, store.InvFailed, nil, billing.Charge{}, tools.Translate(err), "refused before dispatch")
-		return InvokeOutput{}, err
+	res := s.billing.Reservation(inv.RequestID, c.Key, cl.quote, time.Duration(tries)*timeout)
+	moved, err := s.store.StartInvocation(bg, inv, from, res, c.Key.SpendLimitMicro)
+	if err != nil {
+		return InvokeOutput{}, s.billing.Refusal(bg, err, c.Key, cl.quote)
+	}
+	if !moved {
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
@@ -403,45 +395,71 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 		Args:   json.RawMessage(cl.args),
 	}
 	target := partners.Target(intent)
-	var res *outbound.Result
-	var err error
-	for i := 0; i < attempts; i++ {
-		res, err = s.client.Call(ctx, target, fields)
-		s.store.RecordAttempt(bg, inv, attemptDetail(res, err), s.now().UTC())
-		if ctx.Err() != nil || !retryable(res, err) {
+	var answer *outbound.Result
+	var attempts []store.Attempt
+	for range tries {
+		answer, err = s.client.Call(ctx, target, fields)
+		attempts = append(attempts, store.Attempt{Detail: attemptDetail(answer, err), At: s.now().UTC()})
+		if ctx.Err() != nil || !retryable(answer, err) {
 			break
 		}
 	}
+	refunded := billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}
 	if ctx.Err() != nil {
-		charge, rerr := s.billing.Refund(bg, inv.RequestID, cl.quote, "caller cancelled")
 		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged")
-		s.finish(bg, inv, store.InvCancelled, res, charge, e, errors.Join(ctx.Err(), rerr).Error())
-		return InvokeOutput{}, e
+		return InvokeOutput{}, s.fail(bg, inv, store.InvCancelled, answer, attempts, refunded, e, "caller cancelled: "+ctx.Err().Error())
 	}
-	if e := classify(intent, res, err); e != nil {
-		charge, rerr := s.billing.Refund(bg, inv.RequestID, cl.quote, e.Message)
-		if rerr != nil {
-			return InvokeOutput{}, rerr
-		}
-		e.Details = mergeDetails(e.Details, map[string]any{"handle": intent.PublicIdentifier, "requestId": inv.RequestID, "success": false, "charge": charge, "attempts": inv.Attempts})
-		s.finish(bg, inv, store.InvFailed, res, charge, e, e.Message)
-		return InvokeOutput{}, e
+	if e := classify(intent, answer, err); e != nil {
+		e.Details = mergeDetails(e.Details, map[string]any{"handle": intent.PublicIdentifier, "requestId": inv.RequestID,
+			"success": false, "charge": refunded, "attempts": len(attempts)})
+		return InvokeOutput{}, s.fail(bg, inv, store.InvFailed, answer, attempts, refunded, e, e.Message)
 	}
-	charge, err := s.billing.Settle(bg, inv.RequestID, cl.quote, res.Envelope.ProviderCostMicro, s.payoutBook(intent))
-	if err != nil {
-		return InvokeOutput{}, err
-	}
+	settlement, charge := s.billing.Settlement(cl.quote, answer.Envelope.ProviderCostMicro, s.payoutBook(intent))
 	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
-		Result: Anything(res.Envelope.Result), Charge: charge, Attempts: inv.Attempts}
+		Result: Anything(answer.Envelope.Result), Charge: charge, Attempts: len(attempts)}
 	if intent.OutputSchema != nil && *intent.OutputSchema != "" {
-		valid := s.matchesOutput(intent, res.Envelope.Result)
+		valid := s.matchesOutput(intent, answer.Envelope.Result)
 		out.OutputSchemaValid = &valid
 	}
 	raw, _ := json.Marshal(out)
-	answer := string(raw)
-	inv.Answer, inv.OutputSchemaValid = &answer, out.OutputSchemaValid
-	s.finish(bg, inv, store.InvSucceeded, res, charge, nil, fmt.Sprintf("partner fee %d, platform fee %d micro-USD", charge.PartnerFeeMicro, charge.PlatformFeeMicro))
+	stored := string(raw)
+	inv.Answer, inv.OutputSchemaValid = &stored, out.OutputSchemaValid
+	s.outcome(inv, store.InvSucceeded, answer, charge)
+	if err := s.store.FinishInvocation(bg, inv, attempts, &settlement, "",
+		fmt.Sprintf("partner fee %d, platform fee %d micro-USD", charge.PartnerFeeMicro, charge.PlatformFeeMicro)); err != nil {
+		return InvokeOutput{}, err
+	}
 	return out, nil
+}
+
+// fail records a failed or cancelled invocation, refunding its reservation, and returns e
+// (or the recording error, which the caller must then see: the money did not move).
+func (s *Service) fail(ctx context.Context, inv *store.Invocation, state string, answer *outbound.Result, attempts []store.Attempt, ch billing.Charge, e *tools.Error, detail string) error {
+	s.outcome(inv, state, answer, ch)
+	if inv.OutcomeCode == "" {
+		inv.OutcomeCode, inv.OutcomeMessage = string(e.Code), e.Message
+	}
+	raw, _ := json.Marshal(tools.Body{Error: e})
+	stored := string(raw)
+	inv.Answer = &stored
+	if err := s.store.FinishInvocation(ctx, inv, attempts, nil, detail, detail); err != nil {
+		return err
+	}
+	return e
+}
+
+// outcome fills the outcome fields of inv.
+func (s *Service) outcome(inv *store.Invocation, state string, answer *outbound.Result, ch billing.Charge) {
+	now := s.now().UTC()
+	inv.State, inv.FinishedAt = state, &now
+	inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.RefundedMicro = ch.PartnerFeeMicro, ch.PlatformFeeMicro, ch.RefundedMicro
+	if answer != nil {
+		status := answer.Status
+		inv.HTTPStatus = &status
+		if answer.Envelope != nil && answer.Envelope.Error != nil {
+			inv.OutcomeCode, inv.OutcomeMessage = answer.Envelope.Error.Code, answer.Envelope.Error.Message
+		}
+	}
 }
 
 func (s *Service) matchesOutput(intent *store.PartnerIntent, result []byte) bool {
@@ -543,31 +561,6 @@ func mergeDetails(a, b map[string]any) map[string]any {
 		a[k] = v
 	}
 	return a
-}
-
-// finish records the outcome; failures keep the error body for replay.
-func (s *Service) finish(ctx context.Context, inv *store.Invocation, state string, res *outbound.Result, ch billing.Charge, e *tools.Error, detail string) {
-	now := s.now().UTC()
-	inv.State, inv.FinishedAt = state, &now
-	inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.RefundedMicro = ch.PartnerFeeMicro, ch.PlatformFeeMicro, ch.RefundedMicro
-	if res != nil {
-		status := res.Status
-		inv.HTTPStatus = &status
-		if res.Envelope != nil && res.Envelope.Error != nil {
-			inv.OutcomeCode, inv.OutcomeMessage = res.Envelope.Error.Code, res.Envelope.Error.Message
-		}
-	}
-	if e != nil {
-		if inv.OutcomeCode == "" {
-			inv.OutcomeCode, inv.OutcomeMessage = string(e.Code), e.Message
-		}
-		raw, _ := json.Marshal(tools.Body{Error: e})
-		answer := string(raw)
-		inv.Answer = &answer
-	}
-	if err := s.store.FinishInvocation(ctx, inv, detail); err != nil {
-		s.log.ErrorContext(ctx, "record invocation outcome", "request_id", inv.RequestID, "err", err)
-	}
 }
 
 // PseudonymSecret derives the pseudonym secret from the master key.

@@ -35,7 +35,7 @@ type world struct {
 
 const payout = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
 
-func newWorld(t *testing.T, dialect string, cfg func(*apptest.Config)) *world {
+func newWorld(t testing.TB, dialect string, cfg func(*apptest.Config)) *world {
 	t.Helper()
 	w := &world{seen: map[string][]*signing.Envelope{}}
 	// The service key is only known once the app exists, so the verifier reads it late.
@@ -116,7 +116,7 @@ func (w *world) hits(path string) int {
 }
 
 // publish publishes and activates an intent at path and returns its handle.
-func (w *world) publish(t *testing.T, handle, path string, extra map[string]any) string {
+func (w *world) publish(t testing.TB, handle, path string, extra map[string]any) string {
 	t.Helper()
 	body := map[string]any{
 		"publicIdentifier": handle, "name": handle[1:], "description": "test partner " + path,
@@ -138,7 +138,7 @@ func (w *world) publish(t *testing.T, handle, path string, extra map[string]any)
 	return handle
 }
 
-func (w *world) invoke(t *testing.T, key string, body map[string]any) (int, map[string]any) {
+func (w *world) invoke(t testing.TB, key string, body map[string]any) (int, map[string]any) {
 	t.Helper()
 	return w.env.REST(t, "POST", "/v1/invoke", key, body)
 }

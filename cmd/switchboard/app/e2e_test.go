@@ -181,6 +181,13 @@ func TestOnboardingEndToEnd(t *testing.T) {
 				t.Fatalf("api_key_revoke: %v %+v", out, e)
 			}
 
+			// A read-only lookup through MCP: a registry hit needs no upstream.
+			res, e := callTool(t, keyed, "resolve_token", map[string]any{"query": "usdc on base"})
+			if e != nil || res["status"] != "OK" || len(res["tokens"].([]any)) == 0 ||
+				res["tokens"].([]any)[0].(map[string]any)["chain"] != "base" {
+				t.Fatalf("resolve_token over MCP: %v %+v", res, e)
+			}
+
 			// Recovery: verifying the same e-mail again keeps the account and wallets, new key.
 			status, _, _ = doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": "agent.one@example.com"})
 			if status != 200 {

@@ -85,6 +85,13 @@ func Start(t testing.TB, o Options) *Env {
 	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
 	cfg.DataDir = t.TempDir()
 	cfg.SMTPURL = inbox.URL()
+	// No test reaches the internet by accident: every upstream points at a closed port until
+	// a test names its own local fake.
+	for _, u := range []*string{&cfg.Tokens.RPCEthereum, &cfg.Tokens.RPCArbitrum, &cfg.Tokens.RPCBase, &cfg.Tokens.RPCPolygon,
+		&cfg.Tokens.RPCOptimism, &cfg.Tokens.RPCAvalanche, &cfg.Tokens.RPCBSC, &cfg.Tokens.SolanaRPC,
+		&cfg.Tokens.CoinGeckoURL, &cfg.Tokens.DefiLlamaURL, &cfg.Tokens.JupiterURL} {
+		*u = "http://127.0.0.1:9"
+	}
 	if o.Config != nil {
 		o.Config(&cfg)
 	}

@@ -1,0 +1,120 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
+)
+
+func benchWorld(b *testing.B, dialect string) *world {
+	w := newWorld(b, dialect, func(c *apptest.Config) {
+		c.DefaultRateLimit = 1 << 30
+		c.DefaultSpendLimit = "1000000"
+		c.StartingCreditUSD = "1000000"
+	})
+	w.publish(b, "@bench", "/free", nil)
+	return w
+}
+
+func invokeBody() []byte {
+	raw, _ := json.Marshal(map[string]any{"message": "@bench hello"})
+	return raw
+}
+
+func post(b *testing.B, client *http.Client, url, key string, body []byte) {
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// BenchmarkInvoke: POST /v1/invoke to a loopback TLS partner (sign, dispatch, verify by the
+// partner, reserve and settle, record), against BenchmarkPartnerDirect calling the same
+// partner with a signed envelope and no Switchboard in between. The difference is the
+// latency Switchboard adds.
+func BenchmarkInvoke(b *testing.B) {
+	for _, d := range storetest.Dialects() {
+		b.Run(d, func(b *testing.B) {
+			w := benchWorld(b, d)
+			body := invokeBody()
+			client := &http.Client{}
+			b.ResetTimer()
+			for b.Loop() {
+				post(b, client, w.env.URL+"/v1/invoke", w.caller, body)
+			}
+		})
+	}
+}
+
+func BenchmarkPartnerDirect(b *testing.B) {
+	var pub ed25519.PublicKey
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
+	pub = priv.Public().(ed25519.PublicKey)
+	p := partnertest.Correct(b, pub)
+	signer := signing.NewSigner(priv)
+	base := p.Client().Transport
+	b.ResetTimer()
+	for b.Loop() {
+		rt := signing.NewRESTRoundTripper(signer, signing.CallFields{RequestID: signing.NewRequestID(), IntentDefinitionID: "i", UserID: "u", Args: json.RawMessage(`{"query":"hello"}`)}, base)
+		req, _ := http.NewRequestWithContext(context.Background(), "POST", p.URL, http.NoBody)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+}
+
+// BenchmarkInvokeParallel: invocations per second with 32 concurrent callers (16 per CPU on
+// the 2-core machine), each its own account: one account's calls serialize on its balance row,
+// as they must.
+func BenchmarkInvokeParallel(b *testing.B) {
+	for _, d := range storetest.Dialects() {
+		b.Run(d, func(b *testing.B) {
+			w := benchWorld(b, d)
+			keys := make([]string, 32)
+			for i := range keys {
+				if i%15 == 14 {
+					w.env.Clock.Advance(time.Hour) // signups are limited to 20 an hour per client
+				}
+				keys[i] = w.env.Onboard(b, fmt.Sprintf("bench%d@example.com", i))["apiKey"].(string)
+			}
+			body := invokeBody()
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			var next atomic.Int64
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				key := keys[int(next.Add(1)-1)%len(keys)]
+				for pb.Next() {
+					post(b, client, w.env.URL+"/v1/invoke", key, body)
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "invocations/s")
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
@@ -509,4 +510,42 @@ func TestMCPBinding(t *testing.T) {
 		t.Fatalf("MCP_HTTP charge (no providerCostMicro): %v", c)
 	}
 	w.ledgerOK(t)
+}
+
+// Token arguments of SWAP/SEND/BRIDGE intents are resolved before anything is quoted: a spam
+// token or one that names nothing stops the call, nothing is dispatched or charged.
+func TestResolutionBeforeWrites(t *testing.T) {
+	w := newWorld(t, "sqlite", nil)
+	ctx := context.Background()
+	spam := &store.Token{Chain: "base", AddressKey: "0x1111111111111111111111111111111111111111", Address: "0x1111111111111111111111111111111111111111",
+		Ticker: "FREECLAIM", Name: "claim free airdrop at scam.example", TickerKey: "freeclaim", NameKey: "claim free airdrop at scam.example",
+		BaseKey: "freeclaim", Decimals: 18, IsSpam: true, SpamReason: "airdrop bait", Source: "test", UpdatedAt: time.Now().UTC()}
+	if err := w.env.App.Store.UpsertTokens(ctx, []*store.Token{spam}); err != nil {
+		t.Fatal(err)
+	}
+	schema := map[string]any{"type": "object", "required": []string{"token", "amount", "chain"}, "additionalProperties": false,
+		"properties": map[string]any{
+			"token":  map[string]any{"type": "string", "x-token": true},
+			"chain":  map[string]any{"type": "string"},
+			"amount": map[string]any{"type": "string"},
+		}}
+	w.publish(t, "@swapper", "/write", map[string]any{"category": "SWAP", "parametersSchema": schema})
+	before := w.credit(t)
+	for _, tc := range []struct{ token, want string }{
+		{"FREECLAIM", "spam"},
+		{"NOSUCHTOKENXYZ", "NOSUCHTOKENXYZ"},
+	} {
+		status, out := w.invoke(t, w.caller, map[string]any{"message": "@swapper", "args": map[string]any{"token": tc.token, "chain": "base", "amount": "1"}})
+		if status != 400 || !strings.Contains(strings.ToLower(out["error"].(map[string]any)["message"].(string)), strings.ToLower(tc.want)) {
+			t.Fatalf("%s: %d %v", tc.token, status, out)
+		}
+	}
+	// A real token passes resolution and reaches the confirmation step.
+	status, out := w.invoke(t, w.caller, map[string]any{"message": "@swapper", "args": map[string]any{"token": "USDC", "chain": "base", "amount": "1"}})
+	if status != 409 || errCode(out) != "CONFIRMATION_REQUIRED" {
+		t.Fatalf("USDC on base: %d %v", status, out)
+	}
+	if w.hits("/write") != 0 || w.credit(t) != before {
+		t.Fatal("resolution failures dispatched or charged")
+	}
 }

@@ -135,6 +135,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, keySvc.Tools()...)
 	all = append(all, account.NewService(st, keySvc).Tools()...)
+	if cfg.AllowLocalEndpoints && cfg.Env == "production" {
+		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production: partner endpoints may be http and local addresses (SSRF guard off); use it only to probe partners from an operator machine")
+	}
 	partnerCA, err := outbound.ReadCAFile(cfg.PartnerCAFile)
 	if err != nil {
 		return nil, err

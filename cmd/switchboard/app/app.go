@@ -99,9 +99,18 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	masterKeys, err := loadMasterKeys(cfg, log)
+	masterKeys, err := loadKeys("SWITCHBOARD_MASTER_KEY", cfg.MasterKey, filepath.Join(cfg.DataDir, "master.key"), "wallet master key", log)
 	if err != nil {
 		return nil, err
+	}
+	// The e-mail code and pseudonym secrets derive from a secret that never rotates, so
+	// rotating the master key changes neither the userId partners see nor live codes.
+	serverSecret, err := loadKeys("SWITCHBOARD_SERVER_SECRET", cfg.ServerSecret, filepath.Join(cfg.DataDir, "server-secret.key"), "server secret", log)
+	if err != nil {
+		return nil, err
+	}
+	if len(serverSecret) != 1 || len(serverSecret[0]) != 32 {
+		return nil, errors.New("SWITCHBOARD_SERVER_SECRET: want exactly one base64 32-byte key")
 	}
 	sealer, err := wallets.NewSealer(masterKeys...)
 	if err != nil {
@@ -124,11 +133,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	var all []*tools.Tool
 	if mailer != nil {
-		// The code hashes are keyed by a secret derived from the master key: stealing the
-		// database alone does not let anyone test codes offline.
-		codeSecret := hmac.New(sha256.New, masterKeys[0])
-		codeSecret.Write([]byte("switchboard e-mail codes v1"))
-		obCfg := onboarding.DefaultConfig(codeSecret.Sum(nil), now)
+		// The code hashes are keyed by a server-side secret: stealing the database alone does
+		// not let anyone test codes offline.
+		obCfg := onboarding.DefaultConfig(derive(serverSecret[0], "switchboard e-mail codes v1"), now)
 		obCfg.StartingGrant = billCfg.StartingGrantMicro
 		ob := onboarding.NewService(obCfg, st, mailer, keySvc, sealer)
 		all = append(all, ob.Tools()...)
@@ -146,9 +153,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
 	}
-	pseudonyms := hmac.New(sha256.New, masterKeys[0]) // the userId partners see; see tools/partners
-	pseudonyms.Write([]byte("switchboard partner pseudonyms v1"))
-	partnerSvc, err := partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms.Sum(nil), Now: now, Log: log}, st, partnerOut)
+	pseudonyms := derive(serverSecret[0], "switchboard partner pseudonyms v1") // the userId partners see
+	partnerSvc, err := partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms, Now: now, Log: log}, st, partnerOut)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +164,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	all = append(all, tokenSvc.Tools()...)
-	dispatchSvc := dispatch.NewService(dispatch.Config{PseudonymSecret: pseudonyms.Sum(nil), SettlementChain: cfg.SettlementChain},
+	dispatchSvc := dispatch.NewService(dispatch.Config{PseudonymSecret: pseudonyms, SettlementChain: cfg.SettlementChain},
 		st, partnerOut, billSvc, tokenSvc, now, log)
 	all = append(all, dispatchSvc.Tools()...)
 
@@ -246,40 +252,48 @@ func loadSigningKey(cfg Config, log *slog.Logger) (ed25519.PrivateKey, error) {
 	return key, nil
 }
 
-func loadMasterKeys(cfg Config, log *slog.Logger) ([][]byte, error) {
-	if cfg.MasterKey != "" {
-		keys, err := wallets.ParseMasterKeys(cfg.MasterKey)
+// loadKeys returns the base64 32-byte keys of a setting (comma-separated, current first) or,
+// when it is empty, of a file in the data dir, generating the file (0600) on first start.
+func loadKeys(env, value, path, what string, log *slog.Logger) ([][]byte, error) {
+	if value != "" {
+		keys, err := wallets.ParseMasterKeys(value)
 		if err != nil {
-			return nil, fmt.Errorf("SWITCHBOARD_MASTER_KEY: %w", err)
+			return nil, fmt.Errorf("%s: %w", env, err)
 		}
 		if len(keys) == 0 {
-			return nil, errors.New("SWITCHBOARD_MASTER_KEY holds no key")
+			return nil, fmt.Errorf("%s holds no key", env)
 		}
 		return keys, nil
 	}
-	path := filepath.Join(cfg.DataDir, "master.key")
 	data, err := os.ReadFile(path)
 	if err == nil {
 		return wallets.ParseMasterKeys(strings.TrimSpace(string(data)))
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read master key: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("write master key: %w", err)
+		return nil, fmt.Errorf("write %s: %w", what, err)
 	}
 	_, werr := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
 	if cerr := f.Close(); werr != nil || cerr != nil {
-		return nil, fmt.Errorf("write master key: %w", errors.Join(werr, cerr))
+		return nil, fmt.Errorf("write %s: %w", what, errors.Join(werr, cerr))
 	}
-	log.Warn("generated a new wallet master key; production must supply its own (SWITCHBOARD_MASTER_KEY)", "path", path)
+	log.Warn("generated a new "+what+"; production must supply its own ("+env+")", "path", path)
 	return [][]byte{key}, nil
+}
+
+// derive keys a purpose-specific secret from the server secret.
+func derive(serverSecret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, serverSecret)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }

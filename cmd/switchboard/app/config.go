@@ -23,6 +23,7 @@ type Config struct {
 	MailFrom            string
 	SigningKeyFile      string
 	MasterKey           string
+	ServerSecret        string
 	AllowLocalEndpoints bool
 	PartnerCAFile       string
 	InfraCostUSD        string // reserved per invocation, decimal USD
@@ -55,6 +56,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_MAIL_FROM", flag: "mail-from", usage: "sender of code e-mails", str: &c.MailFrom},
 		{env: "SWITCHBOARD_SIGNING_KEY_FILE", flag: "signing-key-file", usage: "PEM Ed25519 private key for envelopes; empty: <data dir>/signing-key.pem, generated", str: &c.SigningKeyFile},
 		{env: "SWITCHBOARD_MASTER_KEY", flag: "master-key", usage: "base64 32-byte key(s) sealing wallet keys, current first, comma-separated; empty: <data dir>/master.key, generated", str: &c.MasterKey},
+		{env: "SWITCHBOARD_SERVER_SECRET", flag: "server-secret", usage: "base64 32-byte secret keying e-mail code hashes and partner pseudonyms; never rotate it; empty: <data dir>/server-secret.key, generated", str: &c.ServerSecret},
 		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only: partner endpoints may be http and local addresses", boolean: &c.AllowLocalEndpoints},
 		{env: "SWITCHBOARD_INFRA_COST_USD", flag: "infra-cost-usd", usage: "infrastructure cost reserved at the start of each invocation, consumed on success", str: &c.InfraCostUSD},
 		{env: "SWITCHBOARD_PLATFORM_FEE_BPS", flag: "platform-fee-bps", usage: "platform fee in basis points of the partner fee", integer: &c.PlatformFeeBps},

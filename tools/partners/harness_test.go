@@ -7,13 +7,13 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,23 +29,6 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // env is the partner tools behind the real kernel and both doors (REST and MCP over
 // Streamable HTTP) on a loopback server, on a fresh store.
 type env struct {
@@ -53,7 +36,7 @@ type env struct {
 	svc    *partners.Service
 	kernel *tools.Kernel
 	url    string
-	clock  *clock
+	clock  *apptest.Clock
 	priv   ed25519.PrivateKey
 	pub    ed25519.PublicKey
 }
@@ -73,7 +56,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	st := storetest.Open(t, o.dialect)
-	clk := &clock{now: time.Now().UTC().Truncate(time.Second)}
+	clk := apptest.NewClock(time.Now().UTC().Truncate(time.Second))
 	ca := partnertest.Start(t, http.NotFoundHandler())
 	signer := signing.NewSigner(priv)
 	out, err := outbound.New(outbound.Options{Signer: signer, AllowLocal: !o.strict, Resolver: o.resolver, ExtraCAPEM: partnertest.CAPEM(ca.Server)})

@@ -168,12 +168,14 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	if err != nil {
 		return InvokeOutput{}, err
 	}
-	if err := s.billing.Check(ctx, c.Key, cl.quote); err != nil {
-		return InvokeOutput{}, err
-	}
 	requestID := signing.NewRequestID()
 	inv := s.newInvocation(c, cl, requestID)
 	if partners.IsWriteCategory(intent.Category) {
+		// A quote the caller could not pay is refused now; a dispatched call is checked by
+		// the reservation itself, under the balance lock.
+		if err := s.billing.Check(ctx, c.Key, cl.quote); err != nil {
+			return InvokeOutput{}, err
+		}
 		inv.State = store.InvAwaitingConfirmation
 		if err := s.store.CreateInvocation(ctx, inv, "quoted; waiting for the caller's confirmation"); err != nil {
 			return InvokeOutput{}, err

@@ -82,7 +82,7 @@ func (s *Store) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, 
 		ids[i] = r.ID
 	}
 	var intents []*PartnerIntent
-	if err := s.db.NewSelect().Model(&intents).Where("id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&intents).Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 		return nil, normalize(err)
 	}
 	byID := make(map[string]*PartnerIntent, len(intents))

@@ -122,7 +122,7 @@ func (s *Store) PublishIntents(ctx context.Context, accountID string, rows []*Pa
 		}
 		var taken []string
 		if err := tx.NewSelect().Model((*PartnerIntent)(nil)).Column("public_identifier").
-			Where("public_identifier IN (?)", bun.In(handles)).Scan(ctx, &taken); err != nil {
+			Where("public_identifier IN (?)", bun.List(handles)).Scan(ctx, &taken); err != nil {
 			return fmt.Errorf("check handles: %w", err)
 		}
 		if len(taken) > 0 {

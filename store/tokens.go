@@ -98,7 +98,7 @@ func (s *Store) TokensAt(ctx context.Context, addressKey string, chains ...strin
 	var out []*Token
 	q := s.db.NewSelect().Model(&out).Where("address_key = ?", addressKey)
 	if len(chains) > 0 {
-		q = q.Where("chain IN (?)", bun.In(chains))
+		q = q.Where("chain IN (?)", bun.List(chains))
 	}
 	err := q.OrderExpr("chain ASC").Scan(ctx)
 	return out, normalize(err)
@@ -110,7 +110,7 @@ func (s *Store) TokensByKeys(ctx context.Context, chain string, keys []string) (
 	if len(keys) == 0 {
 		return out, nil
 	}
-	err := s.db.NewSelect().Model(&out).Where("chain = ? AND address_key IN (?)", chain, bun.In(keys)).Scan(ctx)
+	err := s.db.NewSelect().Model(&out).Where("chain = ? AND address_key IN (?)", chain, bun.List(keys)).Scan(ctx)
 	return out, normalize(err)
 }
 

@@ -2,7 +2,6 @@ package tokens
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -89,19 +88,4 @@ func chainIndex(name string) int {
 		}
 	}
 	return len(Chains)
-}
-
-// chainAliasList returns the aliases longest first, so "bnb smart chain" wins over "bnb".
-func chainAliasList() []string {
-	out := make([]string, 0, len(chainAliases))
-	for a := range chainAliases {
-		out = append(out, a)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if len(out[i]) != len(out[j]) {
-			return len(out[i]) > len(out[j])
-		}
-		return out[i] < out[j]
-	})
-	return out
 }

@@ -28,15 +28,25 @@ type Kernel struct {
 	now     func() time.Time
 }
 
-// NewKernel registers tools. Duplicate names and undecided readOnly hints are refused.
+// NewKernel registers tools. Duplicate names, missing titles and undecided hints are refused.
 func NewKernel(auth *Authenticator, limiter *RateLimiter, log *slog.Logger, now func() time.Time, tools ...*Tool) (*Kernel, error) {
 	k := &Kernel{byName: make(map[string]*Tool), auth: auth, limiter: limiter, log: log, now: now}
 	for _, t := range tools {
 		if _, dup := k.byName[t.Name]; dup {
 			return nil, fmt.Errorf("tool %s registered twice", t.Name)
 		}
-		if t.Annotations.ReadOnly == nil {
-			return nil, fmt.Errorf("tool %s: Annotations.ReadOnly must be set deliberately", t.Name)
+		a := &t.Annotations
+		if a.ReadOnly == nil || a.OpenWorld == nil {
+			return nil, fmt.Errorf("tool %s: Annotations.ReadOnly and OpenWorld must be set deliberately", t.Name)
+		}
+		if a.Destructive == nil {
+			if !*a.ReadOnly {
+				return nil, fmt.Errorf("tool %s: Annotations.Destructive must be set deliberately for a tool that writes", t.Name)
+			}
+			a.Destructive = Bool(false) // hosts and strict checkers want every hint; a reader destroys nothing
+		}
+		if t.Title == "" {
+			return nil, fmt.Errorf("tool %s: a Title is required (hosts show it)", t.Name)
 		}
 		k.byName[t.Name] = t
 		k.tools = append(k.tools, t)

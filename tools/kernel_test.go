@@ -31,8 +31,8 @@ func newKernel(t *testing.T, s *store.Store) (*tools.Kernel, map[string]string, 
 	t.Helper()
 	calls := new(int)
 	echo := tools.New(tools.Def{
-		Name: "echo_publish", Description: "test tool", Access: tools.Scope("publish"),
-		Annotations: tools.Annotations{ReadOnly: tools.Bool(true)},
+		Name: "echo_publish", Title: "Echo", Description: "test tool", Access: tools.Scope("publish"),
+		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), OpenWorld: tools.Bool(false)},
 	}, func(ctx context.Context, c *tools.Caller, in echoIn) (echoOut, error) {
 		*calls++
 		return echoOut{Email: in.Email, Account: c.AccountID()}, nil
@@ -90,17 +90,31 @@ func TestKernelChecksBeforeTheHandler(t *testing.T) {
 	})
 }
 
-func TestNewKernelRefusesUndecidedReadOnly(t *testing.T) {
-	undecided := tools.New(tools.Def{Name: "undecided", Description: "x"}, func(context.Context, *tools.Caller, struct{}) (struct{}, error) {
-		return struct{}{}, nil
-	})
-	if _, err := tools.NewKernel(nil, nil, quiet, time.Now, undecided); err == nil || !strings.Contains(err.Error(), "ReadOnly") {
-		t.Fatalf("NewKernel accepted a tool without a readOnly decision: %v", err)
+func TestNewKernelRefusesUndecidedHints(t *testing.T) {
+	build := func(name, title string, a tools.Annotations) *tools.Tool {
+		return tools.New(tools.Def{Name: name, Title: title, Description: "x", Annotations: a}, func(context.Context, *tools.Caller, struct{}) (struct{}, error) {
+			return struct{}{}, nil
+		})
 	}
-	decided := tools.New(tools.Def{Name: "decided", Annotations: tools.Annotations{ReadOnly: tools.Bool(true)}}, func(context.Context, *tools.Caller, struct{}) (struct{}, error) {
-		return struct{}{}, nil
-	})
-	if _, err := tools.NewKernel(nil, nil, quiet, time.Now, decided, decided); err == nil {
+	no, yes := tools.Bool(false), tools.Bool(true)
+	for want, tool := range map[string]*tools.Tool{
+		"ReadOnly":    build("no_read_only", "T", tools.Annotations{OpenWorld: no}),
+		"OpenWorld":   build("no_open_world", "T", tools.Annotations{ReadOnly: yes}),
+		"Destructive": build("writer", "T", tools.Annotations{ReadOnly: no, OpenWorld: no}),
+		"Title":       build("untitled", "", tools.Annotations{ReadOnly: yes, OpenWorld: no}),
+	} {
+		if _, err := tools.NewKernel(nil, nil, quiet, time.Now, tool); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewKernel accepted a tool without %s: %v", want, err)
+		}
+	}
+	reader := build("reader", "Reader", tools.Annotations{ReadOnly: yes, OpenWorld: no})
+	if _, err := tools.NewKernel(nil, nil, quiet, time.Now, reader); err != nil {
+		t.Fatal(err)
+	}
+	if d := reader.Annotations.Destructive; d == nil || *d {
+		t.Errorf("a read-only tool's destructiveHint should be stated false, got %v", d)
+	}
+	if _, err := tools.NewKernel(nil, nil, quiet, time.Now, reader, reader); err == nil {
 		t.Fatal("NewKernel accepted a duplicate name")
 	}
 }

@@ -136,7 +136,7 @@ func New[In, Out any](def Def, h Handler[In, Out]) *Tool {
 // schemaFor generates the JSON Schema of t (root "type":"object", everything inlined, no
 // root $ref) and compiles it with format assertions on.
 func schemaFor(t reflect.Type, name string) (json.RawMessage, *jsonschema.Schema, error) {
-	r := &invopop.Reflector{ExpandedStruct: true, Anonymous: true, DoNotReference: true}
+	r := &invopop.Reflector{ExpandedStruct: true, Anonymous: true, DoNotReference: true, Mapper: mapType}
 	s := r.ReflectFromType(t)
 	s.Version = ""
 	if s.Type != "object" {
@@ -145,6 +145,9 @@ func schemaFor(t reflect.Type, name string) (json.RawMessage, *jsonschema.Schema
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("marshal %s schema: %w", name, err)
+	}
+	if raw, err = strictSchema(raw); err != nil {
+		return nil, nil, fmt.Errorf("%s %w", name, err)
 	}
 	compiled, err := CompileSchema(raw)
 	if err != nil {

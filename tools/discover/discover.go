@@ -89,7 +89,7 @@ func (s Schema) MarshalJSON() ([]byte, error) { return s, nil }
 
 // JSONSchema: a JSON Schema object.
 func (Schema) JSONSchema() *invopop.Schema {
-	return &invopop.Schema{Type: "object", Description: "the JSON Schema of the args it takes"}
+	return tools.SchemaDocument("the JSON Schema of the args it takes")
 }
 
 // Fee is what an intent charges per call.

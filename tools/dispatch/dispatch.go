@@ -85,7 +85,7 @@ func (a *Anything) UnmarshalJSON(b []byte) error {
 
 // JSONSchema: any JSON value.
 func (Anything) JSONSchema() *invopop.Schema {
-	return &invopop.Schema{Description: "the partner's JSON result, relayed as is (any JSON value)"}
+	return tools.AnyValue("the partner's JSON result, relayed as is (any JSON value)")
 }
 
 // InvokeOutput is the partner's reply, attributed to its handle, with what it cost.
@@ -93,7 +93,7 @@ type InvokeOutput struct {
 	Handle            string         `json:"handle" jsonschema_description:"the partner that answered"`
 	RequestID         string         `json:"requestId"`
 	Success           bool           `json:"success"`
-	Result            Anything       `json:"result"`
+	Result            Anything       `json:"result" jsonschema_description:"the partner's JSON result, relayed as is (any JSON value)"`
 	Charge            billing.Charge `json:"charge"`
 	OutputSchemaValid *bool          `json:"outputSchemaValid,omitempty" jsonschema_description:"whether the result matched the intent's outputSchema (absent when it has none); a mismatch is relayed but flagged"`
 	Attempts          int            `json:"attempts"`

@@ -10,6 +10,7 @@ import (
 	"github.com/invopop/jsonschema"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
 )
 
 // The closed sets of the intent row. They are documented in the README and in the tool
@@ -107,7 +108,7 @@ type SchemaDoc = JSONDoc
 
 // JSONSchema describes a JSON Schema document.
 func (JSONDoc) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "object", Description: "a JSON Schema (draft 2020-12 unless it declares $schema), inline only: no external $ref"}
+	return tools.SchemaDocument("a JSON Schema (draft 2020-12 unless it declares $schema), inline only: no external $ref")
 }
 
 // ArgsDoc is a tool-call args object.
@@ -129,7 +130,7 @@ func (d *ArgsDoc) UnmarshalJSON(b []byte) error {
 
 // JSONSchema describes args: any object.
 func (ArgsDoc) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "object", Description: "the args object sent in the envelope"}
+	return tools.OpenObject("the args object sent in the envelope")
 }
 
 // PricingShape is the pricing of a delegation-tier intent: the spec's standard fields,

@@ -2,7 +2,6 @@ package partners
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/invopop/jsonschema"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -36,17 +34,10 @@ type BundleOutput struct {
 	Intents []Intent `json:"intents"`
 }
 
-// Immutable marks a field that cannot be updated; the handler refuses it by name.
-type Immutable json.RawMessage
-
-// UnmarshalJSON keeps the bytes (null included: sending the field at all is refused).
-func (m *Immutable) UnmarshalJSON(b []byte) error {
-	*m = append((*m)[:0], b...)
-	return nil
-}
-
 // UpdateInput is partner_update_intent's input: the intent and the editable fields to
-// change. The immutable fields are listed so that sending one gets an error naming it.
+// change. The immutable fields are declared with their real types so that a caller (or a
+// model filling the form) that sends one gets an error naming it and saying what to do,
+// rather than a bare "unknown field".
 type UpdateInput struct {
 	IntentID      string    `json:"intentId" jsonschema:"minLength=1,maxLength=64" jsonschema_description:"the intent's id, from partner_list_intents"`
 	Name          *string   `json:"name,omitempty" jsonschema:"minLength=1,maxLength=80"`
@@ -56,33 +47,29 @@ type UpdateInput struct {
 	FeeRate       *Decimal  `json:"feeRate,omitempty" jsonschema_description:"new price, in the intent's feeRateUnit"`
 	SampleQueries *[]string `json:"sampleQueries,omitempty" jsonschema:"maxItems=10" jsonschema_description:"replaces the sample queries"`
 
-	PublicIdentifier   Immutable `json:"publicIdentifier,omitempty" jsonschema_description:"immutable: refused"`
-	Category           Immutable `json:"category,omitempty" jsonschema_description:"immutable: refused"`
-	Capabilities       Immutable `json:"capabilities,omitempty" jsonschema_description:"immutable: refused"`
-	BindingType        Immutable `json:"bindingType,omitempty" jsonschema_description:"immutable: refused"`
-	ParametersSchema   Immutable `json:"parametersSchema,omitempty" jsonschema_description:"immutable: refused"`
-	OutputSchema       Immutable `json:"outputSchema,omitempty" jsonschema_description:"immutable: refused"`
-	FeeRateUnit        Immutable `json:"feeRateUnit,omitempty" jsonschema_description:"immutable: refused"`
-	PayoutAddresses    Immutable `json:"payoutAddresses,omitempty" jsonschema_description:"immutable: refused"`
-	Tier               Immutable `json:"tier,omitempty" jsonschema_description:"immutable: refused"`
-	PricingShape       Immutable `json:"pricingShape,omitempty" jsonschema_description:"immutable: refused"`
-	IsActive           Immutable `json:"isActive,omitempty" jsonschema_description:"not updatable here: use partner_set_active"`
-	VerificationStatus Immutable `json:"verificationStatus,omitempty" jsonschema_description:"not updatable: set by the operator"`
+	PublicIdentifier   *string            `json:"publicIdentifier,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	Category           *string            `json:"category,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	Capabilities       *[]string          `json:"capabilities,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	BindingType        *string            `json:"bindingType,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	ParametersSchema   SchemaDoc          `json:"parametersSchema,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	OutputSchema       SchemaDoc          `json:"outputSchema,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	FeeRateUnit        *string            `json:"feeRateUnit,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	PayoutAddresses    *map[string]string `json:"payoutAddresses,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	Tier               *string            `json:"tier,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	PricingShape       PricingShape       `json:"pricingShape,omitempty" jsonschema_description:"immutable: sending it is refused; publish a new intent and archive this one"`
+	IsActive           *bool              `json:"isActive,omitempty" jsonschema_description:"not changed here: use partner_set_active"`
+	VerificationStatus *string            `json:"verificationStatus,omitempty" jsonschema_description:"not changed by partners: the operator sets it"`
 }
-
-// JSONSchema accepts any value, so that the handler, not the schema, refuses it with a
-// message naming the field.
-func (Immutable) JSONSchema() *jsonschema.Schema { return &jsonschema.Schema{} }
 
 func (in *UpdateInput) immutables() []string {
 	var out []string
-	for name, v := range map[string]Immutable{
-		"publicIdentifier": in.PublicIdentifier, "category": in.Category, "capabilities": in.Capabilities,
-		"bindingType": in.BindingType, "parametersSchema": in.ParametersSchema, "outputSchema": in.OutputSchema,
-		"feeRateUnit": in.FeeRateUnit, "payoutAddresses": in.PayoutAddresses, "tier": in.Tier, "pricingShape": in.PricingShape,
-		"isActive": in.IsActive, "verificationStatus": in.VerificationStatus,
+	for name, sent := range map[string]bool{
+		"publicIdentifier": in.PublicIdentifier != nil, "category": in.Category != nil, "capabilities": in.Capabilities != nil,
+		"bindingType": in.BindingType != nil, "parametersSchema": in.ParametersSchema != nil, "outputSchema": in.OutputSchema != nil,
+		"feeRateUnit": in.FeeRateUnit != nil, "payoutAddresses": in.PayoutAddresses != nil, "tier": in.Tier != nil, "pricingShape": in.PricingShape != nil,
+		"isActive": in.IsActive != nil, "verificationStatus": in.VerificationStatus != nil,
 	} {
-		if v != nil {
+		if sent {
 			out = append(out, name)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/tools"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden schema files in testdata/schemas")
@@ -69,7 +70,9 @@ func TestToolSchemas(t *testing.T) {
 	}
 }
 
-// TestToolsAreWellFormed guards the rules every tool must keep: a deliberate readOnlyHint,
+// TestToolsAreWellFormed guards the rules every tool must keep: a title and every hint,
+// schemas strict MCP clients accept (no boolean subschemas, typed properties, no oneOf with
+// null, no bare objects),
 // object schemas with no root $ref, unknown input fields refused, an LLM-usable description.
 func TestToolsAreWellFormed(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
@@ -95,8 +98,20 @@ func TestToolsAreWellFormed(t *testing.T) {
 				t.Errorf("%s %s schema has a $ref; schemas are inlined so OpenAPI can embed them", tool.Name, which)
 			}
 		}
-		var in map[string]any
+		if tool.Title == "" {
+			t.Errorf("%s: no title", tool.Name)
+		}
+		if a := tool.Annotations; a.Destructive == nil || a.OpenWorld == nil {
+			t.Errorf("%s: annotations incomplete: destructive %v, openWorld %v", tool.Name, a.Destructive, a.OpenWorld)
+		}
+		var in, out map[string]any
 		json.Unmarshal(tool.InputSchema, &in)
+		json.Unmarshal(tool.OutputSchema, &out)
+		for which, doc := range map[string]any{"input": in, "output": out} {
+			for _, p := range tools.StrictProblems(doc) {
+				t.Errorf("%s %s schema: %s", tool.Name, which, p)
+			}
+		}
 		if in["additionalProperties"] != false {
 			t.Errorf("%s: input schema does not refuse unknown fields", tool.Name)
 		}

@@ -10,15 +10,41 @@ import (
 	invopop "github.com/invopop/jsonschema"
 )
 
-// AnyJSONTypes is every JSON type: the explicit form of "any value". Strict MCP clients (the
-// TypeScript SDK inside most hosts) reject the boolean schema true, and OpenAI's and
-// Gemini's tool formats want a type on every property, so an open value says so in full.
-var AnyJSONTypes = []any{"object", "array", "string", "number", "boolean", "null"}
+// anyJSONTypes is every JSON type. An open value lists them all as single-type anyOf
+// branches: strict MCP clients (the TypeScript SDK inside most hosts) reject the boolean
+// schema true, OpenAI's and Gemini's tool formats want a type on every property, and
+// Inspector's portability check flags type arrays (Gemini's single-type dialect).
+var anyJSONTypes = []string{"object", "array", "string", "number", "boolean", "null"}
 
 // AnyValue is the schema of an open value (a partner's result, a JSON document's member).
-// invopop has no type arrays, so the type travels in Extras.
 func AnyValue(description string) *invopop.Schema {
-	return &invopop.Schema{Description: description, Extras: map[string]any{"type": AnyJSONTypes}}
+	s := &invopop.Schema{Description: description}
+	for _, t := range anyJSONTypes {
+		s.AnyOf = append(s.AnyOf, &invopop.Schema{Type: t})
+	}
+	return s
+}
+
+func anyValueMap() map[string]any {
+	var branches []any
+	for _, t := range anyJSONTypes {
+		branches = append(branches, map[string]any{"type": t})
+	}
+	return map[string]any{"anyOf": branches}
+}
+
+// isAnyValue reports whether m is AnyValue's union: its object branch is bare by design.
+func isAnyValue(m map[string]any) bool {
+	list, _ := m["anyOf"].([]any)
+	if len(list) != len(anyJSONTypes) {
+		return false
+	}
+	for i, b := range list {
+		if bm, _ := b.(map[string]any); len(bm) != 1 || bm["type"] != anyJSONTypes[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // OpenObject is the schema of an object whose members are not known in advance.
@@ -30,8 +56,8 @@ func OpenObject(description string) *invopop.Schema {
 // parametersSchema): the keywords an object schema starts with are typed, any other allowed.
 func SchemaDocument(description string) *invopop.Schema {
 	props := invopop.NewProperties()
-	props.Set("type", &invopop.Schema{Description: "the JSON type(s) allowed", Items: &invopop.Schema{Type: "string"},
-		Extras: map[string]any{"type": []any{"string", "array"}}})
+	props.Set("type", &invopop.Schema{Description: "the JSON type(s) allowed", AnyOf: []*invopop.Schema{
+		{Type: "string"}, {Type: "array", Items: &invopop.Schema{Type: "string"}}}})
 	props.Set("properties", &invopop.Schema{Type: "object", Description: "member name -> the JSON Schema of that member",
 		AdditionalProperties: OpenObject("a JSON Schema")})
 	props.Set("required", &invopop.Schema{Type: "array", Description: "members that must be present", Items: &invopop.Schema{Type: "string"}})
@@ -53,10 +79,10 @@ func mapType(t reflect.Type) *invopop.Schema {
 }
 
 // strictSchema rewrites a generated schema into the forms every MCP client and model
-// provider accepts, without changing what it validates: the boolean schema true becomes an
-// explicit any-value schema, and invopop's nullable form (oneOf with a null branch, refused by
-// OpenAI's strict mode and Gemini) becomes a type array or an anyOf. Anything it cannot fix is
-// reported by StrictProblems.
+// provider accepts, without changing what it validates: the boolean schema true becomes
+// AnyValue's union, and invopop's nullable form (oneOf with a null branch, refused by OpenAI's
+// strict mode and Gemini) becomes an anyOf. Anything it cannot fix is reported by
+// StrictProblems.
 func strictSchema(raw []byte) ([]byte, error) {
 	var doc any
 	if err := json.Unmarshal(raw, &doc); err != nil {
@@ -78,7 +104,7 @@ var (
 
 func normalize(s any) any {
 	if b, ok := s.(bool); ok && b {
-		return map[string]any{"type": AnyJSONTypes}
+		return anyValueMap()
 	}
 	m, ok := s.(map[string]any)
 	if !ok {
@@ -107,50 +133,31 @@ func normalize(s any) any {
 	return m
 }
 
-// foldNullable turns {"oneOf": [X, {"type":"null"}]} into X with "null" added to its type,
-// or into an anyOf when X has no single type or restricts values (enum, const).
+// foldNullable turns invopop's {"oneOf": [X, {"type":"null"}]} into the anyOf strict clients
+// accept (null matches only its own branch, so the meaning is the same).
 func foldNullable(m map[string]any) {
 	branches, ok := m["oneOf"].([]any)
 	if !ok || len(branches) != 2 {
 		return
 	}
-	var other map[string]any
-	nulls := 0
 	for _, b := range branches {
-		bm, _ := b.(map[string]any)
-		if len(bm) == 1 && bm["type"] == "null" {
-			nulls++
-		} else {
-			other = bm
+		if bm, _ := b.(map[string]any); len(bm) == 1 && bm["type"] == "null" {
+			delete(m, "oneOf")
+			m["anyOf"] = branches
+			return
 		}
 	}
-	if nulls != 1 || other == nil {
-		return
-	}
-	delete(m, "oneOf")
-	typ, single := other["type"].(string)
-	_, enum := other["enum"]
-	_, cnst := other["const"]
-	if !single || enum || cnst {
-		m["anyOf"] = branches
-		return
-	}
-	for k, v := range other {
-		if _, taken := m[k]; !taken {
-			m[k] = v
-		}
-	}
-	m["type"] = []any{typ, "null"}
 }
 
 // StrictProblems lists what strict MCP clients and model providers reject in a schema: a
 // boolean subschema (other than additionalProperties: false), a property without a type (or
-// an anyOf/enum/const of typed branches), oneOf with a null branch, and an object with
-// neither properties nor an additionalProperties schema.
+// an anyOf/enum/const of typed branches), a type array (Gemini's dialect has one type),
+// oneOf with a null branch, and an object with neither properties nor an additionalProperties
+// schema (except the object branch of AnyValue's union).
 func StrictProblems(doc any) []string {
 	var out []string
-	var walk func(s any, at string, property bool, keyword string)
-	walk = func(s any, at string, property bool, keyword string) {
+	var walk func(s any, at string, property bool, keyword string, open bool)
+	walk = func(s any, at string, property bool, keyword string, open bool) {
 		if b, ok := s.(bool); ok {
 			if b || keyword != "additionalProperties" {
 				out = append(out, at+": boolean schema "+fmt.Sprint(b)+"; write an explicit schema")
@@ -172,7 +179,10 @@ func StrictProblems(doc any) []string {
 				}
 			}
 		}
-		if hasType(m, "object") {
+		if _, ok := m["type"].([]any); ok {
+			out = append(out, at+": type is an array; use anyOf branches with one type each")
+		}
+		if m["type"] == "object" && !open {
 			_, props := m["properties"]
 			ap, hasAP := m["additionalProperties"]
 			_, apSchema := ap.(map[string]any)
@@ -182,7 +192,7 @@ func StrictProblems(doc any) []string {
 		}
 		for _, k := range subschemaOne {
 			if v, ok := m[k]; ok {
-				walk(v, at+"/"+k, k == "items" || k == "additionalProperties", k)
+				walk(v, at+"/"+k, k == "items" || k == "additionalProperties", k, false)
 			}
 		}
 		for _, k := range subschemaMaps {
@@ -193,19 +203,20 @@ func StrictProblems(doc any) []string {
 				}
 				sort.Strings(names)
 				for _, n := range names {
-					walk(props[n], at+"/"+k+"/"+n, k == "properties", k)
+					walk(props[n], at+"/"+k+"/"+n, k == "properties", k, false)
 				}
 			}
 		}
 		for _, k := range subschemaLists {
 			if list, ok := m[k].([]any); ok {
+				union := k == "anyOf" && isAnyValue(m)
 				for i, v := range list {
-					walk(v, fmt.Sprintf("%s/%s/%d", at, k, i), k == "prefixItems", k)
+					walk(v, fmt.Sprintf("%s/%s/%d", at, k, i), k == "prefixItems", k, union)
 				}
 			}
 		}
 	}
-	walk(doc, "#", false, "")
+	walk(doc, "#", false, "", false)
 	return out
 }
 
@@ -234,23 +245,6 @@ func typed(m map[string]any) bool {
 		}
 		if all {
 			return true
-		}
-	}
-	return false
-}
-
-func hasType(m map[string]any, t string) bool {
-	switch v := m["type"].(type) {
-	case string:
-		return v == t
-	case []any:
-		if len(v) == len(AnyJSONTypes) {
-			return false // an open value, not an object schema
-		}
-		for _, x := range v {
-			if x == t {
-				return true
-			}
 		}
 	}
 	return false

@@ -24,6 +24,8 @@ func TestStrictProblemsFindsWhatStrictClientsReject(t *testing.T) {
 		"nested untyped":             `{"type":"object","properties":{"o":{"type":"object","properties":{"y":{}}}}}`,
 		"anyOf with untyped branch":  `{"type":"object","properties":{"x":{"anyOf":[{"type":"string"},{"minLength":1}]}}}`,
 		"untyped additionalProperty": `{"type":"object","additionalProperties":{"description":"d"}}`,
+		"type array":                 `{"type":"object","properties":{"x":{"type":["string","null"]}}}`,
+		"bare object beside null":    `{"type":"object","properties":{"x":{"anyOf":[{"type":"object"},{"type":"null"}]}}}`,
 	}
 	for name, raw := range cases {
 		var doc any
@@ -36,9 +38,9 @@ func TestStrictProblemsFindsWhatStrictClientsReject(t *testing.T) {
 	}
 	good := []string{
 		`{"type":"object","properties":{},"additionalProperties":false}`,
-		`{"type":"object","properties":{"x":{"type":["string","null"]}}}`,
+		`{"type":"object","properties":{"x":{"anyOf":[{"type":"string"},{"type":"null"}]}}}`,
 		`{"type":"object","properties":{"x":{"anyOf":[{"type":"string","enum":["a"]},{"type":"null"}]}}}`,
-		`{"type":"object","properties":{"x":{"type":["object","array","string","number","boolean","null"]}}}`,
+		`{"type":"object","properties":{"x":{"anyOf":[{"type":"object"},{"type":"array"},{"type":"string"},{"type":"number"},{"type":"boolean"},{"type":"null"}]}}}`,
 		`{"type":"object","additionalProperties":{"type":"string"}}`,
 		`{"type":"object","properties":{"e":{"enum":["A","B"]}}}`,
 	}
@@ -89,24 +91,27 @@ func TestGeneratedSchemasAreStrict(t *testing.T) {
 	}
 	tool := tools.New(tools.Def{Name: "strict_tool", Annotations: tools.Annotations{ReadOnly: tools.Bool(true)}},
 		func(context.Context, *tools.Caller, struct{}) (out, error) { return out{}, nil })
-	var doc map[string]any
+	var doc struct {
+		Properties map[string]map[string]any `json:"properties"`
+	}
 	if err := json.Unmarshal(tool.OutputSchema, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if p := tools.StrictProblems(doc); len(p) > 0 {
+	var whole any
+	json.Unmarshal(tool.OutputSchema, &whole)
+	if p := tools.StrictProblems(whole); len(p) > 0 {
 		t.Fatalf("generated schema has problems: %v\n%s", p, tool.OutputSchema)
 	}
-	props := doc["properties"].(map[string]any)
-	for _, name := range []string{"result", "raw"} {
-		if typ, _ := props[name].(map[string]any)["type"].([]any); len(typ) != 6 {
-			t.Errorf("%s: %v, want every JSON type", name, props[name])
+	props := doc.Properties
+	for _, name := range []string{"result", "raw", "anyway"} {
+		if !strings.Contains(jsonOf(props[name]), `{"anyOf":[{"type":"object"},{"type":"array"},{"type":"string"},{"type":"number"},{"type":"boolean"},{"type":"null"}]`) {
+			t.Errorf("%s: %s, want every JSON type as anyOf branches", name, jsonOf(props[name]))
 		}
 	}
-	if typ := props["maybe"].(map[string]any)["type"]; !equalJSON(typ, []any{"string", "null"}) {
-		t.Errorf("nullable string: %v", props["maybe"])
-	}
-	if _, ok := props["choice"].(map[string]any)["anyOf"]; !ok {
-		t.Errorf("nullable enum should be an anyOf (a type array would let null fail the enum): %v", props["choice"])
+	for _, name := range []string{"maybe", "choice"} {
+		if got := jsonOf(props[name]["anyOf"]); !strings.HasSuffix(got, `{"type":"null"}]`) {
+			t.Errorf("nullable %s: %s, want anyOf with a null branch", name, jsonOf(props[name]))
+		}
 	}
 	// The rewritten schema still validates what it promises.
 	for _, v := range []string{`{"result":{"a":1},"raw":[1],"maybe":null,"choice":null,"anyway":{},"listing":[]}`,
@@ -124,8 +129,7 @@ func TestGeneratedSchemasAreStrict(t *testing.T) {
 	}
 }
 
-func equalJSON(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -15,26 +15,39 @@ import (
 // Options configure the server.
 type Options struct {
 	Name, Version string
-	// APIKey is used when a request carries no key of its own: stdio, where the desktop host
-	// puts the key in the environment.
+	// Stdio builds the server for stdio, where the desktop host puts the key in the
+	// environment (APIKey) instead of a header. Over HTTP APIKey is ignored: a keyless HTTP
+	// caller never acts with the operator's key.
+	Stdio  bool
 	APIKey string
 	Log    *slog.Logger
 }
 
+// stdioKeyHelp is how a key reaches the stdio door; the kernel puts it in UNAUTHENTICATED.
+const stdioKeyHelp = "set SWITCHBOARD_API_KEY in the environment of the switchboard stdio process (the MCP host's server config) and restart it"
+
 // New registers every kernel tool on a go-sdk server with the low-level AddTool, so the
 // kernel's validator is the only one that runs.
 func New(k *tools.Kernel, opts Options) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version},
-		&mcp.ServerOptions{Logger: opts.Log, Instructions: instructions})
+	instr, key := httpInstructions, ""
+	if opts.Stdio {
+		instr, key = stdioInstructions, opts.APIKey
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "Switchboard", Version: opts.Version},
+		&mcp.ServerOptions{Logger: opts.Log, Instructions: instr})
 	for _, t := range k.Tools() {
-		srv.AddTool(describe(t), handler(k, t.Name, opts.APIKey))
+		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio))
 	}
 	return srv
 }
 
-const instructions = "Switchboard: onboarding, API keys, token lookups and partner intents for AI agents. " +
-	"Without an API key, call agent_signup with an e-mail inbox you can read, then agent_verify with the 6-digit code; " +
-	"send the key as the x-api-key header. Without an inbox, ask a human for a key."
+const (
+	about            = "Switchboard: onboarding, API keys, token lookups and partner intents for AI agents. "
+	httpInstructions = about + "Without an API key, call agent_signup with an e-mail inbox you can read, then agent_verify with the 6-digit code; " +
+		"send the key as the x-api-key header. Without an inbox, ask a human for a key."
+	stdioInstructions = about + "Without an API key, call agent_signup with an e-mail inbox you can read, then agent_verify with the 6-digit code, " +
+		"and ask the human to put the key in SWITCHBOARD_API_KEY in this server's configuration. Without an inbox, ask a human for a key."
+)
 
 func describe(t *tools.Tool) *mcp.Tool {
 	a := t.Annotations
@@ -54,9 +67,12 @@ func describe(t *tools.Tool) *mcp.Tool {
 	}
 }
 
-func handler(k *tools.Kernel, name, defaultKey string) mcp.ToolHandler {
+func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		call := tools.Request{Tool: name, Args: req.Params.Arguments, APIKey: defaultKey}
+		if stdio {
+			call.KeyHelp = stdioKeyHelp
+		}
 		if req.Extra != nil && req.Extra.Header != nil {
 			h := req.Extra.Header
 			if key := tools.KeyFromHeader(h); key != "" {
@@ -90,7 +106,3 @@ func HTTPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})
 }
 
-// ServeStdio serves srv on stdin/stdout until ctx ends or the host closes the pipe.
-func ServeStdio(ctx context.Context, srv *mcp.Server) error {
-	return srv.Run(ctx, &mcp.StdioTransport{})
-}

@@ -15,6 +15,7 @@ type Request struct {
 	APIKey     string          // the secret as presented, "" when none
 	ClientAddr string
 	RequestID  string
+	KeyHelp    string // how this door takes a key, for UNAUTHENTICATED; "" means the HTTP headers
 }
 
 // Kernel is the single list of tools both doors iterate, and the single path every call
@@ -91,7 +92,11 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 	}
 	if t.Access.NeedsKey() {
 		if req.APIKey == "" {
-			return nil, Errorf(CodeUnauthenticated, "%s needs an API key (header x-api-key or Authorization: Bearer). No key yet? Call agent_signup with an e-mail inbox you can read, then agent_verify with the code; without an inbox, ask a human for a key", t.Name)
+			help := req.KeyHelp
+			if help == "" {
+				help = "send it in the header x-api-key or Authorization: Bearer"
+			}
+			return nil, Errorf(CodeUnauthenticated, "%s needs an API key: %s. No key yet? Call agent_signup with an e-mail inbox you can read, then agent_verify with the code; without an inbox, ask a human for a key", t.Name, help)
 		}
 		key, err := k.auth.Authenticate(ctx, req.APIKey)
 		if err != nil {

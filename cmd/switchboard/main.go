@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer a.Close()
-		return mcpserver.ServeStdio(ctx, a.MCP)
+		return mcpserver.ServeStdio(ctx, a.StdioServer(), os.Stdin, stdout)
 	default:
 		return serve(ctx, cfg, log)
 	}

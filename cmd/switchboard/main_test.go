@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,5 +100,69 @@ func TestServeHelpListsSettings(t *testing.T) {
 	err := run(context.Background(), []string{"serve", "--help"}, new(bytes.Buffer), &stderr)
 	if err == nil || !strings.Contains(stderr.String(), "SWITCHBOARD_DATABASE_URL") || !strings.Contains(stderr.String(), "-smtp-url") {
 		t.Fatalf("serve --help: %v\n%s", err, stderr.String())
+	}
+}
+
+// TestStdioAnswersEveryRequestBeforeExit pipes a batch of requests and closes stdin at once,
+// as a host running a one-shot script does: every request gets its answer before the process
+// exits. Without a key, a tool that needs one says how stdio takes a key.
+func TestStdioAnswersEveryRequestBeforeExit(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "switchboard")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	inbox := apptest.NewInbox(t)
+	var in bytes.Buffer
+	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"batch","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	const calls = 30
+	for i := 1; i <= calls; i++ {
+		var params string
+		switch i % 3 {
+		case 0:
+			params = `{"name":"resolve_token","arguments":{"query":"usdc"}}`
+		case 1:
+			params = fmt.Sprintf(`{"name":"agent_signup","arguments":{"email":"batch%d@example.com"}}`, i)
+		default:
+			params = `{"name":"discover","arguments":{"query":"price"}}`
+		}
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`+"\n", i, params)
+	}
+	cmd := exec.Command(bin, "stdio")
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_DATA_DIR="+t.TempDir(), "SWITCHBOARD_SMTP_URL="+inbox.URL(), "SWITCHBOARD_API_KEY=", "SWITCHBOARD_DATABASE_URL=")
+	cmd.Stdin = &in
+	stderr := new(syncBuffer)
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("switchboard stdio: %v\nstderr: %s", err, stderr)
+	}
+	answered := map[int]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var resp struct {
+			ID     *int `json:"id"`
+			Result struct {
+				IsError bool `json:"isError"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &resp); err != nil || resp.ID == nil {
+			t.Fatalf("stdout line is not a response: %q (%v)", line, err)
+		}
+		text := ""
+		if len(resp.Result.Content) > 0 {
+			text = resp.Result.Content[0].Text
+		}
+		answered[*resp.ID] = text
+	}
+	for id := 0; id <= calls; id++ {
+		if _, ok := answered[id]; !ok {
+			t.Errorf("request %d got no answer before exit (%d of %d answered)", id, len(answered), calls+1)
+		}
+	}
+	if got := answered[3]; !strings.Contains(got, "UNAUTHENTICATED") || !strings.Contains(got, "SWITCHBOARD_API_KEY") || strings.Contains(got, "x-api-key") {
+		t.Errorf("stdio UNAUTHENTICATED should name SWITCHBOARD_API_KEY, not HTTP headers: %s", got)
 	}
 }

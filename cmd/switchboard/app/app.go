@@ -52,12 +52,18 @@ type App struct {
 	Config     Config
 	Store      *store.Store
 	Kernel     *tools.Kernel
-	MCP        *mcp.Server
+	MCP        *mcp.Server // served over Streamable HTTP at /mcp
 	Handler    http.Handler
 	SigningKey ed25519.PrivateKey
 	Log        *slog.Logger
 	Partners   *partners.Service // partner intents; the operator CLI uses it
 	Billing    *billing.Service  // credit, ledger, the reservation sweeper
+}
+
+// StdioServer is the MCP server for stdio: the same tools, acting with SWITCHBOARD_API_KEY
+// when a call carries no key (the HTTP server never does).
+func (a *App) StdioServer() *mcp.Server {
+	return mcpserver.New(a.Kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.Config.APIKey, Log: a.Log})
 }
 
 // Close releases the database.
@@ -178,7 +184,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, APIKey: cfg.APIKey, Log: log})
+	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log})
 	pubPEM, err := signing.MarshalPublicKeyPEM(signingKey.Public().(ed25519.PublicKey))
 	if err != nil {
 		return nil, err

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
@@ -37,7 +39,7 @@ func llmsTxt(o Options) string {
 
 // OpenAPI builds the OpenAPI 3.1 document from the route table and the same generated schemas
 // the MCP tools publish.
-func OpenAPI(k *tools.Kernel, baseURL, version string) ([]byte, error) {
+func OpenAPI(k *tools.Kernel, o Options) ([]byte, error) {
 	paths := map[string]map[string]any{}
 	for _, rt := range Routes {
 		t := k.Tool(rt.Tool)
@@ -85,10 +87,9 @@ func OpenAPI(k *tools.Kernel, baseURL, version string) ([]byte, error) {
 		if rt.Created {
 			status = "201"
 		}
-		op["responses"] = map[string]any{
-			status:    map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": out}}},
-			"default": map[string]any{"description": "error (see the error model)", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
-		}
+		responses := errorResponses(t, rt)
+		responses[status] = map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": out}}}
+		op["responses"] = responses
 		if !t.Access.NeedsKey() {
 			op["security"] = []any{}
 		} else if s := t.Access.Scope(); s != "" {
@@ -99,14 +100,19 @@ func OpenAPI(k *tools.Kernel, baseURL, version string) ([]byte, error) {
 		}
 		paths[rt.Path][strings.ToLower(rt.Method)] = op
 	}
+	servers := []any{map[string]any{"url": o.BaseURL, "description": o.Env + " environment"}}
+	if o.TestBaseURL != "" && o.TestBaseURL != o.BaseURL {
+		servers = append(servers, map[string]any{"url": o.TestBaseURL, "description": "test environment: its own data and keys, no real users or funds"})
+	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
 			"title":       "Switchboard",
-			"version":     version,
-			"description": "Every operation is also an MCP tool at /mcp with the same schemas (x-mcp-tool).",
+			"version":     o.Version,
+			"description": "Every operation is also an MCP tool at /mcp with the same schemas (x-mcp-tool). Errors share one body: {\"error\": {\"code\", \"message\", \"details\"}}; the message says what to do next.",
+			"license":     map[string]any{"name": "Proprietary (all rights reserved)"},
 		},
-		"servers": []any{map[string]any{"url": baseURL}},
+		"servers": servers,
 		"paths":   paths,
 		"components": map[string]any{
 			"securitySchemes": map[string]any{
@@ -120,6 +126,39 @@ func OpenAPI(k *tools.Kernel, baseURL, version string) ([]byte, error) {
 	return json.MarshalIndent(doc, "", "  ")
 }
 
+// errorResponses documents every error an operation can answer, by HTTP status, each with
+// the codes behind it and the error body.
+func errorResponses(t *tools.Tool, rt Route) map[string]any {
+	codes := []tools.Code{tools.CodeBadInput}
+	if t.Access.NeedsKey() {
+		codes = append(codes, tools.CodeUnauthenticated, tools.CodeForbidden, tools.CodeRateLimited)
+	}
+	codes = append(codes, rt.Errors...)
+	codes = append(codes, tools.CodeUnavailable, tools.CodeInternal)
+	byStatus := map[int][]string{}
+	for _, c := range codes {
+		st := Status(c)
+		if !slices.Contains(byStatus[st], string(c)) {
+			byStatus[st] = append(byStatus[st], string(c))
+		}
+	}
+	out := map[string]any{}
+	for st, cs := range byStatus {
+		r := map[string]any{
+			"description": http.StatusText(st) + ": " + strings.Join(cs, ", "),
+			"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}},
+		}
+		if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
+			r["headers"] = map[string]any{"Retry-After": map[string]any{
+				"description": "seconds to wait before retrying (always sent with RATE_LIMITED)",
+				"schema":      map[string]any{"type": "integer", "minimum": 0},
+			}}
+		}
+		out[strconv.Itoa(st)] = r
+	}
+	return out
+}
+
 var errorSchema = map[string]any{
 	"type":     "object",
 	"required": []any{"error"},
@@ -129,7 +168,7 @@ var errorSchema = map[string]any{
 		"properties": map[string]any{
 			"code":    map[string]any{"type": "string", "enum": []any{"BAD_INPUT", "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "CONFIRMATION_REQUIRED", "PAYMENT_REQUIRED", "SPEND_LIMIT", "INSUFFICIENT_CREDITS", "RATE_LIMITED", "UPSTREAM", "UNAVAILABLE", "INTERNAL"}},
 			"message": map[string]any{"type": "string"},
-			"details": map[string]any{"type": "object"},
+			"details": map[string]any{"type": "object", "description": "what the code needs to act on (field problems, a quote, the partner's own error)", "additionalProperties": true},
 		},
 	}},
 }

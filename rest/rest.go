@@ -24,6 +24,7 @@ type Options struct {
 	Kernel       *tools.Kernel
 	MCP          http.Handler // served at /mcp
 	BaseURL      string
+	TestBaseURL  string // the test environment's base URL, listed in OpenAPI when set
 	PublicKeyPEM []byte
 	EmailSignup  bool // whether e-mail onboarding is enabled (a mailer is configured)
 	Env          string
@@ -55,7 +56,7 @@ func New(o Options) (http.Handler, error) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		w.Write(o.PublicKeyPEM)
 	})
-	doc, err := OpenAPI(o.Kernel, o.BaseURL, o.Version)
+	doc, err := OpenAPI(o.Kernel, o)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}

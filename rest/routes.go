@@ -3,7 +3,11 @@
 // key, the OpenAPI document, health).
 package rest
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/switchboard-hq/switchboard/tools"
+)
 
 // Route maps one HTTP route onto a tool. Path parameters are copied into the tool's input
 // under the names in Params; GET query parameters become input fields by name.
@@ -13,30 +17,46 @@ type Route struct {
 	Tool    string            // kernel tool name
 	Params  map[string]string // path parameter -> input field
 	Created bool              // answer 201 instead of 200
+	// Errors are the codes the tool itself can answer, documented in OpenAPI beside the
+	// kernel's own (BAD_INPUT; UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED for keyed tools;
+	// UNAVAILABLE and INTERNAL everywhere).
+	Errors []tools.Code
 }
+
+const (
+	unauth      = tools.CodeUnauthenticated
+	notFound    = tools.CodeNotFound
+	conflict    = tools.CodeConflict
+	confirm     = tools.CodeConfirmationRequired
+	payment     = tools.CodePaymentRequired
+	spendLimit  = tools.CodeSpendLimit
+	noCredits   = tools.CodeInsufficientCredits
+	rateLimited = tools.CodeRateLimited
+	upstream    = tools.CodeUpstream
+)
 
 // Routes is the /v1 table. A route whose tool is not registered is skipped, so a capability
 // lands by adding its tools and its rows here.
 var Routes = []Route{
-	{Method: http.MethodPost, Path: "/v1/agents/signup", Tool: "agent_signup"},
-	{Method: http.MethodPost, Path: "/v1/agents/verify", Tool: "agent_verify"},
+	{Method: http.MethodPost, Path: "/v1/agents/signup", Tool: "agent_signup", Errors: []tools.Code{rateLimited}},
+	{Method: http.MethodPost, Path: "/v1/agents/verify", Tool: "agent_verify", Errors: []tools.Code{unauth, rateLimited}},
 	{Method: http.MethodPost, Path: "/v1/keys", Tool: "api_key_create", Created: true},
 	{Method: http.MethodGet, Path: "/v1/keys", Tool: "api_key_list"},
-	{Method: http.MethodDelete, Path: "/v1/keys/{key_id}", Tool: "api_key_revoke", Params: map[string]string{"key_id": "keyId"}},
+	{Method: http.MethodDelete, Path: "/v1/keys/{key_id}", Tool: "api_key_revoke", Params: map[string]string{"key_id": "keyId"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodGet, Path: "/v1/account", Tool: "account_get"},
-	{Method: http.MethodGet, Path: "/v1/tokens/resolve", Tool: "resolve_token"},
-	{Method: http.MethodGet, Path: "/v1/tokens/price", Tool: "get_price"},
-	{Method: http.MethodGet, Path: "/v1/balances", Tool: "get_balances"},
-	{Method: http.MethodPost, Path: "/v1/wallets/connected", Tool: "connected_wallet_add"},
+	{Method: http.MethodGet, Path: "/v1/tokens/resolve", Tool: "resolve_token", Errors: []tools.Code{upstream}},
+	{Method: http.MethodGet, Path: "/v1/tokens/price", Tool: "get_price", Errors: []tools.Code{notFound, upstream}},
+	{Method: http.MethodGet, Path: "/v1/balances", Tool: "get_balances", Errors: []tools.Code{upstream}},
+	{Method: http.MethodPost, Path: "/v1/wallets/connected", Tool: "connected_wallet_add", Errors: []tools.Code{conflict}},
 	{Method: http.MethodGet, Path: "/v1/wallets/connected", Tool: "connected_wallet_list"},
-	{Method: http.MethodDelete, Path: "/v1/wallets/connected/{address}", Tool: "connected_wallet_remove", Params: map[string]string{"address": "address"}},
+	{Method: http.MethodDelete, Path: "/v1/wallets/connected/{address}", Tool: "connected_wallet_remove", Params: map[string]string{"address": "address"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodGet, Path: "/v1/discover", Tool: "discover"},
-	{Method: http.MethodPost, Path: "/v1/invoke", Tool: "invoke_partner_message"},
-	{Method: http.MethodPost, Path: "/v1/partner/intents", Tool: "partner_publish_intent", Created: true},
-	{Method: http.MethodPost, Path: "/v1/partner/intents/bundle", Tool: "partner_publish_intent_bundle", Created: true},
-	{Method: http.MethodPatch, Path: "/v1/partner/intents/{id}", Tool: "partner_update_intent", Params: map[string]string{"id": "intentId"}},
-	{Method: http.MethodPost, Path: "/v1/partner/test-endpoint", Tool: "partner_test_endpoint"},
-	{Method: http.MethodPost, Path: "/v1/partner/intents/{id}/active", Tool: "partner_set_active", Params: map[string]string{"id": "intentId"}},
+	{Method: http.MethodPost, Path: "/v1/invoke", Tool: "invoke_partner_message", Errors: []tools.Code{notFound, conflict, confirm, payment, spendLimit, noCredits, upstream}},
+	{Method: http.MethodPost, Path: "/v1/partner/intents", Tool: "partner_publish_intent", Created: true, Errors: []tools.Code{conflict}},
+	{Method: http.MethodPost, Path: "/v1/partner/intents/bundle", Tool: "partner_publish_intent_bundle", Created: true, Errors: []tools.Code{conflict}},
+	{Method: http.MethodPatch, Path: "/v1/partner/intents/{id}", Tool: "partner_update_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
+	{Method: http.MethodPost, Path: "/v1/partner/test-endpoint", Tool: "partner_test_endpoint", Errors: []tools.Code{notFound}},
+	{Method: http.MethodPost, Path: "/v1/partner/intents/{id}/active", Tool: "partner_set_active", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
 	{Method: http.MethodGet, Path: "/v1/partner/intents", Tool: "partner_list_intents"},
-	{Method: http.MethodDelete, Path: "/v1/partner/intents/{id}", Tool: "partner_archive_intent", Params: map[string]string{"id": "intentId"}},
+	{Method: http.MethodDelete, Path: "/v1/partner/intents/{id}", Tool: "partner_archive_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound}},
 }

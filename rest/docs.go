@@ -12,28 +12,31 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// llmsTxt renders the onboarding instructions for agents, listing the methods this
-// deployment has enabled.
+// llmsTxt renders the onboarding instructions for agents. It lists exactly the onboarding
+// methods this deployment has enabled, each with URLs that answer: paste-a-key needs an
+// issuance page for humans, which this deployment does not serve, so it is not offered.
 func llmsTxt(o Options) string {
 	var b strings.Builder
+	base := o.BaseURL
 	fmt.Fprintf(&b, "# Switchboard\n\n")
 	fmt.Fprintf(&b, "> MCP-native onboarding, API keys, token lookups and signed partner intents for AI agents.\n\n")
-	fmt.Fprintf(&b, "MCP (Streamable HTTP): %s/mcp — send your key as the `x-api-key` header (or `Authorization: Bearer`).\n", o.BaseURL)
-	fmt.Fprintf(&b, "REST: %s/v1/... — routes in %s/openapi.json.\n\n", o.BaseURL, o.BaseURL)
+	fmt.Fprintf(&b, "MCP (Streamable HTTP): %s/mcp — send your key as the `x-api-key` header (or `Authorization: Bearer`).\n", base)
+	fmt.Fprintf(&b, "REST: %s/v1/... — every route and its errors in %s/openapi.json.\n\n", base, base)
 	fmt.Fprintf(&b, "## Onboarding methods enabled here\n\n")
-	n := 1
-	fmt.Fprintf(&b, "%d. Paste a key: a human signs in on the developer dashboard, clicks Issue key and pastes the key to you. Use this when you cannot read an e-mail inbox: ask the human for a key, do not retry signup.\n", n)
 	if o.EmailSignup {
-		n++
-		fmt.Fprintf(&b, "%d. E-mail one-time code (needs an inbox you can read):\n", n)
-		fmt.Fprintf(&b, "   - MCP tool `agent_signup {\"email\": \"you@example.com\"}` or `POST %s/v1/agents/signup` — always answers {\"ok\":true} and e-mails a 6-digit code valid 10 minutes.\n", o.BaseURL)
-		fmt.Fprintf(&b, "   - MCP tool `agent_verify {\"email\": ..., \"code\": \"123456\"}` or `POST %s/v1/agents/verify` — returns userId, wallets (evm, svm), apiKey (shown once: store it), scopes, spendLimitUsd, rateLimitPerMinute.\n", o.BaseURL)
-		fmt.Fprintf(&b, "   - 5 wrong codes void a code; ask for a new one with agent_signup. Verifying again later recovers the same account with a new key.\n")
+		fmt.Fprintf(&b, "E-mail one-time code (needs an inbox you can read):\n\n")
+		fmt.Fprintf(&b, "1. MCP tool `agent_signup {\"email\": \"you@example.com\"}` or `POST %s/v1/agents/signup` — always answers {\"ok\":true} and e-mails a 6-digit code valid 10 minutes.\n", base)
+		fmt.Fprintf(&b, "2. MCP tool `agent_verify {\"email\": ..., \"code\": \"123456\"}` or `POST %s/v1/agents/verify` — returns userId, wallets (evm, svm), apiKey (shown once: store it), scopes, spendLimitUsd, rateLimitPerMinute.\n", base)
+		fmt.Fprintf(&b, "3. 5 wrong codes void a code; ask for a new one with agent_signup. Verifying again later recovers the same account with a new key.\n\n")
+		fmt.Fprintf(&b, "Without an inbox you can read, do not retry signup: ask a human for a key (they can get one with the same two calls from their own inbox) and use the key they paste to you.\n")
+	} else {
+		fmt.Fprintf(&b, "None: this deployment has no self-service onboarding. Do not retry signup: ask a human (the operator) for an API key and use the key they paste to you.\n")
 	}
 	fmt.Fprintf(&b, "\n## With a key\n\n")
 	fmt.Fprintf(&b, "- `api_key_create` (POST /v1/keys), `api_key_list` (GET /v1/keys), `api_key_revoke` (DELETE /v1/keys/{key_id}), `account_get` (GET /v1/account).\n")
+	fmt.Fprintf(&b, "- Lookups: `resolve_token`, `get_price`, `get_balances`; the marketplace: `discover`, then `invoke_partner_message` with the partner's @handle.\n")
 	fmt.Fprintf(&b, "- Errors are {\"error\": {\"code\", \"message\", \"details\"}}; the message says what to do next. RATE_LIMITED comes with Retry-After.\n")
-	fmt.Fprintf(&b, "\nPartners verify Switchboard's Ed25519 signatures with the key at %s/.well-known/service-public-key.\n", o.BaseURL)
+	fmt.Fprintf(&b, "\nPartners verify Switchboard's Ed25519 signatures with the key at %s/.well-known/service-public-key.\n", base)
 	return b.String()
 }
 

@@ -113,6 +113,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+	if err := cfg.CheckServe(); err != nil {
+		return err
+	}
 	a, err := app.Build(ctx, cfg, app.Deps{Log: log})
 	if err != nil {
 		return err
@@ -130,7 +133,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	go a.Billing.RunSweeper(ctx, 30*time.Second) // refunds reservations a crash abandoned
-	log.Info("switchboard serving", "addr", cfg.Addr, "base_url", cfg.BaseURL, "env", cfg.Env, "postgres", a.Store.Postgres())
+	log.Info("switchboard serving", "addr", cfg.Addr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
 	select {
 	case err := <-errc:
 		return err

@@ -190,7 +190,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	handler, err := rest.New(rest.Options{
-		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), BaseURL: cfg.BaseURL, PublicKeyPEM: pubPEM,
+		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, PublicKeyPEM: pubPEM,
 		EmailSignup: mailer != nil, Env: cfg.Env, Version: Version, Ready: st.Ping, Log: log,
 	})
 	if err != nil {

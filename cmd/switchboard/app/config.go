@@ -5,6 +5,8 @@ package app
 import (
 	"flag"
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -16,6 +18,7 @@ import (
 type Config struct {
 	Addr                string
 	BaseURL             string
+	TestBaseURL         string
 	DataDir             string
 	DatabaseURL         string
 	Env                 string
@@ -48,7 +51,8 @@ type setting struct {
 func (c *Config) settings() []setting {
 	return []setting{
 		{env: "SWITCHBOARD_ADDR", flag: "addr", usage: "listen address for HTTP (MCP at /mcp, REST at /v1)", str: &c.Addr, common: true},
-		{env: "SWITCHBOARD_BASE_URL", flag: "base-url", usage: "public base URL, used in llms.txt and links", str: &c.BaseURL, common: true},
+		{env: "SWITCHBOARD_BASE_URL", flag: "base-url", usage: "public base URL (https, required in production), used in llms.txt, OpenAPI and links; empty in test: derived from the listen address", str: &c.BaseURL, common: true},
+		{env: "SWITCHBOARD_TEST_BASE_URL", flag: "test-base-url", usage: "base URL of this deployment's test environment, listed in OpenAPI beside the base URL", str: &c.TestBaseURL},
 		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database and generated keys", str: &c.DataDir, common: true},
 		{env: "SWITCHBOARD_DATABASE_URL", flag: "database-url", usage: "postgres://... selects PostgreSQL; empty: SQLite in the data dir", str: &c.DatabaseURL, common: true},
 		{env: "SWITCHBOARD_ENV", flag: "env", usage: "test or production (key prefixes, publishing rules)", str: &c.Env, common: true},
@@ -89,7 +93,7 @@ func (c *Config) settings() []setting {
 // Defaults returns the documented defaults.
 func Defaults() Config {
 	return Config{
-		Addr: ":8080", BaseURL: "http://localhost:8080", DataDir: "./data", Env: "test",
+		Addr: ":8080", DataDir: "./data", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
 		InfraCostUSD: "0.001", PlatformFeeBps: 1000, StartingCreditUSD: "10", SettlementChain: "evm:8453",
 		Tokens: tokens.DefaultConfig(),
@@ -152,5 +156,41 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE must be at least 1")
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	c.TestBaseURL = strings.TrimRight(c.TestBaseURL, "/")
 	return nil
+}
+
+// PublicBaseURL is the base URL callers use: the configured one, or in the test environment
+// the listen address (flags may change it after Validate, so it is derived late).
+func (c *Config) PublicBaseURL() string {
+	if c.BaseURL == "" && c.Env == "test" {
+		return baseURLFromAddr(c.Addr)
+	}
+	return c.BaseURL
+}
+
+// CheckServe is what serving needs beyond Validate: in production a public https base URL,
+// since llms.txt, OpenAPI and every link a caller follows are built from it.
+func (c *Config) CheckServe() error {
+	if c.Env != "production" {
+		return nil
+	}
+	u, err := url.Parse(c.BaseURL)
+	if c.BaseURL == "" || err != nil || u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("SWITCHBOARD_BASE_URL=%q: production needs the public https URL callers use, e.g. SWITCHBOARD_BASE_URL=https://switchboard.example.com", c.BaseURL)
+	}
+	return nil
+}
+
+// baseURLFromAddr is the development base URL: the listen address, with an unspecified host
+// read as localhost.
+func baseURLFromAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://localhost:8080"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

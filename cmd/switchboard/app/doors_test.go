@@ -2,7 +2,10 @@ package app_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -26,11 +29,11 @@ func TestHTTPNeverActsWithTheStdioKey(t *testing.T) {
 	}
 	srv := httptest.NewServer(a.Handler)
 	defer srv.Close()
-	http := &apptest.Env{App: a, URL: srv.URL}
-	if _, e := apptest.CallTool(t, http.MCP(t, ""), "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated || !strings.Contains(e.Message, "x-api-key") {
+	httpDoor := &apptest.Env{App: a, URL: srv.URL}
+	if _, e := apptest.CallTool(t, httpDoor.MCP(t, ""), "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated || !strings.Contains(e.Message, "x-api-key") {
 		t.Fatalf("keyless HTTP MCP call: %v, want UNAUTHENTICATED naming the header", e)
 	}
-	if status, body := http.REST(t, "GET", "/v1/account", "", nil); status != 401 {
+	if status, body := httpDoor.REST(t, "GET", "/v1/account", "", nil); status != 401 {
 		t.Fatalf("keyless REST call: %d %v", status, body)
 	}
 
@@ -48,5 +51,73 @@ func TestHTTPNeverActsWithTheStdioKey(t *testing.T) {
 	defer cs.Close()
 	if out, e := apptest.CallTool(t, cs, "account_get", nil); e != nil || out["email"] != "op@example.com" {
 		t.Fatalf("stdio with SWITCHBOARD_API_KEY: %v %v", out, e)
+	}
+}
+
+// Every URL llms.txt gives an agent answers: GET documents with 200, the POST routes it names
+// with an error about the body (not 404), and /mcp as an MCP endpoint.
+func TestLLMsTxtLinksAnswer(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	resp, err := http.Get(env.URL + "/llms.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	urls := regexp.MustCompile(regexp.QuoteMeta(env.URL)+`[^\s` + "`" + `)]*`).FindAllString(string(body), -1)
+	if len(urls) < 5 {
+		t.Fatalf("llms.txt names too few URLs: %v\n%s", urls, body)
+	}
+	for _, u := range urls {
+		if strings.HasSuffix(u, "/v1/...") {
+			continue // the REST prefix, spelled out in openapi.json
+		}
+		u = strings.TrimRight(u, ".,")
+		switch {
+		case strings.HasSuffix(u, "/mcp"):
+			if _, e := apptest.CallTool(t, env.MCP(t, ""), "resolve_token", map[string]any{"query": "usdc"}); e == nil || e.Code != tools.CodeUnauthenticated {
+				t.Errorf("%s: %v", u, e)
+			}
+		case strings.Contains(u, "/v1/agents/"):
+			if status, _, _ := apptest.Do(t, "POST", u, "", map[string]any{}); status != 400 {
+				t.Errorf("POST %s: %d, want 400 for an empty body", u, status)
+			}
+		default:
+			r, err := http.Get(u)
+			if err != nil || r.StatusCode != 200 {
+				t.Errorf("GET %s: %v %v", u, r.StatusCode, err)
+			}
+			r.Body.Close()
+		}
+	}
+}
+
+// In production serve refuses to start without a public https base URL and says which
+// variable to set; in test it is the listen address.
+func TestBaseURL(t *testing.T) {
+	for _, tc := range []struct{ env, base, addr, want, err string }{
+		{env: "test", addr: ":8080", want: "http://localhost:8080"},
+		{env: "test", addr: "127.0.0.1:9000", want: "http://127.0.0.1:9000"},
+		{env: "test", addr: "[::]:9000", want: "http://localhost:9000"},
+		{env: "test", base: "https://sb.example.com", addr: ":1", want: "https://sb.example.com"},
+		{env: "production", addr: ":8080", err: "SWITCHBOARD_BASE_URL"},
+		{env: "production", base: "http://sb.example.com", addr: ":8080", err: "https"},
+		{env: "production", base: "https://sb.example.com", addr: ":8080", want: "https://sb.example.com"},
+	} {
+		cfg := app.Defaults()
+		cfg.Env, cfg.BaseURL, cfg.Addr = tc.env, tc.base, tc.addr
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		err := cfg.CheckServe()
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: CheckServe %v, want an error naming %s", tc, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || cfg.PublicBaseURL() != tc.want {
+			t.Errorf("%+v: %q %v, want %q", tc, cfg.PublicBaseURL(), err, tc.want)
+		}
 	}
 }

@@ -226,7 +226,7 @@ func TestPublicDocuments(t *testing.T) {
 		t.Fatalf("public key: %d %q %q", resp.StatusCode, resp.Header.Get("Cache-Control"), body)
 	}
 	resp, body = get("/llms.txt")
-	if resp.StatusCode != 200 || !strings.Contains(body, "Paste a key") || !strings.Contains(body, "agent_signup") || !strings.Contains(body, env.URL+"/mcp") {
+	if resp.StatusCode != 200 || strings.Contains(body, "Paste a key") || !strings.Contains(body, "agent_signup") || !strings.Contains(body, env.URL+"/mcp") {
 		t.Fatalf("llms.txt: %d %q", resp.StatusCode, body)
 	}
 	resp, body = get("/healthz")
@@ -254,7 +254,8 @@ func TestPublicDocuments(t *testing.T) {
 	}
 }
 
-// Production without SMTP turns e-mail onboarding off, and llms.txt says so.
+// Production without SMTP turns e-mail onboarding off, and llms.txt says so (and offers no
+// paste-a-key until there is an issuance page).
 func TestProductionWithoutMailer(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) { c.Env = "production"; c.SMTPURL = "" }})
 	resp, err := http.Get(env.URL + "/llms.txt")
@@ -263,7 +264,7 @@ func TestProductionWithoutMailer(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if strings.Contains(string(b), "agent_signup") || !strings.Contains(string(b), "Paste a key") {
+	if strings.Contains(string(b), "agent_signup") || strings.Contains(string(b), "Paste a key") || !strings.Contains(string(b), "ask a human") {
 		t.Fatalf("llms.txt in production without mailer: %q", b)
 	}
 	status, _, _ := doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": "a@example.com"})

@@ -64,7 +64,7 @@ func TestLLMsTxtLinksAnswer(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	urls := regexp.MustCompile(regexp.QuoteMeta(env.URL)+`[^\s` + "`" + `)]*`).FindAllString(string(body), -1)
+	urls := regexp.MustCompile(regexp.QuoteMeta(env.URL)+`[^\s`+"`"+`)]*`).FindAllString(string(body), -1)
 	if len(urls) < 5 {
 		t.Fatalf("llms.txt names too few URLs: %v\n%s", urls, body)
 	}

@@ -105,4 +105,3 @@ func HTTPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})
 }
-

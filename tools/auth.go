@@ -41,7 +41,7 @@ func HashKey(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Authenticator resolves a presented secret to its key.
+// Authenticator resolves a presented API key secret to the Principal it stands for.
 type Authenticator struct {
 	store *store.Store
 	now   func() time.Time
@@ -57,7 +57,7 @@ func NewAuthenticator(st *store.Store, now func() time.Time, log *slog.Logger) *
 const touchEvery = time.Minute
 
 // Authenticate returns the live key for secret, or UNAUTHENTICATED saying what to do.
-func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*store.APIKey, error) {
+func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*Principal, error) {
 	if !strings.HasPrefix(secret, "sb_") {
 		return nil, Errorf(CodeUnauthenticated, "that is not a Switchboard API key (keys start with sb_test_ or sb_live_); send it as x-api-key or Authorization: Bearer")
 	}
@@ -78,5 +78,5 @@ func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*store
 			a.log.WarnContext(ctx, "record key use", "key_id", key.ID, "err", err)
 		}
 	}
-	return key, nil
+	return KeyPrincipal(key), nil
 }

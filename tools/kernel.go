@@ -13,6 +13,7 @@ type Request struct {
 	Tool       string
 	Args       json.RawMessage // nil or empty means {}
 	APIKey     string          // the secret as presented, "" when none
+	Principal  *Principal      // already authenticated by the door (a portal session); wins over APIKey
 	ClientAddr string
 	RequestID  string
 	KeyHelp    string // how this door takes a key, for UNAUTHENTICATED; "" means the HTTP headers
@@ -68,8 +69,8 @@ func (k *Kernel) Call(ctx context.Context, req Request) (any, *Error) {
 	out, err := k.call(ctx, caller, req)
 	e := Translate(err)
 	attrs := []any{"tool", req.Tool, "request_id", req.RequestID, "ms", k.now().Sub(start).Milliseconds()}
-	if caller.Key != nil {
-		attrs = append(attrs, "key_id", caller.Key.ID)
+	if p := caller.Principal; p != nil {
+		attrs = append(attrs, "principal", p.ID(), "auth", p.Method)
 	}
 	switch {
 	case e == nil:
@@ -91,25 +92,28 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 		return nil, Errorf(CodeNotFound, "no tool named %q; list the tools to see what exists", req.Tool)
 	}
 	if t.Access.NeedsKey() {
-		if req.APIKey == "" {
+		p := req.Principal
+		if p == nil && req.APIKey == "" {
 			help := req.KeyHelp
 			if help == "" {
 				help = "send it in the header x-api-key or Authorization: Bearer"
 			}
 			return nil, Errorf(CodeUnauthenticated, "%s needs an API key: %s. No key yet? Call agent_signup with an e-mail inbox you can read, then agent_verify with the code; without an inbox, ask a human for a key", t.Name, help)
 		}
-		key, err := k.auth.Authenticate(ctx, req.APIKey)
-		if err != nil {
-			return nil, err
+		if p == nil {
+			var err error
+			if p, err = k.auth.Authenticate(ctx, req.APIKey); err != nil {
+				return nil, err
+			}
 		}
-		caller.Key = key
-		if ok, wait := k.limiter.Allow(key.ID, key.RateLimitPerMinute); !ok {
-			e := Errorf(CodeRateLimited, "this key allows %d requests a minute; retry in %d s, or mint a key with a higher limit", key.RateLimitPerMinute, int(wait.Seconds()))
+		caller.Principal = p
+		if ok, wait := k.limiter.Allow(p.ID(), p.RateLimitPerMinute); !ok {
+			e := Errorf(CodeRateLimited, "this key allows %d requests a minute; retry in %d s, or mint a key with a higher limit", p.RateLimitPerMinute, int(wait.Seconds()))
 			e.RetryAfter = wait
 			return nil, e
 		}
-		if s := t.Access.Scope(); s != "" && !key.HasScope(s) {
-			return nil, Errorf(CodeForbidden, "%s needs scope %q; this key has %v. Use a key with that scope (api_key_create can only grant scopes the minting key has)", t.Name, s, key.Scopes)
+		if s := t.Access.Scope(); s != "" && !p.HasScope(s) {
+			return nil, Errorf(CodeForbidden, "%s needs scope %q; this key has %v. Use a key with that scope (api_key_create can only grant scopes the minting key has)", t.Name, s, p.Scopes)
 		}
 	}
 	args := []byte(req.Args)

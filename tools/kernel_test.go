@@ -169,3 +169,25 @@ func TestCompileSchemaRefusesExternalRefs(t *testing.T) {
 		}
 	}
 }
+
+// A door that authenticated the caller itself (a portal session) hands the kernel a
+// Principal: the same scope check, rate limit and handler apply, and no key is needed.
+func TestKernelTakesAPrincipalFromTheDoor(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		k, _, calls := newKernel(t, s)
+		ctx := context.Background()
+		session := &tools.Principal{AccountID: "acct", Method: tools.AuthSession, SessionID: "s1", Scopes: []string{"publish"}, RateLimitPerMinute: 2}
+		out, e := k.Call(ctx, tools.Request{Tool: "echo_publish", Args: json.RawMessage(`{"email":"a@example.com"}`), Principal: session})
+		if e != nil || out.(echoOut).Account != "acct" || *calls != 1 {
+			t.Fatalf("session call: %v %v calls=%d", out, e, *calls)
+		}
+		reader := &tools.Principal{AccountID: "acct", Method: tools.AuthSession, SessionID: "s2", Scopes: []string{"read"}, RateLimitPerMinute: 10}
+		if _, e := k.Call(ctx, tools.Request{Tool: "echo_publish", Args: json.RawMessage(`{"email":"a@example.com"}`), Principal: reader}); e == nil || e.Code != tools.CodeForbidden {
+			t.Fatalf("a session without the scope: %v", e)
+		}
+		k.Call(ctx, tools.Request{Tool: "echo_publish", Args: json.RawMessage(`{"email":"a@example.com"}`), Principal: session})
+		if _, e := k.Call(ctx, tools.Request{Tool: "echo_publish", Args: json.RawMessage(`{"email":"a@example.com"}`), Principal: session}); e == nil || e.Code != tools.CodeRateLimited {
+			t.Fatalf("the session's rate limit: %v", e)
+		}
+	})
+}

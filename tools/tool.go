@@ -16,7 +16,6 @@ import (
 
 	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v5"
-	"github.com/switchboard-hq/switchboard/store"
 )
 
 // Access says who may call a tool.
@@ -73,20 +72,20 @@ type Def struct {
 	Annotations Annotations
 }
 
-// Caller is who is calling: the authenticated key (nil for public tools called without one)
-// and where the call came from.
+// Caller is who is calling (nil Principal for public tools called without credentials) and
+// where the call came from.
 type Caller struct {
-	Key        *store.APIKey
+	Principal  *Principal
 	ClientAddr string
 	RequestID  string
 }
 
-// AccountID returns the calling key's account, "" when unauthenticated.
+// AccountID returns the caller's account, "" when unauthenticated.
 func (c *Caller) AccountID() string {
-	if c.Key == nil {
+	if c.Principal == nil {
 		return ""
 	}
-	return c.Key.AccountID
+	return c.Principal.AccountID
 }
 
 // Handler is a tool's typed implementation. It runs only after the kernel has checked access

@@ -65,7 +65,7 @@ func (s *Service) Tools() []*tools.Tool {
 }
 
 func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutput, error) {
-	acct, err := s.store.AccountByID(ctx, c.Key.AccountID)
+	acct, err := s.store.AccountByID(ctx, c.Principal.AccountID)
 	if err != nil {
 		return GetOutput{}, err
 	}
@@ -81,15 +81,15 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 	if err != nil {
 		return GetOutput{}, err
 	}
-	spent, err := s.store.Spent(ctx, c.Key.ID)
+	spent, err := s.store.Spent(ctx, c.Principal.KeyID)
 	if err != nil {
 		return GetOutput{}, err
 	}
 	def := s.keys.Defaults()
 	out := GetOutput{
 		UserID: acct.ID, Email: acct.Email, CreatedAt: acct.CreatedAt.UTC(), Wallets: onboarding.AddressesOf(ws),
-		SigningEnabled: acct.SigningEnabled, KeyID: c.Key.ID, Scopes: c.Key.Scopes,
-		Limits: Limits{SpendLimitUsd: tools.USD(c.Key.SpendLimitMicro), RateLimitPerMinute: c.Key.RateLimitPerMinute,
+		SigningEnabled: acct.SigningEnabled, KeyID: c.Principal.KeyID, Scopes: c.Principal.Scopes,
+		Limits: Limits{SpendLimitUsd: tools.USD(c.Principal.SpendLimitMicro), RateLimitPerMinute: c.Principal.RateLimitPerMinute,
 			DefaultSpendLimitUsd: tools.USD(def.SpendMicro), DefaultRateLimitPerMinute: def.RatePerMinute},
 		Credit: Credit{AvailableUsd: tools.USD(credit.AvailableMicro), ReservedUsd: tools.USD(credit.ReservedMicro), KeySpentUsd: tools.USD(spent)},
 		Keys:   make([]keys.Meta, 0, len(ks)),

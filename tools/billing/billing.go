@@ -75,15 +75,15 @@ func (s *Service) QuoteFor(maxPartnerFeeMicro int64) Quote {
 
 // Check refuses, without writing anything, a call whose worst case does not fit the key's
 // spend limit or the account's credit right now.
-func (s *Service) Check(ctx context.Context, key *store.APIKey, q Quote) error {
-	spent, err := s.store.Spent(ctx, key.ID)
+func (s *Service) Check(ctx context.Context, p *tools.Principal, q Quote) error {
+	spent, err := s.store.Spent(ctx, p.KeyID)
 	if err != nil {
 		return err
 	}
-	if spent+q.WorstMicro() > key.SpendLimitMicro {
-		return spendLimitError(spent, q.WorstMicro(), key.SpendLimitMicro)
+	if spent+q.WorstMicro() > p.SpendLimitMicro {
+		return spendLimitError(spent, q.WorstMicro(), p.SpendLimitMicro)
 	}
-	ca, err := s.store.Credit(ctx, key.AccountID)
+	ca, err := s.store.Credit(ctx, p.AccountID)
 	if err != nil {
 		return err
 	}
@@ -96,29 +96,29 @@ func (s *Service) Check(ctx context.Context, key *store.APIKey, q Quote) error {
 // Reservation builds the start-of-turn reservation of a call: the infrastructure cost moves
 // to reserved and the worst case is held. deadline is when the sweeper may refund it if nobody
 // settled it: the call's timeout plus a margin.
-func (s *Service) Reservation(requestID string, key *store.APIKey, q Quote, callTimeout time.Duration) *store.Reservation {
+func (s *Service) Reservation(requestID string, p *tools.Principal, q Quote, callTimeout time.Duration) *store.Reservation {
 	now := s.now().UTC()
 	return &store.Reservation{
-		RequestID: requestID, AccountID: key.AccountID, KeyID: key.ID,
+		RequestID: requestID, AccountID: p.AccountID, KeyID: p.KeyID,
 		ReservedMicro: q.ReserveMicro, WorstMicro: q.WorstMicro(),
 		ExpiresAt: now.Add(callTimeout + s.cfg.SweepMargin), CreatedAt: now,
 	}
 }
 
 // Reserve writes a reservation on its own (the dispatcher writes it with the invocation).
-func (s *Service) Reserve(ctx context.Context, requestID string, key *store.APIKey, q Quote, callTimeout time.Duration) error {
-	return s.Refusal(ctx, s.store.Reserve(ctx, s.Reservation(requestID, key, q, callTimeout), key.SpendLimitMicro), key, q)
+func (s *Service) Reserve(ctx context.Context, requestID string, p *tools.Principal, q Quote, callTimeout time.Duration) error {
+	return s.Refusal(ctx, s.store.Reserve(ctx, s.Reservation(requestID, p, q, callTimeout), p.SpendLimitMicro), p, q)
 }
 
 // Refusal turns the store's refusals of a reservation into SPEND_LIMIT and
 // INSUFFICIENT_CREDITS errors that say what to do; other errors pass through.
-func (s *Service) Refusal(ctx context.Context, err error, key *store.APIKey, q Quote) error {
+func (s *Service) Refusal(ctx context.Context, err error, p *tools.Principal, q Quote) error {
 	switch {
 	case errors.Is(err, store.ErrSpendLimit):
-		spent, _ := s.store.Spent(ctx, key.ID)
-		return spendLimitError(spent, q.WorstMicro(), key.SpendLimitMicro).Wrap(err)
+		spent, _ := s.store.Spent(ctx, p.KeyID)
+		return spendLimitError(spent, q.WorstMicro(), p.SpendLimitMicro).Wrap(err)
 	case errors.Is(err, store.ErrInsufficientCredits):
-		ca, _ := s.store.Credit(ctx, key.AccountID)
+		ca, _ := s.store.Credit(ctx, p.AccountID)
 		return creditError(ca.AvailableMicro-ca.HeldMicro, q.WorstMicro()).Wrap(err)
 	}
 	return err

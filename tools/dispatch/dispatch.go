@@ -158,7 +158,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	if err != nil {
 		return InvokeOutput{}, err
 	}
-	if err := checkScope(c.Key, intent.Category); err != nil {
+	if err := checkScope(c.Principal, intent.Category); err != nil {
 		return InvokeOutput{}, err
 	}
 	if in.ConfirmRequestID != "" {
@@ -173,7 +173,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	if partners.IsWriteCategory(intent.Category) {
 		// A quote the caller could not pay is refused now; a dispatched call is checked by
 		// the reservation itself, under the balance lock.
-		if err := s.billing.Check(ctx, c.Key, cl.quote); err != nil {
+		if err := s.billing.Check(ctx, c.Principal, cl.quote); err != nil {
 			return InvokeOutput{}, err
 		}
 		inv.State = store.InvAwaitingConfirmation
@@ -214,8 +214,8 @@ func (s *Service) callable(ctx context.Context, c *tools.Caller, handle string) 
 // writeScopes are the extra scopes some write categories need beside "partner".
 var writeScopes = map[string]string{"SWAP": "swap", "BRIDGE": "bridge", "SEND": "send", "TRANSFER": "send"}
 
-func checkScope(key *store.APIKey, category string) error {
-	if need, ok := writeScopes[category]; ok && !key.HasScope(need) {
+func checkScope(p *tools.Principal, category string) error {
+	if need, ok := writeScopes[category]; ok && !p.HasScope(need) {
 		return tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", category, need)
 	}
 	return nil
@@ -312,7 +312,7 @@ func (s *Service) schema(intent *store.PartnerIntent, which string, raw []byte) 
 
 func (s *Service) newInvocation(c *tools.Caller, cl *call, requestID string) *store.Invocation {
 	return &store.Invocation{
-		RequestID: requestID, AccountID: c.Key.AccountID, KeyID: c.Key.ID,
+		RequestID: requestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
 		IntentID: cl.intent.ID, Handle: cl.intent.PublicIdentifier, Category: cl.intent.Category,
 		IntentRevision: cl.intent.Revision, Args: string(cl.args),
 		ReserveMicro: cl.quote.ReserveMicro, MaxPartnerFeeMicro: cl.quote.MaxPartnerFeeMicro, MaxPlatformFeeMicro: cl.quote.MaxPlatformFeeMicro,
@@ -322,7 +322,7 @@ func (s *Service) newInvocation(c *tools.Caller, cl *call, requestID string) *st
 
 // confirm dispatches a quoted write once; later confirmations get the stored outcome.
 func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, in InvokeInput) (InvokeOutput, error) {
-	inv, err := s.store.Invocation(ctx, c.Key.AccountID, in.ConfirmRequestID)
+	inv, err := s.store.Invocation(ctx, c.Principal.AccountID, in.ConfirmRequestID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.IntentID != intent.ID) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)
 	}
@@ -383,17 +383,17 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	}
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
-	res := s.billing.Reservation(inv.RequestID, c.Key, cl.quote, time.Duration(tries)*timeout)
-	moved, err := s.store.StartInvocation(bg, inv, from, res, c.Key.SpendLimitMicro)
+	res := s.billing.Reservation(inv.RequestID, c.Principal, cl.quote, time.Duration(tries)*timeout)
+	moved, err := s.store.StartInvocation(bg, inv, from, res, c.Principal.SpendLimitMicro)
 	if err != nil {
-		return InvokeOutput{}, s.billing.Refusal(bg, err, c.Key, cl.quote)
+		return InvokeOutput{}, s.billing.Refusal(bg, err, c.Principal, cl.quote)
 	}
 	if !moved {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
-		UserID: signing.Pseudonym(s.cfg.PseudonymSecret, c.Key.AccountID, intent.PartnerID),
+		UserID: signing.Pseudonym(s.cfg.PseudonymSecret, c.Principal.AccountID, intent.PartnerID),
 		Args:   json.RawMessage(cl.args),
 	}
 	target := partners.Target(intent)

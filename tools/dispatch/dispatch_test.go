@@ -446,7 +446,7 @@ func TestSweeperRefundsAbandonedReservation(t *testing.T) {
 	}
 	before := w.credit(t)
 	q := w.env.App.Billing.QuoteFor(1000)
-	if err := w.env.App.Billing.Reserve(ctx, signing.NewRequestID(), key, q, 30*time.Second); err != nil {
+	if err := w.env.App.Billing.Reserve(ctx, signing.NewRequestID(), tools.KeyPrincipal(key), q, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if w.credit(t) != before-1000 {

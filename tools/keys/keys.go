@@ -140,28 +140,28 @@ func (s *Service) Tools() []*tools.Tool {
 
 func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (CreateOutput, error) {
 	for _, sc := range in.Scopes {
-		if !c.Key.HasScope(sc) {
-			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "scope %q is not a scope of the calling key (%v); a key can only grant scopes it has", sc, c.Key.Scopes)
+		if !c.Principal.HasScope(sc) {
+			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "scope %q is not a scope of the calling key (%v); a key can only grant scopes it has", sc, c.Principal.Scopes)
 		}
 	}
 	lim := Limits{
-		SpendMicro:    min(s.defaults.SpendMicro, c.Key.SpendLimitMicro),
-		RatePerMinute: min(s.defaults.RatePerMinute, c.Key.RateLimitPerMinute),
+		SpendMicro:    min(s.defaults.SpendMicro, c.Principal.SpendLimitMicro),
+		RatePerMinute: min(s.defaults.RatePerMinute, c.Principal.RateLimitPerMinute),
 	}
 	if in.SpendLimitUsd != nil {
-		if in.SpendLimitUsd.Micro() > c.Key.SpendLimitMicro {
-			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "spendLimitUsd %s is above the calling key's %s; ask for at most that", in.SpendLimitUsd, tools.USD(c.Key.SpendLimitMicro))
+		if in.SpendLimitUsd.Micro() > c.Principal.SpendLimitMicro {
+			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "spendLimitUsd %s is above the calling key's %s; ask for at most that", in.SpendLimitUsd, tools.USD(c.Principal.SpendLimitMicro))
 		}
 		lim.SpendMicro = in.SpendLimitUsd.Micro()
 	}
 	if in.RateLimitPerMinute != nil {
-		if *in.RateLimitPerMinute > c.Key.RateLimitPerMinute {
-			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "rateLimitPerMinute %d is above the calling key's %d; ask for at most that", *in.RateLimitPerMinute, c.Key.RateLimitPerMinute)
+		if *in.RateLimitPerMinute > c.Principal.RateLimitPerMinute {
+			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "rateLimitPerMinute %d is above the calling key's %d; ask for at most that", *in.RateLimitPerMinute, c.Principal.RateLimitPerMinute)
 		}
 		lim.RatePerMinute = *in.RateLimitPerMinute
 	}
 	scopes := slices.Clone(in.Scopes)
-	key, secret := s.New(c.Key.AccountID, in.Name, scopes, lim)
+	key, secret := s.New(c.Principal.AccountID, in.Name, scopes, lim)
 	if err := s.store.CreateKey(ctx, key); err != nil {
 		return CreateOutput{}, fmt.Errorf("store key: %w", err)
 	}
@@ -169,7 +169,7 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 }
 
 func (s *Service) list(ctx context.Context, c *tools.Caller, _ ListInput) (ListOutput, error) {
-	ks, err := s.store.Keys(ctx, c.Key.AccountID)
+	ks, err := s.store.Keys(ctx, c.Principal.AccountID)
 	if err != nil {
 		return ListOutput{}, err
 	}
@@ -181,7 +181,7 @@ func (s *Service) list(ctx context.Context, c *tools.Caller, _ ListInput) (ListO
 }
 
 func (s *Service) revoke(ctx context.Context, c *tools.Caller, in RevokeInput) (Meta, error) {
-	k, err := s.store.RevokeKey(ctx, c.Key.AccountID, in.KeyID, s.now().UTC())
+	k, err := s.store.RevokeKey(ctx, c.Principal.AccountID, in.KeyID, s.now().UTC())
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return Meta{}, tools.Errorf(tools.CodeNotFound, "no key %q in this account; api_key_list shows the account's key ids", in.KeyID)

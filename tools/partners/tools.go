@@ -172,7 +172,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Access:      publish,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
 		}, func(ctx context.Context, c *tools.Caller, in IntentInput) (Intent, error) {
-			out, err := s.Publish(ctx, c.Key.AccountID, []IntentInput{in})
+			out, err := s.Publish(ctx, c.Principal.AccountID, []IntentInput{in})
 			if err != nil {
 				return Intent{}, err
 			}
@@ -187,7 +187,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Access:      publish,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
 		}, func(ctx context.Context, c *tools.Caller, in BundleInput) (BundleOutput, error) {
-			out, err := s.Publish(ctx, c.Key.AccountID, in.Intents)
+			out, err := s.Publish(ctx, c.Principal.AccountID, in.Intents)
 			if err != nil {
 				return BundleOutput{}, err
 			}
@@ -203,7 +203,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Access:      publish,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(true)},
 		}, func(ctx context.Context, c *tools.Caller, in UpdateInput) (UpdateOutput, error) {
-			return s.Update(ctx, c.Key.AccountID, in)
+			return s.Update(ctx, c.Principal.AccountID, in)
 		}),
 		tools.New(tools.Def{
 			Name:  "partner_test_endpoint",
@@ -215,7 +215,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Access:      publish,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
 		}, func(ctx context.Context, c *tools.Caller, in TestInput) (TestOutput, error) {
-			return s.Test(ctx, c.Key.AccountID, in)
+			return s.Test(ctx, c.Principal.AccountID, in)
 		}),
 		tools.New(tools.Def{
 			Name:  "partner_set_active",
@@ -227,7 +227,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Access:      publish,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(true)},
 		}, func(ctx context.Context, c *tools.Caller, in SetActiveInput) (SetActiveOutput, error) {
-			row, err := s.owned(ctx, c.Key.AccountID, in.IntentID)
+			row, err := s.owned(ctx, c.Principal.AccountID, in.IntentID)
 			if err != nil {
 				return SetActiveOutput{}, err
 			}
@@ -240,7 +240,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Access:      publish,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
 		}, func(ctx context.Context, c *tools.Caller, in ListInput) (ListOutput, error) {
-			return s.List(ctx, c.Key.AccountID, in.IncludeArchived)
+			return s.List(ctx, c.Principal.AccountID, in.IncludeArchived)
 		}),
 		tools.New(tools.Def{
 			Name:  "partner_archive_intent",
@@ -250,7 +250,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Access:      publish,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
 		}, func(ctx context.Context, c *tools.Caller, in IntentIDInput) (Intent, error) {
-			return s.Archive(ctx, c.Key.AccountID, in.IntentID)
+			return s.Archive(ctx, c.Principal.AccountID, in.IntentID)
 		}),
 	}
 }

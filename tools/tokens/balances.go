@@ -94,7 +94,7 @@ func (s *Service) balancesTool(ctx context.Context, c *tools.Caller, in Balances
 			}
 		}
 	}
-	byFamily, refs, err := s.holders(ctx, c.Key.AccountID)
+	byFamily, refs, err := s.holders(ctx, c.Principal.AccountID)
 	if err != nil {
 		return BalancesOutput{}, err
 	}

@@ -108,7 +108,7 @@ func withAccount(t testing.TB, st *store.Store) *tools.Caller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tools.Caller{Key: key}
+	return &tools.Caller{Principal: tools.KeyPrincipal(key)}
 }
 
 func (e *env) tool(name string) *tools.Tool {

@@ -1,0 +1,46 @@
+package tools
+
+import (
+	"slices"
+
+	"github.com/switchboard-hq/switchboard/store"
+)
+
+// AuthMethod is how a Principal proved who it is.
+type AuthMethod string
+
+// The ways in. Each door has an authenticator that produces a Principal; tools see only that.
+const (
+	AuthAPIKey  AuthMethod = "api_key" // x-api-key or Authorization: Bearer, MCP and REST; SWITCHBOARD_API_KEY on stdio
+	AuthSession AuthMethod = "session" // a signed-in human on the portal
+)
+
+// Principal is who is calling: the account, what it may do, and how it authenticated.
+type Principal struct {
+	AccountID          string
+	Method             AuthMethod
+	KeyID              string // the API key, for AuthAPIKey
+	SessionID          string // the portal session, for AuthSession
+	Scopes             []string
+	SpendLimitMicro    int64
+	RateLimitPerMinute int
+}
+
+// HasScope reports whether the principal carries scope.
+func (p *Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }
+
+// ID identifies the principal for rate limits and logs: the key or the session.
+func (p *Principal) ID() string {
+	if p.KeyID != "" {
+		return p.KeyID
+	}
+	return "session:" + p.SessionID
+}
+
+// KeyPrincipal is the principal an API key stands for.
+func KeyPrincipal(k *store.APIKey) *Principal {
+	return &Principal{
+		AccountID: k.AccountID, Method: AuthAPIKey, KeyID: k.ID, Scopes: k.Scopes,
+		SpendLimitMicro: k.SpendLimitMicro, RateLimitPerMinute: k.RateLimitPerMinute,
+	}
+}

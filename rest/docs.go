@@ -133,6 +133,9 @@ func OpenAPI(k *tools.Kernel, o Options) ([]byte, error) {
 // the codes behind it and the error body.
 func errorResponses(t *tools.Tool, rt Route) map[string]any {
 	codes := []tools.Code{tools.CodeBadInput}
+	if rt.Method == http.MethodPost || rt.Method == http.MethodPatch {
+		codes = append(codes, tools.CodePayloadTooLarge)
+	}
 	if t.Access.NeedsKey() {
 		codes = append(codes, tools.CodeUnauthenticated, tools.CodeForbidden, tools.CodeRateLimited)
 	}
@@ -169,7 +172,7 @@ var errorSchema = map[string]any{
 		"type":     "object",
 		"required": []any{"code", "message"},
 		"properties": map[string]any{
-			"code":    map[string]any{"type": "string", "enum": []any{"BAD_INPUT", "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "CONFIRMATION_REQUIRED", "PAYMENT_REQUIRED", "SPEND_LIMIT", "INSUFFICIENT_CREDITS", "RATE_LIMITED", "UPSTREAM", "UNAVAILABLE", "INTERNAL"}},
+			"code":    map[string]any{"type": "string", "enum": []any{"BAD_INPUT", "PAYLOAD_TOO_LARGE", "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "CONFIRMATION_REQUIRED", "PAYMENT_REQUIRED", "SPEND_LIMIT", "INSUFFICIENT_CREDITS", "RATE_LIMITED", "UPSTREAM", "UNAVAILABLE", "INTERNAL"}},
 			"message": map[string]any{"type": "string"},
 			"details": map[string]any{"type": "object", "description": "what the code needs to act on (field problems, a quote, the partner's own error)", "additionalProperties": true},
 		},

@@ -19,6 +19,11 @@ import (
 // MaxBody bounds every request body, REST and MCP.
 const MaxBody = 1 << 20
 
+// TooLarge is the answer to a body over MaxBody, on every door.
+func TooLarge() *tools.Error {
+	return tools.Errorf(tools.CodePayloadTooLarge, "request body is over the %d-byte (1 MiB) limit; send less", MaxBody)
+}
+
 // Options configure the HTTP front.
 type Options struct {
 	Kernel       *tools.Kernel
@@ -90,6 +95,11 @@ func front(next http.Handler, log *slog.Logger) http.Handler {
 		r.Header.Set(tools.HeaderRequestID, id)
 		r.Header.Set(tools.HeaderClientAddr, clientAddr(r))
 		w.Header().Set("X-Request-Id", id)
+		if r.ContentLength > MaxBody { // the same answer on every door, before any reads it
+			writeError(w, TooLarge())
+			log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", http.StatusRequestEntityTooLarge)
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
@@ -157,12 +167,15 @@ func buildArgs(r *http.Request, rt Route, types map[string]string) (json.RawMess
 		body, err := io.ReadAll(r.Body)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, tools.Errorf(tools.CodeBadInput, "request body is over %d bytes; send less", MaxBody)
+			return nil, TooLarge()
 		}
 		if err != nil {
 			return nil, tools.Errorf(tools.CodeBadInput, "could not read the request body: %v", err)
 		}
 		if len(strings.TrimSpace(string(body))) > 0 {
+			if e := tools.CheckJSON("request body", body); e != nil {
+				return nil, e
+			}
 			v, err := tools.DecodeJSON(body)
 			if err != nil {
 				return nil, tools.Errorf(tools.CodeBadInput, "request body is not valid JSON: %v; send a JSON object with Content-Type: application/json", err)
@@ -175,6 +188,14 @@ func buildArgs(r *http.Request, rt Route, types map[string]string) (json.RawMess
 		}
 	} else {
 		for name, vals := range r.URL.Query() {
+			if e := tools.CheckText("a query parameter name", name); e != nil {
+				return nil, e
+			}
+			for _, v := range vals {
+				if e := tools.CheckText("query parameter "+name, v); e != nil {
+					return nil, e
+				}
+			}
 			v, err := queryValue(types[name], vals)
 			if err != nil {
 				return nil, tools.Errorf(tools.CodeBadInput, "query parameter %s: %v", name, err)
@@ -183,7 +204,11 @@ func buildArgs(r *http.Request, rt Route, types map[string]string) (json.RawMess
 		}
 	}
 	for param, field := range rt.Params {
-		args[field] = r.PathValue(param)
+		v := r.PathValue(param)
+		if e := tools.CheckText("path parameter "+param, v); e != nil {
+			return nil, e
+		}
+		args[field] = v
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -239,6 +264,8 @@ func Status(c tools.Code) int {
 	switch c {
 	case tools.CodeBadInput:
 		return http.StatusBadRequest
+	case tools.CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
 	case tools.CodeUnauthenticated:
 		return http.StatusUnauthorized
 	case tools.CodeForbidden:

@@ -15,6 +15,7 @@ type Code string
 // The error codes of DESIGN.md. HTTP statuses live in the REST adapter.
 const (
 	CodeBadInput             Code = "BAD_INPUT"
+	CodePayloadTooLarge      Code = "PAYLOAD_TOO_LARGE"
 	CodeUnauthenticated      Code = "UNAUTHENTICATED"
 	CodeForbidden            Code = "FORBIDDEN"
 	CodeNotFound             Code = "NOT_FOUND"

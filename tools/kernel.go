@@ -120,6 +120,9 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
+	if e := CheckJSON("arguments", args); e != nil {
+		return nil, e
+	}
 	v, err := DecodeJSON(args)
 	if err != nil {
 		return nil, Errorf(CodeBadInput, "arguments are not valid JSON: %v", err)

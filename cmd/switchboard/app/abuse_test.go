@@ -191,7 +191,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown scope", "POST", "/v1/keys", key, map[string]any{"name": "x", "scopes": []string{"root"}}, 400, "/scopes/0"},
 		{"unknown field", "POST", "/v1/keys", key, map[string]any{"name": "x", "scopes": []string{"read"}, "admin": true}, 400, "admin"},
 		{"code not digits", "POST", "/v1/agents/verify", "", map[string]any{"email": "careful@example.com", "code": "12345a"}, 400, "/code"},
-		{"too big", "POST", "/v1/agents/signup", "", `{"email":"` + strings.Repeat("a", 1<<20) + `@example.com"}`, 400, "over"},
+		{"too big", "POST", "/v1/agents/signup", "", `{"email":"` + strings.Repeat("a", 1<<20) + `@example.com"}`, 413, "1 MiB"},
 		{"no key", "GET", "/v1/account", "", nil, 401, "agent_signup"},
 		{"garbage key", "GET", "/v1/account", "hello", nil, 401, "sb_test_"},
 		{"unknown key", "GET", "/v1/account", "sb_test_nope", nil, 401, "unknown API key"},

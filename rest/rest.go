@@ -288,7 +288,7 @@ func Status(c tools.Code) int {
 }
 
 func writeError(w http.ResponseWriter, e *tools.Error) {
-	if e.Code == tools.CodeRateLimited && e.RetryAfter > 0 {
+	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+999_999_999)/1_000_000_000)))
 	}
 	writeJSON(w, Status(e.Code), tools.Body{Error: e})

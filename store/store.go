@@ -5,12 +5,17 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -26,6 +31,9 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
+	// ErrUnavailable is a database that cannot answer now (down, restarting, unreachable, out
+	// of connections, or a transaction that lost a conflict after its retries): try again.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // Store is the database handle shared by every capability.
@@ -132,15 +140,81 @@ func (s *Store) Migrate(ctx context.Context) (applied []string, err error) {
 	return applied, nil
 }
 
-// Tx runs fn in one transaction: everything fn writes lands together or not at all.
+// txAttempts bounds how often a transaction that lost a serialization conflict or a deadlock
+// is run again before the caller is told to retry.
+const txAttempts = 3
+
+// Tx runs fn in one transaction: everything fn writes lands together or not at all. A
+// transaction that loses a serialization conflict or a deadlock is run again (fn must only
+// touch the database), up to txAttempts times.
 func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
-	return normalize(s.db.RunInTx(ctx, nil, fn))
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = s.db.RunInTx(ctx, nil, fn)
+		if err == nil || !retryable(err) || attempt == txAttempts || ctx.Err() != nil {
+			return normalize(err)
+		}
+		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+	}
+}
+
+// retryable reports a transaction that failed only because another won a conflict.
+func retryable(err error) bool {
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		code := pgErr.Field('C')
+		return code == "40001" || code == "40P01"
+	}
+	var liteErr *sqlite.Error
+	return errors.As(err, &liteErr) && liteErr.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// IsUnavailable reports whether err means the database cannot answer now, for any driver:
+// the connection was refused, reset or closed; the server is shutting down, starting up or
+// out of connections; a transaction lost a conflict (after Tx's retries); SQLite stayed
+// locked past its busy timeout. Such a call can be retried; it is not a bug.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return true
+	}
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		code := pgErr.Field('C')
+		switch {
+		case strings.HasPrefix(code, "08"), // connection exception
+			code == "57P01", code == "57P02", code == "57P03", // shutting down, crashed, starting up
+			code == "53300",                 // too many connections
+			code == "40001", code == "40P01": // serialization failure, deadlock (after retries)
+			return true
+		}
+		return false
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		switch liteErr.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return true
+		}
+	}
+	return false
 }
 
 // normalize maps driver errors onto the store's sentinels, keeping the original wrapped.
 func normalize(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
 		return err
+	}
+	if IsUnavailable(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)

@@ -30,6 +30,9 @@ const (
 	CodeInternal             Code = "INTERNAL"
 )
 
+// UnavailableRetryAfter is how long callers are asked to wait when the database is down.
+const UnavailableRetryAfter = 2 * time.Second
+
 // Error is the one error model: a code, a message that says what to do next, optional
 // details, and for RATE_LIMITED how long to wait.
 type Error struct {
@@ -83,6 +86,9 @@ func Translate(err error) *Error {
 		return (&Error{Code: CodeNotFound, Message: "not found"}).Wrap(err)
 	case errors.Is(err, store.ErrConflict):
 		return (&Error{Code: CodeConflict, Message: "conflicts with an existing record"}).Wrap(err)
+	case store.IsUnavailable(err):
+		e := &Error{Code: CodeUnavailable, Message: "temporarily unavailable (the database or a connection to it failed); retry in a moment", RetryAfter: UnavailableRetryAfter}
+		return e.Wrap(err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return (&Error{Code: CodeUnavailable, Message: "the request timed out; try again"}).Wrap(err)
 	case errors.Is(err, context.Canceled):

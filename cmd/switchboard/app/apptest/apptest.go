@@ -26,6 +26,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 )
@@ -67,6 +68,7 @@ type Options struct {
 	Dialect string                // "sqlite" (default) or "postgres"
 	Config  func(cfg *app.Config) // adjust the configuration
 	Log     io.Writer             // where logs go; default discarded
+	Store   *store.Store          // a store the test opened itself (its own cluster, options); default a fresh one of Dialect
 }
 
 // Start builds the app against a fresh migrated database, an in-process SMTP server and a
@@ -76,7 +78,10 @@ func Start(t testing.TB, o Options) *Env {
 	if o.Dialect == "" {
 		o.Dialect = "sqlite"
 	}
-	st := storetest.Open(t, o.Dialect)
+	st := o.Store
+	if st == nil {
+		st = storetest.Open(t, o.Dialect)
+	}
 	inbox := NewInbox(t)
 	clock := NewClock(time.Now())
 	srv := httptest.NewUnstartedServer(nil)

@@ -192,7 +192,7 @@ func IsUnavailable(err error) bool {
 		switch {
 		case strings.HasPrefix(code, "08"), // connection exception
 			code == "57P01", code == "57P02", code == "57P03", // shutting down, crashed, starting up
-			code == "53300",                 // too many connections
+			code == "53300",                  // too many connections
 			code == "40001", code == "40P01": // serialization failure, deadlock (after retries)
 			return true
 		}

@@ -371,11 +371,15 @@ func (s *Store) refundTx(ctx context.Context, tx bun.Tx, requestID, reason strin
 	return done, err
 }
 
-// ExpiredReservations lists open reservations whose deadline passed.
+// ExpiredReservations lists open reservations whose deadline passed, except those of an
+// invocation still dispatching: those are finished with their invocation (StuckInvocations),
+// so the record and the money end together.
 func (s *Store) ExpiredReservations(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
 	err := s.db.NewSelect().Model((*Reservation)(nil)).Column("request_id").
-		Where("state = ? AND expires_at < ?", ReservationOpen, now).OrderExpr("expires_at ASC").Limit(int64(limit)).
+		Where("state = ? AND expires_at < ?", ReservationOpen, now).
+		Where("NOT EXISTS (SELECT 1 FROM invocations i WHERE i.request_id = reservation.request_id AND i.state = ?)", InvDispatching).
+		OrderExpr("expires_at ASC").Limit(int64(limit)).
 		Scan(ctx, &ids)
 	return ids, normalize(err)
 }

@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,7 +16,17 @@ const (
 	InvSucceeded            = "succeeded"
 	InvFailed               = "failed"
 	InvCancelled            = "cancelled"
+	// InvOutcomeUnknown is the end of a dispatch nobody finished (a crash, a database loss)
+	// and whose outcome could not be learned again: the partner may or may not have acted.
+	InvOutcomeUnknown = "outcome_unknown"
 )
+
+// ErrAlreadyFinished is FinishInvocation on an invocation that another process finished first.
+var ErrAlreadyFinished = errors.New("the invocation was finished already")
+
+// ErrReservationClosed is a settlement whose reservation was already closed (refunded by an
+// older sweeper): the outcome can be recorded, but nothing can be charged.
+var ErrReservationClosed = errors.New("the reservation was closed already")
 
 // Invocation is one call of a partner intent, from quote to outcome.
 type Invocation struct {
@@ -149,9 +159,22 @@ type Attempt struct {
 
 // FinishInvocation records the attempts, settles (st non-nil) or refunds the reservation of
 // a dispatched invocation, and writes the outcome fields of inv with its final transition,
-// in one transaction.
+// in one transaction. Only one process finishes an invocation: the others get
+// ErrAlreadyFinished and nothing they wrote lands, so a call is never settled twice.
 func (s *Store) FinishInvocation(ctx context.Context, inv *Invocation, attempts []Attempt, st *Settlement, refundReason, detail string) error {
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
+		res, err := tx.NewUpdate().Model((*Invocation)(nil)).Set("state = ?", inv.State).
+			Where("request_id = ? AND state = ?", inv.RequestID, InvDispatching).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			if err != nil {
+				return err
+			}
+			return ErrAlreadyFinished
+		}
 		for _, a := range attempts {
 			if err := addEvent(ctx, tx, inv, "attempt", a.Detail, a.At); err != nil {
 				return err
@@ -165,7 +188,7 @@ func (s *Store) FinishInvocation(ctx context.Context, inv *Invocation, attempts 
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("settle %s: the reservation was closed already (swept?)", inv.RequestID)
+				return ErrReservationClosed
 			}
 		case inv.DispatchedAt != nil:
 			if _, err := s.refundTx(ctx, tx, inv.RequestID, refundReason, *inv.FinishedAt); err != nil {
@@ -180,6 +203,17 @@ func (s *Store) FinishInvocation(ctx context.Context, inv *Invocation, attempts 
 		}
 		return addEvent(ctx, tx, inv, inv.State, detail, *inv.FinishedAt)
 	})
+}
+
+// StuckInvocations lists invocations still dispatching after their reservation's deadline:
+// the process that dispatched them crashed or lost its database before finishing.
+func (s *Store) StuckInvocations(ctx context.Context, now time.Time, limit int) ([]*Invocation, error) {
+	var invs []*Invocation
+	err := s.db.NewSelect().Model(&invs).
+		Where("state = ?", InvDispatching).
+		Where("EXISTS (SELECT 1 FROM reservations r WHERE r.request_id = invocation.request_id AND (r.expires_at < ? OR r.state <> ?))", now, ReservationOpen).
+		OrderExpr("dispatched_at ASC").Limit(int64(limit)).Scan(ctx)
+	return invs, normalize(err)
 }
 
 // OutputSchemaMismatches counts an intent's results that did not match its outputSchema.

@@ -37,6 +37,8 @@ commands:
   invocation <request-id>                   what happened to a request: the invocation, its
                                             transitions and its ledger rows
   ledger-check                              verify the ledger's invariants (balanced, matching balances)
+  sweep                                     conclude dispatches a crash abandoned and refund reservations
+                                            nobody settled, now (serve does it every 30 s)
 
 Each prints the listing as JSON. The service settings are flags too (see 'switchboard serve --help').
 `
@@ -73,7 +75,7 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 		want = 1
 	case "credit":
 		want = 2
-	case "ledger-check":
+	case "ledger-check", "sweep":
 	default:
 		fmt.Fprint(stderr, adminUsage)
 		return fmt.Errorf("unknown admin command %q", sub)
@@ -151,6 +153,12 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 			return err
 		}
 		out = map[string]string{"ledger": "ok"}
+	case "sweep":
+		recovered, refunded, err := a.Sweep(ctx)
+		if err != nil {
+			return err
+		}
+		out = map[string]int{"concludedDispatches": recovered, "refundedReservations": refunded}
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

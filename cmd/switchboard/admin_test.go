@@ -185,3 +185,17 @@ func TestAdminCredit(t *testing.T) {
 		t.Fatalf("unknown invocation: %v", err)
 	}
 }
+
+// `admin sweep` concludes abandoned work now and says how much; on a clean database, nothing.
+func TestAdminSweep(t *testing.T) {
+	t.Setenv("SWITCHBOARD_DATA_DIR", t.TempDir())
+	t.Setenv("SWITCHBOARD_DATABASE_URL", "")
+	var out, errOut bytes.Buffer
+	if err := runAdmin(context.Background(), mustConfig(t), []string{"sweep"}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("sweep: %v %s", err, errOut.String())
+	}
+	var got map[string]int
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got["concludedDispatches"] != 0 || got["refundedReservations"] != 0 || len(got) != 2 {
+		t.Fatalf("sweep output: %s %v", out.String(), err)
+	}
+}

@@ -132,7 +132,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	go a.Billing.RunSweeper(ctx, 30*time.Second) // refunds reservations a crash abandoned
+	go a.RunSweeper(ctx, 30*time.Second) // concludes dispatches and reservations a crash abandoned
 	log.Info("switchboard serving", "addr", cfg.Addr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
 	select {
 	case err := <-errc:

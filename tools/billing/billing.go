@@ -169,19 +169,3 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
-
-// RunSweeper sweeps every interval until ctx ends.
-func (s *Service) RunSweeper(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				s.log.ErrorContext(ctx, "sweep reservations", "err", err)
-			}
-		}
-	}
-}

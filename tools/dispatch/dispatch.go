@@ -330,10 +330,11 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.Pa
 		return InvokeOutput{}, err
 	}
 	switch inv.State {
-	case store.InvSucceeded, store.InvFailed, store.InvCancelled:
+	case store.InvSucceeded, store.InvFailed, store.InvCancelled, store.InvOutcomeUnknown:
 		return replay(inv)
 	case store.InvDispatching:
-		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s is being dispatched now; call again in a moment for its outcome", inv.RequestID)
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s is being dispatched now; call again in a moment for its outcome (a dispatch that never finishes is concluded by the sweeper within a minute of its deadline)", inv.RequestID).
+			WithDetails(map[string]any{"requestId": inv.RequestID})
 	}
 	if s.now().UTC().Sub(inv.CreatedAt) > ConfirmWindow {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the quote %s expired (%d minutes); call without confirmRequestId for a new one", inv.RequestID, int(ConfirmWindow.Minutes()))
@@ -406,15 +407,39 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 			break
 		}
 	}
-	refunded := billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}
 	if ctx.Err() != nil {
+		refunded := billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}
 		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged")
 		return InvokeOutput{}, s.fail(bg, inv, store.InvCancelled, answer, attempts, refunded, e, "caller cancelled: "+ctx.Err().Error())
 	}
-	if e := classify(intent, answer, err); e != nil {
+	out, err := s.conclude(bg, inv, cl, answer, err, attempts)
+	switch {
+	case errors.Is(err, store.ErrAlreadyFinished):
+		// The sweeper of another replica finished it first (this one lost its database for a
+		// while): its record is the truth.
+		if done, ferr := s.store.Invocation(bg, inv.AccountID, inv.RequestID); ferr == nil {
+			return replay(done)
+		}
+	case store.IsUnavailable(err):
+		return InvokeOutput{}, tools.Errorf(tools.CodeUnavailable,
+			"%s answered, but the outcome could not be recorded because the database is unavailable; nothing is charged twice: "+
+				"it will be reconciled (request %s). Call again later with confirmRequestId %q to learn the outcome",
+			intent.PublicIdentifier, inv.RequestID, inv.RequestID).
+			WithDetails(map[string]any{"requestId": inv.RequestID, "handle": intent.PublicIdentifier}).Wrap(err)
+	}
+	return out, err
+}
+
+// conclude records the outcome of a dispatch from the partner's answer: a success is settled
+// and relayed, anything else refunded and mapped to the error model. Only one process
+// concludes an invocation (store.ErrAlreadyFinished for the others).
+func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call, answer *outbound.Result, callErr error, attempts []store.Attempt) (InvokeOutput, error) {
+	intent := cl.intent
+	refunded := billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}
+	if e := classify(intent, answer, callErr); e != nil {
 		e.Details = mergeDetails(e.Details, map[string]any{"handle": intent.PublicIdentifier, "requestId": inv.RequestID,
 			"success": false, "charge": refunded, "attempts": len(attempts)})
-		return InvokeOutput{}, s.fail(bg, inv, store.InvFailed, answer, attempts, refunded, e, e.Message)
+		return InvokeOutput{}, s.fail(ctx, inv, store.InvFailed, answer, attempts, refunded, e, e.Message)
 	}
 	settlement, charge := s.billing.Settlement(cl.quote, answer.Envelope.ProviderCostMicro, s.payoutBook(intent))
 	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
@@ -423,12 +448,20 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 		valid := s.matchesOutput(intent, answer.Envelope.Result)
 		out.OutputSchemaValid = &valid
 	}
-	raw, _ := json.Marshal(out)
-	stored := string(raw)
-	inv.Answer, inv.OutputSchemaValid = &stored, out.OutputSchemaValid
-	s.outcome(inv, store.InvSucceeded, answer, charge)
-	if err := s.store.FinishInvocation(bg, inv, attempts, &settlement, "",
-		fmt.Sprintf("partner fee %d, platform fee %d micro-USD", charge.PartnerFeeMicro, charge.PlatformFeeMicro)); err != nil {
+	record := func(st *store.Settlement, detail string) error {
+		raw, _ := json.Marshal(out)
+		stored := string(raw)
+		inv.Answer, inv.OutputSchemaValid = &stored, out.OutputSchemaValid
+		s.outcome(inv, store.InvSucceeded, answer, out.Charge)
+		return s.store.FinishInvocation(ctx, inv, attempts, st, "", detail)
+	}
+	err := record(&settlement, fmt.Sprintf("partner fee %d, platform fee %d micro-USD", charge.PartnerFeeMicro, charge.PlatformFeeMicro))
+	if errors.Is(err, store.ErrReservationClosed) {
+		// Its reservation was refunded by an older sweeper: relay the answer, charge nothing.
+		out.Charge = billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}
+		err = record(nil, "partner succeeded after its reservation was refunded: nothing charged")
+	}
+	if err != nil {
 		return InvokeOutput{}, err
 	}
 	return out, nil

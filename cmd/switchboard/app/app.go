@@ -58,6 +58,34 @@ type App struct {
 	Log        *slog.Logger
 	Partners   *partners.Service // partner intents; the operator CLI uses it
 	Billing    *billing.Service  // credit, ledger, the reservation sweeper
+	Dispatch   *dispatch.Service // partner calls; concludes abandoned ones
+}
+
+// Sweep concludes dispatches a crashed process abandoned (sending idempotent ones again for
+// their real outcome) and refunds reservations nobody settled. It is safe on several
+// replicas at once.
+func (a *App) Sweep(ctx context.Context) (recovered, refunded int, err error) {
+	if recovered, err = a.Dispatch.Recover(ctx); err != nil {
+		return recovered, 0, err
+	}
+	refunded, err = a.Billing.Sweep(ctx)
+	return recovered, refunded, err
+}
+
+// RunSweeper sweeps every interval until ctx ends.
+func (a *App) RunSweeper(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, _, err := a.Sweep(ctx); err != nil && ctx.Err() == nil {
+				a.Log.ErrorContext(ctx, "sweep", "err", err)
+			}
+		}
+	}
 }
 
 // StdioServer is the MCP server for stdio: the same tools, acting with SWITCHBOARD_API_KEY
@@ -196,7 +224,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Partners: partnerSvc, Billing: billSvc}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc}, nil
 }
 
 // billingConfig reads the prices; production accounts start with no credit.

@@ -1,0 +1,100 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+)
+
+// RecoveryHorizon is how long after its dispatch an idempotent call is sent again to learn
+// its outcome; later, a fresh answer would say nothing about the original call.
+const RecoveryHorizon = 10 * time.Minute
+
+// Recover concludes every invocation left dispatching past its deadline by a process that
+// crashed or lost its database. An idempotent call is sent again with the same requestId
+// (the partner dedupes on it; being idempotent, running again is harmless) and its real
+// outcome settled or refunded as a normal call's would be. A write is never sent again: it
+// ends outcome_unknown, refunded, with an answer that says the partner may have acted. Several
+// replicas may run Recover at once: each invocation is concluded by exactly one of them.
+func (s *Service) Recover(ctx context.Context) (int, error) {
+	stuck, err := s.store.StuckInvocations(ctx, s.now().UTC(), 100)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, inv := range stuck {
+		err := s.recoverOne(ctx, inv)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, store.ErrAlreadyFinished):
+			// another replica concluded it
+		default:
+			return n, fmt.Errorf("recover %s: %w", inv.RequestID, err)
+		}
+	}
+	return n, nil
+}
+
+func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
+	cl := &call{args: []byte(inv.Args), quote: billing.Quote{
+		ReserveMicro: inv.ReserveMicro, MaxPartnerFeeMicro: inv.MaxPartnerFeeMicro, MaxPlatformFeeMicro: inv.MaxPlatformFeeMicro}}
+	intent, err := s.store.IntentByID(ctx, inv.IntentID)
+	if err != nil {
+		return err
+	}
+	cl.intent = intent
+	age := s.now().UTC().Sub(*inv.DispatchedAt)
+	if partners.IsWriteCategory(inv.Category) || age > RecoveryHorizon {
+		return s.unknown(ctx, inv, cl, age)
+	}
+	fields := signing.CallFields{
+		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
+		UserID: signing.Pseudonym(s.cfg.PseudonymSecret, inv.AccountID, intent.PartnerID),
+		Args:   json.RawMessage(inv.Args),
+	}
+	answer, callErr := s.client.Call(ctx, partners.Target(intent), fields)
+	attempts := []store.Attempt{{Detail: "recovery: sent again with the same requestId; " + attemptDetail(answer, callErr), At: s.now().UTC()}}
+	if callErr != nil && !outbound.IsBlocked(callErr) {
+		// Still no answer: the outcome stays unknown rather than guessed.
+		return s.unknown(ctx, inv, cl, age, attempts...)
+	}
+	_, err = s.conclude(ctx, inv, cl, answer, callErr, attempts)
+	var te *tools.Error
+	if errors.As(err, &te) { // a failure, recorded and refunded
+		return nil
+	}
+	return err
+}
+
+// unknown ends inv as outcome_unknown, refunding its reservation, with an answer that tells
+// the caller the truth.
+func (s *Service) unknown(ctx context.Context, inv *store.Invocation, cl *call, age time.Duration, attempts ...store.Attempt) error {
+	h := cl.intent.PublicIdentifier
+	e := tools.Errorf(tools.CodeUpstream,
+		"outcome unknown: %s may have executed request %s (it dedupes on that requestId), but its answer never reached Switchboard; nothing was charged. Check with the partner before trying again",
+		h, inv.RequestID).
+		WithDetails(map[string]any{"handle": h, "requestId": inv.RequestID, "outcome": "unknown",
+			"charge": billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}})
+	why := "write category: never sent again"
+	if !partners.IsWriteCategory(inv.Category) {
+		why = fmt.Sprintf("no answer on recovery (%s after dispatch)", age.Round(time.Second))
+	}
+	err := s.fail(ctx, inv, store.InvOutcomeUnknown, nil, attempts,
+		billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}, e,
+		"abandoned dispatch concluded by the sweeper: outcome unknown ("+why+"); reservation refunded")
+	var te *tools.Error
+	if errors.As(err, &te) {
+		return nil
+	}
+	return err
+}

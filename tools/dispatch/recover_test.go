@@ -1,0 +1,187 @@
+package dispatch_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
+)
+
+// TestDispatchOrphanedByADatabaseLossIsConcluded reproduces the defect end to end: the
+// partner runs the call, and the database goes down before the outcome is recorded (a stopped
+// PostgreSQL cluster of the test's own). The caller is told the truth at once; once the
+// database is back, the sweeper (two replicas racing) concludes each invocation exactly once:
+// an idempotent call is sent again with the same requestId, the partner's dedupe replays its
+// first answer (its handler ran once) and it is settled once; a write is never sent again and
+// ends outcome_unknown, refunded. A later confirmation answers the recorded truth.
+func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
+	cluster := storetest.StartCluster(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, cluster.DSN(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	var pub ed25519.PublicKey
+	var stopDB atomic.Bool
+	var runs sync.Map // path -> *atomic.Int32: how often the partner's own handler ran
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := runs.LoadOrStore(r.URL.Path, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		if stopDB.CompareAndSwap(true, false) {
+			cluster.Stop() // the database is lost while the partner does the work
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"success":true,"result":{"path":%q},"providerCostMicro":500}`, r.URL.Path)
+	})
+	verifier := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return pub, nil }))
+	partner := partnertest.Start(t, signing.Middleware(verifier, signing.DedupeMiddleware(signing.NewResponseDedupe(), handler)))
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := apptest.Start(t, apptest.Options{Store: st, Config: func(c *apptest.Config) {
+		c.AllowLocalEndpoints = true
+		c.PartnerCAFile = caFile
+	}})
+	pub = env.App.SigningKey.Public().(ed25519.PublicKey)
+	publisher := env.Onboard(t, "publisher@example.com")["apiKey"].(string)
+	caller := env.Onboard(t, "caller@example.com")
+	key, callerID := caller["apiKey"].(string), caller["userId"].(string)
+	w := &world{env: env}
+	publish := func(handle, path, category string) {
+		status, out := env.REST(t, "POST", "/v1/partner/intents", publisher, map[string]any{
+			"publicIdentifier": handle, "name": handle[1:], "description": "orphan test " + path,
+			"category": category, "toolEndpoint": partner.URL + path, "timeoutMs": 1000,
+			"feeRate": 0.001, "payoutAddresses": map[string]string{"evm": payout},
+		})
+		if status != 201 {
+			t.Fatalf("publish %s: %d %v", handle, status, out)
+		}
+		if status, out := env.REST(t, "POST", "/v1/partner/intents/"+out["id"].(string)+"/active", publisher, map[string]any{"active": true}); status != 200 {
+			t.Fatalf("activate %s: %d %v", handle, status, out)
+		}
+	}
+	publish("@orphanq", "/query", "QUERY")
+	publish("@orphanw", "/write", "EXECUTE")
+	credit := func() int64 {
+		ca, err := st.Credit(ctx, callerID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ca.AvailableMicro
+	}
+	start := credit()
+
+	// An idempotent call whose outcome is lost with the database.
+	stopDB.Store(true)
+	status, out := env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanq status"})
+	e, _ := out["error"].(map[string]any)
+	if status != 503 || e["code"] != "UNAVAILABLE" || !strings.Contains(e["message"].(string), "reconciled") {
+		t.Fatalf("outcome lost with the database: %d %v, want 503 saying it will be reconciled", status, out)
+	}
+	queryID := e["details"].(map[string]any)["requestId"].(string)
+	cluster.Start()
+
+	// A confirmed write whose outcome is lost the same way.
+	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it"})
+	if status != 409 {
+		t.Fatalf("write quote: %d %v", status, out)
+	}
+	writeID := out["error"].(map[string]any)["details"].(map[string]any)["requestId"].(string)
+	stopDB.Store(true)
+	if status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it", "confirmRequestId": writeID}); status != 503 {
+		t.Fatalf("confirmed write with the database lost: %d %v", status, out)
+	}
+	cluster.Start()
+	for _, id := range []string{queryID, writeID} {
+		inv, err := st.InvocationByID(ctx, id)
+		if err != nil || inv.State != store.InvDispatching {
+			t.Fatalf("%s before the sweep: %+v %v, want dispatching", id, inv, err)
+		}
+	}
+	if status, out := env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it", "confirmRequestId": writeID}); status != 409 || !strings.Contains(fmt.Sprint(out), "sweeper") {
+		t.Fatalf("confirm while undecided: %d %v", status, out)
+	}
+
+	// Past the deadline, two replicas sweep at once.
+	env.Clock.Advance(40 * time.Second)
+	var concluded atomic.Int32
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, _, err := env.App.Sweep(ctx)
+			if err != nil {
+				t.Errorf("sweep: %v", err)
+			}
+			concluded.Add(int32(n))
+		}()
+	}
+	wg.Wait()
+	if concluded.Load() != 2 {
+		t.Fatalf("%d invocations concluded, want 2 (each exactly once)", concluded.Load())
+	}
+
+	q, _ := st.InvocationByID(ctx, queryID)
+	if q.State != store.InvSucceeded || q.PartnerFeeMicro != 500 {
+		t.Fatalf("idempotent call after recovery: %+v", q)
+	}
+	n, _ := runs.Load("/query")
+	if got := n.(*atomic.Int32).Load(); got != 1 {
+		t.Fatalf("the partner's handler ran %d times for the query: the re-send must be deduped", got)
+	}
+	if hits := len(partner.Hits()); hits < 3 {
+		t.Fatalf("%d requests reached the partner: the query was not sent again", hits)
+	}
+	wr, _ := st.InvocationByID(ctx, writeID)
+	if wr.State != store.InvOutcomeUnknown || wr.PartnerFeeMicro != 0 {
+		t.Fatalf("write after the sweep: %+v", wr)
+	}
+	n, _ = runs.Load("/write")
+	if got := n.(*atomic.Int32).Load(); got != 1 {
+		t.Fatalf("the write ran %d times: it must never be sent again", got)
+	}
+	events, _ := st.InvocationEvents(ctx, writeID)
+	if last := events[len(events)-1]; last.State != store.InvOutcomeUnknown || !strings.Contains(last.Detail, "sweeper") {
+		t.Fatalf("the terminal transition is not recorded: %+v", last)
+	}
+	// Charged once for the query (reservation 1000 + fee 500 + platform 50), nothing for the write.
+	if got := start - credit(); got != 1550 {
+		t.Fatalf("credit went down by %d, want 1550", got)
+	}
+	w.ledgerOK(t)
+
+	// Asking again answers the recorded truth.
+	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it", "confirmRequestId": writeID})
+	if status != 502 || !strings.Contains(fmt.Sprint(out), "outcome unknown") || !strings.Contains(fmt.Sprint(out), writeID) {
+		t.Fatalf("confirm after the sweep: %d %v", status, out)
+	}
+	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanq status", "confirmRequestId": queryID})
+	if status != 200 || out["success"] != true {
+		t.Fatalf("the recovered query's outcome: %d %v", status, out)
+	}
+	// Sweeping again changes nothing.
+	if n, m, err := env.App.Sweep(ctx); n != 0 || m != 0 || err != nil {
+		t.Fatalf("a second sweep: %d %d %v", n, m, err)
+	}
+	w.ledgerOK(t)
+}

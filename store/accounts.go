@@ -47,7 +47,7 @@ func WithGrant(micro int64, memo string) CreateOption {
 		if micro <= 0 {
 			return nil
 		}
-		return s.grantTx(ctx, tx, acct.ID, micro, memo, acct.CreatedAt)
+		return s.grantTx(ctx, tx, acct.ID, micro, micro, memo, acct.CreatedAt) // a new account holds nothing yet
 	}
 }
 

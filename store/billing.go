@@ -150,19 +150,29 @@ func (s *Store) lockKeySpend(ctx context.Context, tx bun.Tx, keyID string) (*Key
 	return ks, q.Scan(ctx)
 }
 
-// Grant adds credit to an account.
-func (s *Store) Grant(ctx context.Context, accountID string, micro int64, memo string, now time.Time) error {
-	if micro <= 0 {
-		return fmt.Errorf("grant must be positive, got %d", micro)
+// ErrBalanceCap refuses a grant that would lift an account's balance over its cap.
+var ErrBalanceCap = errors.New("the balance would exceed its cap")
+
+// Grant adds credit to an account, refusing (ErrBalanceCap, nothing written) when available
+// plus reserved credit would pass maxBalance.
+func (s *Store) Grant(ctx context.Context, accountID string, micro, maxBalance int64, memo string, now time.Time) error {
+	if micro <= 0 || micro > maxBalance {
+		return fmt.Errorf("grant must be positive and at most %d, got %d", maxBalance, micro)
 	}
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		return s.grantTx(ctx, tx, accountID, micro, memo, now)
+		return s.grantTx(ctx, tx, accountID, micro, maxBalance, memo, now)
 	})
 }
 
-func (s *Store) grantTx(ctx context.Context, tx bun.Tx, accountID string, micro int64, memo string, now time.Time) error {
-	if _, err := s.lockCredit(ctx, tx, accountID, now); err != nil {
+func (s *Store) grantTx(ctx context.Context, tx bun.Tx, accountID string, micro, maxBalance int64, memo string, now time.Time) error {
+	ca, err := s.lockCredit(ctx, tx, accountID, now)
+	if err != nil {
 		return err
+	}
+	// Checked under the balance lock, in integers that cannot overflow (both terms are
+	// bounded by maxBalance), before anything is written.
+	if ca.AvailableMicro+ca.ReservedMicro > maxBalance-micro {
+		return fmt.Errorf("%w: %d + %d > %d", ErrBalanceCap, ca.AvailableMicro+ca.ReservedMicro, micro, maxBalance)
 	}
 	if _, err := tx.NewUpdate().Model((*CreditAccount)(nil)).
 		Set("available_micro = available_micro + ?", micro).Set("updated_at = ?", now).

@@ -36,7 +36,7 @@ func TestLedgerLifecycle(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now().UTC()
 		billingAccount(t, s, "a")
-		if err := s.Grant(ctx, "a", 10_000, "test grant", now); err != nil {
+		if err := s.Grant(ctx, "a", 10_000, 1<<40, "test grant", now); err != nil {
 			t.Fatal(err)
 		}
 		mustCheck(t, s)
@@ -125,7 +125,7 @@ func TestReserveConcurrentHolds(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now().UTC()
 		billingAccount(t, s, "c")
-		s.Grant(ctx, "c", 1_000, "grant", now)
+		s.Grant(ctx, "c", 1_000, 1<<40, "grant", now)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		won := 0
@@ -148,5 +148,34 @@ func TestReserveConcurrentHolds(t *testing.T) {
 			t.Fatalf("%d reservations of worst case 300 fit in 1000 credit, want 3", won)
 		}
 		mustCheck(t, s)
+	})
+}
+
+// A grant that would lift the balance over its cap is refused under the balance lock, and
+// nothing of it is written.
+func TestGrantRespectsTheBalanceCap(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		if err := s.CreateAccount(ctx, &store.Account{ID: "capped", Email: "cap@example.com", CreatedAt: now}, nil,
+			&store.APIKey{ID: "kc", AccountID: "capped", Name: "k", Prefix: "p", Hash: "hc", Scopes: []string{"read"}, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Grant(ctx, "capped", 600, 1000, "first", now); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Grant(ctx, "capped", 500, 1000, "over", now); !errors.Is(err, store.ErrBalanceCap) {
+			t.Fatalf("grant over the cap: %v, want ErrBalanceCap", err)
+		}
+		if err := s.Grant(ctx, "capped", 400, 1000, "to the cap", now); err != nil {
+			t.Fatalf("grant up to the cap: %v", err)
+		}
+		ca, _ := s.Credit(ctx, "capped")
+		if ca.AvailableMicro != 1000 {
+			t.Fatalf("balance %d, want 1000", ca.AvailableMicro)
+		}
+		if err := s.LedgerCheck(ctx); err != nil {
+			t.Fatal(err)
+		}
 	})
 }

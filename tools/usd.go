@@ -8,6 +8,10 @@ import (
 	"github.com/shopspring/decimal"
 )
 
+// MaxUSDMicro bounds every USD amount the service reads (1,000,000,000 USD): far above any
+// real limit or balance, far below where sums of amounts could overflow int64.
+const MaxUSDMicro = 1_000_000_000 * 1_000_000
+
 // USD is an amount of US dollars held as integer micro-USD. On the wire it is a JSON number
 // (the spec's spendLimitUsd is a number), written and read as an exact decimal: it never
 // passes through float64.
@@ -38,8 +42,8 @@ func (u *USD) UnmarshalJSON(b []byte) error {
 	if !micro.IsInteger() {
 		return fmt.Errorf("USD amount %s has more than 6 decimal places", n)
 	}
-	if !micro.BigInt().IsInt64() {
-		return fmt.Errorf("USD amount %s is out of range", n)
+	if micro.Abs().GreaterThan(decimal.New(MaxUSDMicro, 0)) {
+		return fmt.Errorf("USD amount %s is over the maximum of %s", n, USD(MaxUSDMicro))
 	}
 	*u = USD(micro.IntPart())
 	return nil
@@ -48,5 +52,6 @@ func (u *USD) UnmarshalJSON(b []byte) error {
 // JSONSchema describes USD as a non-negative number.
 func (USD) JSONSchema() *jsonschema.Schema {
 	min := json.Number("0")
-	return &jsonschema.Schema{Type: "number", Minimum: min, Description: "US dollars"}
+	max := json.Number(USD(MaxUSDMicro).String())
+	return &jsonschema.Schema{Type: "number", Minimum: min, Maximum: max, Description: "US dollars"}
 }

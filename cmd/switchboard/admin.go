@@ -199,8 +199,11 @@ func describe(err error) error {
 // credit grants USD to an account named by id or e-mail and returns its balance.
 func credit(ctx context.Context, a *app.App, who, usd string) (any, error) {
 	var amount tools.USD
-	if err := json.Unmarshal([]byte(usd), &amount); err != nil || amount <= 0 {
-		return nil, fmt.Errorf("credit: %q is not a positive USD amount with at most 6 decimals", usd)
+	if err := json.Unmarshal([]byte(usd), &amount); err != nil {
+		return nil, fmt.Errorf("credit: %q: %v", usd, err)
+	}
+	if amount <= 0 {
+		return nil, fmt.Errorf("credit: %q: the amount must be positive", usd)
 	}
 	acct, err := a.Store.AccountByID(ctx, who)
 	if errors.Is(err, store.ErrNotFound) {

@@ -199,3 +199,44 @@ func TestAdminSweep(t *testing.T) {
 		t.Fatalf("sweep output: %s %v", out.String(), err)
 	}
 }
+
+// An operator grant is bounded before anything is written: the amount that once overflowed a
+// SQLite balance (and broke the account and the ledger check) is refused, as is one over the
+// per-grant maximum; the account and the ledger stay sound.
+func TestAdminCreditIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SWITCHBOARD_DATA_DIR", dir)
+	t.Setenv("SWITCHBOARD_DATABASE_URL", "")
+	ctx := context.Background()
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runAdmin(ctx, mustConfig(t), args, strings.NewReader(""), &out, &errOut)
+		return out.String(), err
+	}
+	run("ledger-check") // creates and migrates the database
+	st, err := store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if err := st.CreateAccount(ctx, &store.Account{ID: "acct_rich", Email: "rich@example.com", CreatedAt: now}, nil,
+		&store.APIKey{ID: "k1", AccountID: "acct_rich", Name: "k", Prefix: "sb_test_x", Hash: "h", Scopes: []string{"read"}, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for amount, want := range map[string]string{
+		"9223372036854.775807": "maximum",
+		"1000000.000001":       "at most 1000000",
+		"-5":                   "positive",
+	} {
+		if out, err := run("credit", "rich@example.com", amount); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("credit %s: %q %v, want an error saying %q", amount, out, err, want)
+		}
+	}
+	if out, err := run("credit", "rich@example.com", "1000000"); err != nil || !strings.Contains(out, `"availableUsd": 1000000`) {
+		t.Fatalf("credit at the maximum: %q %v", out, err)
+	}
+	if out, err := run("ledger-check"); err != nil || !strings.Contains(out, "ok") {
+		t.Fatalf("ledger-check after refused grants: %q %v", out, err)
+	}
+}

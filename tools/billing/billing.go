@@ -145,9 +145,23 @@ func (s *Service) Settlement(q Quote, partnerFeeMicro int64, payoutBook string) 
 		Charge{ReservedMicro: q.ReserveMicro, PartnerFeeMicro: fee, PlatformFeeMicro: platform}
 }
 
+// Bounds on money that enters an account. Grants are checked before anything is written and
+// the balance cap under the balance lock, so no sum can overflow and nothing is half-written.
+const (
+	MaxGrantMicro   = 1_000_000 * 1_000_000     // one grant: 1,000,000 USD
+	MaxBalanceMicro = 1_000_000_000 * 1_000_000 // an account's available + reserved credit: 1,000,000,000 USD
+)
+
 // Grant adds credit to an account (operator command, starting grant).
 func (s *Service) Grant(ctx context.Context, accountID string, micro int64, memo string) error {
-	return s.store.Grant(ctx, accountID, micro, memo, s.now().UTC())
+	if micro <= 0 || micro > MaxGrantMicro {
+		return tools.Errorf(tools.CodeBadInput, "a grant is more than 0 and at most %s USD, got %s USD; split a larger amount", tools.USD(MaxGrantMicro), tools.USD(micro))
+	}
+	err := s.store.Grant(ctx, accountID, micro, MaxBalanceMicro, memo, s.now().UTC())
+	if errors.Is(err, store.ErrBalanceCap) {
+		return tools.Errorf(tools.CodeBadInput, "this grant would bring the account's credit over the %s USD cap; nothing was credited", tools.USD(MaxBalanceMicro)).Wrap(err)
+	}
+	return err
 }
 
 // Sweep refunds every reservation whose deadline passed and returns how many it refunded.

@@ -150,11 +150,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, fmt.Errorf("master key: %w", err)
 	}
-	spend, err := decimal.NewFromString(cfg.DefaultSpendLimit)
-	if err != nil || spend.IsNegative() {
-		return nil, fmt.Errorf("SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD=%q: want a non-negative decimal", cfg.DefaultSpendLimit)
+	spend, err := usdMicro("SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", cfg.DefaultSpendLimit, tools.MaxUSDMicro)
+	if err != nil {
+		return nil, err
 	}
-	keySvc := keys.NewService(st, cfg.Env, keys.Limits{SpendMicro: spend.Shift(6).IntPart(), RatePerMinute: cfg.DefaultRateLimit}, now)
+	keySvc := keys.NewService(st, cfg.Env, keys.Limits{SpendMicro: spend, RatePerMinute: cfg.DefaultRateLimit}, now)
 	billCfg, err := billingConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -231,10 +231,10 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 func billingConfig(cfg Config) (billing.Config, error) {
 	c := billing.DefaultConfig()
 	var err error
-	if c.InfraCostMicro, err = usdMicro("SWITCHBOARD_INFRA_COST_USD", cfg.InfraCostUSD); err != nil {
+	if c.InfraCostMicro, err = usdMicro("SWITCHBOARD_INFRA_COST_USD", cfg.InfraCostUSD, billing.MaxGrantMicro); err != nil {
 		return c, err
 	}
-	if c.StartingGrantMicro, err = usdMicro("SWITCHBOARD_STARTING_CREDIT_USD", cfg.StartingCreditUSD); err != nil {
+	if c.StartingGrantMicro, err = usdMicro("SWITCHBOARD_STARTING_CREDIT_USD", cfg.StartingCreditUSD, billing.MaxGrantMicro); err != nil {
 		return c, err
 	}
 	if cfg.Env == "production" {
@@ -248,10 +248,10 @@ func billingConfig(cfg Config) (billing.Config, error) {
 }
 
 // usdMicro parses a non-negative decimal USD amount with at most 6 places into micro-USD.
-func usdMicro(name, v string) (int64, error) {
+func usdMicro(name, v string, maxMicro int64) (int64, error) {
 	d, err := decimal.NewFromString(v)
-	if err != nil || d.IsNegative() || !d.Shift(6).IsInteger() {
-		return 0, fmt.Errorf("%s=%q: want a non-negative USD amount with at most 6 decimals", name, v)
+	if err != nil || d.IsNegative() || !d.Shift(6).IsInteger() || d.Shift(6).GreaterThan(decimal.New(maxMicro, 0)) {
+		return 0, fmt.Errorf("%s=%q: want a non-negative USD amount with at most 6 decimals, at most %s", name, v, tools.USD(maxMicro))
 	}
 	return d.Shift(6).IntPart(), nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -66,6 +67,9 @@ func (s *Store) PutCode(ctx context.Context, code *EmailCode, send *EmailSend, p
 		if _, err := tx.NewInsert().Model(send).Exec(ctx); err != nil {
 			return err
 		}
+		if _, err := tx.NewDelete().Model((*EmailCodeAttempts)(nil)).Where("email = ?", code.Email).Exec(ctx); err != nil {
+			return err
+		}
 		_, err := tx.NewDelete().Model((*EmailSend)(nil)).Where("sent_at < ?", pruneBefore).Exec(ctx)
 		return err
 	})
@@ -80,19 +84,90 @@ func (s *Store) CodeByEmail(ctx context.Context, email string) (*EmailCode, erro
 	return code, nil
 }
 
-// CountFailedAttempt adds one wrong attempt to the e-mail's code and returns the new count.
-// The increment happens in the database so concurrent guesses cannot share one attempt.
-func (s *Store) CountFailedAttempt(ctx context.Context, email, codeHash string) (int, error) {
-	var attempts int
-	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewUpdate().Model((*EmailCode)(nil)).Set("attempts = attempts + 1").
-			Where("email = ? AND code_hash = ?", email, codeHash).Exec(ctx); err != nil {
+// EmailCodeAttempts counts one client's guesses at one e-mail's current code.
+type EmailCodeAttempts struct {
+	bun.BaseModel `bun:"table:email_code_attempts"`
+
+	Email      string `bun:"email,pk"`
+	ClientAddr string `bun:"client_addr,pk"`
+	CodeHash   string `bun:"code_hash,notnull"`
+	Attempts   int    `bun:"attempts,notnull"`
+}
+
+// Refusals of TakeAttempt.
+var (
+	ErrCodeNotLive    = errors.New("no live code (used, voided, replaced or expired)")
+	ErrClientAttempts = errors.New("this client used all its attempts at this code")
+)
+
+// TakeAttempt counts one guess at the e-mail's code codeHash before it is compared, for the
+// client and in total, each with a conditional increment in one transaction, so parallel
+// guesses can never pass the caps: ErrClientAttempts when the client already made perClient
+// guesses at this code, ErrCodeNotLive when the code is gone or reached total (nothing is
+// counted then). It returns the counts after this guess.
+func (s *Store) TakeAttempt(ctx context.Context, email, codeHash, clientAddr string, perClient, total int) (byClient, overall int, err error) {
+	err = s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var mine []int
+		if _, err := tx.NewInsert().Model(&EmailCodeAttempts{Email: email, ClientAddr: clientAddr, CodeHash: codeHash, Attempts: 1}).
+			On("CONFLICT (email, client_addr) DO UPDATE").
+			Set("attempts = CASE WHEN email_code_attempts.code_hash = EXCLUDED.code_hash THEN email_code_attempts.attempts + 1 ELSE 1 END").
+			Set("code_hash = EXCLUDED.code_hash").
+			Where("email_code_attempts.code_hash <> EXCLUDED.code_hash OR email_code_attempts.attempts < ?", perClient).
+			Returning("attempts").Exec(ctx, &mine); err != nil {
 			return err
 		}
-		return tx.NewSelect().Model((*EmailCode)(nil)).Column("attempts").
-			Where("email = ?", email).Scan(ctx, &attempts)
+		if len(mine) == 0 {
+			return ErrClientAttempts
+		}
+		var all []int
+		if _, err := tx.NewUpdate().Model((*EmailCode)(nil)).Set("attempts = attempts + 1").
+			Where("email = ? AND code_hash = ? AND attempts < ?", email, codeHash, total).
+			Returning("attempts").Exec(ctx, &all); err != nil {
+			return err
+		}
+		if len(all) == 0 {
+			return ErrCodeNotLive
+		}
+		byClient, overall = mine[0], all[0]
+		return nil
 	})
-	return attempts, err
+	return byClient, overall, err
+}
+
+// SendStats are the code e-mails sent since a moment, for signup's limits.
+type SendStats struct {
+	ToEmail, FromClient, Pair int       // to the address, from the client, both
+	LastToEmail               time.Time // the newest to the address (zero when none)
+	OldestFromClient          time.Time // the oldest from the client in the window
+	OldestPair                time.Time // the oldest to the address from the client
+}
+
+// Sends counts code e-mails sent since `since` to emailHash, from clientAddr and both.
+func (s *Store) Sends(ctx context.Context, emailHash, clientAddr string, since time.Time) (SendStats, error) {
+	var rows []EmailSend
+	err := s.db.NewSelect().Model(&rows).
+		Where("(email_hash = ? OR client_addr = ?) AND sent_at > ?", emailHash, clientAddr, since).
+		OrderExpr("sent_at ASC").Scan(ctx)
+	var st SendStats
+	for _, r := range rows {
+		if r.EmailHash == emailHash {
+			st.ToEmail++
+			st.LastToEmail = r.SentAt
+		}
+		if r.ClientAddr == clientAddr {
+			if st.FromClient == 0 {
+				st.OldestFromClient = r.SentAt
+			}
+			st.FromClient++
+		}
+		if r.EmailHash == emailHash && r.ClientAddr == clientAddr {
+			if st.Pair == 0 {
+				st.OldestPair = r.SentAt
+			}
+			st.Pair++
+		}
+	}
+	return st, normalize(err)
 }
 
 // DeleteCode removes the e-mail's code if it still has codeHash. It reports whether a row was

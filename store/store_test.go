@@ -100,10 +100,23 @@ func TestCodeAttemptsAndSingleUse(t *testing.T) {
 			t.Fatal(err)
 		}
 		for want := 1; want <= 2; want++ {
-			n, err := s.CountFailedAttempt(ctx, "a@example.com", "c1")
-			if err != nil || n != want {
-				t.Fatalf("attempt %d: got %d, %v", want, n, err)
+			mine, all, err := s.TakeAttempt(ctx, "a@example.com", "c1", "1.2.3.4", 2, 3)
+			if err != nil || mine != want || all != want {
+				t.Fatalf("attempt %d: got %d %d, %v", want, mine, all, err)
 			}
+		}
+		// This client is done with this code; another client is not, until the total.
+		if _, _, err := s.TakeAttempt(ctx, "a@example.com", "c1", "1.2.3.4", 2, 3); !errors.Is(err, store.ErrClientAttempts) {
+			t.Fatalf("third attempt from one client: %v", err)
+		}
+		if _, all, err := s.TakeAttempt(ctx, "a@example.com", "c1", "5.6.7.8", 2, 3); err != nil || all != 3 {
+			t.Fatalf("another client: %d %v", all, err)
+		}
+		if _, _, err := s.TakeAttempt(ctx, "a@example.com", "c1", "9.9.9.9", 2, 3); !errors.Is(err, store.ErrCodeNotLive) {
+			t.Fatalf("past the total: %v", err)
+		}
+		if _, _, err := s.TakeAttempt(ctx, "a@example.com", "stale", "9.9.9.9", 2, 3); !errors.Is(err, store.ErrCodeNotLive) {
+			t.Fatalf("a replaced code: %v", err)
 		}
 		// A new code resets the attempts.
 		code2 := &store.EmailCode{Email: "a@example.com", CodeHash: "c2", ExpiresAt: now.Add(10 * time.Minute), CreatedAt: now}

@@ -21,14 +21,19 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
-// Config holds the onboarding limits.
+// Config holds the onboarding limits. They are counted so that someone who cannot read the
+// inbox cannot keep its owner out: a client's guesses lock out that client only, and sends to
+// one address are spaced (at most MaxSendGap apart) rather than blocked for the hour.
 type Config struct {
-	CodeSecret     []byte        // HMAC key for stored code hashes
-	CodeTTL        time.Duration // 10 minutes
-	MaxAttempts    int           // wrong attempts that void a code: 5
-	SendsPerEmail  int           // code e-mails per address per SendWindow
-	SendsPerClient int           // code e-mails per client address per SendWindow
-	SendWindow     time.Duration // 1 hour
+	CodeSecret      []byte        // HMAC key for stored code hashes
+	CodeTTL         time.Duration // 10 minutes
+	MaxAttempts     int           // guesses one client may make at one code: 5
+	MaxCodeAttempts int           // guesses at one code from all clients before it is void: 10
+	SendsPerPair    int           // code e-mails to one address from one client per SendWindow: 5
+	SendsPerClient  int           // code e-mails from one client address per SendWindow: 20
+	FreeSends       int           // sends to one address per SendWindow before spacing applies: 3
+	MaxSendGap      time.Duration // the longest spacing between sends to one address: 5 minutes
+	SendWindow      time.Duration // 1 hour
 	ServiceName    string
 	StartingGrant  int64 // micro-USD of credit a new account starts with
 	Now            func() time.Time
@@ -36,8 +41,9 @@ type Config struct {
 
 // DefaultConfig returns the documented limits.
 func DefaultConfig(codeSecret []byte, now func() time.Time) Config {
-	return Config{CodeSecret: codeSecret, CodeTTL: 10 * time.Minute, MaxAttempts: 5,
-		SendsPerEmail: 5, SendsPerClient: 20, SendWindow: time.Hour, ServiceName: "Switchboard", Now: now}
+	return Config{CodeSecret: codeSecret, CodeTTL: 10 * time.Minute, MaxAttempts: 5, MaxCodeAttempts: 10,
+		SendsPerPair: 5, SendsPerClient: 20, FreeSends: 3, MaxSendGap: 5 * time.Minute, SendWindow: time.Hour,
+		ServiceName: "Switchboard", Now: now}
 }
 
 // Service runs signup and verify.
@@ -123,18 +129,11 @@ func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (
 	now := s.cfg.Now().UTC()
 	emailHash := s.hash("send", email)
 	since := now.Add(-s.cfg.SendWindow)
-	perEmail, perClient, err := s.store.CountSends(ctx, emailHash, c.ClientAddr, since)
+	st, err := s.store.Sends(ctx, emailHash, c.ClientAddr, since)
 	if err != nil {
 		return SignupOutput{}, err
 	}
-	if perEmail >= int64(s.cfg.SendsPerEmail) || perClient >= int64(s.cfg.SendsPerClient) {
-		oldest, err := s.store.OldestSendSince(ctx, emailHash, c.ClientAddr, since)
-		if err != nil {
-			return SignupOutput{}, err
-		}
-		wait := max(oldest.Add(s.cfg.SendWindow).Sub(now).Round(time.Second), time.Second)
-		e := tools.Errorf(tools.CodeRateLimited, "too many codes requested for this address or from this client; the last code sent is still valid for %s, or retry in %d s", s.cfg.CodeTTL, int(wait.Seconds()))
-		e.RetryAfter = wait
+	if e := s.sendLimit(ctx, email, st, now); e != nil {
 		return SignupOutput{}, e
 	}
 	code, err := sixDigits()
@@ -161,6 +160,43 @@ func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (
 	return SignupOutput{OK: true}, nil
 }
 
+// sendGap is the spacing the next send to an address needs after n sends in the window:
+// none for the first FreeSends, then 30 s doubling, never more than MaxSendGap.
+func (s *Service) sendGap(n int) time.Duration {
+	if n < s.cfg.FreeSends {
+		return 0
+	}
+	gap := 30 * time.Second
+	for i := s.cfg.FreeSends; i < n && gap < s.cfg.MaxSendGap; i++ {
+		gap *= 2
+	}
+	return min(gap, s.cfg.MaxSendGap)
+}
+
+// sendLimit refuses a send over a limit with RATE_LIMITED, a true message and Retry-After.
+func (s *Service) sendLimit(ctx context.Context, email string, st store.SendStats, now time.Time) *tools.Error {
+	var wait time.Duration
+	var why string
+	switch {
+	case st.FromClient >= s.cfg.SendsPerClient:
+		wait, why = st.OldestFromClient.Add(s.cfg.SendWindow).Sub(now), fmt.Sprintf("this client requested %d codes in the last hour (all addresses)", st.FromClient)
+	case st.Pair >= s.cfg.SendsPerPair:
+		wait, why = st.OldestPair.Add(s.cfg.SendWindow).Sub(now), fmt.Sprintf("this client requested %d codes for this address in the last hour", st.Pair)
+	case now.Sub(st.LastToEmail) < s.sendGap(st.ToEmail):
+		wait, why = st.LastToEmail.Add(s.sendGap(st.ToEmail)).Sub(now), fmt.Sprintf("a code was sent to this address %d s ago", int(now.Sub(st.LastToEmail).Seconds()))
+	default:
+		return nil
+	}
+	wait = max(wait.Round(time.Second), time.Second)
+	live := ""
+	if rec, err := s.store.CodeByEmail(ctx, email); err == nil && now.Before(rec.ExpiresAt) && rec.Attempts < s.cfg.MaxCodeAttempts {
+		live = fmt.Sprintf("; the latest code e-mailed is valid until %s", rec.ExpiresAt.Format("15:04:05 MST"))
+	}
+	e := tools.Errorf(tools.CodeRateLimited, "%s; a new code can be requested in %d s%s", why, int(wait.Seconds()), live)
+	e.RetryAfter = wait
+	return e
+}
+
 func sixDigits() (string, error) {
 	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
 	if err != nil {
@@ -183,16 +219,25 @@ func (s *Service) verify(ctx context.Context, c *tools.Caller, in VerifyInput) (
 		s.store.DeleteCode(ctx, email, rec.CodeHash)
 		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "this code expired (codes last %d minutes); call agent_signup for a new one", int(s.cfg.CodeTTL.Minutes()))
 	}
+	// The guess is counted before it is compared, so parallel guesses cannot pass the caps.
+	mine, overall, err := s.store.TakeAttempt(ctx, email, rec.CodeHash, c.ClientAddr, s.cfg.MaxAttempts, s.cfg.MaxCodeAttempts)
+	switch {
+	case errors.Is(err, store.ErrClientAttempts):
+		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "this client has used its %d attempts at the current code; call agent_signup for a new one (it arrives in the same inbox)", s.cfg.MaxAttempts)
+	case errors.Is(err, store.ErrCodeNotLive):
+		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (used, replaced by a newer one, voided or expired); check the latest e-mail, or call agent_signup for a new code")
+	case err != nil:
+		return Account{}, err
+	}
 	if !hmac.Equal([]byte(s.hash("code", email, in.Code)), []byte(rec.CodeHash)) {
-		attempts, err := s.store.CountFailedAttempt(ctx, email, rec.CodeHash)
-		if err != nil {
-			return Account{}, err
-		}
-		if attempts >= s.cfg.MaxAttempts {
+		if overall >= s.cfg.MaxCodeAttempts {
 			s.store.DeleteCode(ctx, email, rec.CodeHash)
-			return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was the last of %d attempts: the code is void; call agent_signup for a new one", s.cfg.MaxAttempts)
+			return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code, and the code has now had %d wrong attempts: it is void; call agent_signup for a new one", s.cfg.MaxCodeAttempts)
 		}
-		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d attempts left. Check the latest e-mail (a new signup replaces the previous code)", s.cfg.MaxAttempts-attempts)
+		if mine >= s.cfg.MaxAttempts {
+			return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was this client's last of %d attempts at this code; call agent_signup for a new one", s.cfg.MaxAttempts)
+		}
+		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d attempts left. Check the latest e-mail (a new signup replaces the previous code)", s.cfg.MaxAttempts-mine)
 	}
 	// Consuming the code is the race's single winner: a second verify with it finds nothing.
 	won, err := s.store.DeleteCode(ctx, email, rec.CodeHash)

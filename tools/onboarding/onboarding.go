@@ -34,9 +34,9 @@ type Config struct {
 	FreeSends       int           // sends to one address per SendWindow before spacing applies: 3
 	MaxSendGap      time.Duration // the longest spacing between sends to one address: 5 minutes
 	SendWindow      time.Duration // 1 hour
-	ServiceName    string
-	StartingGrant  int64 // micro-USD of credit a new account starts with
-	Now            func() time.Time
+	ServiceName     string
+	StartingGrant   int64 // micro-USD of credit a new account starts with
+	Now             func() time.Time
 }
 
 // DefaultConfig returns the documented limits.

@@ -120,6 +120,10 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
+	} else if a, ok := inetAton(host); ok {
+		// 127.1, 2130706433, 0x7f000001, 0177.0.0.1: C resolvers read these as addresses, so
+		// they never reach DNS here and are refused whatever they denote.
+		return nil, &URLError{fmt.Sprintf("%q is a numeric address in a non-standard form (it means %s); write addresses as four decimal parts, a.b.c.d", host, a)}
 	} else {
 		addrs, err = g.resolver().LookupNetIP(ctx, "ip", host)
 		if err != nil {
@@ -180,6 +184,47 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 		}
 	}
 	return nil, errors.Join(errs...)
+}
+
+// inetAton parses host the way C's inet_aton does: one to four parts separated by dots, each
+// decimal, octal (leading 0) or hexadecimal (0x), the last part filling the remaining bytes.
+// ok is false for anything else, including names.
+func inetAton(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 || host == "" {
+		return netip.Addr{}, false
+	}
+	vals := make([]uint64, len(parts))
+	for i, p := range parts {
+		base, digits := 10, p
+		switch {
+		case strings.HasPrefix(p, "0x") || strings.HasPrefix(p, "0X"):
+			base, digits = 16, p[2:]
+		case len(p) > 1 && p[0] == '0':
+			base, digits = 8, p[1:]
+		}
+		if digits == "" {
+			return netip.Addr{}, false
+		}
+		v, err := strconv.ParseUint(digits, base, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		vals[i] = v
+	}
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 0xff {
+			return netip.Addr{}, false
+		}
+		n |= v << (8 * (3 - i))
+	}
+	if last := vals[len(vals)-1]; last < 1<<(8*(5-len(vals))) {
+		n |= last
+	} else {
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
 }
 
 type blockedRange struct {

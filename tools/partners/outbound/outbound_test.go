@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -393,5 +394,56 @@ func TestParseResponse(t *testing.T) {
 		if env, why := outbound.ParseResponse([]byte(b)); env != nil || why == "" {
 			t.Errorf("%s accepted", b)
 		}
+	}
+}
+
+// Numeric host forms that C resolvers read as addresses (127.1, 2130706433, 0x7f000001,
+// 0177.0.0.1, ...) are refused by the guard itself, whatever a resolver would answer: here
+// the test's resolver would even call them public, and it is never asked.
+func TestNumericHostFormsAreRefused(t *testing.T) {
+	forms := []string{"0x7f000001", "2130706433", "0177.0.0.1", "127.1", "0x7f.1", "127.0.1", "017700000001", "0x7F.0.0.1", "10.1", "3232235777", "1.2.3.04"}
+	public := map[string][]netip.Addr{}
+	for _, f := range forms {
+		public[f] = addrs("93.184.216.34")
+	}
+	dns := &fakeDNS{first: public}
+	g := &outbound.Guard{Resolver: dns}
+	ctx := context.Background()
+	for _, f := range forms {
+		var ue *outbound.URLError
+		if _, err := g.CheckURL(ctx, "https://"+f+"/tool"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "non-standard form") {
+			t.Errorf("%s at publish: %v, want a URLError naming the form", f, err)
+		}
+		if _, err := g.DialContext(ctx, "tcp", net.JoinHostPort(f, "443")); err == nil || !strings.Contains(err.Error(), "non-standard form") {
+			t.Errorf("%s at dial: %v, want it refused", f, err)
+		}
+	}
+	if n := dns.lookups.Load(); n != 0 {
+		t.Fatalf("the resolver was asked %d times about numeric forms", n)
+	}
+	// Names and canonical addresses are unaffected.
+	dns.first["api.example"] = addrs("93.184.216.34")
+	for _, ok := range []string{"https://api.example/x", "https://93.184.216.34/x", "https://[2606:4700::1111]/x"} {
+		if _, err := g.CheckURL(ctx, ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
+
+// The address checked is the address dialled: the dialer resolves once per connection and
+// connects to exactly what it checked, so a name cannot answer one way to the check and
+// another to the connection.
+func TestDialResolvesOncePerConnection(t *testing.T) {
+	dns := &fakeDNS{
+		first: map[string][]netip.Addr{"flip.example": addrs("127.0.0.1")},
+		later: map[string][]netip.Addr{"flip.example": addrs("93.184.216.34")},
+	}
+	g := &outbound.Guard{Resolver: dns}
+	_, err := g.DialContext(context.Background(), "tcp", "flip.example:443")
+	if !outbound.IsBlocked(err) {
+		t.Fatalf("dial: %v, want the first answer (loopback) refused", err)
+	}
+	if n := dns.lookups.Load(); n != 1 {
+		t.Fatalf("%d lookups for one dial, want 1 (a second lookup could be answered differently)", n)
 	}
 }

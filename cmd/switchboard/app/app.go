@@ -231,6 +231,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 func billingConfig(cfg Config) (billing.Config, error) {
 	c := billing.DefaultConfig()
 	var err error
+	if c.SweepMargin, err = time.ParseDuration(cfg.SweepMargin); err != nil || c.SweepMargin < time.Second {
+		return c, fmt.Errorf("SWITCHBOARD_SWEEP_MARGIN=%q: want a Go duration of at least 1s, e.g. 30s", cfg.SweepMargin)
+	}
 	if c.InfraCostMicro, err = usdMicro("SWITCHBOARD_INFRA_COST_USD", cfg.InfraCostUSD, billing.MaxGrantMicro); err != nil {
 		return c, err
 	}

@@ -34,7 +34,6 @@ func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 // Open returns a fresh migrated store of the named dialect, closed and dropped when t ends.
 func Open(t testing.TB, dialect string) *store.Store {
 	t.Helper()
-	ctx := context.Background()
 	var dsn string
 	switch dialect {
 	case "sqlite":
@@ -44,13 +43,21 @@ func Open(t testing.TB, dialect string) *store.Store {
 	default:
 		t.Fatalf("unknown dialect %q", dialect)
 	}
+	return OpenURL(t, dsn)
+}
+
+// OpenURL returns a migrated store on dsn (a cluster of the test's own, SQLite with options
+// of its own), closed when t ends.
+func OpenURL(t testing.TB, dsn string) *store.Store {
+	t.Helper()
+	ctx := context.Background()
 	s, err := store.Open(ctx, dsn, t.TempDir())
 	if err != nil {
-		t.Fatalf("open %s: %v", dialect, err)
+		t.Fatalf("open the store: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatalf("migrate %s: %v", dialect, err)
+		t.Fatalf("migrate: %v", err)
 	}
 	return s
 }

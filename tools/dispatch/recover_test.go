@@ -30,14 +30,7 @@ import (
 func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 	cluster := storetest.StartCluster(t)
 	ctx := context.Background()
-	st, err := store.Open(ctx, cluster.DSN(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.OpenURL(t, cluster.DSN())
 
 	var pub ed25519.PublicKey
 	var stopDB atomic.Bool

@@ -10,7 +10,6 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
-	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 )
@@ -29,15 +28,7 @@ func checkUnavailable(t *testing.T, env *apptest.Env, method, path, key string, 
 // the service recovers by itself when the database is back.
 func TestPostgresOutageAnswers503AndRecovers(t *testing.T) {
 	c := storetest.StartCluster(t)
-	ctx := context.Background()
-	st, err := store.Open(ctx, c.DSN(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.OpenURL(t, c.DSN())
 	env := apptest.Start(t, apptest.Options{Store: st})
 	key := env.Onboard(t, "outage@example.com")["apiKey"].(string)
 
@@ -64,14 +55,7 @@ func TestSQLiteLockedAnswers503(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "locked.db")
 	opts := "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(200)&_txlock=immediate"
 	ctx := context.Background()
-	st, err := store.Open(ctx, path+opts, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.OpenURL(t, path+opts)
 	env := apptest.Start(t, apptest.Options{Store: st})
 	key := env.Onboard(t, "locked@example.com")["apiKey"].(string)
 

@@ -13,8 +13,8 @@ import (
 )
 
 // llmsTxt renders the onboarding instructions for agents. It lists exactly the onboarding
-// methods this deployment has enabled, each with URLs that answer: paste-a-key needs an
-// issuance page for humans, which this deployment does not serve, so it is not offered.
+// methods this deployment has enabled, each with URLs that answer: paste-a-key only when the
+// portal (its issuance page) is served.
 func llmsTxt(o Options) string {
 	var b strings.Builder
 	base := o.BaseURL
@@ -23,6 +23,9 @@ func llmsTxt(o Options) string {
 	fmt.Fprintf(&b, "MCP (Streamable HTTP): %s/mcp — send your key as the `x-api-key` header (or `Authorization: Bearer`).\n", base)
 	fmt.Fprintf(&b, "REST: %s/v1/... — every route and its errors in %s/openapi.json.\n\n", base, base)
 	fmt.Fprintf(&b, "## Onboarding methods enabled here\n\n")
+	if o.Portal != nil {
+		fmt.Fprintf(&b, "Paste a key (no inbox needed): ask a human to sign in at %s/developer/sign-in, issue a key at %s/developer/api-keys and paste it to you. Do not retry signup.\n\n", base, base)
+	}
 	if o.EmailSignup {
 		fmt.Fprintf(&b, "E-mail one-time code (needs an inbox you can read):\n\n")
 		fmt.Fprintf(&b, "1. MCP tool `agent_signup {\"email\": \"you@example.com\"}` or `POST %s/v1/agents/signup` — always answers {\"ok\":true} and e-mails a 6-digit code valid 10 minutes.\n", base)

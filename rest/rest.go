@@ -28,6 +28,7 @@ func TooLarge() *tools.Error {
 type Options struct {
 	Kernel       *tools.Kernel
 	MCP          http.Handler // served at /mcp
+	Portal       http.Handler // served at /developer (nil: no portal, no paste-a-key)
 	BaseURL      string
 	TestBaseURL  string // the test environment's base URL, listed in OpenAPI when set
 	PublicKeyPEM []byte
@@ -43,6 +44,10 @@ func New(o Options) (http.Handler, error) {
 	mux := http.NewServeMux()
 	if o.MCP != nil {
 		mux.Handle("/mcp", o.MCP)
+	}
+	if o.Portal != nil {
+		mux.Handle("/developer", o.Portal)
+		mux.Handle("/developer/", o.Portal)
 	}
 	for _, rt := range Routes {
 		t := o.Kernel.Tool(rt.Tool)

@@ -51,7 +51,7 @@ func WithGrant(micro int64, memo string) CreateOption {
 	}
 }
 
-// CreateAccount writes an account, its wallets and its first key in one transaction.
+// CreateAccount writes an account, its wallets and its first key (nil: none) in one transaction.
 func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wallet, key *APIKey, opts ...CreateOption) error {
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(acct).Exec(ctx); err != nil {
@@ -62,8 +62,10 @@ func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wal
 				return fmt.Errorf("insert %s wallet: %w", w.Family, err)
 			}
 		}
-		if _, err := tx.NewInsert().Model(key).Exec(ctx); err != nil {
-			return fmt.Errorf("insert api key: %w", err)
+		if key != nil { // a human signing in to the portal gets an account but no key
+			if _, err := tx.NewInsert().Model(key).Exec(ctx); err != nil {
+				return fmt.Errorf("insert api key: %w", err)
+			}
 		}
 		for _, opt := range opts {
 			if err := opt(ctx, s, tx, acct); err != nil {

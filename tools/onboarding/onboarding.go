@@ -207,55 +207,83 @@ func sixDigits() (string, error) {
 
 func (s *Service) verify(ctx context.Context, c *tools.Caller, in VerifyInput) (Account, error) {
 	email := normalizeEmail(in.Email)
-	now := s.cfg.Now().UTC()
-	rec, err := s.store.CodeByEmail(ctx, email)
-	if errors.Is(err, store.ErrNotFound) {
-		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (never requested, already used, expired or voided); call agent_signup for a new one")
-	}
-	if err != nil {
+	if err := s.consumeCode(ctx, email, in.Code, c.ClientAddr); err != nil {
 		return Account{}, err
-	}
-	if !now.Before(rec.ExpiresAt) {
-		s.store.DeleteCode(ctx, email, rec.CodeHash)
-		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "this code expired (codes last %d minutes); call agent_signup for a new one", int(s.cfg.CodeTTL.Minutes()))
-	}
-	// The guess is counted before it is compared, so parallel guesses cannot pass the caps.
-	mine, overall, err := s.store.TakeAttempt(ctx, email, rec.CodeHash, c.ClientAddr, s.cfg.MaxAttempts, s.cfg.MaxCodeAttempts)
-	switch {
-	case errors.Is(err, store.ErrClientAttempts):
-		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "this client has used its %d attempts at the current code; call agent_signup for a new one (it arrives in the same inbox)", s.cfg.MaxAttempts)
-	case errors.Is(err, store.ErrCodeNotLive):
-		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (used, replaced by a newer one, voided or expired); check the latest e-mail, or call agent_signup for a new code")
-	case err != nil:
-		return Account{}, err
-	}
-	if !hmac.Equal([]byte(s.hash("code", email, in.Code)), []byte(rec.CodeHash)) {
-		if overall >= s.cfg.MaxCodeAttempts {
-			s.store.DeleteCode(ctx, email, rec.CodeHash)
-			return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code, and the code has now had %d wrong attempts: it is void; call agent_signup for a new one", s.cfg.MaxCodeAttempts)
-		}
-		if mine >= s.cfg.MaxAttempts {
-			return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was this client's last of %d attempts at this code; call agent_signup for a new one", s.cfg.MaxAttempts)
-		}
-		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d attempts left. Check the latest e-mail (a new signup replaces the previous code)", s.cfg.MaxAttempts-mine)
-	}
-	// Consuming the code is the race's single winner: a second verify with it finds nothing.
-	won, err := s.store.DeleteCode(ctx, email, rec.CodeHash)
-	if err != nil {
-		return Account{}, err
-	}
-	if !won {
-		return Account{}, tools.Errorf(tools.CodeUnauthenticated, "this code was just used; call agent_signup for a new one")
 	}
 	acct, err := s.store.AccountByEmail(ctx, email)
 	switch {
 	case err == nil:
 		return s.recover(ctx, acct)
 	case errors.Is(err, store.ErrNotFound):
-		return s.create(ctx, email, now)
+		return s.create(ctx, email, s.cfg.Now().UTC(), true)
 	default:
 		return Account{}, err
 	}
+}
+
+// SignIn is the portal's e-mail sign-in: the same code, attempt caps and send limits as
+// agent_verify, and the same account for the same e-mail (created, with its wallets, when
+// there is none), but no key: the human issues keys on the portal.
+func (s *Service) SignIn(ctx context.Context, email, code, clientAddr string) (accountID string, err error) {
+	email = normalizeEmail(email)
+	if err := s.consumeCode(ctx, email, code, clientAddr); err != nil {
+		return "", err
+	}
+	acct, err := s.store.AccountByEmail(ctx, email)
+	switch {
+	case err == nil:
+		return acct.ID, nil
+	case errors.Is(err, store.ErrNotFound):
+		created, err := s.create(ctx, email, s.cfg.Now().UTC(), false)
+		return created.UserID, err
+	default:
+		return "", err
+	}
+}
+
+// consumeCode checks a guess at the e-mail's live code and consumes the code when it is right.
+func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr string) error {
+	now := s.cfg.Now().UTC()
+	rec, err := s.store.CodeByEmail(ctx, email)
+	if errors.Is(err, store.ErrNotFound) {
+		return tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (never requested, already used, expired or voided); call agent_signup for a new one")
+	}
+	if err != nil {
+		return err
+	}
+	if !now.Before(rec.ExpiresAt) {
+		s.store.DeleteCode(ctx, email, rec.CodeHash)
+		return tools.Errorf(tools.CodeUnauthenticated, "this code expired (codes last %d minutes); call agent_signup for a new one", int(s.cfg.CodeTTL.Minutes()))
+	}
+	// The guess is counted before it is compared, so parallel guesses cannot pass the caps.
+	mine, overall, err := s.store.TakeAttempt(ctx, email, rec.CodeHash, clientAddr, s.cfg.MaxAttempts, s.cfg.MaxCodeAttempts)
+	switch {
+	case errors.Is(err, store.ErrClientAttempts):
+		return tools.Errorf(tools.CodeUnauthenticated, "this client has used its %d attempts at the current code; call agent_signup for a new one (it arrives in the same inbox)", s.cfg.MaxAttempts)
+	case errors.Is(err, store.ErrCodeNotLive):
+		return tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (used, replaced by a newer one, voided or expired); check the latest e-mail, or call agent_signup for a new code")
+	case err != nil:
+		return err
+	}
+	if !hmac.Equal([]byte(s.hash("code", email, code)), []byte(rec.CodeHash)) {
+		if overall >= s.cfg.MaxCodeAttempts {
+			s.store.DeleteCode(ctx, email, rec.CodeHash)
+			return tools.Errorf(tools.CodeUnauthenticated, "wrong code, and the code has now had %d wrong attempts: it is void; call agent_signup for a new one", s.cfg.MaxCodeAttempts)
+		}
+		if mine >= s.cfg.MaxAttempts {
+			return tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was this client's last of %d attempts at this code; call agent_signup for a new one", s.cfg.MaxAttempts)
+		}
+		return tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d attempts left. Check the latest e-mail (a new signup replaces the previous code)", s.cfg.MaxAttempts-mine)
+	}
+	// Consuming the code is the race's single winner: a second verify with it finds nothing.
+	won, err := s.store.DeleteCode(ctx, email, rec.CodeHash)
+	if err != nil {
+		return err
+	}
+	if !won {
+		return tools.Errorf(tools.CodeUnauthenticated, "this code was just used; call agent_signup for a new one")
+	}
+	return nil
 }
 
 // firstKey mints the key verify hands out: every scope, the agent defaults.
@@ -263,7 +291,7 @@ func (s *Service) firstKey(accountID string) (*store.APIKey, string) {
 	return s.keys.New(accountID, "agent (e-mail verification)", append([]string(nil), keys.AllScopes...), s.keys.Defaults())
 }
 
-func (s *Service) create(ctx context.Context, email string, now time.Time) (Account, error) {
+func (s *Service) create(ctx context.Context, email string, now time.Time, withKey bool) (Account, error) {
 	acct := &store.Account{ID: uuid.NewString(), Email: email, CreatedAt: now}
 	evm, err := wallets.NewEVM()
 	if err != nil {
@@ -283,9 +311,16 @@ func (s *Service) create(ctx context.Context, email string, now time.Time) (Acco
 		ws = append(ws, &store.Wallet{ID: uuid.NewString(), AccountID: acct.ID, Family: w.family,
 			Address: w.kp.Address, SealedKey: sealed, MasterKeyID: keyID, CreatedAt: now})
 	}
-	key, secret := s.firstKey(acct.ID)
+	var key *store.APIKey
+	var secret string
+	if withKey {
+		key, secret = s.firstKey(acct.ID)
+	}
 	if err := s.store.CreateAccount(ctx, acct, ws, key, store.WithGrant(s.cfg.StartingGrant, "starting grant")); err != nil {
 		return Account{}, fmt.Errorf("create account: %w", err)
+	}
+	if key == nil {
+		return Account{UserID: acct.ID, Wallets: Wallets{EVM: evm.Address, SVM: svm.Address}}, nil
 	}
 	return account(acct.ID, Wallets{EVM: evm.Address, SVM: svm.Address}, key, secret), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/mcpserver"
+	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
@@ -32,6 +33,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+	"github.com/switchboard-hq/switchboard/tools/sessions"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
@@ -166,12 +168,13 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	var all []*tools.Tool
+	var ob *onboarding.Service
 	if mailer != nil {
 		// The code hashes are keyed by a server-side secret: stealing the database alone does
 		// not let anyone test codes offline.
 		obCfg := onboarding.DefaultConfig(derive(serverSecret[0], "switchboard e-mail codes v1"), now)
 		obCfg.StartingGrant = billCfg.StartingGrantMicro
-		ob := onboarding.NewService(obCfg, st, mailer, keySvc, sealer)
+		ob = onboarding.NewService(obCfg, st, mailer, keySvc, sealer)
 		all = append(all, ob.Tools()...)
 	}
 	all = append(all, keySvc.Tools()...)
@@ -217,8 +220,23 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
+	// The portal signs humans in with the e-mail code: without a mailer it has no way in yet.
+	var portalHandler http.Handler
+	if ob != nil {
+		idle, err1 := time.ParseDuration(cfg.SessionIdle)
+		maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
+		if err1 != nil || err2 != nil || idle < time.Minute || maxAge < idle {
+			return nil, fmt.Errorf("SWITCHBOARD_SESSION_IDLE=%q, SWITCHBOARD_SESSION_MAX_AGE=%q: want Go durations, idle at least 1m and at most the max age", cfg.SessionIdle, cfg.SessionMaxAge)
+		}
+		ceiling := keySvc.Defaults()
+		sessSvc := sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: ceiling}, st, now)
+		if portalHandler, err = portal.New(portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: ob.SignIn,
+			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling, Log: log}); err != nil {
+			return nil, err
+		}
+	}
 	handler, err := rest.New(rest.Options{
-		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, PublicKeyPEM: pubPEM,
+		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, PublicKeyPEM: pubPEM,
 		EmailSignup: mailer != nil, Env: cfg.Env, Version: Version, Ready: st.Ping, Log: log,
 	})
 	if err != nil {

@@ -34,6 +34,8 @@ type Config struct {
 	StartingCreditUSD   string // credit of a new account (test environment only)
 	SettlementChain     string
 	SweepMargin         string // Go duration added to a call's timeout before the sweeper may conclude it
+	SessionIdle         string // portal sessions end after this long unused
+	SessionMaxAge       string // portal sessions end this long after sign-in
 	APIKey              string
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
@@ -67,6 +69,8 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_PLATFORM_FEE_BPS", flag: "platform-fee-bps", usage: "platform fee in basis points of the partner fee", integer: &c.PlatformFeeBps},
 		{env: "SWITCHBOARD_STARTING_CREDIT_USD", flag: "starting-credit-usd", usage: "credit a new account starts with (test environment only; production starts at 0)", str: &c.StartingCreditUSD},
 		{env: "SWITCHBOARD_SETTLEMENT_CHAIN", flag: "settlement-chain", usage: "payoutAddresses key partner fees settle to first (namespace:chain); the bare namespace is the fallback", str: &c.SettlementChain},
+		{env: "SWITCHBOARD_SESSION_IDLE", flag: "session-idle", usage: "a portal session unused this long ends (Go duration)", str: &c.SessionIdle},
+		{env: "SWITCHBOARD_SESSION_MAX_AGE", flag: "session-max-age", usage: "a portal session ends this long after sign-in, used or not (Go duration)", str: &c.SessionMaxAge},
 		{env: "SWITCHBOARD_SWEEP_MARGIN", flag: "sweep-margin", usage: "how long past a partner call's timeout (x tries) its dispatch counts as abandoned and the sweeper concludes it (Go duration)", str: &c.SweepMargin},
 		{env: "SWITCHBOARD_PARTNER_CA_FILE", flag: "partner-ca-file", usage: "PEM certificates trusted for partner endpoints besides the system roots (a private CA, tests)", str: &c.PartnerCAFile},
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
@@ -97,7 +101,7 @@ func Defaults() Config {
 	return Config{
 		Addr: ":8080", DataDir: "./data", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
-		InfraCostUSD: "0.001", PlatformFeeBps: 1000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s",
+		InfraCostUSD: "0.001", PlatformFeeBps: 1000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens: tokens.DefaultConfig(),
 	}
 }

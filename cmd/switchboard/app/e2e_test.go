@@ -226,7 +226,7 @@ func TestPublicDocuments(t *testing.T) {
 		t.Fatalf("public key: %d %q %q", resp.StatusCode, resp.Header.Get("Cache-Control"), body)
 	}
 	resp, body = get("/llms.txt")
-	if resp.StatusCode != 200 || strings.Contains(body, "Paste a key") || !strings.Contains(body, "agent_signup") || !strings.Contains(body, env.URL+"/mcp") {
+	if resp.StatusCode != 200 || !strings.Contains(body, "Paste a key") || !strings.Contains(body, env.URL+"/developer/api-keys") || !strings.Contains(body, "agent_signup") || !strings.Contains(body, env.URL+"/mcp") {
 		t.Fatalf("llms.txt: %d %q", resp.StatusCode, body)
 	}
 	resp, body = get("/healthz")

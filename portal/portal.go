@@ -1,0 +1,408 @@
+// Package portal is the door for humans: server-rendered pages under /developer, signed in
+// with an e-mail one-time code, where a human issues the API keys they paste to their agents.
+// Every action calls the same kernel tools as MCP and REST, with the signed-in session as the
+// Principal, so no rule has a second copy here.
+package portal
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/sessions"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// CookieName is the session cookie.
+const CookieName = "sb_session"
+
+// Options are the portal's dependencies.
+type Options struct {
+	Kernel   *tools.Kernel
+	Sessions *sessions.Service
+	// SignIn checks an e-mail code and returns the account (onboarding.Service.SignIn).
+	SignIn  func(ctx context.Context, email, code, clientAddr string) (string, error)
+	BaseURL string
+	CSRFKey []byte      // keys the per-session form tokens
+	Ceiling keys.Limits // the account's own ceiling, shown beside the key form
+	Log     *slog.Logger
+}
+
+type portal struct {
+	o     Options
+	pages map[string]*template.Template
+}
+
+// New returns the /developer handler, protected against cross-site requests.
+func New(o Options) (http.Handler, error) {
+	p := &portal{o: o, pages: map[string]*template.Template{}}
+	funcs := template.FuncMap{
+		"join":    func(v any) string { return strings.Join(strs(v), ", ") },
+		"checked": func(v any, s string) bool { return slices.Contains(strs(v), s) },
+	}
+	for _, page := range []string{"signin", "account", "keys", "settings"} {
+		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, err
+		}
+		p.pages[page] = t
+	}
+	static, _ := fs.Sub(staticFiles, "static")
+	mux := http.NewServeMux()
+	mux.Handle("GET /developer/static/", http.StripPrefix("/developer/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /developer/sign-in", p.signInPage)
+	mux.HandleFunc("POST /developer/sign-in", p.sendCode)
+	mux.HandleFunc("POST /developer/sign-in/code", p.checkCode)
+	mux.Handle("GET /developer", p.authed(p.account))
+	mux.Handle("GET /developer/api-keys", p.authed(p.keys))
+	mux.Handle("POST /developer/api-keys", p.authed(p.issueKey))
+	mux.Handle("POST /developer/api-keys/{id}/revoke", p.authed(p.revokeKey))
+	mux.Handle("GET /developer/settings", p.authed(p.settings))
+	mux.Handle("POST /developer/sessions/{id}/revoke", p.authed(p.revokeSession))
+	mux.Handle("POST /developer/sign-out", p.authed(p.signOut))
+	mux.Handle("POST /developer/sign-out-everywhere", p.authed(p.signOutEverywhere))
+	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a cross-site
+	// state-changing request is refused before any handler runs; forms also carry a token.
+	return http.NewCrossOriginProtection().Handler(mux), nil
+}
+
+func strs(v any) []string {
+	switch x := v.(type) {
+	case []string:
+		return x
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, s := range x {
+			if str, ok := s.(string); ok {
+				out = append(out, str)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// view is what every page renders.
+type view struct {
+	Title    string
+	SignedIn bool
+	CSRF     string
+	BaseURL  string
+	Data     any
+	Form     map[string]any
+	Errors   map[string]string
+}
+
+func (p *portal) render(w http.ResponseWriter, status int, page string, v view) {
+	v.BaseURL = p.o.BaseURL
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'; frame-ancestors 'none'")
+	w.WriteHeader(status)
+	if err := p.pages[page].ExecuteTemplate(w, "layout", v); err != nil {
+		p.o.Log.Error("render", "page", page, "err", err)
+	}
+}
+
+func (p *portal) csrf(sessionID string) string {
+	m := hmac.New(sha256.New, p.o.CSRFKey)
+	m.Write([]byte("portal form v1\x00" + sessionID))
+	return hex.EncodeToString(m.Sum(nil))[:32]
+}
+
+type authedHandler func(w http.ResponseWriter, r *http.Request, pr *tools.Principal)
+
+// authed resolves the session cookie; without a live session a page sends the human to sign
+// in, and a form post is refused unless it carries the session's token.
+func (p *portal) authed(h authedHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var token string
+		if c, err := r.Cookie(CookieName); err == nil {
+			token = c.Value
+		}
+		pr, err := p.o.Sessions.Authenticate(r.Context(), token)
+		if errors.Is(err, sessions.ErrNoSession) {
+			http.Redirect(w, r, "/developer/sign-in", http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			p.fail(w, r, tools.Translate(err))
+			return
+		}
+		if r.Method == http.MethodPost && !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(p.csrf(pr.SessionID))) {
+			http.Error(w, "this form is stale or was not sent from this site; reload the page and try again", http.StatusForbidden)
+			return
+		}
+		h(w, r, pr)
+	})
+}
+
+func (p *portal) fail(w http.ResponseWriter, r *http.Request, e *tools.Error) {
+	p.o.Log.ErrorContext(r.Context(), "portal", "code", e.Code, "err", e.Error())
+	http.Error(w, e.Message, http.StatusInternalServerError)
+}
+
+// call runs a kernel tool as the principal and returns its JSON object result.
+func (p *portal) call(r *http.Request, pr *tools.Principal, tool string, args any) (map[string]any, *tools.Error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
+	}
+	out, e := p.o.Kernel.Call(r.Context(), tools.Request{Tool: tool, Args: raw, Principal: pr,
+		ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID)})
+	if e != nil {
+		return nil, e
+	}
+	b, _ := json.Marshal(out)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m, nil
+}
+
+// fieldErrors places a tool's BAD_INPUT or FORBIDDEN message next to the field it is about.
+func fieldErrors(e *tools.Error, fields ...string) map[string]string {
+	out := map[string]string{}
+	problems, _ := e.Details["problems"].([]string)
+	for _, pr := range problems {
+		for _, f := range fields {
+			if strings.HasPrefix(pr, "at /"+f) {
+				out[f] = strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " ")
+			}
+		}
+	}
+	if len(out) == 0 {
+		for _, f := range fields {
+			if strings.Contains(e.Message, f) {
+				out[f] = e.Message
+				return out
+			}
+		}
+		out["form"] = e.Message
+	}
+	return out
+}
+
+// Sign-in.
+
+func (p *portal) signInPage(w http.ResponseWriter, r *http.Request) {
+	p.render(w, http.StatusOK, "signin", view{Title: "Sign in", Data: signInData{}})
+}
+
+type signInData struct {
+	CodeStep    bool
+	Email, Code string
+}
+
+func (p *portal) sendCode(w http.ResponseWriter, r *http.Request) {
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	_, e := p.call(r, nil, "agent_signup", map[string]any{"email": email})
+	if e != nil {
+		msg := e.Message
+		if e.Code == tools.CodeBadInput {
+			msg = "enter a valid e-mail address"
+		}
+		p.render(w, http.StatusUnprocessableEntity, "signin", view{Title: "Sign in", Data: signInData{Email: email}, Errors: map[string]string{"email": msg}})
+		return
+	}
+	p.render(w, http.StatusOK, "signin", view{Title: "Enter your code", Data: signInData{CodeStep: true, Email: email}})
+}
+
+func (p *portal) checkCode(w http.ResponseWriter, r *http.Request) {
+	email, code := strings.TrimSpace(r.PostFormValue("email")), strings.TrimSpace(r.PostFormValue("code"))
+	addr := r.Header.Get(tools.HeaderClientAddr)
+	var accountID string
+	e := tools.CheckText("email", email)
+	if e == nil {
+		e = tools.CheckText("code", code)
+	}
+	if e == nil {
+		var err error
+		accountID, err = p.o.SignIn(r.Context(), email, code, addr)
+		e = tools.Translate(err)
+	}
+	if e != nil {
+		p.render(w, http.StatusUnprocessableEntity, "signin", view{Title: "Enter your code",
+			Data: signInData{CodeStep: true, Email: email, Code: code}, Errors: map[string]string{"code": e.Message}})
+		return
+	}
+	token, err := p.o.Sessions.Start(r.Context(), accountID, "email_code", addr, r.UserAgent())
+	if err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: "/developer", HttpOnly: true,
+		Secure: strings.HasPrefix(p.o.BaseURL, "https://"), SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, "/developer", http.StatusSeeOther)
+}
+
+// Pages.
+
+func (p *portal) page(pr *tools.Principal, title string, data any) view {
+	return view{Title: title, SignedIn: true, CSRF: p.csrf(pr.SessionID), Data: data}
+}
+
+func (p *portal) account(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	acct, e := p.call(r, pr, "account_get", nil)
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	p.render(w, http.StatusOK, "account", p.page(pr, "Account", acct))
+}
+
+type keysData struct {
+	Keys    []any
+	Scopes  []string
+	Issued  map[string]any
+	Flash   string
+	Ceiling struct{ Spend, Rate string }
+}
+
+func (p *portal) keysView(r *http.Request, pr *tools.Principal) (keysData, *tools.Error) {
+	list, e := p.call(r, pr, "api_key_list", nil)
+	if e != nil {
+		return keysData{}, e
+	}
+	d := keysData{Scopes: keys.AllScopes}
+	d.Keys, _ = list["keys"].([]any)
+	d.Ceiling.Spend = tools.USD(p.o.Ceiling.SpendMicro).String()
+	d.Ceiling.Rate = strconv.Itoa(p.o.Ceiling.RatePerMinute)
+	return d, nil
+}
+
+func (p *portal) keys(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	d, e := p.keysView(r, pr)
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	if r.URL.Query().Get("revoked") != "" {
+		d.Flash = "The key was revoked: it stops working at once."
+	}
+	p.render(w, http.StatusOK, "keys", p.page(pr, "API keys", d))
+}
+
+func (p *portal) issueKey(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	form := map[string]any{"name": strings.TrimSpace(r.PostFormValue("name")), "scopes": r.PostForm["scopes"],
+		"spendLimitUsd": strings.TrimSpace(r.PostFormValue("spendLimitUsd")), "rateLimitPerMinute": strings.TrimSpace(r.PostFormValue("rateLimitPerMinute"))}
+	args := map[string]any{"name": form["name"], "scopes": r.PostForm["scopes"]}
+	errs := map[string]string{}
+	if len(r.PostForm["scopes"]) == 0 {
+		errs["scopes"] = "choose at least one scope"
+	}
+	if v := form["spendLimitUsd"].(string); v != "" {
+		if !json.Valid([]byte(v)) || strings.ContainsAny(v, `"{}[]`) {
+			errs["spendLimitUsd"] = "a number of US dollars, e.g. 25 or 2.5"
+		} else {
+			args["spendLimitUsd"] = json.RawMessage(v)
+		}
+	}
+	if v := form["rateLimitPerMinute"].(string); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs["rateLimitPerMinute"] = "a whole number of requests per minute"
+		}
+		args["rateLimitPerMinute"] = n
+	}
+	var issued map[string]any
+	if len(errs) == 0 {
+		out, e := p.call(r, pr, "api_key_create", args)
+		if e != nil {
+			errs = fieldErrors(e, "name", "scopes", "spendLimitUsd", "rateLimitPerMinute")
+		}
+		issued = out
+	}
+	d, e := p.keysView(r, pr)
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	v := p.page(pr, "API keys", d)
+	status := http.StatusOK
+	if len(errs) > 0 {
+		v.Form, v.Errors, status = form, errs, http.StatusUnprocessableEntity
+	} else {
+		d.Issued = issued
+		v.Data = d
+	}
+	p.render(w, status, "keys", v)
+}
+
+func (p *portal) revokeKey(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	if _, e := p.call(r, pr, "api_key_revoke", map[string]any{"keyId": r.PathValue("id")}); e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	http.Redirect(w, r, "/developer/api-keys?revoked=1", http.StatusSeeOther)
+}
+
+type settingsData struct {
+	Account  map[string]any
+	Sessions []sessions.Info
+	Current  string
+	Flash    string
+}
+
+func (p *portal) settings(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	acct, e := p.call(r, pr, "account_get", nil)
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	list, err := p.o.Sessions.List(r.Context(), pr.AccountID)
+	if err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	d := settingsData{Account: acct, Sessions: list, Current: pr.SessionID}
+	if r.URL.Query().Get("revoked") != "" {
+		d.Flash = "Signed that session out."
+	}
+	p.render(w, http.StatusOK, "settings", p.page(pr, "Settings", d))
+}
+
+func (p *portal) revokeSession(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	if _, err := p.o.Sessions.Revoke(r.Context(), pr.AccountID, r.PathValue("id")); err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	http.Redirect(w, r, "/developer/settings?revoked=1", http.StatusSeeOther)
+}
+
+func (p *portal) signOut(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	p.endSessions(w, r, pr, pr.SessionID)
+}
+
+func (p *portal) signOutEverywhere(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	p.endSessions(w, r, pr, "")
+}
+
+func (p *portal) endSessions(w http.ResponseWriter, r *http.Request, pr *tools.Principal, id string) {
+	if _, err := p.o.Sessions.Revoke(r.Context(), pr.AccountID, id); err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/developer", MaxAge: -1, Expires: time.Unix(0, 0), HttpOnly: true,
+		Secure: strings.HasPrefix(p.o.BaseURL, "https://"), SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, "/developer/sign-in", http.StatusSeeOther)
+}

@@ -1,0 +1,239 @@
+package portal_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// human is a browser without JavaScript: a cookie jar and form posts, no redirects followed
+// unless asked.
+type human struct {
+	t    *testing.T
+	env  *apptest.Env
+	c    *http.Client
+	last string // the last page's HTML
+}
+
+func newHuman(t *testing.T, env *apptest.Env) *human {
+	jar, _ := cookiejar.New(nil)
+	return &human{t: t, env: env, c: &http.Client{Jar: jar}}
+}
+
+func (h *human) get(path string) (int, string) {
+	h.t.Helper()
+	resp, err := h.c.Get(h.env.URL + path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	h.last = string(b)
+	h.checkPage()
+	return resp.StatusCode, h.last
+}
+
+// checkPage fails on a template that rendered a missing value.
+func (h *human) checkPage() {
+	h.t.Helper()
+	if strings.Contains(h.last, "no value&gt;") || strings.Contains(h.last, "<no value>") || strings.Contains(h.last, "%!") {
+		h.t.Fatalf("the page shows a missing value:\n%s", h.last)
+	}
+}
+
+// post submits a form as the portal's own page would (same origin), or from another site.
+func (h *human) post(path string, form url.Values, crossSite bool) (int, string) {
+	h.t.Helper()
+	req, _ := http.NewRequest("POST", h.env.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if crossSite {
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Origin", "https://evil.example")
+	} else {
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	}
+	resp, err := h.c.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	h.last = string(b)
+	h.checkPage()
+	return resp.StatusCode, h.last
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+func (h *human) csrf() string {
+	h.t.Helper()
+	m := csrfRe.FindStringSubmatch(h.last)
+	if m == nil {
+		h.t.Fatalf("no form token on the page:\n%s", h.last)
+	}
+	return m[1]
+}
+
+func (h *human) signIn(email string) {
+	h.t.Helper()
+	if st, body := h.post("/developer/sign-in", url.Values{"email": {email}}, false); st != 200 || !strings.Contains(body, "We e-mailed a 6-digit code") {
+		h.t.Fatalf("send code: %d %s", st, body)
+	}
+	n := 0
+	for _, m := range h.env.Inbox.Messages() {
+		if m.To[0] == email {
+			n++
+		}
+	}
+	code := h.env.Inbox.Code(h.t, email, n)
+	if st, body := h.post("/developer/sign-in/code", url.Values{"email": {email}, "code": {code}}, false); st != 200 || !strings.Contains(body, "<h1>Account</h1>") {
+		h.t.Fatalf("sign in: %d %s", st, body)
+	}
+}
+
+var secretRe = regexp.MustCompile(`<pre id="secret">(sb_test_[1-9A-HJ-NP-Za-km-z]+)</pre>`)
+
+// A human signs in with the e-mail code, issues a key, pastes it into an MCP client that uses
+// it, revokes it, and the MCP client is refused; an agent that verified the same e-mail reaches
+// the same account. Everything the portal does went through the kernel tools.
+func TestPasteAKey(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			env := apptest.Start(t, apptest.Options{Dialect: dialect})
+			agent := env.Onboard(t, "ada@example.com") // the agent came first, by e-mail
+			h := newHuman(t, env)
+
+			if st, body := h.get("/developer/api-keys"); st != 200 || !strings.Contains(body, "<h1>Sign in</h1>") {
+				t.Fatalf("signed out: %d, want the sign-in page", st)
+			}
+			h.signIn("ada@example.com")
+			if !strings.Contains(h.last, agent["userId"].(string)) {
+				t.Fatalf("the human reached another account than the agent: %s", h.last)
+			}
+
+			h.get("/developer/api-keys")
+			st, body := h.post("/developer/api-keys", url.Values{"csrf": {h.csrf()}, "name": {"my agent"}, "scopes": {"read", "publish"}, "spendLimitUsd": {"5"}}, false)
+			m := secretRe.FindStringSubmatch(body)
+			if st != 200 || m == nil || !strings.Contains(body, "claude mcp add --transport http switchboard "+env.URL+"/mcp") {
+				t.Fatalf("issue key: %d %s", st, body)
+			}
+			secret := m[1]
+			cs := env.MCP(t, secret)
+			out, e := apptest.CallTool(t, cs, "account_get", nil)
+			if e != nil || out["userId"] != agent["userId"] || len(out["scopes"].([]any)) != 2 {
+				t.Fatalf("the pasted key over MCP: %v %v", out, e)
+			}
+			if st, body := h.get("/developer/api-keys"); st != 200 || strings.Contains(body, secret) || !strings.Contains(body, secret[:12]) {
+				t.Fatalf("the key list must show the prefix and never the secret again: %d", st)
+			}
+
+			keyID := out["keyId"].(string)
+			if st, _ := h.post("/developer/api-keys/"+keyID+"/revoke", url.Values{"csrf": {h.csrf()}}, false); st != 200 || !strings.Contains(h.last, "was revoked") {
+				t.Fatalf("revoke: %d %s", st, h.last)
+			}
+			if _, e := apptest.CallTool(t, env.MCP(t, secret), "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated {
+				t.Fatalf("a revoked key over MCP: %v", e)
+			}
+		})
+	}
+}
+
+// Bad input in the key form shows the error next to its field, keeps what was typed, and
+// writes nothing; a limit above the account's ceiling is refused the same way.
+func TestKeyFormErrors(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	h := newHuman(t, env)
+	h.signIn("form@example.com")
+	h.get("/developer/api-keys")
+	token := h.csrf()
+	cases := []struct {
+		form  url.Values
+		field string
+	}{
+		{url.Values{"name": {""}, "scopes": {"read"}}, "name-error"},
+		{url.Values{"name": {"n"}}, "scopes-error"},
+		{url.Values{"name": {"n"}, "scopes": {"root"}}, "scopes"},
+		{url.Values{"name": {"typed name"}, "scopes": {"read"}, "spendLimitUsd": {"5000"}}, "spend-error"},
+		{url.Values{"name": {"typed name"}, "scopes": {"read"}, "rateLimitPerMinute": {"100000"}}, "rate-error"},
+		{url.Values{"name": {"typed name"}, "scopes": {"read"}, "spendLimitUsd": {"lots"}}, "spend-error"},
+	}
+	for _, c := range cases {
+		c.form.Set("csrf", token)
+		st, body := h.post("/developer/api-keys", c.form, false)
+		if st != 422 || !strings.Contains(body, c.field) {
+			t.Errorf("%v: %d, want 422 with the error at %s:\n%s", c.form, st, c.field, body)
+		}
+		if name := c.form.Get("name"); name != "" && !strings.Contains(body, `value="`+name+`"`) {
+			t.Errorf("%v: what was typed is lost", c.form)
+		}
+	}
+	if _, body := h.get("/developer/api-keys"); !strings.Contains(body, "No keys yet") {
+		t.Fatalf("a refused form wrote a key")
+	}
+}
+
+// A cross-site POST is refused (the browser says where it came from), and so is a form
+// without the session's token; an expired session is sent back to sign in; sign-out
+// everywhere ends every session of the account.
+func TestSessionsAndForgery(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	h := newHuman(t, env)
+	h.signIn("safe@example.com")
+	h.get("/developer/api-keys")
+	token := h.csrf()
+
+	if st, _ := h.post("/developer/api-keys", url.Values{"csrf": {token}, "name": {"evil"}, "scopes": {"read"}}, true); st != http.StatusForbidden {
+		t.Fatalf("cross-site POST: %d, want 403", st)
+	}
+	if st, _ := h.post("/developer/api-keys", url.Values{"csrf": {"0000"}, "name": {"evil"}, "scopes": {"read"}}, false); st != http.StatusForbidden {
+		t.Fatalf("POST without the form token: %d, want 403", st)
+	}
+	if _, body := h.get("/developer/api-keys"); !strings.Contains(body, "No keys yet") {
+		t.Fatal("a forged POST issued a key")
+	}
+
+	// A second browser signs in too; the settings list both.
+	h2 := newHuman(t, env)
+	h2.signIn("safe@example.com")
+	if _, body := h2.get("/developer/settings"); strings.Count(body, "email_code") != 2 {
+		t.Fatalf("settings should list two sessions:\n%s", body)
+	}
+	// Idle past 12 hours: back to sign-in.
+	env.Clock.Advance(13 * time.Hour)
+	if _, body := h.get("/developer"); !strings.Contains(body, "<h1>Sign in</h1>") {
+		t.Fatalf("an idle session still works")
+	}
+	h.signIn("safe@example.com")
+	h.get("/developer/settings")
+	if st, body := h.post("/developer/sign-out-everywhere", url.Values{"csrf": {h.csrf()}}, false); st != 200 || !strings.Contains(body, "<h1>Sign in</h1>") {
+		t.Fatalf("sign out everywhere: %d", st)
+	}
+	for _, who := range []*human{h, h2} {
+		if _, body := who.get("/developer"); !strings.Contains(body, "<h1>Sign in</h1>") {
+			t.Fatalf("a session survived sign-out everywhere")
+		}
+	}
+}
+
+// A wrong code shows the error next to the code field and keeps the e-mail.
+func TestSignInErrors(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	h := newHuman(t, env)
+	if st, body := h.post("/developer/sign-in", url.Values{"email": {"not an e-mail"}}, false); st != 422 || !strings.Contains(body, "email-error") {
+		t.Fatalf("bad e-mail: %d %s", st, body)
+	}
+	h.post("/developer/sign-in", url.Values{"email": {"who@example.com"}}, false)
+	st, body := h.post("/developer/sign-in/code", url.Values{"email": {"who@example.com"}, "code": {"000000"}}, false)
+	if st != 422 || !strings.Contains(body, "code-error") || !strings.Contains(body, "wrong code") || !strings.Contains(body, `value="who@example.com"`) {
+		t.Fatalf("wrong code: %d %s", st, body)
+	}
+}

@@ -1,0 +1,125 @@
+// Package sessions keeps the portal's signed-in humans: server-side sessions behind an opaque
+// cookie token (only its hash is stored), with idle and absolute expiry, listable and
+// revocable one by one or all at once. An authenticated session is a tools.Principal, so the
+// portal calls the same tools, with the same checks, as MCP and REST.
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+)
+
+// Config bounds sessions and what a signed-in human may do.
+type Config struct {
+	Idle     time.Duration // a session unused this long ends: 12 h
+	Absolute time.Duration // a session ends this long after sign-in, used or not: 30 days
+	// Ceiling is the account's own ceiling: the limits of the keys a human may issue, and the
+	// session's rate limit.
+	Ceiling keys.Limits
+}
+
+// Service runs sessions.
+type Service struct {
+	cfg   Config
+	store *store.Store
+	now   func() time.Time
+}
+
+// NewService builds the session service.
+func NewService(cfg Config, st *store.Store, now func() time.Time) *Service {
+	return &Service{cfg: cfg, store: st, now: now}
+}
+
+// ErrNoSession is a cookie that names no live session: sign in again.
+var ErrNoSession = errors.New("no live session")
+
+func hash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// Start opens a session for accountID and returns the cookie's token (shown only now).
+func (s *Service) Start(ctx context.Context, accountID, method, clientAddr, userAgent string) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	token := base64.RawURLEncoding.EncodeToString(b)
+	now := s.now().UTC()
+	if len(userAgent) > 200 {
+		userAgent = userAgent[:200]
+	}
+	sess := &store.Session{ID: uuid.NewString(), AccountID: accountID, TokenHash: hash(token), Method: method,
+		ClientAddr: clientAddr, UserAgent: userAgent, CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(s.cfg.Absolute)}
+	if err := s.store.CreateSession(ctx, sess); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// Authenticate resolves a cookie's token to the Principal of its session (SessionID set),
+// refusing (ErrNoSession) a revoked, idle or expired one.
+func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Principal, error) {
+	if token == "" {
+		return nil, ErrNoSession
+	}
+	sess, err := s.store.SessionByTokenHash(ctx, hash(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNoSession
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	if sess.RevokedAt != nil || !now.Before(sess.ExpiresAt) || now.Sub(sess.LastSeenAt) >= s.cfg.Idle {
+		return nil, ErrNoSession
+	}
+	if now.Sub(sess.LastSeenAt) > time.Minute { // bounded bookkeeping: one write a minute
+		if err := s.store.TouchSession(ctx, sess.ID, now); err != nil {
+			return nil, err
+		}
+	}
+	return &tools.Principal{
+		AccountID: sess.AccountID, Method: tools.AuthSession, SessionID: sess.ID,
+		Scopes:          append([]string(nil), keys.AllScopes...),
+		SpendLimitMicro: s.cfg.Ceiling.SpendMicro, RateLimitPerMinute: s.cfg.Ceiling.RatePerMinute,
+	}, nil
+}
+
+// Info is what a human sees of a session.
+type Info struct {
+	ID, Method, ClientAddr, UserAgent string
+	CreatedAt, LastSeenAt             time.Time
+}
+
+// List returns the account's live sessions, newest first.
+func (s *Service) List(ctx context.Context, accountID string) ([]Info, error) {
+	all, err := s.store.Sessions(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	var live []Info
+	for _, sess := range all {
+		if now.Before(sess.ExpiresAt) && now.Sub(sess.LastSeenAt) < s.cfg.Idle {
+			live = append(live, Info{ID: sess.ID, Method: sess.Method, ClientAddr: sess.ClientAddr, UserAgent: sess.UserAgent,
+				CreatedAt: sess.CreatedAt, LastSeenAt: sess.LastSeenAt})
+		}
+	}
+	return live, nil
+}
+
+// Revoke ends one of the account's sessions (id) or, with id "", all of them.
+func (s *Service) Revoke(ctx context.Context, accountID, id string) (int, error) {
+	return s.store.RevokeSessions(ctx, accountID, id, s.now().UTC())
+}

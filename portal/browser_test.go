@@ -1,0 +1,131 @@
+package portal_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// browser starts headless Chromium (Debian's chromium package). It fails, never skips, when
+// Chromium is missing: CI installs it.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("the browser tests need Chromium: apt-get install chromium")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1100, 900))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel3)
+	return ctx
+}
+
+// screenshot saves the page as a PNG in SWITCHBOARD_SCREENSHOTS (to look at, and for the
+// README) or the test's temp dir.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("SWITCHBOARD_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A human in a real browser: signs in with the e-mail code, issues a key (copy button and
+// snippet on the page), the key works over MCP, revokes it; a forged cross-site form from
+// another origin writes nothing; signs out.
+func TestPortalInABrowser(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	ctx := browser(t)
+	const email = "browser@example.com"
+
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+
+	do("request a code",
+		chromedp.Navigate(env.URL+"/developer/api-keys"), // signed out: sent to sign in
+		chromedp.WaitVisible(chromedp.CSS(`#email`)),
+		chromedp.SendKeys(chromedp.CSS(`#email`), email),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#code`)))
+	screenshot(t, ctx, "sign-in-code")
+	do("sign in",
+		chromedp.SendKeys(chromedp.CSS(`#code`), env.Inbox.Code(t, email, 1)),
+		chromedp.Click(chromedp.CSS(`form[action="/developer/sign-in/code"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`table`)))
+	if h := text(`main h1`); h != "Account" {
+		t.Fatalf("after sign-in: %q", h)
+	}
+	screenshot(t, ctx, "account")
+
+	do("issue a key",
+		chromedp.Navigate(env.URL+"/developer/api-keys"),
+		chromedp.WaitVisible(chromedp.CSS(`#name`)),
+		chromedp.SendKeys(chromedp.CSS(`#name`), "laptop agent"),
+		chromedp.Click(chromedp.CSS(`input[value=read]`)),
+		chromedp.Click(chromedp.CSS(`input[value=partner]`)),
+		chromedp.Click(chromedp.CSS(`form[action="/developer/api-keys"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
+	screenshot(t, ctx, "api-keys-issued")
+	secret := text(`#secret`)
+	out, e := apptest.CallTool(t, env.MCP(t, secret), "account_get", nil)
+	if e != nil || out["email"] != email {
+		t.Fatalf("the key from the browser over MCP: %v %v", out, e)
+	}
+
+	// Another site's page posts a form to the portal: nothing is written.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<form id=f method=post action="%s/developer/api-keys"><input name=name value=evil><input name=scopes value=read><input name=csrf value=x></form><script>document.getElementById("f").submit()</script>`, env.URL)
+	}))
+	defer evil.Close()
+	do("forged form", chromedp.Navigate(strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)), chromedp.Sleep(700*time.Millisecond))
+	do("back to the keys", chromedp.Navigate(env.URL+"/developer/api-keys"), chromedp.WaitVisible(chromedp.CSS(`table`)))
+	if keys := text(`table`); strings.Contains(keys, "evil") || !strings.Contains(keys, "laptop agent") {
+		t.Fatalf("after a cross-site form: %q", keys)
+	}
+
+	do("revoke", chromedp.Click(chromedp.CSS(`button[aria-label="Revoke laptop agent"]`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	if _, e := apptest.CallTool(t, env.MCP(t, secret), "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated {
+		t.Fatalf("a revoked key over MCP: %v", e)
+	}
+	do("settings", chromedp.Navigate(env.URL+"/developer/settings"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+	screenshot(t, ctx, "settings")
+	do("sign out", chromedp.Click(chromedp.CSS(`header button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#email`)))
+}

@@ -125,6 +125,8 @@ func TestPortalInABrowser(t *testing.T) {
 	if _, e := apptest.CallTool(t, env.MCP(t, secret), "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated {
 		t.Fatalf("a revoked key over MCP: %v", e)
 	}
+	do("the intent form", chromedp.Navigate(env.URL+"/developer/intents/new"), chromedp.WaitVisible(chromedp.CSS(`#publicIdentifier`)))
+	screenshot(t, ctx, "intent-form")
 	do("settings", chromedp.Navigate(env.URL+"/developer/settings"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
 	screenshot(t, ctx, "settings")
 	do("sign out", chromedp.Click(chromedp.CSS(`header button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#email`)))

@@ -58,9 +58,11 @@ func New(o Options) (http.Handler, error) {
 	funcs := template.FuncMap{
 		"join":    func(v any) string { return strings.Join(strs(v), ", ") },
 		"checked": func(v any, s string) bool { return slices.Contains(strs(v), s) },
+		"field":   fieldOf,
+		"str":     str,
 	}
-	for _, page := range []string{"signin", "account", "keys", "settings"} {
-		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html")
+	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner"} {
+		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
 		}
@@ -78,6 +80,12 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("POST /developer/api-keys/{id}/revoke", p.authed(p.revokeKey))
 	mux.Handle("GET /developer/settings", p.authed(p.settings))
 	mux.Handle("POST /developer/sessions/{id}/revoke", p.authed(p.revokeSession))
+	mux.Handle("GET /developer/intents", p.authed(p.intents))
+	mux.Handle("GET /developer/intents/new", p.authed(p.newIntentPage))
+	mux.Handle("POST /developer/intents/new", p.authed(p.newIntent))
+	mux.Handle("GET /developer/intents/{id}", p.authed(p.intent))
+	mux.Handle("POST /developer/intents/{id}", p.authed(p.intentAction))
+	mux.Handle("GET /developer/partner/settings", p.authed(p.partnerProfile))
 	mux.Handle("POST /developer/sign-out", p.authed(p.signOut))
 	mux.Handle("POST /developer/sign-out-everywhere", p.authed(p.signOutEverywhere))
 	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a cross-site
@@ -183,9 +191,25 @@ func (p *portal) call(r *http.Request, pr *tools.Principal, tool string, args an
 func fieldErrors(e *tools.Error, fields ...string) map[string]string {
 	out := map[string]string{}
 	problems, _ := e.Details["problems"].([]string)
+	if problems == nil && e.Details["problems"] != nil {
+		// The partner validator's problems name their field.
+		var named []struct{ Field, Message string }
+		raw, _ := json.Marshal(e.Details["problems"])
+		json.Unmarshal(raw, &named)
+		for _, n := range named {
+			root, _, _ := strings.Cut(n.Field, ".")
+			root, _, _ = strings.Cut(root, "[")
+			if _, taken := out[root]; !taken && slices.Contains(fields, root) {
+				out[root] = n.Message
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
 	for _, pr := range problems {
 		for _, f := range fields {
-			if strings.HasPrefix(pr, "at /"+f) {
+			if strings.HasPrefix(pr, "at /"+f+":") || strings.HasPrefix(pr, "at /"+f+"/") {
 				out[f] = strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " ")
 			}
 		}

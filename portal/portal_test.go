@@ -1,18 +1,24 @@
 package portal_test
 
 import (
+	"crypto/ed25519"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
 // human is a browser without JavaScript: a cookie jar and form posts, no redirects followed
@@ -235,5 +241,97 @@ func TestSignInErrors(t *testing.T) {
 	st, body := h.post("/developer/sign-in/code", url.Values{"email": {"who@example.com"}, "code": {"000000"}}, false)
 	if st != 422 || !strings.Contains(body, "code-error") || !strings.Contains(body, "wrong code") || !strings.Contains(body, `value="who@example.com"`) {
 		t.Fatalf("wrong code: %d %s", st, body)
+	}
+}
+
+// A partner publishes through the web form: Test endpoint shows the signed round trip and both
+// probe answers, Publish creates the inactive row, Activate (probe-gated) makes it live, and
+// the Partner profile appears; bad input shows the error next to its field and writes nothing.
+// All through the partner_* tools.
+func TestPublishThroughTheForm(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "signing-key.pem")
+	key, _, err := signing.LoadOrCreatePrivateKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partner := partnertest.Example(t, key.Public().(ed25519.PublicKey), partnerexample.DefaultHandle)
+	caFile := filepath.Join(dir, "ca.pem")
+	os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600)
+	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) {
+		c.AllowLocalEndpoints, c.PartnerCAFile, c.SigningKeyFile = true, caFile, keyFile
+	}})
+	h := newHuman(t, env)
+	h.signIn("partner@example.com")
+	h.get("/developer/intents/new")
+	token := h.csrf()
+	form := url.Values{"csrf": {token}, "publicIdentifier": {"@webform"}, "name": {"Web form"}, "description": {"published in the portal"},
+		"category": {"QUERY"}, "bindingType": {"REST"}, "toolEndpoint": {partner.URL + partnerexample.RESTPath}, "feeRate": {"0"}, "feeRateUnit": {"usd_per_call"}}
+
+	form.Set("action", "test")
+	if st, body := h.post("/developer/intents/new", form, false); st != 200 || !strings.Contains(body, "Endpoint test") || strings.Count(body, "REJECTED") != 2 || !strings.Contains(body, "OK") {
+		t.Fatalf("test endpoint: %d %s", st, body)
+	}
+	// Bad input: next to its field, nothing written.
+	bad := map[string][2]string{
+		"parametersSchema": {"{not json", "parametersSchema-error"},
+		"toolEndpoint":     {"ftp://example.com/x", "toolEndpoint-error"},
+		"feeRate":          {"-1", "feeRate-error"},
+		"publicIdentifier": {"@X!", "publicIdentifier-error"},
+	}
+	for k, c := range bad {
+		f := url.Values{}
+		for kk, vv := range form {
+			f[kk] = vv
+		}
+		f.Set("action", "publish")
+		f.Set(k, c[0])
+		if st, body := h.post("/developer/intents/new", f, false); st != 422 || !strings.Contains(body, c[1]) {
+			t.Errorf("%s=%q: %d, want the error at %s", k, c[0], st, c[1])
+		}
+	}
+	if _, body := h.get("/developer/intents"); !strings.Contains(body, "No intents yet") {
+		t.Fatalf("a refused form published something")
+	}
+
+	form.Set("action", "publish")
+	st, body := h.post("/developer/intents/new", form, false)
+	if st != 200 || !strings.Contains(body, "Published") || !strings.Contains(body, "inactive") {
+		t.Fatalf("publish: %d %s", st, body)
+	}
+	// The handle is taken now: a second publish says so next to the handle.
+	h.get("/developer/intents/new")
+	if st, body := h.post("/developer/intents/new", form, false); st != 422 || !strings.Contains(body, "publicIdentifier-error") {
+		t.Fatalf("taken handle: %d %s", st, body)
+	}
+	_, body = h.get("/developer/intents")
+	m := regexp.MustCompile(`href="/developer/intents/([0-9a-f-]{36})">@webform`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("intent list: %s", body)
+	}
+	h.get("/developer/intents/" + m[1])
+	if st, body := h.post("/developer/intents/"+m[1], url.Values{"csrf": {h.csrf()}, "action": {"activate"}}, false); st != 200 || !strings.Contains(body, "Activated") || !strings.Contains(body, "<small class=\"hint\">active") {
+		t.Fatalf("activate: %d %s", st, body)
+	}
+	if _, body := h.get("/developer/partner/settings"); !strings.Contains(body, "Partner id") {
+		t.Fatalf("partner profile: %s", body)
+	}
+	// The intent is live: an agent invokes it over REST.
+	key2 := env.Onboard(t, "caller@example.com")["apiKey"].(string)
+	if st, out := env.REST(t, "POST", "/v1/invoke", key2, map[string]any{"message": "@webform hello"}); st != 200 || out["success"] != true {
+		t.Fatalf("invoke the form-published intent: %d %v", st, out)
+	}
+}
+
+// Without the development setting, a private-network endpoint is refused next to its field.
+func TestPrivateEndpointRefusedInTheForm(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	h := newHuman(t, env)
+	h.signIn("private@example.com")
+	h.get("/developer/intents/new")
+	f := url.Values{"csrf": {h.csrf()}, "action": {"publish"}, "publicIdentifier": {"@private"}, "name": {"P"}, "description": {"d"},
+		"category": {"QUERY"}, "bindingType": {"REST"}, "toolEndpoint": {"https://10.0.0.7/tool"}, "feeRate": {"0"}}
+	if st, body := h.post("/developer/intents/new", f, false); st != 422 || !strings.Contains(body, "toolEndpoint-error") || !strings.Contains(body, "private") {
+		t.Fatalf("private endpoint: %d %s", st, body)
 	}
 }

@@ -1,0 +1,246 @@
+package portal
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/partners"
+)
+
+// The partner pages: the web form the spec describes (Test endpoint, Publish, Activate),
+// over the same partner_* tools, validator and publish limit as MCP and REST.
+
+type field struct{ Name, Label, Value, Error, Hint string }
+
+func fieldOf(name, label string, form map[string]any, errs map[string]string, hint string) field {
+	return field{Name: name, Label: label, Value: str(form[name]), Error: errs[name], Hint: hint}
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+type intentFormData struct {
+	Categories, Capabilities, FeeUnits []string
+	Test                               map[string]any
+}
+
+func newIntentData() intentFormData {
+	return intentFormData{Categories: append(append([]string{}, partners.IdempotentCategories...), partners.WriteCategories...),
+		Capabilities: partners.Capabilities, FeeUnits: partners.FeeRateUnits}
+}
+
+func (p *portal) intents(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	list, e := p.call(r, pr, "partner_list_intents", map[string]any{"includeArchived": true})
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	p.render(w, http.StatusOK, "intents", p.page(pr, "Your intents", list))
+}
+
+func (p *portal) partnerProfile(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	list, e := p.call(r, pr, "partner_list_intents", nil)
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	p.render(w, http.StatusOK, "partner", p.page(pr, "Partner profile", list["partner"]))
+}
+
+func (p *portal) newIntentPage(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	v := p.page(pr, "Publish an intent", newIntentData())
+	v.Form = map[string]any{"category": "QUERY", "feeRate": "0", "feeRateUnit": partners.FeeUSDPerCall}
+	p.render(w, http.StatusOK, "intent_form", v)
+}
+
+// newIntent tests the endpoint or publishes the intent the form describes.
+func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	form := map[string]any{}
+	for _, k := range []string{"publicIdentifier", "name", "description", "category", "bindingType", "toolEndpoint", "parametersSchema", "feeRate", "feeRateUnit", "payoutEvm"} {
+		form[k] = strings.TrimSpace(r.PostFormValue(k))
+	}
+	form["capabilities"] = r.PostForm["capabilities"]
+	d := newIntentData()
+	v := p.page(pr, "Publish an intent", d)
+	v.Form, v.Errors = form, map[string]string{}
+
+	if r.PostFormValue("action") == "test" {
+		args := map[string]any{"toolEndpoint": form["toolEndpoint"], "bindingType": form["bindingType"]}
+		if h := str(form["publicIdentifier"]); h != "" {
+			args["publicIdentifier"] = h
+		}
+		out, e := p.call(r, pr, "partner_test_endpoint", args)
+		if e != nil {
+			v.Errors = fieldErrors(e, "toolEndpoint", "publicIdentifier", "bindingType")
+			p.render(w, http.StatusUnprocessableEntity, "intent_form", v)
+			return
+		}
+		d.Test = out
+		v.Data = d
+		p.render(w, http.StatusOK, "intent_form", v)
+		return
+	}
+
+	args := map[string]any{"publicIdentifier": form["publicIdentifier"], "name": form["name"], "description": form["description"],
+		"category": form["category"], "capabilities": append([]string{}, r.PostForm["capabilities"]...),
+		"bindingType": form["bindingType"], "toolEndpoint": form["toolEndpoint"]}
+	if u := str(form["feeRateUnit"]); u != "" {
+		args["feeRateUnit"] = u
+	}
+	if s := str(form["parametersSchema"]); s != "" {
+		if !json.Valid([]byte(s)) {
+			v.Errors["parametersSchema"] = "not valid JSON; write a JSON Schema object, e.g. {\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}},\"required\":[\"query\"]}"
+		}
+		args["parametersSchema"] = json.RawMessage(s)
+	}
+	if s := str(form["feeRate"]); s != "" {
+		if _, err := strconv.ParseFloat(s, 64); err != nil || strings.ContainsAny(s, "eE") {
+			v.Errors["feeRate"] = "a number, e.g. 0 or 0.001"
+		} else {
+			args["feeRate"] = json.Number(s)
+		}
+	}
+	if a := str(form["payoutEvm"]); a != "" {
+		args["payoutAddresses"] = map[string]string{"evm": a}
+	}
+	if len(v.Errors) == 0 {
+		out, e := p.call(r, pr, "partner_publish_intent", args)
+		if e == nil {
+			http.Redirect(w, r, "/developer/intents/"+str(out["id"])+"?published=1", http.StatusSeeOther)
+			return
+		}
+		v.Errors = fieldErrors(e, "publicIdentifier", "name", "description", "category", "capabilities", "bindingType", "toolEndpoint", "parametersSchema", "feeRateUnit", "feeRate", "payoutAddresses")
+		if e.Code == tools.CodeConflict { // the handle is taken
+			v.Errors = map[string]string{"publicIdentifier": e.Message}
+		}
+		if msg, ok := v.Errors["payoutAddresses"]; ok {
+			v.Errors["payoutEvm"] = msg
+		}
+	}
+	p.render(w, http.StatusUnprocessableEntity, "intent_form", v)
+}
+
+type intentData struct {
+	Intent map[string]any
+	Test   map[string]any
+	Flash  string
+}
+
+func (p *portal) findIntent(r *http.Request, pr *tools.Principal, id string) (map[string]any, *tools.Error) {
+	list, e := p.call(r, pr, "partner_list_intents", map[string]any{"includeArchived": true})
+	if e != nil {
+		return nil, e
+	}
+	items, _ := list["intents"].([]any)
+	for _, it := range items {
+		if m, _ := it.(map[string]any); str(m["id"]) == id {
+			return m, nil
+		}
+	}
+	return nil, tools.Errorf(tools.CodeNotFound, "no intent %s in this account", id)
+}
+
+func (p *portal) intentView(r *http.Request, pr *tools.Principal, id string) (view, *tools.Error) {
+	in, e := p.findIntent(r, pr, id)
+	if e != nil {
+		return view{}, e
+	}
+	v := p.page(pr, str(in["publicIdentifier"]), intentData{Intent: in})
+	v.Form = map[string]any{"name": in["name"], "description": in["description"], "toolEndpoint": in["toolEndpoint"],
+		"timeoutMs": in["timeoutMs"], "feeRate": in["feeRate"]}
+	v.Errors = map[string]string{}
+	return v, nil
+}
+
+func (p *portal) intent(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	v, e := p.intentView(r, pr, r.PathValue("id"))
+	if e != nil {
+		if e.Code == tools.CodeNotFound {
+			http.NotFound(w, r)
+			return
+		}
+		p.fail(w, r, e)
+		return
+	}
+	if r.URL.Query().Get("published") != "" {
+		d := v.Data.(intentData)
+		d.Flash = "Published. It is inactive and only you can call it: test it, then activate it."
+		v.Data = d
+	}
+	p.render(w, http.StatusOK, "intent", v)
+}
+
+// intentAction runs one of the intent page's buttons.
+func (p *portal) intentAction(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	id := r.PathValue("id")
+	var out map[string]any
+	var e *tools.Error
+	var flash string
+	form := map[string]any{}
+	switch r.PostFormValue("action") {
+	case "test":
+		out, e = p.call(r, pr, "partner_test_endpoint", map[string]any{"intentId": id})
+	case "activate", "deactivate":
+		active := r.PostFormValue("action") == "activate"
+		_, e = p.call(r, pr, "partner_set_active", map[string]any{"intentId": id, "active": active})
+		flash = map[bool]string{true: "Activated: the probe passed, and the intent is live for everyone.", false: "Deactivated."}[active]
+	case "archive":
+		_, e = p.call(r, pr, "partner_archive_intent", map[string]any{"intentId": id})
+		flash = "Archived. The handle stays taken."
+	case "update":
+		args := map[string]any{"intentId": id}
+		for _, k := range []string{"name", "description", "toolEndpoint", "timeoutMs", "feeRate"} {
+			form[k] = strings.TrimSpace(r.PostFormValue(k))
+		}
+		for _, k := range []string{"name", "description", "toolEndpoint"} {
+			args[k] = form[k]
+		}
+		if n, err := strconv.Atoi(str(form["timeoutMs"])); err == nil {
+			args["timeoutMs"] = n
+		}
+		if f := str(form["feeRate"]); f != "" {
+			args["feeRate"] = json.Number(f)
+		}
+		_, e = p.call(r, pr, "partner_update_intent", args)
+		flash = "Saved."
+	default:
+		http.Error(w, "unknown action", http.StatusBadRequest)
+		return
+	}
+	v, ve := p.intentView(r, pr, id)
+	if ve != nil {
+		p.fail(w, r, ve)
+		return
+	}
+	d := v.Data.(intentData)
+	status := http.StatusOK
+	switch {
+	case e != nil:
+		status = http.StatusUnprocessableEntity
+		v.Errors = fieldErrors(e, "name", "description", "toolEndpoint", "timeoutMs", "feeRate")
+		if len(form) > 0 {
+			v.Form = form
+		}
+	case out != nil:
+		d.Test = out
+	default:
+		d.Flash = flash
+	}
+	v.Data = d
+	p.render(w, status, "intent", v)
+}
+

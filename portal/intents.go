@@ -243,4 +243,3 @@ func (p *portal) intentAction(w http.ResponseWriter, r *http.Request, pr *tools.
 	v.Data = d
 	p.render(w, status, "intent", v)
 }
-

@@ -61,7 +61,7 @@ func New(o Options) (http.Handler, error) {
 		"field":   fieldOf,
 		"str":     str,
 	}
-	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner"} {
+	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs"} {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -71,6 +71,9 @@ func New(o Options) (http.Handler, error) {
 	static, _ := fs.Sub(staticFiles, "static")
 	mux := http.NewServeMux()
 	mux.Handle("GET /developer/static/", http.StripPrefix("/developer/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /docs", p.docsIndex)
+	mux.HandleFunc("GET /docs.md", p.docsIndex)
+	mux.HandleFunc("GET /docs/{page}", p.doc)
 	mux.HandleFunc("GET /developer/sign-in", p.signInPage)
 	mux.HandleFunc("POST /developer/sign-in", p.sendCode)
 	mux.HandleFunc("POST /developer/sign-in/code", p.checkCode)

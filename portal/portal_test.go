@@ -335,3 +335,37 @@ func TestPrivateEndpointRefusedInTheForm(t *testing.T) {
 		t.Fatalf("private endpoint: %d %s", st, body)
 	}
 }
+
+// Every documentation page is served as HTML and, at its URL + .md, as Markdown, with the
+// deployment's base URL filled in; the API reference names every tool.
+func TestDocsHaveMarkdownTwins(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	h := newHuman(t, env)
+	for _, page := range []string{"", "/agents", "/mcp-hosts", "/partners", "/errors", "/limits", "/api"} {
+		st, body := h.get("/docs" + page)
+		if st != 200 || !strings.Contains(body, "<h1") || strings.Contains(body, "{base}") {
+			t.Errorf("/docs%s: %d", page, st)
+		}
+		resp, err := http.Get(env.URL + "/docs" + page + ".md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/markdown") || !strings.HasPrefix(string(md), "# ") || strings.Contains(string(md), "{base}") {
+			t.Errorf("/docs%s.md: %d %q %.80q", page, resp.StatusCode, resp.Header.Get("Content-Type"), md)
+		}
+	}
+	_, api := h.get("/docs/api")
+	for _, tool := range env.App.Kernel.Tools() {
+		if !strings.Contains(api, tool.Name) {
+			t.Errorf("the API reference misses %s", tool.Name)
+		}
+	}
+	if _, body := h.get("/docs/agents"); !strings.Contains(body, env.URL+"/developer/api-keys") || !strings.Contains(body, `href="errors"`) {
+		t.Errorf("agents page: base URL or links wrong")
+	}
+	if st, _ := h.get("/docs/nothing"); st != 404 {
+		t.Errorf("unknown page: %d", st)
+	}
+}

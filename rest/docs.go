@@ -40,6 +40,12 @@ func llmsTxt(o Options) string {
 	fmt.Fprintf(&b, "- Lookups: `resolve_token`, `get_price`, `get_balances`; the marketplace: `discover`, then `invoke_partner_message` with the partner's @handle.\n")
 	fmt.Fprintf(&b, "- Errors are {\"error\": {\"code\", \"message\", \"details\"}}; the message says what to do next. RATE_LIMITED comes with Retry-After.\n")
 	fmt.Fprintf(&b, "\nPartners verify Switchboard's Ed25519 signatures with the key at %s/.well-known/service-public-key.\n", base)
+	if o.Portal != nil {
+		fmt.Fprintf(&b, "\n## Documentation (Markdown)\n\n")
+		for _, page := range []string{"agents", "mcp-hosts", "partners", "errors", "limits", "api"} {
+			fmt.Fprintf(&b, "- %s/docs/%s.md\n", base, page)
+		}
+	}
 	return b.String()
 }
 

@@ -28,7 +28,7 @@ func TooLarge() *tools.Error {
 type Options struct {
 	Kernel       *tools.Kernel
 	MCP          http.Handler // served at /mcp
-	Portal       http.Handler // served at /developer (nil: no portal, no paste-a-key)
+	Portal       http.Handler // served at /developer and /docs (nil: no portal, no paste-a-key)
 	BaseURL      string
 	TestBaseURL  string // the test environment's base URL, listed in OpenAPI when set
 	PublicKeyPEM []byte
@@ -46,8 +46,9 @@ func New(o Options) (http.Handler, error) {
 		mux.Handle("/mcp", o.MCP)
 	}
 	if o.Portal != nil {
-		mux.Handle("/developer", o.Portal)
-		mux.Handle("/developer/", o.Portal)
+		for _, path := range []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/"} {
+			mux.Handle(path, o.Portal)
+		}
 	}
 	for _, rt := range Routes {
 		t := o.Kernel.Tool(rt.Tool)

@@ -1,0 +1,10 @@
+// Package docs holds Switchboard's documentation pages as Markdown, embedded in the binary:
+// the portal serves each at /docs/<name> as HTML and at /docs/<name>.md as Markdown.
+package docs
+
+import "embed"
+
+// Pages are the Markdown sources; the file name (without .md) is the page's path.
+//
+//go:embed *.md
+var Pages embed.FS

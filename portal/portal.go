@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
@@ -40,21 +41,26 @@ type Options struct {
 	Kernel   *tools.Kernel
 	Sessions *sessions.Service
 	// SignIn checks an e-mail code and returns the account (onboarding.Service.SignIn).
-	SignIn  func(ctx context.Context, email, code, clientAddr string) (string, error)
-	BaseURL string
-	CSRFKey []byte      // keys the per-session form tokens
-	Ceiling keys.Limits // the account's own ceiling, shown beside the key form
-	Log     *slog.Logger
+	// nil when no mailer is configured: only the identity providers sign in.
+	SignIn func(ctx context.Context, email, code, clientAddr string) (string, error)
+	// AccountForEmail returns (creating) the account of an e-mail an identity provider verified.
+	AccountForEmail func(ctx context.Context, email string) (string, error)
+	OIDC            []OIDCProvider // sign-in buttons besides the e-mail code
+	BaseURL         string
+	CSRFKey         []byte      // keys the per-session form tokens
+	Ceiling         keys.Limits // the account's own ceiling, shown beside the key form
+	Log             *slog.Logger
 }
 
 type portal struct {
 	o     Options
 	pages map[string]*template.Template
+	oidc  providers
 }
 
 // New returns the /developer handler, protected against cross-site requests.
 func New(o Options) (http.Handler, error) {
-	p := &portal{o: o, pages: map[string]*template.Template{}}
+	p := &portal{o: o, pages: map[string]*template.Template{}, oidc: providers{found: map[int]*oidc.Provider{}}}
 	funcs := template.FuncMap{
 		"join":    func(v any) string { return strings.Join(strs(v), ", ") },
 		"checked": func(v any, s string) bool { return slices.Contains(strs(v), s) },
@@ -77,6 +83,8 @@ func New(o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /developer/sign-in", p.signInPage)
 	mux.HandleFunc("POST /developer/sign-in", p.sendCode)
 	mux.HandleFunc("POST /developer/sign-in/code", p.checkCode)
+	mux.HandleFunc("GET /developer/sign-in/oidc/callback", p.oidcCallback)
+	mux.HandleFunc("GET /developer/sign-in/oidc/{n}", p.oidcStart)
 	mux.Handle("GET /developer", p.authed(p.account))
 	mux.Handle("GET /developer/api-keys", p.authed(p.keys))
 	mux.Handle("POST /developer/api-keys", p.authed(p.issueKey))
@@ -232,15 +240,43 @@ func fieldErrors(e *tools.Error, fields ...string) map[string]string {
 // Sign-in.
 
 func (p *portal) signInPage(w http.ResponseWriter, r *http.Request) {
-	p.render(w, http.StatusOK, "signin", view{Title: "Sign in", Data: signInData{}})
+	p.render(w, http.StatusOK, "signin", view{Title: "Sign in", Data: p.signInData(signInData{})})
 }
 
 type signInData struct {
+	EmailCode   bool // the e-mail code sign-in is offered
 	CodeStep    bool
 	Email, Code string
+	Providers   []string // labels of the OpenID Connect buttons, by index
+}
+
+func (p *portal) signInData(d signInData) signInData {
+	d.EmailCode = p.o.SignIn != nil
+	for _, pv := range p.o.OIDC {
+		d.Providers = append(d.Providers, pv.Label)
+	}
+	return d
+}
+
+func toolsError(err error) *tools.Error { return tools.Translate(err) }
+
+// startSession opens a session for a human who proved an e-mail, and sends them in.
+func (p *portal) startSession(w http.ResponseWriter, r *http.Request, accountID, method string) {
+	token, err := p.o.Sessions.Start(r.Context(), accountID, method, r.Header.Get(tools.HeaderClientAddr), r.UserAgent())
+	if err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true,
+		Secure: strings.HasPrefix(p.o.BaseURL, "https://"), SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, "/developer", http.StatusSeeOther)
 }
 
 func (p *portal) sendCode(w http.ResponseWriter, r *http.Request) {
+	if p.o.SignIn == nil {
+		http.NotFound(w, r)
+		return
+	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	_, e := p.call(r, nil, "agent_signup", map[string]any{"email": email})
 	if e != nil {
@@ -248,13 +284,17 @@ func (p *portal) sendCode(w http.ResponseWriter, r *http.Request) {
 		if e.Code == tools.CodeBadInput {
 			msg = "enter a valid e-mail address"
 		}
-		p.render(w, http.StatusUnprocessableEntity, "signin", view{Title: "Sign in", Data: signInData{Email: email}, Errors: map[string]string{"email": msg}})
+		p.render(w, http.StatusUnprocessableEntity, "signin", view{Title: "Sign in", Data: p.signInData(signInData{Email: email}), Errors: map[string]string{"email": msg}})
 		return
 	}
-	p.render(w, http.StatusOK, "signin", view{Title: "Enter your code", Data: signInData{CodeStep: true, Email: email}})
+	p.render(w, http.StatusOK, "signin", view{Title: "Enter your code", Data: p.signInData(signInData{CodeStep: true, Email: email})})
 }
 
 func (p *portal) checkCode(w http.ResponseWriter, r *http.Request) {
+	if p.o.SignIn == nil {
+		http.NotFound(w, r)
+		return
+	}
 	email, code := strings.TrimSpace(r.PostFormValue("email")), strings.TrimSpace(r.PostFormValue("code"))
 	addr := r.Header.Get(tools.HeaderClientAddr)
 	var accountID string
@@ -272,14 +312,7 @@ func (p *portal) checkCode(w http.ResponseWriter, r *http.Request) {
 			Data: signInData{CodeStep: true, Email: email, Code: code}, Errors: map[string]string{"code": e.Message}})
 		return
 	}
-	token, err := p.o.Sessions.Start(r.Context(), accountID, "email_code", addr, r.UserAgent())
-	if err != nil {
-		p.fail(w, r, tools.Translate(err))
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: "/developer", HttpOnly: true,
-		Secure: strings.HasPrefix(p.o.BaseURL, "https://"), SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, r, "/developer", http.StatusSeeOther)
+	p.startSession(w, r, accountID, "email_code")
 }
 
 // Pages.
@@ -429,7 +462,7 @@ func (p *portal) endSessions(w http.ResponseWriter, r *http.Request, pr *tools.P
 		p.fail(w, r, tools.Translate(err))
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/developer", MaxAge: -1, Expires: time.Unix(0, 0), HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(0, 0), HttpOnly: true,
 		Secure: strings.HasPrefix(p.o.BaseURL, "https://"), SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, "/developer/sign-in", http.StatusSeeOther)
 }

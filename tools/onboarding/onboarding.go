@@ -229,12 +229,24 @@ func (s *Service) SignIn(ctx context.Context, email, code, clientAddr string) (a
 	if err := s.consumeCode(ctx, email, code, clientAddr); err != nil {
 		return "", err
 	}
+	return s.AccountForEmail(ctx, email)
+}
+
+// AccountForEmail returns the account of a verified e-mail (an identity provider vouched for
+// it, or a code was consumed), creating it with its wallets, and no key, when there is none.
+func (s *Service) AccountForEmail(ctx context.Context, email string) (string, error) {
+	email = normalizeEmail(email)
 	acct, err := s.store.AccountByEmail(ctx, email)
 	switch {
 	case err == nil:
 		return acct.ID, nil
 	case errors.Is(err, store.ErrNotFound):
 		created, err := s.create(ctx, email, s.cfg.Now().UTC(), false)
+		if errors.Is(err, store.ErrConflict) { // created by a concurrent sign-in
+			if acct, err := s.store.AccountByEmail(ctx, email); err == nil {
+				return acct.ID, nil
+			}
+		}
 		return created.UserID, err
 	default:
 		return "", err

@@ -168,13 +168,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	var all []*tools.Tool
-	var ob *onboarding.Service
-	if mailer != nil {
-		// The code hashes are keyed by a server-side secret: stealing the database alone does
-		// not let anyone test codes offline.
-		obCfg := onboarding.DefaultConfig(derive(serverSecret[0], "switchboard e-mail codes v1"), now)
-		obCfg.StartingGrant = billCfg.StartingGrantMicro
-		ob = onboarding.NewService(obCfg, st, mailer, keySvc, sealer)
+	// The code hashes are keyed by a server-side secret: stealing the database alone does
+	// not let anyone test codes offline.
+	obCfg := onboarding.DefaultConfig(derive(serverSecret[0], "switchboard e-mail codes v1"), now)
+	obCfg.StartingGrant = billCfg.StartingGrantMicro
+	ob := onboarding.NewService(obCfg, st, mailer, keySvc, sealer)
+	if mailer != nil { // without one, e-mail onboarding is off
 		all = append(all, ob.Tools()...)
 	}
 	all = append(all, keySvc.Tools()...)
@@ -220,9 +219,14 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	// The portal signs humans in with the e-mail code: without a mailer it has no way in yet.
+	// The portal signs humans in with an e-mail code or an identity provider: with neither it
+	// has no way in.
+	providers, err := cfg.Providers()
+	if err != nil {
+		return nil, err
+	}
 	var portalHandler http.Handler
-	if ob != nil {
+	if mailer != nil || len(providers) > 0 {
 		idle, err1 := time.ParseDuration(cfg.SessionIdle)
 		maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
 		if err1 != nil || err2 != nil || idle < time.Minute || maxAge < idle {
@@ -230,7 +234,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		}
 		ceiling := keySvc.Defaults()
 		sessSvc := sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: ceiling}, st, now)
-		if portalHandler, err = portal.New(portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: ob.SignIn,
+		var signIn func(ctx context.Context, email, code, clientAddr string) (string, error)
+		if mailer != nil {
+			signIn = ob.SignIn
+		}
+		if portalHandler, err = portal.New(portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn,
+			AccountForEmail: ob.AccountForEmail, OIDC: providers,
 			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling, Log: log}); err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
@@ -36,6 +37,7 @@ type Config struct {
 	SweepMargin         string // Go duration added to a call's timeout before the sweeper may conclude it
 	SessionIdle         string // portal sessions end after this long unused
 	SessionMaxAge       string // portal sessions end this long after sign-in
+	OIDCProviders       string // label=...,issuer=...,client_id=...,client_secret=... entries separated by ;
 	APIKey              string
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
@@ -71,6 +73,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_SETTLEMENT_CHAIN", flag: "settlement-chain", usage: "payoutAddresses key partner fees settle to first (namespace:chain); the bare namespace is the fallback", str: &c.SettlementChain},
 		{env: "SWITCHBOARD_SESSION_IDLE", flag: "session-idle", usage: "a portal session unused this long ends (Go duration)", str: &c.SessionIdle},
 		{env: "SWITCHBOARD_SESSION_MAX_AGE", flag: "session-max-age", usage: "a portal session ends this long after sign-in, used or not (Go duration)", str: &c.SessionMaxAge},
+		{env: "SWITCHBOARD_OIDC_PROVIDERS", flag: "oidc-providers", usage: "OpenID Connect providers humans may sign in with: label=Google,issuer=https://accounts.google.com,client_id=...,client_secret=... (several separated by ;)", str: &c.OIDCProviders},
 		{env: "SWITCHBOARD_SWEEP_MARGIN", flag: "sweep-margin", usage: "how long past a partner call's timeout (x tries) its dispatch counts as abandoned and the sweeper concludes it (Go duration)", str: &c.SweepMargin},
 		{env: "SWITCHBOARD_PARTNER_CA_FILE", flag: "partner-ca-file", usage: "PEM certificates trusted for partner endpoints besides the system roots (a private CA, tests)", str: &c.PartnerCAFile},
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
@@ -164,6 +167,38 @@ func (c *Config) Validate() error {
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	c.TestBaseURL = strings.TrimRight(c.TestBaseURL, "/")
 	return nil
+}
+
+// Providers parses SWITCHBOARD_OIDC_PROVIDERS.
+func (c *Config) Providers() ([]portal.OIDCProvider, error) {
+	var out []portal.OIDCProvider
+	for i, entry := range strings.Split(c.OIDCProviders, ";") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		var p portal.OIDCProvider
+		for _, kv := range strings.Split(entry, ",") {
+			k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
+			switch k {
+			case "label":
+				p.Label = v
+			case "issuer":
+				p.Issuer = v
+			case "client_id":
+				p.ClientID = v
+			case "client_secret":
+				p.ClientSecret = v
+			default:
+				return nil, fmt.Errorf("SWITCHBOARD_OIDC_PROVIDERS entry %d: unknown field %q; use label, issuer, client_id, client_secret", i+1, k)
+			}
+		}
+		u, err := url.Parse(p.Issuer)
+		if p.Label == "" || p.ClientID == "" || err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && c.Env != "production")) {
+			return nil, fmt.Errorf("SWITCHBOARD_OIDC_PROVIDERS entry %d: want label, an https issuer URL and client_id (client_secret for confidential clients)", i+1)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // PublicBaseURL is the base URL callers use: the configured one, or in the test environment

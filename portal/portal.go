@@ -23,6 +23,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/integrations"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 )
@@ -46,6 +47,7 @@ type Options struct {
 	// AccountForEmail returns (creating) the account of an e-mail an identity provider verified.
 	AccountForEmail func(ctx context.Context, email string) (string, error)
 	OIDC            []OIDCProvider // sign-in buttons besides the e-mail code
+	Integrations    *integrations.Service
 	BaseURL         string
 	CSRFKey         []byte      // keys the per-session form tokens
 	Ceiling         keys.Limits // the account's own ceiling, shown beside the key form
@@ -67,7 +69,7 @@ func New(o Options) (http.Handler, error) {
 		"field":   fieldOf,
 		"str":     str,
 	}
-	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs"} {
+	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect"} {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -97,6 +99,11 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("GET /developer/intents/{id}", p.authed(p.intent))
 	mux.Handle("POST /developer/intents/{id}", p.authed(p.intentAction))
 	mux.Handle("GET /developer/partner/settings", p.authed(p.partnerProfile))
+	mux.Handle("GET /developer/integrations", p.authed(p.integrationsPage))
+	mux.Handle("POST /developer/integrations", p.authed(p.createIntegration))
+	mux.HandleFunc("GET /connect/{slug}", p.connect)
+	mux.HandleFunc("POST /connect/{slug}", p.connect)
+	mux.HandleFunc("GET /connect/{slug}/manifest.json", p.manifest)
 	mux.Handle("POST /developer/sign-out", p.authed(p.signOut))
 	mux.Handle("POST /developer/sign-out-everywhere", p.authed(p.signOutEverywhere))
 	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a cross-site
@@ -168,12 +175,30 @@ func (p *portal) authed(h authedHandler) http.Handler {
 			p.fail(w, r, tools.Translate(err))
 			return
 		}
-		if r.Method == http.MethodPost && !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(p.csrf(pr.SessionID))) {
+		if r.Method == http.MethodPost && !p.validForm(r, pr) {
 			http.Error(w, "this form is stale or was not sent from this site; reload the page and try again", http.StatusForbidden)
 			return
 		}
 		h(w, r, pr)
 	})
+}
+
+// sessionOf is the signed-in human of r, nil when there is none.
+func (p *portal) sessionOf(r *http.Request) *tools.Principal {
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return nil
+	}
+	pr, err := p.o.Sessions.Authenticate(r.Context(), c.Value)
+	if err != nil {
+		return nil
+	}
+	return pr
+}
+
+// validForm checks a posted form's token against the session.
+func (p *portal) validForm(r *http.Request, pr *tools.Principal) bool {
+	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(p.csrf(pr.SessionID)))
 }
 
 func (p *portal) fail(w http.ResponseWriter, r *http.Request, e *tools.Error) {
@@ -269,7 +294,8 @@ func (p *portal) startSession(w http.ResponseWriter, r *http.Request, accountID,
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true,
 		Secure: strings.HasPrefix(p.o.BaseURL, "https://"), SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, r, "/developer", http.StatusSeeOther)
+	http.SetCookie(w, &http.Cookie{Name: nextCookie, Value: "", Path: "/", MaxAge: -1})
+	http.Redirect(w, r, next(r), http.StatusSeeOther)
 }
 
 func (p *portal) sendCode(w http.ResponseWriter, r *http.Request) {

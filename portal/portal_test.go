@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"crypto/ed25519"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -368,4 +369,75 @@ func TestDocsHaveMarkdownTwins(t *testing.T) {
 	if st, _ := h.get("/docs/nothing"); st != 404 {
 		t.Errorf("unknown page: %d", st)
 	}
+}
+
+// A partner creates an integration; its manifest.json lists the onboarding methods with the
+// URLs an agent needs; a user sent to /connect/<slug> signs in, comes back, issues a key that
+// carries exactly the integration's scopes and records it, and uses it over MCP.
+func TestConnectAnIntegration(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	partner := newHuman(t, env)
+	partner.signIn("acme-dev@example.com")
+	partner.get("/developer/integrations")
+	token := partner.csrf()
+	if st, body := partner.post("/developer/integrations", url.Values{"csrf": {token}, "slug": {"-Bad slug"}, "name": {"Acme"}, "scopes": {"read"}, "methods": {"paste_key"}}, false); st != 422 || !strings.Contains(body, "slug-error") {
+		t.Fatalf("bad slug: %d", st)
+	}
+	form := url.Values{"csrf": {token}, "slug": {"acme"}, "name": {"Acme"}, "scopes": {"read", "partner"}, "methods": {"paste_key", "email_code"}}
+	if st, body := partner.post("/developer/integrations", form, false); st != 200 || !strings.Contains(body, "/connect/acme") {
+		t.Fatalf("create integration: %d %s", st, body)
+	}
+	if st, body := partner.post("/developer/integrations", form, false); st != 422 || !strings.Contains(body, "slug-error") || !strings.Contains(body, "taken") {
+		t.Fatalf("taken slug: %d", st)
+	}
+
+	resp, err := http.Get(env.URL + "/connect/acme/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Name              string
+		Scopes            []string
+		OnboardingMethods []map[string]string
+		MCP               string `json:"mcp"`
+	}
+	json.NewDecoder(resp.Body).Decode(&m)
+	resp.Body.Close()
+	if m.Name != "Acme" || len(m.OnboardingMethods) != 2 || m.OnboardingMethods[0]["url"] != env.URL+"/connect/acme" ||
+		m.OnboardingMethods[1]["signup"] != env.URL+"/v1/agents/signup" || m.MCP != env.URL+"/mcp" {
+		t.Fatalf("manifest: %+v", m)
+	}
+
+	user := newHuman(t, env)
+	if _, body := user.get("/connect/acme"); !strings.Contains(body, "<h1>Sign in</h1>") {
+		t.Fatalf("signed out: not sent to sign in")
+	}
+	if st, body := user.post("/developer/sign-in", url.Values{"email": {"user@example.com"}}, false); st != 200 {
+		t.Fatalf("send code: %d %s", st, body)
+	}
+	st, body := user.post("/developer/sign-in/code", url.Values{"email": {"user@example.com"}, "code": {env.Inbox.Code(t, "user@example.com", 1)}}, false)
+	if st != 200 || !strings.Contains(body, "Connect to Acme") || !strings.Contains(body, "read, partner") {
+		t.Fatalf("back on the connect page after sign-in: %d %s", st, body)
+	}
+	st, body = user.post("/connect/acme", url.Values{"csrf": {user.csrf()}}, false)
+	sm := secretRe.FindStringSubmatch(body)
+	if st != 200 || sm == nil {
+		t.Fatalf("issue key: %d %s", st, body)
+	}
+	out, e := apptest.CallTool(t, env.MCP(t, sm[1]), "account_get", nil)
+	if e != nil || strings.Join(strs(out["scopes"]), ",") != "read,partner" {
+		t.Fatalf("the connect key over MCP: %v %v", out, e)
+	}
+	list, _ := apptest.CallTool(t, env.MCP(t, sm[1]), "api_key_list", nil)
+	if k := list["keys"].([]any)[0].(map[string]any); k["integrationId"] == nil || k["integrationId"] == "" {
+		t.Fatalf("the key does not record its integration: %v", k)
+	}
+}
+
+func strs(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
 }

@@ -46,7 +46,7 @@ func New(o Options) (http.Handler, error) {
 		mux.Handle("/mcp", o.MCP)
 	}
 	if o.Portal != nil {
-		for _, path := range []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/"} {
+		for _, path := range []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/"} {
 			mux.Handle(path, o.Portal)
 		}
 	}

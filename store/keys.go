@@ -23,6 +23,7 @@ type APIKey struct {
 	CreatedAt          time.Time  `bun:"created_at,notnull"`
 	LastUsedAt         *time.Time `bun:"last_used_at"`
 	RevokedAt          *time.Time `bun:"revoked_at"`
+	IntegrationID      *string    `bun:"integration_id"` // issued on an integration's /connect page
 }
 
 // HasScope reports whether the key carries scope.

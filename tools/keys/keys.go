@@ -65,13 +65,21 @@ type Meta struct {
 	CreatedAt          time.Time  `json:"createdAt"`
 	LastUsedAt         *time.Time `json:"lastUsedAt,omitempty"`
 	RevokedAt          *time.Time `json:"revokedAt,omitempty"`
+	IntegrationID      string     `json:"integrationId,omitempty" jsonschema_description:"the partner integration whose connect page issued it"`
 }
 
 // MetaOf returns a key's public metadata.
 func MetaOf(k *store.APIKey) Meta {
 	return Meta{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes,
 		SpendLimitUsd: tools.USD(k.SpendLimitMicro), RateLimitPerMinute: k.RateLimitPerMinute,
-		CreatedAt: k.CreatedAt.UTC(), LastUsedAt: utc(k.LastUsedAt), RevokedAt: utc(k.RevokedAt)}
+		CreatedAt: k.CreatedAt.UTC(), LastUsedAt: utc(k.LastUsedAt), RevokedAt: utc(k.RevokedAt), IntegrationID: deref(k.IntegrationID)}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func utc(t *time.Time) *time.Time {
@@ -88,6 +96,7 @@ type CreateInput struct {
 	Scopes             []string   `json:"scopes" jsonschema:"minItems=1,uniqueItems=true,enum=read,enum=quote,enum=swap,enum=bridge,enum=send,enum=wallet,enum=publish,enum=partner" jsonschema_description:"scopes for the new key; each must be a scope of the key making the call"`
 	SpendLimitUsd      *tools.USD `json:"spendLimitUsd,omitempty" jsonschema_description:"total USD the key may spend; default the agent default, never above the calling key's"`
 	RateLimitPerMinute *int       `json:"rateLimitPerMinute,omitempty" jsonschema:"minimum=1,maximum=10000" jsonschema_description:"requests per minute; default the agent default, never above the calling key's"`
+	IntegrationID      string     `json:"integrationId,omitempty" jsonschema:"maxLength=64" jsonschema_description:"issue the key for a partner integration (its /connect page): the scopes must be among the integration's"`
 }
 
 // CreateOutput is the new key: its metadata and, this once, its secret.
@@ -162,6 +171,21 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 	}
 	scopes := slices.Clone(in.Scopes)
 	key, secret := s.New(c.Principal.AccountID, in.Name, scopes, lim)
+	if in.IntegrationID != "" {
+		ig, err := s.store.IntegrationBy(ctx, "id", in.IntegrationID)
+		if errors.Is(err, store.ErrNotFound) {
+			return CreateOutput{}, tools.Errorf(tools.CodeNotFound, "no integration %q; the id is on the integration's connect page", in.IntegrationID)
+		}
+		if err != nil {
+			return CreateOutput{}, err
+		}
+		for _, sc := range scopes {
+			if !slices.Contains(ig.Scopes, sc) {
+				return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "scope %q is not one the integration %s asks for (%v)", sc, ig.Name, ig.Scopes)
+			}
+		}
+		key.IntegrationID = &ig.ID
+	}
 	if err := s.store.CreateKey(ctx, key); err != nil {
 		return CreateOutput{}, fmt.Errorf("store key: %w", err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
+	"github.com/switchboard-hq/switchboard/tools/integrations"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -239,7 +240,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			signIn = ob.SignIn
 		}
 		if portalHandler, err = portal.New(portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn,
-			AccountForEmail: ob.AccountForEmail, OIDC: providers,
+			AccountForEmail: ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now),
 			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling, Log: log}); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,136 @@
+package portal
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/integrations"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+)
+
+// Partner integrations: a partner creates one on /developer/integrations; its users sign in
+// on /connect/{slug} and issue a key already scoped for it (through api_key_create, recording
+// the integration on the key); /connect/{slug}/manifest.json lists its onboarding methods.
+
+// nextCookie remembers where a human was going when sent to sign in.
+const nextCookie = "sb_next"
+
+type integrationsData struct {
+	List            []integrations.Integration
+	Created         *integrations.Integration
+	Scopes, Methods []string
+}
+
+func (p *portal) integrationsPage(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	p.renderIntegrations(w, r, pr, http.StatusOK, nil, map[string]any{"methods": integrations.Methods}, nil)
+}
+
+func (p *portal) renderIntegrations(w http.ResponseWriter, r *http.Request, pr *tools.Principal, status int, created *integrations.Integration, form map[string]any, errs map[string]string) {
+	list, err := p.o.Integrations.List(r.Context(), pr.AccountID)
+	if err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	v := p.page(pr, "Integrations", integrationsData{List: list, Created: created, Scopes: keys.AllScopes, Methods: integrations.Methods})
+	v.Form, v.Errors = form, errs
+	p.render(w, status, "integrations", v)
+}
+
+func (p *portal) createIntegration(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	form := map[string]any{"slug": r.PostFormValue("slug"), "name": r.PostFormValue("name"), "scopes": r.PostForm["scopes"], "methods": r.PostForm["methods"]}
+	for _, k := range []string{"slug", "name"} {
+		if e := tools.CheckText(k, form[k].(string)); e != nil {
+			p.renderIntegrations(w, r, pr, http.StatusUnprocessableEntity, nil, form, map[string]string{k: e.Message})
+			return
+		}
+	}
+	in, err := p.o.Integrations.Create(r.Context(), pr.AccountID, form["slug"].(string), form["name"].(string), r.PostForm["scopes"], r.PostForm["methods"])
+	if err != nil {
+		e := tools.Translate(err)
+		field, _ := e.Details["field"].(string)
+		if field == "" {
+			field = "form"
+		}
+		p.renderIntegrations(w, r, pr, http.StatusUnprocessableEntity, nil, form, map[string]string{field: e.Message})
+		return
+	}
+	p.renderIntegrations(w, r, pr, http.StatusOK, &in, map[string]any{"methods": integrations.Methods}, nil)
+}
+
+type connectData struct {
+	Integration integrations.Integration
+	Issued      map[string]any
+}
+
+// connect shows the integration's request; a signed-out human signs in and comes back.
+func (p *portal) connect(w http.ResponseWriter, r *http.Request) {
+	in, err := p.o.Integrations.BySlug(r.Context(), r.PathValue("slug"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	if !in.Offers(integrations.MethodPasteKey) {
+		http.Error(w, in.Name+" does not issue keys here; see its manifest.json for how to onboard", http.StatusNotFound)
+		return
+	}
+	pr := p.sessionOf(r)
+	if pr == nil {
+		http.SetCookie(w, &http.Cookie{Name: nextCookie, Value: "/connect/" + in.Slug, Path: "/", MaxAge: 900, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		http.Redirect(w, r, "/developer/sign-in", http.StatusSeeOther)
+		return
+	}
+	if r.Method == http.MethodGet {
+		p.render(w, http.StatusOK, "connect", p.page(pr, "Connect "+in.Name, connectData{Integration: in}))
+		return
+	}
+	if !p.validForm(r, pr) {
+		http.Error(w, "this form is stale or was not sent from this site; reload the page and try again", http.StatusForbidden)
+		return
+	}
+	out, e := p.call(r, pr, "api_key_create", map[string]any{"name": in.Name + " (connect)", "scopes": in.Scopes, "integrationId": in.ID})
+	v := p.page(pr, "Connect "+in.Name, connectData{Integration: in, Issued: out})
+	if e != nil {
+		v.Errors = map[string]string{"form": e.Message}
+		p.render(w, http.StatusUnprocessableEntity, "connect", v)
+		return
+	}
+	p.render(w, http.StatusOK, "connect", v)
+}
+
+// manifest lists the integration's enabled onboarding methods with the URLs an agent needs.
+func (p *portal) manifest(w http.ResponseWriter, r *http.Request) {
+	in, err := p.o.Integrations.BySlug(r.Context(), r.PathValue("slug"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	base := p.o.BaseURL
+	var methods []map[string]any
+	for _, m := range in.Methods {
+		switch {
+		case m == integrations.MethodPasteKey:
+			methods = append(methods, map[string]any{"method": m, "description": "ask a human to sign in here, click Issue key and paste the key to you",
+				"url": base + "/connect/" + url.PathEscape(in.Slug)})
+		case m == integrations.MethodEmailCode && p.o.SignIn != nil:
+			methods = append(methods, map[string]any{"method": m, "description": "with an inbox you can read: signup, then verify with the e-mailed code",
+				"signup": base + "/v1/agents/signup", "verify": base + "/v1/agents/verify"})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(map[string]any{"name": in.Name, "slug": in.Slug, "scopes": in.Scopes, "onboardingMethods": methods,
+		"mcp": base + "/mcp", "llms": base + "/llms.txt", "docs": base + "/docs/agents.md"})
+}
+
+// next is where a signed-in human goes: back to the page that sent them to sign in.
+func next(r *http.Request) string {
+	if c, err := r.Cookie(nextCookie); err == nil && strings.HasPrefix(c.Value, "/connect/") && !strings.ContainsAny(c.Value, "\\\r\n") && !strings.HasPrefix(c.Value, "//") {
+		return c.Value
+	}
+	return "/developer"
+}

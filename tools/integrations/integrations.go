@@ -1,0 +1,112 @@
+// Package integrations keeps partner integrations: a /connect/<slug> page where a signed-in
+// human issues a key already scoped for the integration, and the manifest.json that lists the
+// onboarding methods the integration offers.
+package integrations
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+)
+
+// The onboarding methods an integration can offer.
+const (
+	MethodPasteKey  = "paste_key"
+	MethodEmailCode = "email_code"
+)
+
+// Methods are the onboarding methods in the spec's order.
+var Methods = []string{MethodPasteKey, MethodEmailCode}
+
+var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,38}[a-z0-9]$`)
+
+// Integration is what the portal shows and the manifest lists.
+type Integration struct {
+	ID, Slug, Name  string
+	Scopes, Methods []string
+	CreatedAt       time.Time
+}
+
+// Offers reports whether the integration offers method.
+func (i Integration) Offers(method string) bool { return slices.Contains(i.Methods, method) }
+
+func of(in *store.Integration) Integration {
+	return Integration{ID: in.ID, Slug: in.Slug, Name: in.Name, Scopes: in.Scopes, Methods: in.Methods, CreatedAt: in.CreatedAt}
+}
+
+// Service creates and finds integrations.
+type Service struct {
+	store *store.Store
+	now   func() time.Time
+}
+
+// NewService builds the service.
+func NewService(st *store.Store, now func() time.Time) *Service { return &Service{store: st, now: now} }
+
+// Create validates and stores an integration of accountID. Problems are BAD_INPUT with the
+// field in details["field"]; a taken slug is CONFLICT.
+func (s *Service) Create(ctx context.Context, accountID, slug, name string, scopes, methods []string) (Integration, error) {
+	slug, name = strings.TrimSpace(slug), strings.TrimSpace(name)
+	bad := func(field, msg string) (Integration, error) {
+		return Integration{}, tools.Errorf(tools.CodeBadInput, "%s", msg).WithDetails(map[string]any{"field": field})
+	}
+	switch {
+	case !slugRe.MatchString(slug):
+		return bad("slug", "3 to 40 of a-z, 0-9 and -, starting and ending with a letter or digit")
+	case name == "" || len(name) > 80:
+		return bad("name", "1 to 80 characters")
+	case len(scopes) == 0:
+		return bad("scopes", "choose at least one scope for the keys it issues")
+	case len(methods) == 0:
+		return bad("methods", "choose at least one onboarding method")
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(keys.AllScopes, sc) {
+			return bad("scopes", "unknown scope "+sc)
+		}
+	}
+	for _, m := range methods {
+		if !slices.Contains(Methods, m) {
+			return bad("methods", "unknown method "+m)
+		}
+	}
+	in := &store.Integration{ID: uuid.NewString(), AccountID: accountID, Slug: slug, Name: name,
+		Scopes: slices.Clone(scopes), Methods: slices.Clone(methods), CreatedAt: s.now().UTC()}
+	if err := s.store.CreateIntegration(ctx, in); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return Integration{}, tools.Errorf(tools.CodeConflict, "the slug %q is taken; choose another", slug).WithDetails(map[string]any{"field": "slug"})
+		}
+		return Integration{}, err
+	}
+	return of(in), nil
+}
+
+// List returns accountID's integrations.
+func (s *Service) List(ctx context.Context, accountID string) ([]Integration, error) {
+	all, err := s.store.Integrations(ctx, accountID)
+	out := make([]Integration, 0, len(all))
+	for _, in := range all {
+		out = append(out, of(in))
+	}
+	return out, err
+}
+
+// BySlug finds an integration for its connect page; NOT_FOUND when there is none.
+func (s *Service) BySlug(ctx context.Context, slug string) (Integration, error) {
+	in, err := s.store.IntegrationBy(ctx, "slug", slug)
+	if errors.Is(err, store.ErrNotFound) {
+		return Integration{}, tools.Errorf(tools.CodeNotFound, "no integration %q", slug)
+	}
+	if err != nil {
+		return Integration{}, err
+	}
+	return of(in), nil
+}

@@ -93,6 +93,7 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("POST /developer/api-keys/{id}/revoke", p.authed(p.revokeKey))
 	mux.Handle("GET /developer/settings", p.authed(p.settings))
 	mux.Handle("POST /developer/sessions/{id}/revoke", p.authed(p.revokeSession))
+	mux.Handle("POST /developer/settings/signing", p.authed(p.setSigning))
 	mux.Handle("GET /developer/intents", p.authed(p.intents))
 	mux.Handle("GET /developer/intents/new", p.authed(p.newIntentPage))
 	mux.Handle("POST /developer/intents/new", p.authed(p.newIntent))
@@ -461,10 +462,29 @@ func (p *portal) settings(w http.ResponseWriter, r *http.Request, pr *tools.Prin
 		return
 	}
 	d := settingsData{Account: acct, Sessions: list, Current: pr.SessionID}
-	if r.URL.Query().Get("revoked") != "" {
+	switch {
+	case r.URL.Query().Get("revoked") != "":
 		d.Flash = "Signed that session out."
+	case r.URL.Query().Get("signing") == "fresh":
+		d.Flash = "Turning signing on needs a fresh sign-in: sign out, sign in again, then turn it on."
+	case r.URL.Query().Get("signing") != "":
+		d.Flash = "Signing on your agents' behalf is now " + r.URL.Query().Get("signing") + "."
 	}
 	p.render(w, http.StatusOK, "settings", p.page(pr, "Settings", d))
+}
+
+func (p *portal) setSigning(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	on := r.PostFormValue("signing") == "on"
+	if err := p.o.Sessions.SetSigning(r.Context(), pr, on); err != nil {
+		e := tools.Translate(err)
+		if e.Code != tools.CodeForbidden {
+			p.fail(w, r, e)
+			return
+		}
+		http.Redirect(w, r, "/developer/settings?signing=fresh", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/developer/settings?signing="+map[bool]string{true: "on", false: "off"}[on], http.StatusSeeOther)
 }
 
 func (p *portal) revokeSession(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {

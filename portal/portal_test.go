@@ -1,6 +1,7 @@
 package portal_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"io"
@@ -440,4 +441,30 @@ func strs(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// Turning signing on needs a fresh sign-in; turning it off never does.
+func TestSigningToggleNeedsAFreshSignIn(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	h := newHuman(t, env)
+	h.signIn("sign@example.com")
+	env.Clock.Advance(11 * time.Minute)
+	h.get("/developer/settings")
+	if _, body := h.post("/developer/settings/signing", url.Values{"csrf": {h.csrf()}, "signing": {"on"}}, false); !strings.Contains(body, "needs a fresh sign-in") || !strings.Contains(body, "<strong>off</strong>") {
+		t.Fatalf("stale session turned signing on:\n%s", body)
+	}
+	h.signIn("sign@example.com")
+	h.get("/developer/settings")
+	if _, body := h.post("/developer/settings/signing", url.Values{"csrf": {h.csrf()}, "signing": {"on"}}, false); !strings.Contains(body, "<strong>on</strong>") {
+		t.Fatalf("fresh session could not turn signing on:\n%s", body)
+	}
+	acct, _ := env.App.Store.AccountByEmail(context.Background(), "sign@example.com")
+	if !acct.SigningEnabled {
+		t.Fatal("the flag did not change")
+	}
+	env.Clock.Advance(time.Hour)
+	h.get("/developer/settings")
+	if _, body := h.post("/developer/settings/signing", url.Values{"csrf": {h.csrf()}, "signing": {"off"}}, false); !strings.Contains(body, "<strong>off</strong>") {
+		t.Fatalf("turning signing off:\n%s", body)
+	}
 }

@@ -101,3 +101,15 @@ func (s *Store) Wallets(ctx context.Context, accountID string) ([]*Wallet, error
 	err := s.db.NewSelect().Model(&ws).Where("account_id = ?", accountID).OrderExpr("family ASC").Scan(ctx)
 	return ws, normalize(err)
 }
+
+// SetSigning turns signing on the account's behalf on or off.
+func (s *Store) SetSigning(ctx context.Context, accountID string, on bool) error {
+	res, err := s.db.NewUpdate().Model((*Account)(nil)).Set("signing_enabled = ?", on).Where("id = ?", accountID).Exec(ctx)
+	if err != nil {
+		return normalize(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -68,3 +68,12 @@ func (s *Store) RevokeSessions(ctx context.Context, accountID, id string, at tim
 	n, err := res.RowsAffected()
 	return int(n), normalize(err)
 }
+
+// SessionByID finds one of the account's sessions.
+func (s *Store) SessionByID(ctx context.Context, accountID, id string) (*Session, error) {
+	sess := new(Session)
+	if err := s.db.NewSelect().Model(sess).Where("id = ? AND account_id = ?", id, accountID).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return sess, nil
+}

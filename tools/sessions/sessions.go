@@ -123,3 +123,22 @@ func (s *Service) List(ctx context.Context, accountID string) ([]Info, error) {
 func (s *Service) Revoke(ctx context.Context, accountID, id string) (int, error) {
 	return s.store.RevokeSessions(ctx, accountID, id, s.now().UTC())
 }
+
+// FreshWindow is how recent a sign-in must be for a sensitive change (turning signing on).
+const FreshWindow = 10 * time.Minute
+
+// SetSigning turns on or off Switchboard's signing with the account's embedded wallets on
+// its agents' behalf. Turning it on needs a sign-in of the last FreshWindow: a stolen or
+// forgotten session alone cannot enable it.
+func (s *Service) SetSigning(ctx context.Context, p *tools.Principal, on bool) error {
+	if on {
+		sess, err := s.store.SessionByID(ctx, p.AccountID, p.SessionID)
+		if err != nil {
+			return err
+		}
+		if s.now().UTC().Sub(sess.CreatedAt) > FreshWindow {
+			return tools.Errorf(tools.CodeForbidden, "turning signing on needs a fresh sign-in (within %d minutes): sign out, sign in again, and turn it on", int(FreshWindow.Minutes()))
+		}
+	}
+	return s.store.SetSigning(ctx, p.AccountID, on)
+}

@@ -135,9 +135,11 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 }
 
 type intentData struct {
-	Intent map[string]any
-	Test   map[string]any
-	Flash  string
+	Intent   map[string]any
+	Test     map[string]any
+	Flash    string
+	Earnings map[string]any // partner_earnings for this intent: its recent calls, its fees
+	Earned   map[string]any // this intent's row of byIntent
 }
 
 func (p *portal) findIntent(r *http.Request, pr *tools.Principal, id string) (map[string]any, *tools.Error) {
@@ -159,7 +161,18 @@ func (p *portal) intentView(r *http.Request, pr *tools.Principal, id string) (vi
 	if e != nil {
 		return view{}, e
 	}
-	v := p.page(pr, str(in["publicIdentifier"]), intentData{Intent: in})
+	earnings, e := p.call(r, pr, "partner_earnings", map[string]any{"intentId": id})
+	if e != nil {
+		return view{}, e
+	}
+	d := intentData{Intent: in, Earnings: earnings}
+	rows, _ := earnings["byIntent"].([]any)
+	for _, row := range rows {
+		if m, _ := row.(map[string]any); str(m["intentId"]) == id {
+			d.Earned = m
+		}
+	}
+	v := p.page(pr, str(in["publicIdentifier"]), d)
 	v.Form = map[string]any{"name": in["name"], "description": in["description"], "toolEndpoint": in["toolEndpoint"],
 		"timeoutMs": in["timeoutMs"], "feeRate": in["feeRate"]}
 	v.Errors = map[string]string{}

@@ -468,3 +468,33 @@ func TestSigningToggleNeedsAFreshSignIn(t *testing.T) {
 		t.Fatalf("turning signing off:\n%s", body)
 	}
 }
+
+// The intent page shows the intent's recent calls and what it earned.
+func TestIntentPageShowsCalls(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "signing-key.pem")
+	key, _, _ := signing.LoadOrCreatePrivateKey(keyFile)
+	partner := partnertest.Example(t, key.Public().(ed25519.PublicKey), partnerexample.DefaultHandle)
+	caFile := filepath.Join(dir, "ca.pem")
+	os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600)
+	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) {
+		c.AllowLocalEndpoints, c.PartnerCAFile, c.SigningKeyFile = true, caFile, keyFile
+	}})
+	pub := env.Onboard(t, "pub@example.com")["apiKey"].(string)
+	st, out := env.REST(t, "POST", "/v1/partner/intents", pub, map[string]any{"publicIdentifier": "@calls", "name": "Calls", "description": "d",
+		"category": "QUERY", "toolEndpoint": partner.URL + partnerexample.RESTPath, "feeRate": 0})
+	if st != 201 {
+		t.Fatalf("publish: %d %v", st, out)
+	}
+	id := out["id"].(string)
+	for range 2 {
+		if st, out := env.REST(t, "POST", "/v1/invoke", pub, map[string]any{"message": "@calls hi"}); st != 200 {
+			t.Fatalf("invoke: %d %v", st, out)
+		}
+	}
+	h := newHuman(t, env)
+	h.signIn("pub@example.com")
+	if _, body := h.get("/developer/intents/" + id); !strings.Contains(body, "2 calls, 2 succeeded") || strings.Count(body, "<td>succeeded") != 2 || !strings.Contains(body, "HTTP 200") {
+		t.Fatalf("intent page:\n%s", body)
+	}
+}

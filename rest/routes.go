@@ -58,5 +58,6 @@ var Routes = []Route{
 	{Method: http.MethodPost, Path: "/v1/partner/test-endpoint", Tool: "partner_test_endpoint", Errors: []tools.Code{notFound}},
 	{Method: http.MethodPost, Path: "/v1/partner/intents/{id}/active", Tool: "partner_set_active", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
 	{Method: http.MethodGet, Path: "/v1/partner/intents", Tool: "partner_list_intents"},
+	{Method: http.MethodGet, Path: "/v1/partner/earnings", Tool: "partner_earnings", Errors: []tools.Code{notFound}},
 	{Method: http.MethodDelete, Path: "/v1/partner/intents/{id}", Tool: "partner_archive_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound}},
 }

@@ -243,6 +243,16 @@ func (s *Service) Tools() []*tools.Tool {
 			return s.List(ctx, c.Principal.AccountID, in.IncludeArchived)
 		}),
 		tools.New(tools.Def{
+			Name:  "partner_earnings",
+			Title: "Partner earnings",
+			Description: "Your Partner earnings over a period (default the last 30 days): partner fees and calls per intent, fees accrued per payout address " +
+				"(payables on the ledger), and with intentId that intent's latest 20 calls with outcome, latency and output-schema validity.",
+			Access:      publish,
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
+		}, func(ctx context.Context, c *tools.Caller, in EarningsInput) (EarningsOutput, error) {
+			return s.Earnings(ctx, c.Principal.AccountID, in)
+		}),
+		tools.New(tools.Def{
 			Name:  "partner_archive_intent",
 			Title: "Archive partner intent",
 			Description: "Archive (soft-delete) one of your intents: it is deactivated and can no longer be activated, invoked or updated. " +

@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +14,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/oauth2-proxy/mockoidc"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
 // browser starts headless Chromium (Debian's chromium package). It fails, never skips, when
@@ -130,4 +135,109 @@ func TestPortalInABrowser(t *testing.T) {
 	do("settings", chromedp.Navigate(env.URL+"/developer/settings"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
 	screenshot(t, ctx, "settings")
 	do("sign out", chromedp.Click(chromedp.CSS(`header button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#email`)))
+}
+
+// In the browser: sign in through an OpenID Connect provider (in-process), publish an intent
+// through the form against a real partner (Test endpoint, Publish, Activate), create an
+// integration, and a second user connects to it and gets a scoped key; an expired session is
+// sent back to sign in.
+func TestPartnerFlowsInABrowser(t *testing.T) {
+	idp, err := mockoidc.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idp.Shutdown()
+	cfg := idp.Config()
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "signing-key.pem")
+	key, _, err := signing.LoadOrCreatePrivateKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partner := partnertest.Example(t, key.Public().(ed25519.PublicKey), partnerexample.DefaultHandle)
+	caFile := filepath.Join(dir, "ca.pem")
+	os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600)
+	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) {
+		c.AllowLocalEndpoints, c.PartnerCAFile, c.SigningKeyFile = true, caFile, keyFile
+		c.OIDCProviders = "label=Test IdP,issuer=" + cfg.Issuer + ",client_id=" + cfg.ClientID + ",client_secret=" + cfg.ClientSecret
+	}})
+	ctx := browser(t)
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+
+	idp.QueueUser(&mockoidc.MockUser{Subject: "p1", Email: "builder@example.com", EmailVerified: true})
+	do("sign in with the provider",
+		chromedp.Navigate(env.URL+"/developer/sign-in"),
+		chromedp.Click(chromedp.CSS(`a.button`)),
+		chromedp.WaitVisible(chromedp.CSS(`table`)))
+	if !strings.Contains(text(`table`), "builder@example.com") {
+		t.Fatalf("signed in as someone else: %s", text(`table`))
+	}
+
+	do("fill the intent form",
+		chromedp.Navigate(env.URL+"/developer/intents/new"),
+		chromedp.WaitVisible(chromedp.CSS(`#publicIdentifier`)),
+		chromedp.SendKeys(chromedp.CSS(`#publicIdentifier`), "@browserpub"),
+		chromedp.SendKeys(chromedp.CSS(`#name`), "Browser published"),
+		chromedp.SendKeys(chromedp.CSS(`#description`), "published from a real browser"),
+		chromedp.SendKeys(chromedp.CSS(`#toolEndpoint`), partner.URL+partnerexample.RESTPath),
+		chromedp.Click(chromedp.CSS(`button[value=test]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.card[role=status]`)))
+	if r := text(`.card[role=status]`); strings.Count(r, "REJECTED") != 2 || !strings.Contains(r, "OK") {
+		t.Fatalf("endpoint test in the page: %s", r)
+	}
+	screenshot(t, ctx, "intent-tested")
+	do("publish and activate",
+		chromedp.Click(chromedp.CSS(`button[value=publish]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.flash`)),
+		chromedp.Click(chromedp.CSS(`button[value=activate]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[value=deactivate]`)))
+	if f := text(`.flash`); !strings.Contains(f, "Activated") {
+		t.Fatalf("activate: %s", f)
+	}
+
+	do("create an integration",
+		chromedp.Navigate(env.URL+"/developer/integrations"),
+		chromedp.WaitVisible(chromedp.CSS(`#slug`)),
+		chromedp.SendKeys(chromedp.CSS(`#slug`), "browser-app"),
+		chromedp.SendKeys(chromedp.CSS(`#name`), "Browser App"),
+		chromedp.Click(chromedp.CSS(`input[name=scopes][value=read]`)),
+		chromedp.Click(chromedp.CSS(`form[action="/developer/integrations"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+
+	// A user of the integration: signs out the partner, follows the connect link, signs in
+	// (the provider), comes back, issues the key.
+	idp.QueueUser(&mockoidc.MockUser{Subject: "u9", Email: "appuser@example.com", EmailVerified: true})
+	do("connect",
+		chromedp.Click(chromedp.CSS(`header button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a.button`)),
+		chromedp.Navigate(env.URL+"/connect/browser-app"),
+		chromedp.WaitVisible(chromedp.CSS(`a.button`)),
+		chromedp.Click(chromedp.CSS(`a.button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/connect/browser-app"] button`)))
+	screenshot(t, ctx, "connect")
+	do("issue the connect key", chromedp.Click(chromedp.CSS(`form[action="/connect/browser-app"] button`)), chromedp.WaitVisible(chromedp.CSS(`#secret`)))
+	out, e := apptest.CallTool(t, env.MCP(t, strings.TrimSpace(text(`#secret`))), "account_get", nil)
+	if e != nil || out["email"] != "appuser@example.com" || fmt.Sprint(out["scopes"]) != "[read]" {
+		t.Fatalf("the connect key over MCP: %v %v", out, e)
+	}
+
+	// Idle past the limit: back to sign-in.
+	env.Clock.Advance(13 * time.Hour)
+	do("expired session", chromedp.Navigate(env.URL+"/developer/api-keys"), chromedp.WaitVisible(chromedp.CSS(`a.button`)))
+	if h := text(`main h1`); h != "Sign in" {
+		t.Fatalf("an expired session reached %q", h)
+	}
 }

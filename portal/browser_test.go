@@ -2,7 +2,6 @@ package portal_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,10 +15,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/oauth2-proxy/mockoidc"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
-	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
 // browser starts headless Chromium (Debian's chromium package). It fails, never skips, when
@@ -42,6 +39,25 @@ func browser(t *testing.T) context.Context {
 	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(cancel3)
 	return ctx
+}
+
+// steps returns do (run actions, failing the test on an error) and text (an element's text).
+func steps(t *testing.T, ctx context.Context) (func(string, ...chromedp.Action[chromedp.Void]), func(string) string) {
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+	return do, text
 }
 
 // screenshot saves the page as a PNG in SWITCHBOARD_SCREENSHOTS (to look at, and for the
@@ -69,20 +85,7 @@ func TestPortalInABrowser(t *testing.T) {
 	ctx := browser(t)
 	const email = "browser@example.com"
 
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
-	}
+	do, text := steps(t, ctx)
 
 	do("request a code",
 		chromedp.Navigate(env.URL+"/developer/api-keys"), // signed out: sent to sign in
@@ -148,34 +151,11 @@ func TestPartnerFlowsInABrowser(t *testing.T) {
 	}
 	defer idp.Shutdown()
 	cfg := idp.Config()
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "signing-key.pem")
-	key, _, err := signing.LoadOrCreatePrivateKey(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	partner := partnertest.Example(t, key.Public().(ed25519.PublicKey), partnerexample.DefaultHandle)
-	caFile := filepath.Join(dir, "ca.pem")
-	os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600)
-	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) {
-		c.AllowLocalEndpoints, c.PartnerCAFile, c.SigningKeyFile = true, caFile, keyFile
+	env, partner := withPartner(t, func(c *apptest.Config) {
 		c.OIDCProviders = "label=Test IdP,issuer=" + cfg.Issuer + ",client_id=" + cfg.ClientID + ",client_secret=" + cfg.ClientSecret
-	}})
+	})
 	ctx := browser(t)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
-	}
+	do, text := steps(t, ctx)
 
 	idp.QueueUser(&mockoidc.MockUser{Subject: "p1", Email: "builder@example.com", EmailVerified: true})
 	do("sign in with the provider",

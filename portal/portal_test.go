@@ -108,6 +108,30 @@ func (h *human) signIn(email string) {
 	}
 }
 
+// withPartner starts the service with a known signing key and a real TLS partner (the
+// example partner) it trusts, so intents can be tested, activated and invoked.
+func withPartner(t *testing.T, more func(c *apptest.Config)) (*apptest.Env, *partnertest.Partner) {
+	t.Helper()
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "signing-key.pem")
+	key, _, err := signing.LoadOrCreatePrivateKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partner := partnertest.Example(t, key.Public().(ed25519.PublicKey), partnerexample.DefaultHandle)
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) {
+		c.AllowLocalEndpoints, c.PartnerCAFile, c.SigningKeyFile = true, caFile, keyFile
+		if more != nil {
+			more(c)
+		}
+	}})
+	return env, partner
+}
+
 var secretRe = regexp.MustCompile(`<pre id="secret">(sb_test_[1-9A-HJ-NP-Za-km-z]+)</pre>`)
 
 // A human signs in with the e-mail code, issues a key, pastes it into an MCP client that uses
@@ -251,18 +275,7 @@ func TestSignInErrors(t *testing.T) {
 // the Partner profile appears; bad input shows the error next to its field and writes nothing.
 // All through the partner_* tools.
 func TestPublishThroughTheForm(t *testing.T) {
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "signing-key.pem")
-	key, _, err := signing.LoadOrCreatePrivateKey(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	partner := partnertest.Example(t, key.Public().(ed25519.PublicKey), partnerexample.DefaultHandle)
-	caFile := filepath.Join(dir, "ca.pem")
-	os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600)
-	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) {
-		c.AllowLocalEndpoints, c.PartnerCAFile, c.SigningKeyFile = true, caFile, keyFile
-	}})
+	env, partner := withPartner(t, nil)
 	h := newHuman(t, env)
 	h.signIn("partner@example.com")
 	h.get("/developer/intents/new")
@@ -471,15 +484,7 @@ func TestSigningToggleNeedsAFreshSignIn(t *testing.T) {
 
 // The intent page shows the intent's recent calls and what it earned.
 func TestIntentPageShowsCalls(t *testing.T) {
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "signing-key.pem")
-	key, _, _ := signing.LoadOrCreatePrivateKey(keyFile)
-	partner := partnertest.Example(t, key.Public().(ed25519.PublicKey), partnerexample.DefaultHandle)
-	caFile := filepath.Join(dir, "ca.pem")
-	os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600)
-	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) {
-		c.AllowLocalEndpoints, c.PartnerCAFile, c.SigningKeyFile = true, caFile, keyFile
-	}})
+	env, partner := withPartner(t, nil)
 	pub := env.Onboard(t, "pub@example.com")["apiKey"].(string)
 	st, out := env.REST(t, "POST", "/v1/partner/intents", pub, map[string]any{"publicIdentifier": "@calls", "name": "Calls", "description": "d",
 		"category": "QUERY", "toolEndpoint": partner.URL + partnerexample.RESTPath, "feeRate": 0})

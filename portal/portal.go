@@ -48,21 +48,29 @@ type Options struct {
 	AccountForEmail func(ctx context.Context, email string) (string, error)
 	OIDC            []OIDCProvider // sign-in buttons besides the e-mail code
 	Integrations    *integrations.Service
+	Now             func() time.Time // nil: time.Now
 	BaseURL         string
 	CSRFKey         []byte      // keys the per-session form tokens
 	Ceiling         keys.Limits // the account's own ceiling, shown beside the key form
 	Log             *slog.Logger
 }
 
+// signInsPerMinute bounds sign-in requests per client address (codes have their own limits).
+const signInsPerMinute = 20
+
 type portal struct {
-	o     Options
-	pages map[string]*template.Template
-	oidc  providers
+	o       Options
+	limiter *tools.RateLimiter
+	pages   map[string]*template.Template
+	oidc    providers
 }
 
 // New returns the /developer handler, protected against cross-site requests.
 func New(o Options) (http.Handler, error) {
-	p := &portal{o: o, pages: map[string]*template.Template{}, oidc: providers{found: map[int]*oidc.Provider{}}}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	p := &portal{o: o, pages: map[string]*template.Template{}, oidc: providers{found: map[int]*oidc.Provider{}}, limiter: tools.NewRateLimiter(o.Now)}
 	funcs := template.FuncMap{
 		"join":    func(v any) string { return strings.Join(strs(v), ", ") },
 		"checked": func(v any, s string) bool { return slices.Contains(strs(v), s) },
@@ -83,10 +91,10 @@ func New(o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /docs.md", p.docsIndex)
 	mux.HandleFunc("GET /docs/{page}", p.doc)
 	mux.HandleFunc("GET /developer/sign-in", p.signInPage)
-	mux.HandleFunc("POST /developer/sign-in", p.sendCode)
-	mux.HandleFunc("POST /developer/sign-in/code", p.checkCode)
-	mux.HandleFunc("GET /developer/sign-in/oidc/callback", p.oidcCallback)
-	mux.HandleFunc("GET /developer/sign-in/oidc/{n}", p.oidcStart)
+	mux.Handle("POST /developer/sign-in", p.limited(p.sendCode))
+	mux.Handle("POST /developer/sign-in/code", p.limited(p.checkCode))
+	mux.Handle("GET /developer/sign-in/oidc/callback", p.limited(p.oidcCallback))
+	mux.Handle("GET /developer/sign-in/oidc/{n}", p.limited(p.oidcStart))
 	mux.Handle("GET /developer", p.authed(p.account))
 	mux.Handle("GET /developer/api-keys", p.authed(p.keys))
 	mux.Handle("POST /developer/api-keys", p.authed(p.issueKey))
@@ -181,6 +189,18 @@ func (p *portal) authed(h authedHandler) http.Handler {
 			return
 		}
 		h(w, r, pr)
+	})
+}
+
+// limited bounds a sign-in step per client address: 429 with Retry-After past the limit.
+func (p *portal) limited(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ok, wait := p.limiter.Allow("signin:"+r.Header.Get(tools.HeaderClientAddr), signInsPerMinute); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+			http.Error(w, "too many sign-in attempts from this address; wait a minute and try again", http.StatusTooManyRequests)
+			return
+		}
+		h(w, r)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -501,5 +502,29 @@ func TestIntentPageShowsCalls(t *testing.T) {
 	h.signIn("pub@example.com")
 	if _, body := h.get("/developer/intents/" + id); !strings.Contains(body, "2 calls, 2 succeeded") || strings.Count(body, "<td>succeeded") != 2 || !strings.Contains(body, "HTTP 200") {
 		t.Fatalf("intent page:\n%s", body)
+	}
+	// The caller's side: the account page shows the month's spend and the recent calls.
+	if _, body := h.get("/developer"); !strings.Contains(body, "Spent this month</th><td>0.002 USD") || strings.Count(body, "<td>@calls</td>") != 2 {
+		t.Fatalf("account page:\n%s", body)
+	}
+}
+
+// Sign-in requests are rate limited per client address.
+func TestSignInIsRateLimited(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	h := newHuman(t, env)
+	limited := 0
+	for i := range 25 {
+		st, _ := h.post("/developer/sign-in/code", url.Values{"email": {fmt.Sprintf("n%d@example.com", i)}, "code": {"123456"}}, false)
+		if st == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited != 5 {
+		t.Fatalf("%d of 25 sign-in attempts refused, want 5 (20 a minute)", limited)
+	}
+	env.Clock.Advance(time.Minute)
+	if st, _ := h.post("/developer/sign-in/code", url.Values{"email": {"later@example.com"}, "code": {"123456"}}, false); st == http.StatusTooManyRequests {
+		t.Fatal("still limited a minute later")
 	}
 }

@@ -47,3 +47,19 @@ func (s *Store) RecentInvocations(ctx context.Context, intentID string, limit in
 		OrderExpr("created_at DESC").Limit(int64(limit)).Scan(ctx)
 	return out, normalize(err)
 }
+
+// SpentSince sums what an account's finished invocations cost it since `since`: the
+// infrastructure reserve it kept plus the partner and platform fees.
+func (s *Store) SpentSince(ctx context.Context, accountID string, since time.Time) (int64, error) {
+	var sum int64
+	err := s.db.NewRaw(`SELECT COALESCE(SUM(reserve_micro - refunded_micro + partner_fee_micro + platform_fee_micro), 0)
+		FROM invocations WHERE account_id = ? AND created_at >= ? AND finished_at IS NOT NULL`, accountID, since).Scan(ctx, &sum)
+	return sum, normalize(err)
+}
+
+// AccountInvocations lists an account's latest invocations, newest first.
+func (s *Store) AccountInvocations(ctx context.Context, accountID string, limit int) ([]*Invocation, error) {
+	var out []*Invocation
+	err := s.db.NewSelect().Model(&out).Where("account_id = ?", accountID).OrderExpr("created_at DESC").Limit(int64(limit)).Scan(ctx)
+	return out, normalize(err)
+}

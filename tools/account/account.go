@@ -15,10 +15,13 @@ import (
 type Service struct {
 	store *store.Store
 	keys  *keys.Service
+	now   func() time.Time
 }
 
 // NewService builds the account tool's service.
-func NewService(st *store.Store, ks *keys.Service) *Service { return &Service{store: st, keys: ks} }
+func NewService(st *store.Store, ks *keys.Service, now func() time.Time) *Service {
+	return &Service{store: st, keys: ks, now: now}
+}
 
 // GetInput is account_get's (empty) input.
 type GetInput struct{}
@@ -33,9 +36,19 @@ type Limits struct {
 
 // Credit is the account's balance and what the calling key has spent.
 type Credit struct {
-	AvailableUsd tools.USD `json:"availableUsd" jsonschema_description:"credit free to spend"`
-	ReservedUsd  tools.USD `json:"reservedUsd" jsonschema_description:"reserved by invocations in flight"`
-	KeySpentUsd  tools.USD `json:"keySpentUsd" jsonschema_description:"what the calling key has spent in total (counted against its spendLimitUsd)"`
+	AvailableUsd  tools.USD `json:"availableUsd" jsonschema_description:"credit free to spend"`
+	ReservedUsd   tools.USD `json:"reservedUsd" jsonschema_description:"reserved by invocations in flight"`
+	KeySpentUsd   tools.USD `json:"keySpentUsd" jsonschema_description:"what the calling key has spent in total (counted against its spendLimitUsd)"`
+	MonthSpentUsd tools.USD `json:"monthSpentUsd" jsonschema_description:"what the account's partner calls cost this calendar month (UTC), all keys"`
+}
+
+// Invocation is one of the account's recent partner calls.
+type Invocation struct {
+	RequestID string    `json:"requestId"`
+	Handle    string    `json:"handle"`
+	State     string    `json:"state" jsonschema_description:"awaiting_confirmation, dispatching, succeeded, failed, cancelled or outcome_unknown"`
+	CostUsd   tools.USD `json:"costUsd" jsonschema_description:"what it cost: the reserve kept plus partner and platform fees"`
+	At        time.Time `json:"at"`
 }
 
 // GetOutput is the account as its owner sees it.
@@ -50,6 +63,7 @@ type GetOutput struct {
 	Limits         Limits             `json:"limits"`
 	Credit         Credit             `json:"credit"`
 	Keys           []keys.Meta        `json:"keys"`
+	Recent         []Invocation       `json:"recentInvocations" jsonschema_description:"the account's latest 10 partner calls"`
 }
 
 // Tools returns account_get.
@@ -85,14 +99,33 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 	if err != nil {
 		return GetOutput{}, err
 	}
+	now := s.now().UTC()
+	monthSpent, err := s.store.SpentSince(ctx, acct.ID, time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		return GetOutput{}, err
+	}
+	invs, err := s.store.AccountInvocations(ctx, acct.ID, 10)
+	if err != nil {
+		return GetOutput{}, err
+	}
 	def := s.keys.Defaults()
 	out := GetOutput{
 		UserID: acct.ID, Email: acct.Email, CreatedAt: acct.CreatedAt.UTC(), Wallets: onboarding.AddressesOf(ws),
 		SigningEnabled: acct.SigningEnabled, KeyID: c.Principal.KeyID, Scopes: c.Principal.Scopes,
 		Limits: Limits{SpendLimitUsd: tools.USD(c.Principal.SpendLimitMicro), RateLimitPerMinute: c.Principal.RateLimitPerMinute,
 			DefaultSpendLimitUsd: tools.USD(def.SpendMicro), DefaultRateLimitPerMinute: def.RatePerMinute},
-		Credit: Credit{AvailableUsd: tools.USD(credit.AvailableMicro), ReservedUsd: tools.USD(credit.ReservedMicro), KeySpentUsd: tools.USD(spent)},
+		Credit: Credit{AvailableUsd: tools.USD(credit.AvailableMicro), ReservedUsd: tools.USD(credit.ReservedMicro), KeySpentUsd: tools.USD(spent),
+			MonthSpentUsd: tools.USD(monthSpent)},
 		Keys:   make([]keys.Meta, 0, len(ks)),
+		Recent: make([]Invocation, 0, len(invs)),
+	}
+	for _, inv := range invs {
+		var cost int64
+		if inv.FinishedAt != nil { // quoted or in flight: nothing spent yet
+			cost = inv.ReserveMicro - inv.RefundedMicro + inv.PartnerFeeMicro + inv.PlatformFeeMicro
+		}
+		out.Recent = append(out.Recent, Invocation{RequestID: inv.RequestID, Handle: inv.Handle, State: inv.State,
+			CostUsd: tools.USD(cost), At: inv.CreatedAt.UTC()})
 	}
 	for _, k := range ks {
 		out.Keys = append(out.Keys, keys.MetaOf(k))

@@ -178,7 +178,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		all = append(all, ob.Tools()...)
 	}
 	all = append(all, keySvc.Tools()...)
-	all = append(all, account.NewService(st, keySvc).Tools()...)
+	all = append(all, account.NewService(st, keySvc, now).Tools()...)
 	if cfg.AllowLocalEndpoints && cfg.Env == "production" {
 		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production: partner endpoints may be http and local addresses (SSRF guard off); use it only to probe partners from an operator machine")
 	}
@@ -240,7 +240,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			signIn = ob.SignIn
 		}
 		if portalHandler, err = portal.New(portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn,
-			AccountForEmail: ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now),
+			AccountForEmail: ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now), Now: now,
 			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling, Log: log}); err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ import (
 // llmsTxt renders the onboarding instructions for agents. It lists exactly the onboarding
 // methods this deployment has enabled, each with URLs that answer: paste-a-key only when the
 // portal (its issuance page) is served.
-func llmsTxt(o Options) string {
+func llmsTxt(o Docs) string {
 	var b strings.Builder
 	base := o.BaseURL
 	fmt.Fprintf(&b, "# Switchboard\n\n")
@@ -23,7 +23,7 @@ func llmsTxt(o Options) string {
 	fmt.Fprintf(&b, "MCP (Streamable HTTP): %s/mcp — send your key as the `x-api-key` header (or `Authorization: Bearer`).\n", base)
 	fmt.Fprintf(&b, "REST: %s/v1/... — every route and its errors in %s/openapi.json.\n\n", base, base)
 	fmt.Fprintf(&b, "## Onboarding methods enabled here\n\n")
-	if o.Portal != nil {
+	if o.Portal {
 		fmt.Fprintf(&b, "Paste a key (no inbox needed): ask a human to sign in at %s/developer/sign-in, issue a key at %s/developer/api-keys and paste it to you. Do not retry signup.\n\n", base, base)
 	}
 	if o.EmailSignup {
@@ -40,7 +40,7 @@ func llmsTxt(o Options) string {
 	fmt.Fprintf(&b, "- Lookups: `resolve_token`, `get_price`, `get_balances`; the marketplace: `discover`, then `invoke_partner_message` with the partner's @handle.\n")
 	fmt.Fprintf(&b, "- Errors are {\"error\": {\"code\", \"message\", \"details\"}}; the message says what to do next. RATE_LIMITED comes with Retry-After.\n")
 	fmt.Fprintf(&b, "\nPartners verify Switchboard's Ed25519 signatures with the key at %s/.well-known/service-public-key.\n", base)
-	if o.Portal != nil {
+	if o.Portal {
 		fmt.Fprintf(&b, "\n## Documentation (Markdown)\n\n")
 		for _, page := range []string{"agents", "mcp-hosts", "partners", "errors", "limits", "api"} {
 			fmt.Fprintf(&b, "- %s/docs/%s.md\n", base, page)
@@ -51,7 +51,7 @@ func llmsTxt(o Options) string {
 
 // OpenAPI builds the OpenAPI 3.1 document from the route table and the same generated schemas
 // the MCP tools publish.
-func OpenAPI(k *tools.Kernel, o Options) ([]byte, error) {
+func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 	paths := map[string]map[string]any{}
 	for _, rt := range Routes {
 		t := k.Tool(rt.Tool)

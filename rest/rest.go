@@ -1,18 +1,14 @@
 package rest
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
@@ -24,129 +20,46 @@ func TooLarge() *tools.Error {
 	return tools.Errorf(tools.CodePayloadTooLarge, "request body is over the %d-byte (1 MiB) limit; send less", MaxBody)
 }
 
-// Options configure the HTTP front.
-type Options struct {
-	Kernel       *tools.Kernel
-	MCP          http.Handler // served at /mcp
-	Portal       http.Handler // served at /developer and /docs (nil: no portal, no paste-a-key)
-	BaseURL      string
-	TestBaseURL  string // the test environment's base URL, listed in OpenAPI when set
-	PublicKeyPEM []byte
-	EmailSignup  bool // whether e-mail onboarding is enabled (a mailer is configured)
-	Env          string
-	Version      string
-	Ready        func(ctx context.Context) error // health check of dependencies
-	Log          *slog.Logger
+// Docs is what the public documents say about this deployment.
+type Docs struct {
+	BaseURL     string
+	TestBaseURL string // the test environment's base URL, listed in OpenAPI when set
+	Env         string
+	Version     string
+	EmailSignup bool // e-mail onboarding is enabled (a mailer is configured)
+	Portal      bool // the portal (its issuance page, docs) is served
 }
 
-// New returns the whole HTTP surface: /mcp, /v1 routes, and the public documents.
-func New(o Options) (http.Handler, error) {
+// Handler serves the /v1 routes onto the kernel's tools; an unknown route answers the error
+// model's NOT_FOUND. The HTTP front that mounts it (and /mcp, the portal, the public
+// documents) lives with the app.
+func Handler(k *tools.Kernel) http.Handler {
 	mux := http.NewServeMux()
-	if o.MCP != nil {
-		mux.Handle("/mcp", o.MCP)
-	}
-	if o.Portal != nil {
-		for _, path := range []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/"} {
-			mux.Handle(path, o.Portal)
-		}
-	}
 	for _, rt := range Routes {
-		t := o.Kernel.Tool(rt.Tool)
+		t := k.Tool(rt.Tool)
 		if t == nil {
 			continue
 		}
-		mux.Handle(rt.Method+" "+rt.Path, toolHandler(o.Kernel, rt, t))
+		mux.Handle(rt.Method+" "+rt.Path, toolHandler(k, rt, t))
 	}
-	llms := llmsTxt(o)
-	mux.HandleFunc("GET /llms.txt", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, llms)
-	})
-	mux.HandleFunc("GET /.well-known/service-public-key", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/x-pem-file")
-		w.Header().Set("Cache-Control", "public, max-age=3600")
-		w.Write(o.PublicKeyPEM)
-	})
-	doc, err := OpenAPI(o.Kernel, o)
-	if err != nil {
-		return nil, fmt.Errorf("openapi: %w", err)
-	}
-	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(doc)
-	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if o.Ready != nil {
-			if err := o.Ready(r.Context()); err != nil {
-				o.Log.ErrorContext(r.Context(), "health check", "err", err)
-				w.WriteHeader(http.StatusServiceUnavailable)
-				io.WriteString(w, `{"status":"unavailable"}`)
-				return
-			}
-		}
-		io.WriteString(w, `{"status":"ok"}`)
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, tools.Errorf(tools.CodeNotFound, "no route %s %s; see /openapi.json for the routes, /llms.txt to get started, or use MCP at /mcp", r.Method, r.URL.Path))
-	})
-	return front(mux, o.Log), nil
+	mux.HandleFunc("/", NotFound)
+	return mux
 }
 
-// front gives every request an id, fixes the trusted headers MCP handlers read, bounds the
-// body and logs the request.
-func front(next http.Handler, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := uuid.NewString()
-		r.Header.Set(tools.HeaderRequestID, id)
-		r.Header.Set(tools.HeaderClientAddr, clientAddr(r))
-		w.Header().Set("X-Request-Id", id)
-		if r.ContentLength > MaxBody { // the same answer on every door, before any reads it
-			writeError(w, TooLarge())
-			log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", http.StatusRequestEntityTooLarge)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
-		log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status)
-	})
+// NotFound answers a route that does not exist, saying where the routes are.
+func NotFound(w http.ResponseWriter, r *http.Request) {
+	WriteError(w, tools.Errorf(tools.CodeNotFound, "no route %s %s; see /openapi.json for the routes, /llms.txt to get started, or use MCP at /mcp", r.Method, r.URL.Path))
 }
 
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	s.status = code
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// clientAddr is the peer's IP. Forwarding headers are not trusted: a proxy in front must
-// be configured to connect from the client's address or this sees the proxy.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+// LLMsTxt renders /llms.txt.
+func LLMsTxt(d Docs) string { return llmsTxt(d) }
 
 func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 	types := propertyTypes(t.InputSchema)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		args, e := buildArgs(r, rt, types)
 		if e != nil {
-			writeError(w, e)
+			WriteError(w, e)
 			return
 		}
 		out, e := k.Call(r.Context(), tools.Request{
@@ -154,7 +67,7 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 			ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID),
 		})
 		if e != nil {
-			writeError(w, e)
+			WriteError(w, e)
 			return
 		}
 		status := http.StatusOK
@@ -293,7 +206,8 @@ func Status(c tools.Code) int {
 	}
 }
 
-func writeError(w http.ResponseWriter, e *tools.Error) {
+// WriteError writes e as the error model with its HTTP status (and Retry-After when set).
+func WriteError(w http.ResponseWriter, e *tools.Error) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+999_999_999)/1_000_000_000)))
 	}

@@ -79,12 +79,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pubPEM, _ := signing.MarshalPublicKeyPEM(priv.Public().(ed25519.PublicKey))
-	h, err := rest.New(rest.Options{Kernel: k, MCP: mcpserver.HTTPHandler(mcpserver.New(k, mcpserver.Options{Name: "t", Version: "1", Log: log}), log),
-		BaseURL: "http://localhost", PublicKeyPEM: pubPEM, Env: cfg.Env, Version: "1", Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := http.NewServeMux()
+	h.Handle("/mcp", mcpserver.HTTPHandler(mcpserver.New(k, mcpserver.Options{Name: "t", Version: "1", Log: log}), log))
+	h.Handle("/v1/", rest.Handler(k))
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &env{st: st, svc: svc, kernel: k, url: srv.URL, clock: clk, priv: priv, pub: priv.Public().(ed25519.PublicKey)}

@@ -245,9 +245,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			return nil, err
 		}
 	}
-	handler, err := rest.New(rest.Options{
-		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, PublicKeyPEM: pubPEM,
-		EmailSignup: mailer != nil, Env: cfg.Env, Version: Version, Ready: st.Ping, Log: log,
+	handler, err := front(frontOptions{
+		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, PublicKeyPEM: pubPEM, Ready: st.Ping, Log: log,
+		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil},
 	})
 	if err != nil {
 		return nil, err

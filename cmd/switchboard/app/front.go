@@ -1,0 +1,117 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/rest"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// frontOptions are the doors and documents the HTTP front composes.
+type frontOptions struct {
+	Kernel       *tools.Kernel
+	MCP          http.Handler // /mcp: API keys (x-api-key, Bearer), authenticated by the kernel
+	Portal       http.Handler // /developer, /docs, /connect: portal sessions; nil when no one can sign in
+	Docs         rest.Docs
+	PublicKeyPEM []byte
+	Ready        func(ctx context.Context) error
+	Log          *slog.Logger
+}
+
+// front is the one HTTP surface: every door mounted on one mux behind one middleware.
+func front(o frontOptions) (http.Handler, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", o.MCP)
+	mux.Handle("/v1/", rest.Handler(o.Kernel))
+	if o.Portal != nil {
+		for _, path := range []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/"} {
+			mux.Handle(path, o.Portal)
+		}
+	}
+	o.Docs.Portal = o.Portal != nil
+	llms := rest.LLMsTxt(o.Docs)
+	mux.HandleFunc("GET /llms.txt", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, llms)
+	})
+	mux.HandleFunc("GET /.well-known/service-public-key", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-pem-file")
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Write(o.PublicKeyPEM)
+	})
+	doc, err := rest.OpenAPI(o.Kernel, o.Docs)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(doc)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if err := o.Ready(r.Context()); err != nil {
+			o.Log.ErrorContext(r.Context(), "health check", "err", err)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"status":"unavailable"}`)
+			return
+		}
+		io.WriteString(w, `{"status":"ok"}`)
+	})
+	mux.HandleFunc("/", rest.NotFound)
+	return middleware(mux, o.Log), nil
+}
+
+// middleware gives every request an id and bounds its body, and sets the two headers the MCP
+// door reads as trusted (the client address and the request id) after deleting whatever a
+// client sent in them: the MCP handler is safe only behind this.
+func middleware(next http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := uuid.NewString()
+		r.Header.Set(tools.HeaderRequestID, id)
+		r.Header.Set(tools.HeaderClientAddr, clientAddr(r))
+		w.Header().Set("X-Request-Id", id)
+		if r.ContentLength > rest.MaxBody { // the same answer on every door, before any reads it
+			rest.WriteError(w, rest.TooLarge())
+			log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, rest.MaxBody)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// clientAddr is the peer's IP. Forwarding headers are not trusted: a proxy in front must
+// be configured to connect from the client's address or this sees the proxy.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

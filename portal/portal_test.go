@@ -373,6 +373,9 @@ func TestDocsHaveMarkdownTwins(t *testing.T) {
 		}
 	}
 	_, api := h.get("/docs/api")
+	if !strings.Contains(api, "GET /v1/keys") || !strings.Contains(api, "<td>429</td>") || !strings.Contains(api, "scope <code>publish</code>") {
+		t.Errorf("the API reference is not the OpenAPI document's operations:\n%s", api)
+	}
 	for _, tool := range env.App.Kernel.Tools() {
 		if !strings.Contains(api, tool.Name) {
 			t.Errorf("the API reference misses %s", tool.Name)

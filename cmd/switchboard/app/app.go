@@ -239,7 +239,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		if mailer != nil {
 			signIn = ob.SignIn
 		}
-		if portalHandler, err = portal.New(portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn,
+		// The docs' API reference is rendered from the same OpenAPI document /openapi.json serves.
+		apiDoc, err := rest.OpenAPI(kernel, rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version})
+		if err != nil {
+			return nil, err
+		}
+		if portalHandler, err = portal.New(portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
 			AccountForEmail: ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now), Now: now,
 			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling, Log: log}); err != nil {
 			return nil, err

@@ -48,7 +48,7 @@ type Options struct {
 	AccountForEmail func(ctx context.Context, email string) (string, error)
 	OIDC            []OIDCProvider // sign-in buttons besides the e-mail code
 	Integrations    *integrations.Service
-	OpenAPI         []byte // the OpenAPI document the docs' API reference is rendered from
+	OpenAPI         []byte           // the OpenAPI document the docs' API reference is rendered from
 	Now             func() time.Time // nil: time.Now
 	BaseURL         string
 	CSRFKey         []byte      // keys the per-session form tokens

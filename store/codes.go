@@ -29,28 +29,6 @@ type EmailSend struct {
 	SentAt     time.Time `bun:"sent_at,notnull"`
 }
 
-// CountSends counts code e-mails sent since `since` to emailHash and from clientAddr.
-func (s *Store) CountSends(ctx context.Context, emailHash, clientAddr string, since time.Time) (perEmail, perClient int64, err error) {
-	perEmail, err = s.db.NewSelect().Model((*EmailSend)(nil)).
-		Where("email_hash = ? AND sent_at > ?", emailHash, since).Count(ctx)
-	if err != nil {
-		return 0, 0, normalize(err)
-	}
-	perClient, err = s.db.NewSelect().Model((*EmailSend)(nil)).
-		Where("client_addr = ? AND sent_at > ?", clientAddr, since).Count(ctx)
-	return perEmail, perClient, normalize(err)
-}
-
-// OldestSendSince returns the time of the oldest send since `since` matching the e-mail or the
-// client, so a refusal can say when the next slot opens.
-func (s *Store) OldestSendSince(ctx context.Context, emailHash, clientAddr string, since time.Time) (time.Time, error) {
-	var send EmailSend
-	err := s.db.NewSelect().Model(&send).
-		Where("(email_hash = ? OR client_addr = ?) AND sent_at > ?", emailHash, clientAddr, since).
-		OrderExpr("sent_at ASC").Limit(1).Scan(ctx)
-	return send.SentAt, normalize(err)
-}
-
 // PutCode replaces the e-mail's live code and records the send, in one transaction, and
 // prunes send records older than pruneBefore.
 func (s *Store) PutCode(ctx context.Context, code *EmailCode, send *EmailSend, pruneBefore time.Time) error {

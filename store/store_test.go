@@ -127,9 +127,9 @@ func TestCodeAttemptsAndSingleUse(t *testing.T) {
 		if err != nil || got.CodeHash != "c2" || got.Attempts != 0 {
 			t.Fatalf("replaced code: %+v %v", got, err)
 		}
-		perEmail, perClient, err := s.CountSends(ctx, "eh", "1.2.3.4", now.Add(-time.Minute))
-		if err != nil || perEmail != 2 || perClient != 2 {
-			t.Fatalf("sends: %d %d %v", perEmail, perClient, err)
+		sends, err := s.Sends(ctx, "eh", "1.2.3.4", now.Add(-time.Minute))
+		if err != nil || sends.ToEmail != 2 || sends.FromClient != 2 || sends.Pair != 2 {
+			t.Fatalf("sends: %+v %v", sends, err)
 		}
 		if ok, err := s.DeleteCode(ctx, "a@example.com", "c1"); err != nil || ok {
 			t.Fatalf("deleting a replaced code: %v %v", ok, err)

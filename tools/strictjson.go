@@ -75,9 +75,9 @@ func (c *jsonChecker) value(path string) {
 	case '[':
 		c.array(path)
 	case '"':
-		c.str(path)
+		c.str(path, false)
 	default: // numbers and literals: the decoder checks them
-		for c.pos < len(c.data) && !strings.ContainsRune(",]} \t\n\r", rune(c.data[c.pos])) {
+		for c.pos < len(c.data) && !valueEnd[c.data[c.pos]] {
 			c.pos++
 		}
 	}
@@ -96,11 +96,14 @@ func (c *jsonChecker) object(path string) {
 			c.pos = len(c.data) // a syntax error: the decoder reports it
 			return
 		}
-		key, ok := c.str(path + "/(key)")
+		key, ok := c.str(path+"/(key)", true)
 		if !ok {
 			return
 		}
-		child := path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+		child := path + "/" + key
+		if strings.ContainsAny(key, "~/") {
+			child = path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+		}
 		if seen[key] {
 			c.fail(path, "has the key %q twice; send each key once", key)
 			return
@@ -140,9 +143,9 @@ func (c *jsonChecker) array(path string) {
 	}
 }
 
-// str scans a string literal, checking its UTF-8 and escapes, and returns its value when it
-// is short enough to matter as a key.
-func (c *jsonChecker) str(path string) (string, bool) {
+// str scans a string literal, checking its UTF-8 and escapes; with want (keys) it also
+// returns the string's value.
+func (c *jsonChecker) str(path string, want bool) (string, bool) {
 	d := c.data
 	i := c.pos + 1
 	var b strings.Builder
@@ -154,7 +157,9 @@ func (c *jsonChecker) str(path string) (string, bool) {
 			return b.String(), true
 		case ch == '\\' && i+1 < len(d):
 			if d[i+1] != 'u' {
-				b.WriteByte(d[i+1])
+				if want {
+					b.WriteByte(d[i+1])
+				}
 				i += 2
 				continue
 			}
@@ -178,15 +183,21 @@ func (c *jsonChecker) str(path string) (string, bool) {
 					return "", false
 				}
 				i += 6
-				b.WriteRune(0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00))
+				if want {
+					b.WriteRune(0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00))
+				}
 			case r >= 0xDC00 && r < 0xE000:
 				c.fail(path, "has an unpaired UTF-16 surrogate escape (\\u%04x); send the whole character", r)
 				return "", false
 			default:
-				b.WriteRune(r)
+				if want {
+					b.WriteRune(r)
+				}
 			}
 		case ch < utf8.RuneSelf:
-			b.WriteByte(ch)
+			if want {
+				b.WriteByte(ch)
+			}
 			i++
 		default:
 			r, size := utf8.DecodeRune(d[i:])
@@ -194,13 +205,18 @@ func (c *jsonChecker) str(path string) (string, bool) {
 				c.fail(path, "is not valid UTF-8 (byte 0x%02x); send UTF-8 text", ch)
 				return "", false
 			}
-			b.WriteRune(r)
+			if want {
+				b.WriteRune(r)
+			}
 			i += size
 		}
 	}
 	c.pos = len(d)
 	return "", false
 }
+
+// valueEnd marks the bytes that end a number or a literal.
+var valueEnd = [256]bool{',': true, ']': true, '}': true, ' ': true, '\t': true, '\n': true, '\r': true}
 
 func hex4at(d []byte, i int) (rune, bool) {
 	if i+4 > len(d) {

@@ -40,3 +40,14 @@ func TestCheckJSON(t *testing.T) {
 		t.Errorf("CheckText UTF-8: %v", e)
 	}
 }
+
+// BenchmarkCheckJSON measures the kernel's hostile-input check on about 1 KB of arguments.
+func BenchmarkCheckJSON(b *testing.B) {
+	args := []byte(`{"message":"@weather forecast for Lisbon this weekend, in celsius please","args":{"city":"Lisbon","days":3,"units":"metric","tags":["a","b","c"],"nested":{"x":1.5,"y":[1,2,3],"z":"` + strings.Repeat("é", 300) + `"}}}`)
+	b.SetBytes(int64(len(args)))
+	for b.Loop() {
+		if e := tools.CheckJSON("arguments", args); e != nil {
+			b.Fatal(e)
+		}
+	}
+}

@@ -96,7 +96,14 @@ type InvokeOutput struct {
 	Result            Anything       `json:"result" jsonschema_description:"the partner's JSON result, relayed as is (any JSON value)"`
 	Charge            billing.Charge `json:"charge"`
 	OutputSchemaValid *bool          `json:"outputSchemaValid,omitempty" jsonschema_description:"whether the result matched the intent's outputSchema (absent when it has none); a mismatch is relayed but flagged"`
+	PartnerError      *PartnerError  `json:"partnerError,omitempty" jsonschema_description:"when success is false: the partner's own answer (e.g. it needs more information); nothing was charged for the partner"`
 	Attempts          int            `json:"attempts"`
+}
+
+// PartnerError is a partner's failure answer, relayed to the caller as the partner's words.
+type PartnerError struct {
+	Code    string `json:"code" jsonschema_description:"the partner's short code, e.g. BAD_INPUT"`
+	Message string `json:"message" jsonschema_description:"the partner's message: ask the user or refine the call"`
 }
 
 // Tools returns invoke_partner_message.
@@ -107,7 +114,8 @@ func (s *Service) Tools() []*tools.Tool {
 		Description: "Call a marketplace partner named by its @handle in the message (find handles with discover). " +
 			"Intents whose parametersSchema is just {query} get the message text; others need `args` matching their parametersSchema. " +
 			"Write intents (SWAP, SEND, BRIDGE, ...) answer CONFIRMATION_REQUIRED first with the exact args and the most it can cost: " +
-			"ask the user, then call again with confirmRequestId. You are charged only when the partner succeeds; failures refund the reservation.",
+			"ask the user, then call again with confirmRequestId. You are charged only when the partner succeeds; failures refund the reservation. " +
+			"When the partner answers success false (e.g. it needs more information), the result says so in partnerError: ask the user or refine the call.",
 		Access:      tools.Scope("partner"),
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), OpenWorld: tools.Bool(true)},
 	}, s.invoke)}
@@ -353,23 +361,21 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.Pa
 	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingConfirmation)
 }
 
-// replay returns the stored outcome of a finished invocation.
+// replay returns the stored outcome of a finished invocation: the error it answered, or the
+// result (a success, or a partner's relayed failure).
 func replay(inv *store.Invocation) (InvokeOutput, error) {
 	if inv.Answer == nil {
 		return InvokeOutput{}, tools.Errorf(tools.CodeInternal, "request %s finished without a stored answer", inv.RequestID)
 	}
-	if inv.State == store.InvSucceeded {
-		var out InvokeOutput
-		if err := json.Unmarshal([]byte(*inv.Answer), &out); err != nil {
-			return InvokeOutput{}, fmt.Errorf("stored answer of %s: %w", inv.RequestID, err)
-		}
-		return out, nil
-	}
 	var body tools.Body
-	if err := json.Unmarshal([]byte(*inv.Answer), &body); err != nil || body.Error == nil {
-		return InvokeOutput{}, fmt.Errorf("stored error of %s: %v", inv.RequestID, err)
+	if json.Unmarshal([]byte(*inv.Answer), &body) == nil && body.Error != nil {
+		return InvokeOutput{}, body.Error
 	}
-	return InvokeOutput{}, body.Error
+	var out InvokeOutput
+	if err := json.Unmarshal([]byte(*inv.Answer), &out); err != nil {
+		return InvokeOutput{}, fmt.Errorf("stored answer of %s: %w", inv.RequestID, err)
+	}
+	return out, nil
 }
 
 // dispatch reserves (moving inv from state `from`, or inserting it when from is ""), calls
@@ -436,6 +442,22 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call, answer *outbound.Result, callErr error, attempts []store.Attempt) (InvokeOutput, error) {
 	intent := cl.intent
 	refunded := billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}
+	if relayable(answer, callErr) {
+		// The partner answered, and its answer is "no" (it needs more information, the input is
+		// wrong): that is a result for the caller, not an outage. No partner fee; refunded.
+		out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: false, Result: Anything("null"),
+			PartnerError: &PartnerError{Code: answer.Envelope.Error.Code, Message: answer.Envelope.Error.Message},
+			Charge:       refunded, Attempts: len(attempts)}
+		raw, _ := json.Marshal(out)
+		stored := string(raw)
+		inv.Answer = &stored
+		s.outcome(inv, store.InvFailed, answer, refunded)
+		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
+		if err := s.store.FinishInvocation(ctx, inv, attempts, nil, detail, detail); err != nil {
+			return InvokeOutput{}, err
+		}
+		return out, nil
+	}
 	if e := classify(intent, answer, callErr); e != nil {
 		e.Details = mergeDetails(e.Details, map[string]any{"handle": intent.PublicIdentifier, "requestId": inv.RequestID,
 			"success": false, "charge": refunded, "attempts": len(attempts)})
@@ -540,6 +562,14 @@ func attemptDetail(res *outbound.Result, err error) string {
 		d += "; " + res.ParseError
 	}
 	return d
+}
+
+// relayable reports a partner's considered failure answer: a valid failure envelope with its
+// code and message, under a status that is neither a server error nor a refusal of our
+// signature. The spec's "partner needs more information" case.
+func relayable(res *outbound.Result, err error) bool {
+	return err == nil && res.Envelope != nil && !res.Envelope.Success && res.Envelope.Error != nil &&
+		res.Status < 500 && res.Status != 401 && res.Status != 403
 }
 
 // classify maps a partner's answer to the error model, nil meaning success. The rules are the

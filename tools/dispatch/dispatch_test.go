@@ -222,12 +222,25 @@ func TestBillingTable(t *testing.T) {
 			}
 			w.ledgerOK(t)
 
-			// 3c: every failure refunds and charges no partner fee.
+			// 3c, success false: the partner's considered answer ("unknown city") is relayed
+			// as a result, attributed to the handle, with no partner fee and the reserve refunded.
+			w.publish(t, "@failing", "/fail", nil)
+			before = w.credit(t)
+			status, out = w.invoke(t, w.caller, map[string]any{"message": "@failing please"})
+			pe, _ := out["partnerError"].(map[string]any)
+			if status != 200 || out["success"] != false || out["handle"] != "@failing" || pe["code"] != "BAD_INPUT" || pe["message"] != "unknown city" {
+				t.Fatalf("success false: %d %v", status, out)
+			}
+			if ch := charge(out); ch["partnerFeeMicro"] != float64(0) || ch["refundedMicro"] != float64(1000) || w.credit(t) != before || w.hits("/fail") != 1 {
+				t.Fatalf("success false: not refunded: %v", ch)
+			}
+			w.ledgerOK(t)
+
+			// 3c: every broker failure refunds and charges no partner fee.
 			for _, c := range []struct {
 				handle, path, code, msg string
 				hits                    int
 			}{
-				{"@failing", "/fail", "UPSTREAM", "unknown city", 1},
 				{"@down", "/down", "UNAVAILABLE", "weather provider down", 2},             // idempotent: one retry
 				{"@slowpoke", "/slow", "UNAVAILABLE", "did not answer within 1000 ms", 2}, // a timeout is retried too
 				{"@garbage", "/garbage", "UPSTREAM", "no valid response envelope", 1},
@@ -250,9 +263,13 @@ func TestBillingTable(t *testing.T) {
 				}
 				w.ledgerOK(t)
 			}
-			// A failure through the MCP door is an isError result carrying the same model.
-			if _, e := apptest.CallTool(t, cs, "invoke_partner_message", map[string]any{"message": "@failing again"}); e == nil || e.Code != tools.CodeUpstream || e.Details["charge"] == nil {
+			// Through the MCP door: a broker failure is an isError result carrying the error
+			// model; a partner's success false is a normal result saying so.
+			if _, e := apptest.CallTool(t, cs, "invoke_partner_message", map[string]any{"message": "@garbage again"}); e == nil || e.Code != tools.CodeUpstream || e.Details["charge"] == nil {
 				t.Fatalf("MCP failure: %+v", e)
+			}
+			if out, e := apptest.CallTool(t, cs, "invoke_partner_message", map[string]any{"message": "@failing again"}); e != nil || out["success"] != false || out["partnerError"] == nil {
+				t.Fatalf("MCP success false: %v %+v", out, e)
 			}
 			w.ledgerOK(t)
 			// The retry reuses the requestId (re-signed).

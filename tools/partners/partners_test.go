@@ -298,7 +298,7 @@ func TestBundleAtomicity(t *testing.T) {
 				}
 				// A taken handle in row 4 also leaves nothing.
 				e.ok(t, d, key, "partner_publish_intent", intent("@b-taken", endpoint))
-				rows[2].(map[string]any)["category"] = "SWAP"
+				rows[2].(map[string]any)["category"] = "EXECUTE"
 				rows[3] = intent("@b-taken", endpoint)
 				out, err = e.call(t, d, key, "partner_publish_intent_bundle", map[string]any{"intents": rows})
 				mustErr(t, out, err, tools.CodeConflict, "@b-taken", "nothing was published")
@@ -309,7 +309,7 @@ func TestBundleAtomicity(t *testing.T) {
 				rows[3] = intent("@b-four", endpoint)
 				out = e.ok(t, d, key, "partner_publish_intent_bundle", map[string]any{"intents": rows})
 				got := out["intents"].([]any)
-				if len(got) != 4 || got[2].(map[string]any)["publicIdentifier"] != "@b-three" || got[2].(map[string]any)["category"] != "SWAP" {
+				if len(got) != 4 || got[2].(map[string]any)["publicIdentifier"] != "@b-three" || got[2].(map[string]any)["category"] != "EXECUTE" {
 					t.Fatalf("bundle %v", out)
 				}
 				// Duplicate handles inside one bundle.

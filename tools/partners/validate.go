@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
@@ -317,6 +318,16 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 	}
 	row.ParametersSchema, _, p = schemaDoc("parametersSchema", params, true)
 	add(p)
+	// Writes that move tokens are dispatched only after their token arguments are resolved
+	// (spam short-circuited, ambiguity asked back): such an intent must say which they are.
+	// Flat-fee intents get only {query} and parse it themselves.
+	if p == nil && tokens.ResolvesTokens(in.Category) && !IsFlatFee(in.FeeRateUnit) {
+		if marked, _ := tokens.TokenProperties(params); len(marked) == 0 {
+			add(&Problem{"parametersSchema", fmt.Sprintf(`a %s intent must mark its token arguments so Switchboard resolves them before dispatch: `+
+				`add "x-token": true to each (the chain is read from a sibling "chain" argument) or "x-token": {"chainProperty": "<argument>"}, `+
+				`e.g. {"type":"object","properties":{"token":{"type":"string","x-token":true},"chain":{"type":"string"},"amount":{"type":"string"}},"required":["token","amount"]}`, in.Category)})
+		}
+	}
 	if len(in.OutputSchema) > 0 {
 		var out string
 		out, _, p = schemaDoc("outputSchema", in.OutputSchema, false)

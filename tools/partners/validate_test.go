@@ -40,7 +40,19 @@ func TestValidator(t *testing.T) {
 		{"duplicate capability", func(in *partners.IntentInput) { in.Capabilities = []string{"RETURNS_EMBED", "RETURNS_EMBED"} }, "capabilities", "twice"},
 		{"funds with idempotent category", func(in *partners.IntentInput) { in.Capabilities = []string{"MUTATES_USER_FUNDS"} }, "capabilities", "needs a write category"},
 		{"signature with idempotent category", func(in *partners.IntentInput) { in.Capabilities = []string{"REQUIRES_USER_SIGNATURE"} }, "capabilities", "needs a write category"},
-		{"funds with write category", func(in *partners.IntentInput) { in.Capabilities = []string{"MUTATES_USER_FUNDS"}; in.Category = "SWAP" }, "", ""},
+		{"funds with write category", func(in *partners.IntentInput) {
+			in.Capabilities = []string{"MUTATES_USER_FUNDS"}
+			in.Category = "EXECUTE"
+		}, "", ""},
+		{"swap without a marked token", func(in *partners.IntentInput) { in.Category = "SWAP" }, "parametersSchema", `"x-token": true`},
+		{"send without a marked token", func(in *partners.IntentInput) {
+			in.Category = "SEND"
+			in.ParametersSchema = partners.SchemaDoc(`{"type":"object","properties":{"to":{"type":"string"},"amount":{"type":"string"}}}`)
+		}, "parametersSchema", "mark its token arguments"},
+		{"swap with a marked token", func(in *partners.IntentInput) {
+			in.Category = "SWAP"
+			in.ParametersSchema = partners.SchemaDoc(`{"type":"object","properties":{"token":{"type":"string","x-token":true},"chain":{"type":"string"}},"required":["token"]}`)
+		}, "", ""},
 		{"unknown binding", func(in *partners.IntentInput) { in.BindingType = "GRPC" }, "bindingType", "REST or MCP_HTTP"},
 		{"timeout too low", func(in *partners.IntentInput) { in.TimeoutMs = ptr(999) }, "timeoutMs", "between 1000 and 120000"},
 		{"timeout too high", func(in *partners.IntentInput) { in.TimeoutMs = ptr(120001) }, "timeoutMs", "between"},

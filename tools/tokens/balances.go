@@ -17,6 +17,7 @@ import (
 
 // BalancesInput is get_balances' input.
 type BalancesInput struct {
+	Query  string   `json:"query,omitempty" jsonschema:"maxLength=300" jsonschema_description:"what to show, in natural language, e.g. 'my USDC on base and solana': the chains and tickers it names narrow the answer"`
 	Chains []string `json:"chains,omitempty" jsonschema:"maxItems=8" jsonschema_description:"only these chains (names or aliases); all eight when omitted"`
 }
 
@@ -79,6 +80,8 @@ type row struct {
 }
 
 func (s *Service) balancesTool(ctx context.Context, c *tools.Caller, in BalancesInput) (BalancesOutput, error) {
+	textChains, tickers := s.balanceQuery(in.Query)
+	in.Chains = append(in.Chains, textChains...)
 	chains := Chains
 	if len(in.Chains) > 0 {
 		chains = nil
@@ -98,7 +101,49 @@ func (s *Service) balancesTool(ctx context.Context, c *tools.Caller, in Balances
 	if err != nil {
 		return BalancesOutput{}, err
 	}
-	return s.Balances(ctx, chains, byFamily, refs)
+	out, err := s.Balances(ctx, chains, byFamily, refs)
+	if err != nil || len(tickers) == 0 {
+		return out, err
+	}
+	// Only the tickers the text named, and the total of those.
+	kept := out.Balances[:0]
+	total := decimal.Zero
+	for _, b := range out.Balances {
+		if tickers[strings.ToUpper(b.Ticker)] {
+			kept = append(kept, b)
+			if v, err := decimal.NewFromString(b.AmountUsd); err == nil {
+				total = total.Add(v)
+			}
+		}
+	}
+	out.Balances, out.TotalUsd = kept, total.String()
+	return out, nil
+}
+
+// balanceQuery reads the chains and the known tickers a balances question names ("my USDC on
+// base and solana"); every other word is ignored.
+func (s *Service) balanceQuery(text string) (chains []string, tickers map[string]bool) {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-')
+	})
+	tickers = map[string]bool{}
+	for i := 0; i < len(words); i++ {
+		if i+1 < len(words) {
+			if ch, ok := textChain(words[i] + " " + words[i+1]); ok { // "bnb chain", "op mainnet"
+				chains = append(chains, ch.Name)
+				i++
+				continue
+			}
+		}
+		if ch, ok := textChain(words[i]); ok && !s.reg.majors[strings.ToUpper(words[i])] {
+			chains = append(chains, ch.Name)
+			continue
+		}
+		if s.reg.majors[strings.ToUpper(words[i])] {
+			tickers[strings.ToUpper(words[i])] = true
+		}
+	}
+	return chains, tickers
 }
 
 // holders lists the account's wallets per family, primary first.

@@ -260,3 +260,31 @@ func TestToolsThroughTheKernel(t *testing.T) {
 		t.Fatalf("get_price: %s %v", got, te)
 	}
 }
+
+// Balances take natural-language text: the chains and tickers it names narrow the answer,
+// and the total is the total of what is shown.
+func TestBalancesFromText(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st)
+		c := withAccount(t, st)
+		out, err := e.s.balancesTool(context.Background(), c, BalancesInput{Query: "my USDC on base and solana"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.checkOut(t, "get_balances", out)
+		want := "base primary USDC 1234.5678 1234.335701\nsolana primary USDC 150.25 150.236478"
+		if got := rowsOf(out); got != want || out.TotalUsd != "1384.572179" {
+			t.Fatalf("balances for %q:\n%s\ntotal %s; want\n%s", "my USDC on base and solana", got, out.TotalUsd, want)
+		}
+		// Only chains: everything on them.
+		out, _ = e.s.balancesTool(context.Background(), c, BalancesInput{Query: "what do I hold on solana?"})
+		for _, b := range out.Balances {
+			if b.Chain != "solana" {
+				t.Fatalf("chain from text ignored: %+v", b)
+			}
+		}
+		if len(out.Balances) == 0 {
+			t.Fatal("nothing on solana")
+		}
+	})
+}

@@ -39,7 +39,9 @@ type marker struct {
 }
 
 // TokenProperties reads the marked properties of a parametersSchema: property -> chain property.
-func TokenProperties(schema json.RawMessage) (map[string]string, error) { return tokenProperties(schema) }
+func TokenProperties(schema json.RawMessage) (map[string]string, error) {
+	return tokenProperties(schema)
+}
 
 // tokenProperties reads the marked properties of a parametersSchema: property -> chain property.
 func tokenProperties(schema json.RawMessage) (map[string]string, error) {

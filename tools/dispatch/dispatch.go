@@ -5,8 +5,6 @@ package dispatch
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -626,11 +624,4 @@ func mergeDetails(a, b map[string]any) map[string]any {
 		a[k] = v
 	}
 	return a
-}
-
-// PseudonymSecret derives the pseudonym secret from the master key.
-func PseudonymSecret(masterKey []byte) []byte {
-	m := hmac.New(sha256.New, masterKey)
-	m.Write([]byte("switchboard partner pseudonyms v1"))
-	return m.Sum(nil)
 }

@@ -71,9 +71,20 @@ for (const [door, transport] of Object.entries(doors)) {
       assert.equal(signup.isError, undefined, JSON.stringify(signup));
       assert.deepEqual(signup.structuredContent, { ok: true });
       for (const [name, args] of [["resolve_token", { query: "usdc on base" }], ["discover", { query: "price of SOL" }]]) {
-        const e = errorOf(await client.callTool({ name, arguments: args }));
-        assert.equal(e.code, "UNAUTHENTICATED");
-        assert.match(e.message, door === "stdio" ? /SWITCHBOARD_API_KEY/ : /x-api-key/);
+        if (door === "stdio") {
+          const e = errorOf(await client.callTool({ name, arguments: args }));
+          assert.equal(e.code, "UNAUTHENTICATED");
+          assert.match(e.message, /SWITCHBOARD_API_KEY/);
+          continue;
+        }
+        // Over HTTP, /mcp is an OAuth protected resource: the keyed call is challenged with a
+        // 401 (an OAuth-capable host signs in), whose body says how to get a key.
+        await assert.rejects(client.callTool({ name, arguments: args }), (err) => {
+          assert.equal(err.code, 401, String(err));
+          assert.match(String(err.message), /x-api-key/);
+          assert.match(String(err.message), /agent_signup/);
+          return true;
+        });
       }
     } finally {
       await client.close();

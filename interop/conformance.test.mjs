@@ -3,7 +3,9 @@
 // fixture tools, prompts and resources (a server built for the suite registers
 // `test_simple_text`, `test_image_content` and so on), and each is listed below with why.
 // A scenario the suite adds later is in neither list and fails the last test, so nobody
-// misses it.
+// misses it. The suite's authorization scenarios (auth/...) are all client scenarios in this
+// version (they test a client against the suite's own authorization server), so none runs
+// against a server; oauth.test.mjs drives Switchboard's authorization with the SDK's client.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";

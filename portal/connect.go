@@ -129,7 +129,7 @@ func (p *portal) manifest(w http.ResponseWriter, r *http.Request) {
 
 // next is where a signed-in human goes: back to the page that sent them to sign in.
 func next(r *http.Request) string {
-	if c, err := r.Cookie(nextCookie); err == nil && strings.HasPrefix(c.Value, "/connect/") && !strings.ContainsAny(c.Value, "\\\r\n") && !strings.HasPrefix(c.Value, "//") {
+	if c, err := r.Cookie(nextCookie); err == nil && (strings.HasPrefix(c.Value, "/connect/") || strings.HasPrefix(c.Value, "/oauth/authorize?")) && !strings.ContainsAny(c.Value, "\\\r\n") && !strings.HasPrefix(c.Value, "//") {
 		return c.Value
 	}
 	return "/developer"

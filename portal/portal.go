@@ -22,9 +22,11 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/integrations"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/oauth"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 )
 
@@ -51,8 +53,10 @@ type Options struct {
 	OpenAPI         []byte           // the OpenAPI document the docs' API reference is rendered from
 	Now             func() time.Time // nil: time.Now
 	BaseURL         string
-	CSRFKey         []byte      // keys the per-session form tokens
-	Ceiling         keys.Limits // the account's own ceiling, shown beside the key form
+	CSRFKey         []byte         // keys the per-session form tokens
+	Ceiling         keys.Limits    // the account's own ceiling, shown beside the key form
+	OAuth           *oauth.Service // MCP authorization; nil: hosts connect with pasted keys only
+	Store           *store.Store   // read-only lookups the pages show (a connection's key)
 	Log             *slog.Logger
 }
 
@@ -78,7 +82,7 @@ func New(o Options) (http.Handler, error) {
 		"field":   fieldOf,
 		"str":     str,
 	}
-	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect"} {
+	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections"} {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -114,6 +118,10 @@ func New(o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /connect/{slug}", p.connect)
 	mux.HandleFunc("POST /connect/{slug}", p.connect)
 	mux.HandleFunc("GET /connect/{slug}/manifest.json", p.manifest)
+	mux.HandleFunc("GET /oauth/authorize", p.authorize)
+	mux.HandleFunc("POST /oauth/authorize", p.authorize)
+	mux.Handle("GET /developer/connections", p.authed(p.connections))
+	mux.Handle("POST /developer/connections/{id}/revoke", p.authed(p.revokeConnection))
 	mux.Handle("POST /developer/sign-out", p.authed(p.signOut))
 	mux.Handle("POST /developer/sign-out-everywhere", p.authed(p.signOutEverywhere))
 	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a cross-site
@@ -196,7 +204,7 @@ func (p *portal) authed(h authedHandler) http.Handler {
 // limited bounds a sign-in step per client address: 429 with Retry-After past the limit.
 func (p *portal) limited(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait := p.limiter.Allow("signin:"+r.Header.Get(tools.HeaderClientAddr), signInsPerMinute); !ok {
+		if ok, wait, _ := p.limiter.Allow(r.Context(), "signin:"+r.Header.Get(tools.HeaderClientAddr), signInsPerMinute); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 			http.Error(w, "too many sign-in attempts from this address; wait a minute and try again", http.StatusTooManyRequests)
 			return

@@ -506,8 +506,8 @@ func TestIntentPageShowsCalls(t *testing.T) {
 	if _, body := h.get("/developer/intents/" + id); !strings.Contains(body, "2 calls, 2 succeeded") || strings.Count(body, "<td>succeeded") != 2 || !strings.Contains(body, "HTTP 200") {
 		t.Fatalf("intent page:\n%s", body)
 	}
-	// The caller's side: the account page shows the month's spend and the recent calls.
-	if _, body := h.get("/developer"); !strings.Contains(body, "Spent this month</th><td>0.002 USD") || strings.Count(body, "<td>@calls</td>") != 2 {
+	// The caller's side: the account page shows the month's spend (2 x infrastructure 0.001 + platform floor 0.001) and the recent calls.
+	if _, body := h.get("/developer"); !strings.Contains(body, "Spent this month</th><td>0.004 USD") || strings.Count(body, "<td>@calls</td>") != 2 {
 		t.Fatalf("account page:\n%s", body)
 	}
 }

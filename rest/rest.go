@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +59,9 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 	types := propertyTypes(t.InputSchema)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		args, e := buildArgs(r, rt, types)
+		if e == nil && rt.X402 {
+			args, e = x402Args(r, args)
+		}
 		if e != nil {
 			WriteError(w, e)
 			return
@@ -67,8 +71,15 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 			ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID),
 		})
 		if e != nil {
+			if x, ok := e.Details["x402"]; ok && rt.X402 && e.Code == tools.CodePaymentRequired {
+				raw, _ := json.Marshal(x)
+				w.Header().Set("PAYMENT-REQUIRED", base64.StdEncoding.EncodeToString(raw))
+			}
 			WriteError(w, e)
 			return
+		}
+		if rt.X402 {
+			x402Response(w, out)
 		}
 		status := http.StatusOK
 		if rt.Created {
@@ -220,4 +231,81 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
+}
+
+// x402Args moves an x402 payment header into the input: PAYMENT-SIGNATURE (version 2) or
+// X-PAYMENT (version 1), base64 JSON PaymentPayload {accepted: {extra: {requestId}}, payload:
+// {signature, authorization}}. Fields in the body win.
+func x402Args(r *http.Request, args json.RawMessage) (json.RawMessage, *tools.Error) {
+	h := r.Header.Get("PAYMENT-SIGNATURE")
+	if h == "" {
+		h = r.Header.Get("X-PAYMENT")
+	}
+	if h == "" {
+		return args, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h))
+	if err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "the PAYMENT-SIGNATURE header is not base64: %v", err)
+	}
+	var pp struct {
+		Accepted struct {
+			Extra struct {
+				RequestID   string `json:"requestId"`
+				PrimaryType string `json:"primaryType"`
+			} `json:"extra"`
+		} `json:"accepted"`
+		Payload map[string]any `json:"payload"`
+	}
+	if err := json.Unmarshal(raw, &pp); err != nil || pp.Payload == nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "the PAYMENT-SIGNATURE header is not an x402 PaymentPayload with a payload {signature, authorization}")
+	}
+	var m map[string]any
+	if err := json.Unmarshal(args, &m); err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
+	}
+	if _, ok := m["payment"]; !ok {
+		if _, ok := pp.Payload["primaryType"]; !ok {
+			pp.Payload["primaryType"] = "TransferWithAuthorization" // x402's exact scheme
+			if pp.Accepted.Extra.PrimaryType != "" {
+				pp.Payload["primaryType"] = pp.Accepted.Extra.PrimaryType
+			}
+		}
+		m["payment"] = pp.Payload
+	}
+	if _, ok := m["confirmRequestId"]; !ok && pp.Accepted.Extra.RequestID != "" {
+		m["confirmRequestId"] = pp.Accepted.Extra.RequestID
+	}
+	out, _ := json.Marshal(m)
+	return out, nil
+}
+
+// x402Response sets PAYMENT-RESPONSE (base64 SettlementResponse) on an answer that carries an
+// on-chain payment.
+func x402Response(w http.ResponseWriter, out any) {
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	var o struct {
+		Success bool `json:"success"`
+		Payment *struct {
+			State    string `json:"state"`
+			Network  string `json:"network"`
+			Payer    string `json:"payer"`
+			PayTx    string `json:"payTx"`
+			SettleTx string `json:"settleTx"`
+			RefundTx string `json:"refundTx"`
+		} `json:"payment"`
+	}
+	if json.Unmarshal(raw, &o) != nil || o.Payment == nil {
+		return
+	}
+	tx := o.Payment.SettleTx
+	if tx == "" {
+		tx = o.Payment.PayTx
+	}
+	sr, _ := json.Marshal(map[string]any{"success": o.Payment.State == "settled", "transaction": tx, "network": o.Payment.Network,
+		"payer": o.Payment.Payer, "state": o.Payment.State, "refundTransaction": o.Payment.RefundTx})
+	w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(sr))
 }

@@ -21,6 +21,10 @@ type Route struct {
 	// kernel's own (BAD_INPUT; UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED for keyed tools;
 	// UNAVAILABLE and INTERNAL everywhere).
 	Errors []tools.Code
+	// X402 maps x402's headers: a PAYMENT-SIGNATURE (or version 1's X-PAYMENT) request header
+	// becomes the `payment` and `confirmRequestId` input fields, and a PAYMENT_REQUIRED answer
+	// carries the PAYMENT-REQUIRED header.
+	X402 bool
 }
 
 const (
@@ -51,7 +55,7 @@ var Routes = []Route{
 	{Method: http.MethodGet, Path: "/v1/wallets/connected", Tool: "connected_wallet_list"},
 	{Method: http.MethodDelete, Path: "/v1/wallets/connected/{address}", Tool: "connected_wallet_remove", Params: map[string]string{"address": "address"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodGet, Path: "/v1/discover", Tool: "discover"},
-	{Method: http.MethodPost, Path: "/v1/invoke", Tool: "invoke_partner_message", Errors: []tools.Code{notFound, conflict, confirm, payment, spendLimit, noCredits, upstream}},
+	{Method: http.MethodPost, Path: "/v1/invoke", Tool: "invoke_partner_message", Errors: []tools.Code{notFound, conflict, confirm, payment, spendLimit, noCredits, upstream}, X402: true},
 	{Method: http.MethodPost, Path: "/v1/partner/intents", Tool: "partner_publish_intent", Created: true, Errors: []tools.Code{conflict}},
 	{Method: http.MethodPost, Path: "/v1/partner/intents/bundle", Tool: "partner_publish_intent_bundle", Created: true, Errors: []tools.Code{conflict}},
 	{Method: http.MethodPatch, Path: "/v1/partner/intents/{id}", Tool: "partner_update_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
@@ -59,5 +63,6 @@ var Routes = []Route{
 	{Method: http.MethodPost, Path: "/v1/partner/intents/{id}/active", Tool: "partner_set_active", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
 	{Method: http.MethodGet, Path: "/v1/partner/intents", Tool: "partner_list_intents"},
 	{Method: http.MethodGet, Path: "/v1/partner/earnings", Tool: "partner_earnings", Errors: []tools.Code{notFound}},
+	{Method: http.MethodGet, Path: "/v1/partner/receipts/{request_id}", Tool: "partner_receipt", Params: map[string]string{"request_id": "requestId"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodDelete, Path: "/v1/partner/intents/{id}", Tool: "partner_archive_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound}},
 }

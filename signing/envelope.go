@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -137,9 +138,20 @@ type Signer struct {
 	// Now is the clock stamped into envelopes; nil means time.Now.
 	Now func() time.Time
 
+	k *signerKey // shared by copies (At), swapped by SetKey
+}
+
+type signerKey struct {
+	mu     sync.RWMutex
 	priv   ed25519.PrivateKey
 	pub    ed25519.PublicKey
 	pubPEM []byte
+}
+
+func (k *signerKey) get() (ed25519.PrivateKey, ed25519.PublicKey, []byte) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.priv, k.pub, k.pubPEM
 }
 
 // NewSigner returns a Signer for priv. It panics if priv is not an Ed25519 private key of
@@ -149,20 +161,41 @@ func NewSigner(priv ed25519.PrivateKey) *Signer {
 	if len(priv) != ed25519.PrivateKeySize {
 		panic(fmt.Sprintf("signing.NewSigner: private key has %d bytes, want %d", len(priv), ed25519.PrivateKeySize))
 	}
+	k := &signerKey{}
+	k.set(priv)
+	return &Signer{k: k}
+}
+
+func (k *signerKey) set(priv ed25519.PrivateKey) {
 	pub := priv.Public().(ed25519.PublicKey)
 	pubPEM, err := MarshalPublicKeyPEM(pub)
 	if err != nil {
-		panic("signing.NewSigner: " + err.Error())
+		panic("signing: " + err.Error())
 	}
-	return &Signer{priv: priv, pub: pub, pubPEM: pubPEM}
+	k.mu.Lock()
+	k.priv, k.pub, k.pubPEM = priv, pub, pubPEM
+	k.mu.Unlock()
 }
 
+// SetKey switches the signing key (a key rotation) for this signer and its copies; calls in
+// flight finish with the key they started with.
+func (s *Signer) SetKey(priv ed25519.PrivateKey) {
+	if len(priv) != ed25519.PrivateKeySize {
+		panic(fmt.Sprintf("signing.SetKey: private key has %d bytes, want %d", len(priv), ed25519.PrivateKeySize))
+	}
+	s.k.set(priv)
+}
+
+// At returns a signer with the same key that stamps times from now (tests, the battery's
+// stale-timestamp check).
+func (s *Signer) At(now func() time.Time) *Signer { return &Signer{Now: now, k: s.k} }
+
 // PublicKey returns the public half of the signing key.
-func (s *Signer) PublicKey() ed25519.PublicKey { return s.pub }
+func (s *Signer) PublicKey() ed25519.PublicKey { _, pub, _ := s.k.get(); return pub }
 
 // PublicKeyPEM returns the public key as a SPKI "PUBLIC KEY" PEM block, the body of
 // /.well-known/service-public-key. The caller must not modify it.
-func (s *Signer) PublicKeyPEM() []byte { return s.pubPEM }
+func (s *Signer) PublicKeyPEM() []byte { _, _, pem := s.k.get(); return pem }
 
 func (s *Signer) now() time.Time {
 	if s.Now != nil {
@@ -185,14 +218,16 @@ func (s *Signer) Sign(env *Envelope) error {
 	}
 	env.Timestamp = ts
 	env.Args = json.RawMessage(bytes.Clone(payload[argsAt[0]:argsAt[1]]))
-	env.ServiceSignature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.priv, payload))
+	priv, _, _ := s.k.get()
+	env.ServiceSignature = base64.StdEncoding.EncodeToString(ed25519.Sign(priv, payload))
 	return nil
 }
 
 // SignBytes signs arbitrary bytes (for example canonical JSON built elsewhere) and returns
 // the base64 signature.
 func (s *Signer) SignBytes(msg []byte) string {
-	return base64.StdEncoding.EncodeToString(ed25519.Sign(s.priv, msg))
+	priv, _, _ := s.k.get()
+	return base64.StdEncoding.EncodeToString(ed25519.Sign(priv, msg))
 }
 
 // SetHeaders sets the headers of a signed call from a signed envelope: Content-Type,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 )
 
@@ -39,7 +40,8 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
 	return body, nil
 }
 
-// Middleware protects a REST partner endpoint. It answers 405 to anything but POST, reads
+// Middleware protects a REST partner endpoint. It answers 405 to anything but POST, 415 to a
+// Content-Type other than application/json, reads
 // the body (at most 1 MiB, else 413), verifies it with v.Verify and answers failures with a
 // failure envelope and the status of the *Error (400, 401, 503). A verified request reaches
 // next with the envelope in its context (EnvelopeFromContext) and the original body still
@@ -50,6 +52,12 @@ func Middleware(v *Verifier, next http.Handler) http.Handler {
 			w.Header().Set("Allow", http.MethodPost)
 			WriteFailure(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "partner endpoints accept POST only")
 			return
+		}
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+				WriteFailure(w, http.StatusUnsupportedMediaType, CodeMediaType, "send the envelope as application/json")
+				return
+			}
 		}
 		body, e := readBody(w, r)
 		if e != nil {

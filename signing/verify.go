@@ -25,6 +25,9 @@ const (
 	KeyCacheTTL = time.Hour
 	// PublicKeyPath is where the service publishes its public key.
 	PublicKeyPath = "/.well-known/service-public-key"
+	// KeySetPath is where it publishes every key a partner should accept (the key signing
+	// now and the next one, published ahead of a rotation) and the previous one (receipts).
+	KeySetPath = "/.well-known/service-keys"
 )
 
 const (
@@ -46,6 +49,7 @@ const (
 	CodeUnavailable      = "UNAVAILABLE"
 	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	CodeTooLarge         = "PAYLOAD_TOO_LARGE"
+	CodeMediaType        = "UNSUPPORTED_MEDIA_TYPE"
 	CodeInternal         = "INTERNAL"
 )
 
@@ -110,6 +114,13 @@ func WriteError(w http.ResponseWriter, err error) {
 // KeySource supplies the service's public key.
 type KeySource interface {
 	PublicKey(ctx context.Context) (ed25519.PublicKey, error)
+}
+
+// KeySetSource is a KeySource that also knows the keys to accept beside the current one (the
+// next key of a rotation): a Verifier caching the set keeps verifying when signing switches.
+type KeySetSource interface {
+	KeySource
+	PublicKeys(ctx context.Context) ([]ed25519.PublicKey, error) // current first
 }
 
 // KeySourceFunc adapts a function to KeySource.
@@ -200,10 +211,11 @@ type Verifier struct {
 
 	mu          sync.Mutex
 	key         ed25519.PublicKey
-	expires     time.Time     // when key becomes stale
-	nextAttempt time.Time     // earliest next fetch after a failure
-	lastErr     error         // last fetch error
-	inflight    chan struct{} // closed when the running fetch ends; nil when none
+	expires     time.Time           // when key becomes stale
+	extra       []ed25519.PublicKey // the set's other accepted keys (a rotation's next key)
+	nextAttempt time.Time           // earliest next fetch after a failure
+	lastErr     error               // last fetch error
+	inflight    chan struct{}       // closed when the running fetch ends; nil when none
 }
 
 // NewVerifier returns a Verifier that takes the public key from src.
@@ -288,7 +300,20 @@ func (v *Verifier) fetch(ctx context.Context, force bool) (ed25519.PublicKey, er
 		// The fetch is shared with concurrent callers: do not let this caller's
 		// cancellation abort it.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keyFetchTimeout)
-		newKey, err := v.src.PublicKey(fctx)
+		var newKey ed25519.PublicKey
+		var extra []ed25519.PublicKey
+		var err error
+		if set, ok := v.src.(KeySetSource); ok {
+			var keys []ed25519.PublicKey
+			if keys, err = set.PublicKeys(fctx); err == nil && len(keys) == 0 {
+				err = errors.New("the key set is empty")
+			}
+			if err == nil {
+				newKey, extra = keys[0], keys[1:]
+			}
+		} else {
+			newKey, err = v.src.PublicKey(fctx)
+		}
 		cancel()
 		if err == nil && len(newKey) != ed25519.PublicKeySize {
 			err = fmt.Errorf("public key has %d bytes, want %d", len(newKey), ed25519.PublicKeySize)
@@ -314,7 +339,7 @@ func (v *Verifier) fetch(ctx context.Context, force bool) (ed25519.PublicKey, er
 			}
 			return nil, v.unavailable(err)
 		}
-		v.key = newKey
+		v.key, v.extra = newKey, extra
 		v.expires = now.Add(v.ttl)
 		v.lastErr = nil
 		v.nextAttempt = time.Time{}
@@ -433,7 +458,7 @@ func (v *Verifier) Verify(ctx context.Context, body []byte, h http.Header) (*Env
 		}
 	}
 	payload = append(payload, '}')
-	if !ed25519.Verify(pub, payload, sig) {
+	if !v.verifies(pub, payload, sig) {
 		return nil, unauthorized("service signature does not verify")
 	}
 
@@ -530,7 +555,7 @@ func (v *Verifier) VerifyHeaders(ctx context.Context, h http.Header, args json.R
 	if err != nil {
 		return nil, err
 	}
-	if !ed25519.Verify(pub, payload, sig) {
+	if !v.verifies(pub, payload, sig) {
 		return nil, unauthorized("service signature does not verify")
 	}
 	if err := v.checkFreshness(env, h); err != nil {
@@ -541,4 +566,104 @@ func (v *Verifier) VerifyHeaders(ctx context.Context, h http.Header, args json.R
 
 func isNull(raw []byte) bool {
 	return string(bytes.TrimSpace(raw)) == "null"
+}
+
+// verifies checks sig with the current key, then with the set's other accepted keys.
+func (v *Verifier) verifies(pub ed25519.PublicKey, payload, sig []byte) bool {
+	if ed25519.Verify(pub, payload, sig) {
+		return true
+	}
+	v.mu.Lock()
+	extra := v.extra
+	v.mu.Unlock()
+	for _, k := range extra {
+		if len(k) == ed25519.PublicKeySize && ed25519.Verify(k, payload, sig) {
+			return true
+		}
+	}
+	return false
+}
+
+// KeySet is the document at KeySetPath.
+type KeySet struct {
+	Keys []KeySetEntry `json:"keys"`
+}
+
+// KeySetEntry is one published key.
+type KeySetEntry struct {
+	KeyID        string `json:"kid"`
+	Status       string `json:"status"` // current (signs now), next (signs after the rotation), previous (signed before it: receipts only)
+	PublicKeyPEM string `json:"publicKeyPem"`
+}
+
+// Key statuses in a key set.
+const (
+	KeyCurrent  = "current"
+	KeyNext     = "next"
+	KeyPrevious = "previous"
+)
+
+// PublicKeys fetches the key set (current first, then next), falling back to the single PEM key
+// when the service publishes no set.
+func (s *URLKeySource) PublicKeys(ctx context.Context) ([]ed25519.PublicKey, error) {
+	set, err := s.KeySet(ctx)
+	if errors.Is(err, errNoKeySet) {
+		k, err := s.PublicKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return []ed25519.PublicKey{k}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var current, next []ed25519.PublicKey
+	for _, e := range set.Keys {
+		k, err := ParsePublicKeyPEM([]byte(e.PublicKeyPEM))
+		if err != nil {
+			return nil, fmt.Errorf("key set: %s: %w", e.KeyID, err)
+		}
+		switch e.Status {
+		case KeyCurrent:
+			current = append(current, k)
+		case KeyNext:
+			next = append(next, k)
+		}
+	}
+	if len(current) == 0 {
+		return nil, errors.New("the key set names no current key")
+	}
+	return append(current, next...), nil
+}
+
+var errNoKeySet = errors.New("no key set")
+
+// KeySet fetches the published key set.
+func (s *URLKeySource) KeySet(ctx context.Context) (*KeySet, error) {
+	client := s.Client
+	if client == nil {
+		client = &http.Client{Timeout: keyFetchTimeout}
+	}
+	u := strings.TrimSuffix(s.URL, PublicKeyPath) + KeySetPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fetch key set: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch key set: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, errNoKeySet
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetch key set %s: HTTP %d", u, resp.StatusCode)
+	}
+	var set KeySet
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&set); err != nil {
+		return nil, fmt.Errorf("key set %s: %w", u, err)
+	}
+	return &set, nil
 }

@@ -15,7 +15,23 @@ type Account struct {
 	ID             string    `bun:"id,pk"`
 	Email          string    `bun:"email,notnull"`
 	SigningEnabled bool      `bun:"signing_enabled,notnull"`
+	Tier           string    `bun:"tier,notnull,default:'standard'"` // the fee tier the operator set (billing's platform basis points)
 	CreatedAt      time.Time `bun:"created_at,notnull"`
+}
+
+// DefaultTier is the fee tier of a new account (the migration's column default).
+const DefaultTier = "standard"
+
+// SetTier sets an account's fee tier; ErrNotFound when there is no such account.
+func (s *Store) SetTier(ctx context.Context, accountID, tier string) error {
+	res, err := s.db.NewUpdate().Model((*Account)(nil)).Set("tier = ?", tier).Where("id = ?", accountID).Exec(ctx)
+	if err != nil {
+		return normalize(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // Wallet families.
@@ -38,21 +54,14 @@ type Wallet struct {
 	CreatedAt   time.Time `bun:"created_at,notnull"`
 }
 
-// CreateOption adds to the account-creating transaction.
-type CreateOption func(ctx context.Context, s *Store, tx bun.Tx, acct *Account) error
-
-// WithGrant grants starting credit in the same transaction.
-func WithGrant(micro int64, memo string) CreateOption {
-	return func(ctx context.Context, s *Store, tx bun.Tx, acct *Account) error {
-		if micro <= 0 {
-			return nil
-		}
-		return s.grantTx(ctx, tx, acct.ID, micro, micro, memo, acct.CreatedAt) // a new account holds nothing yet
-	}
-}
+// CreateOption adds to the account-creating transaction (e.g. billing's starting credit).
+type CreateOption func(ctx context.Context, q *Q, acct *Account) error
 
 // CreateAccount writes an account, its wallets and its first key (nil: none) in one transaction.
 func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wallet, key *APIKey, opts ...CreateOption) error {
+	if acct.Tier == "" {
+		acct.Tier = DefaultTier
+	}
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(acct).Exec(ctx); err != nil {
 			return fmt.Errorf("insert account: %w", err)
@@ -68,7 +77,10 @@ func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wal
 			}
 		}
 		for _, opt := range opts {
-			if err := opt(ctx, s, tx, acct); err != nil {
+			if opt == nil {
+				continue
+			}
+			if err := opt(ctx, &Q{tx: tx, postgres: s.postgres}, acct); err != nil {
 				return err
 			}
 		}

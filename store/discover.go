@@ -129,3 +129,57 @@ func (s *Store) EnsureCoreIntents(ctx context.Context, rows []*PartnerIntent, no
 		return nil
 	})
 }
+
+// Quality is what real traffic and probes say of an intent over a window.
+type Quality struct {
+	Calls         int     // finished calls
+	Succeeded     int     // of which the partner succeeded
+	SchemaChecked int     // results checked against an outputSchema
+	SchemaValid   int     // of which matched
+	LatenciesMs   []int64 // of the calls that got an answer, newest first
+}
+
+// IntentQuality gathers the finished calls of intents since `since` (at most 500 per intent,
+// newest first).
+func (s *Store) IntentQuality(ctx context.Context, ids []string, since time.Time) (map[string]*Quality, error) {
+	out := make(map[string]*Quality, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		IntentID string `bun:"intent_id"`
+		State    string `bun:"state"`
+		Latency  *int64 `bun:"latency_ms"`
+		Valid    *bool  `bun:"output_schema_valid"`
+	}
+	err := s.db.NewSelect().Model((*Invocation)(nil)).Column("intent_id", "state", "latency_ms", "output_schema_valid").
+		Where("intent_id IN (?)", bun.List(ids)).Where("finished_at IS NOT NULL AND created_at >= ?", since).
+		OrderExpr("created_at DESC").Limit(int64(500*len(ids))).Scan(ctx, &rows)
+	if err != nil {
+		return nil, normalize(err)
+	}
+	for _, r := range rows {
+		q := out[r.IntentID]
+		if q == nil {
+			q = &Quality{}
+			out[r.IntentID] = q
+		}
+		if q.Calls >= 500 {
+			continue
+		}
+		q.Calls++
+		if r.State == InvSucceeded {
+			q.Succeeded++
+		}
+		if r.Valid != nil {
+			q.SchemaChecked++
+			if *r.Valid {
+				q.SchemaValid++
+			}
+		}
+		if r.Latency != nil {
+			q.LatenciesMs = append(q.LatenciesMs, *r.Latency)
+		}
+	}
+	return out, nil
+}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,6 +11,7 @@ import (
 // Invocation states.
 const (
 	InvAwaitingConfirmation = "awaiting_confirmation"
+	InvAwaitingPayment      = "awaiting_payment" // a flat-fee quote waiting for its on-chain authorization
 	InvDispatching          = "dispatching"
 	InvSucceeded            = "succeeded"
 	InvFailed               = "failed"
@@ -20,13 +20,6 @@ const (
 	// and whose outcome could not be learned again: the partner may or may not have acted.
 	InvOutcomeUnknown = "outcome_unknown"
 )
-
-// ErrAlreadyFinished is FinishInvocation on an invocation that another process finished first.
-var ErrAlreadyFinished = errors.New("the invocation was finished already")
-
-// ErrReservationClosed is a settlement whose reservation was already closed (refunded by an
-// older sweeper): the outcome can be recorded, but nothing can be charged.
-var ErrReservationClosed = errors.New("the reservation was closed already")
 
 // Invocation is one call of a partner intent, from quote to outcome.
 type Invocation struct {
@@ -44,6 +37,10 @@ type Invocation struct {
 	ReserveMicro        int64      `bun:"reserve_micro,notnull"`
 	MaxPartnerFeeMicro  int64      `bun:"max_partner_fee_micro,notnull"`
 	MaxPlatformFeeMicro int64      `bun:"max_platform_fee_micro,notnull"`
+	RoutedValueMicro    *int64     `bun:"routed_value_micro"` // USD value the args move; nil when none or not quotable
+	GasChain            string     `bun:"gas_chain,notnull"`
+	GasEstimateMicro    int64      `bun:"gas_estimate_micro,notnull"`
+	MaxGasMicro         int64      `bun:"max_gas_micro,notnull"`
 	Attempts            int        `bun:"attempts,notnull"`
 	HTTPStatus          *int       `bun:"http_status"`
 	OutcomeCode         string     `bun:"outcome_code,notnull"`
@@ -51,6 +48,8 @@ type Invocation struct {
 	OutputSchemaValid   *bool      `bun:"output_schema_valid"`
 	PartnerFeeMicro     int64      `bun:"partner_fee_micro,notnull"`
 	PlatformFeeMicro    int64      `bun:"platform_fee_micro,notnull"`
+	GasMicro            int64      `bun:"gas_micro,notnull"`
+	LatencyMs           *int       `bun:"latency_ms"` // the partner's answer time (last attempt)
 	RefundedMicro       int64      `bun:"refunded_micro,notnull"`
 	Answer              *string    `bun:"answer"` // the JSON answer or error body, replayed to a repeated confirmation
 	CreatedAt           time.Time  `bun:"created_at,notnull"`
@@ -70,25 +69,58 @@ type InvocationEvent struct {
 	At        time.Time `bun:"at,notnull"`
 }
 
-// addEvent appends a transition, numbered after the invocation's last one.
-func addEvent(ctx context.Context, tx bun.Tx, inv *Invocation, state, detail string, at time.Time) error {
+// AddEvent appends a transition, numbered after the invocation's last one.
+func (q *Q) AddEvent(ctx context.Context, requestID, state, detail string, at time.Time) error {
 	var last int
-	if err := tx.NewSelect().Model((*InvocationEvent)(nil)).ColumnExpr("COALESCE(MAX(seq), 0)").
-		Where("request_id = ?", inv.RequestID).Scan(ctx, &last); err != nil {
+	if err := q.tx.NewSelect().Model((*InvocationEvent)(nil)).ColumnExpr("COALESCE(MAX(seq), 0)").
+		Where("request_id = ?", requestID).Scan(ctx, &last); err != nil {
 		return err
 	}
-	_, err := tx.NewInsert().Model(&InvocationEvent{ID: uuid.NewString(), RequestID: inv.RequestID, Seq: last + 1,
+	_, err := q.tx.NewInsert().Model(&InvocationEvent{ID: uuid.NewString(), RequestID: requestID, Seq: last + 1,
 		State: state, Detail: detail, At: at}).Exec(ctx)
+	return err
+}
+
+// InsertInvocation writes a new invocation row.
+func (q *Q) InsertInvocation(ctx context.Context, inv *Invocation) error {
+	_, err := q.tx.NewInsert().Model(inv).Exec(ctx)
+	return err
+}
+
+// MoveInvocation moves an invocation from state `from` to `to` (stamping dispatched_at when
+// `to` is dispatching); moved is false when it was not in state `from` (another call moved it
+// first). The row lock makes a concurrent mover wait, then find it moved.
+func (q *Q) MoveInvocation(ctx context.Context, requestID, from, to string, at time.Time) (moved bool, _ error) {
+	u := q.tx.NewUpdate().Model((*Invocation)(nil)).Set("state = ?", to).
+		Where("request_id = ? AND state = ?", requestID, from)
+	if to == InvDispatching {
+		u = u.Set("dispatched_at = ?", at)
+	}
+	res, err := u.Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// WriteOutcome writes the outcome fields of a finished invocation.
+func (q *Q) WriteOutcome(ctx context.Context, inv *Invocation) error {
+	_, err := q.tx.NewUpdate().Model(inv).
+		Column("state", "attempts", "http_status", "outcome_code", "outcome_message", "output_schema_valid",
+			"partner_fee_micro", "platform_fee_micro", "gas_micro", "refunded_micro", "answer", "finished_at", "latency_ms").
+		WherePK().Exec(ctx)
 	return err
 }
 
 // CreateInvocation records a new invocation in its first state.
 func (s *Store) CreateInvocation(ctx context.Context, inv *Invocation, detail string) error {
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewInsert().Model(inv).Exec(ctx); err != nil {
+		q := &Q{tx: tx, postgres: s.postgres}
+		if err := q.InsertInvocation(ctx, inv); err != nil {
 			return err
 		}
-		return addEvent(ctx, tx, inv, inv.State, detail, inv.CreatedAt)
+		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, inv.CreatedAt)
 	})
 }
 
@@ -118,91 +150,10 @@ func (s *Store) InvocationEvents(ctx context.Context, requestID string) ([]Invoc
 	return evs, normalize(err)
 }
 
-// StartInvocation puts inv in state dispatching and reserves its credit, in one transaction.
-// With from == "" inv is new and inserted; otherwise it must be in state from (a quote being
-// confirmed), and moved reports false when it was not (another call confirmed it first).
-// A refusal of the reservation (ErrSpendLimit, ErrInsufficientCredits) writes nothing.
-func (s *Store) StartInvocation(ctx context.Context, inv *Invocation, from string, r *Reservation, keySpendLimit int64) (moved bool, err error) {
-	err = s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		at := r.CreatedAt
-		if from == "" {
-			inv.State, inv.DispatchedAt = InvDispatching, &at
-			if _, err := tx.NewInsert().Model(inv).Exec(ctx); err != nil {
-				return err
-			}
-		} else {
-			res, err := tx.NewUpdate().Model((*Invocation)(nil)).
-				Set("state = ?", InvDispatching).Set("dispatched_at = ?", at).
-				Where("request_id = ? AND state = ?", inv.RequestID, from).Exec(ctx)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return err
-			}
-			inv.State, inv.DispatchedAt = InvDispatching, &at
-		}
-		if err := s.reserveTx(ctx, tx, r, keySpendLimit); err != nil {
-			return err
-		}
-		moved = true
-		return addEvent(ctx, tx, inv, InvDispatching, "credit reserved", at)
-	})
-	return moved, err
-}
-
 // Attempt is one call to the partner, recorded with the outcome.
 type Attempt struct {
 	Detail string
 	At     time.Time
-}
-
-// FinishInvocation records the attempts, settles (st non-nil) or refunds the reservation of
-// a dispatched invocation, and writes the outcome fields of inv with its final transition,
-// in one transaction. Only one process finishes an invocation: the others get
-// ErrAlreadyFinished and nothing they wrote lands, so a call is never settled twice.
-func (s *Store) FinishInvocation(ctx context.Context, inv *Invocation, attempts []Attempt, st *Settlement, refundReason, detail string) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
-		res, err := tx.NewUpdate().Model((*Invocation)(nil)).Set("state = ?", inv.State).
-			Where("request_id = ? AND state = ?", inv.RequestID, InvDispatching).Exec(ctx)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			if err != nil {
-				return err
-			}
-			return ErrAlreadyFinished
-		}
-		for _, a := range attempts {
-			if err := addEvent(ctx, tx, inv, "attempt", a.Detail, a.At); err != nil {
-				return err
-			}
-		}
-		inv.Attempts = len(attempts)
-		switch {
-		case st != nil:
-			ok, err := s.settleTx(ctx, tx, inv.RequestID, *st, *inv.FinishedAt)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return ErrReservationClosed
-			}
-		case inv.DispatchedAt != nil:
-			if _, err := s.refundTx(ctx, tx, inv.RequestID, refundReason, *inv.FinishedAt); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.NewUpdate().Model(inv).
-			Column("state", "attempts", "http_status", "outcome_code", "outcome_message", "output_schema_valid",
-				"partner_fee_micro", "platform_fee_micro", "refunded_micro", "answer", "finished_at").
-			WherePK().Exec(ctx); err != nil {
-			return err
-		}
-		return addEvent(ctx, tx, inv, inv.State, detail, *inv.FinishedAt)
-	})
 }
 
 // StuckInvocations lists invocations still dispatching after their reservation's deadline:

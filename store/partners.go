@@ -50,6 +50,11 @@ type PartnerIntent struct {
 	IsCoreIntent       bool              `bun:"is_core_intent,notnull"`
 	VerificationStatus string            `bun:"verification_status,notnull"`
 	Revision           int               `bun:"revision,notnull"` // bumped by every update
+	NextProbeAt        *time.Time        `bun:"next_probe_at"`
+	LastProbeAt        *time.Time        `bun:"last_probe_at"`
+	LastProbeResult    string            `bun:"last_probe_result,notnull"`
+	ProbeFailures      int               `bun:"probe_failures,notnull"`
+	DeactivatedReason  string            `bun:"deactivated_reason,notnull"`
 	ArchivedAt         *time.Time        `bun:"archived_at"`
 	CreatedAt          time.Time         `bun:"created_at,notnull"`
 	UpdatedAt          time.Time         `bun:"updated_at,notnull"`
@@ -219,7 +224,7 @@ var ErrStale = fmt.Errorf("%w: the intent changed since it was read", ErrConflic
 func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
 	res, err := s.db.NewUpdate().Model(in).
 		Column("name", "description", "tool_endpoint", "timeout_ms", "fee_rate", "sample_queries",
-			"is_active", "verification_status", "is_core_intent", "archived_at", "updated_at").
+			"is_active", "verification_status", "is_core_intent", "archived_at", "updated_at", "deactivated_reason").
 		Set("revision = revision + 1").
 		Where("id = ? AND revision = ?", in.ID, in.Revision).
 		Exec(ctx)
@@ -245,4 +250,31 @@ func IsQuotaError(err error) (*QuotaError, bool) {
 	var q *QuotaError
 	ok := errors.As(err, &q)
 	return q, ok
+}
+
+// ClaimProbe takes an active intent's next probe: it moves next_probe_at to next when the probe
+// was due at now, and reports whether this caller won it (replicas race for the same rows).
+func (s *Store) ClaimProbe(ctx context.Context, id string, now, next time.Time) (bool, error) {
+	res, err := s.db.NewUpdate().Model((*PartnerIntent)(nil)).Set("next_probe_at = ?", next).
+		Where("id = ? AND is_active AND (next_probe_at IS NULL OR next_probe_at <= ?)", id, now).Exec(ctx)
+	if err != nil {
+		return false, normalize(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// DueProbes lists active intents whose probe is due, oldest first.
+func (s *Store) DueProbes(ctx context.Context, now time.Time, limit int) ([]*PartnerIntent, error) {
+	var out []*PartnerIntent
+	err := s.db.NewSelect().Model(&out).Where("is_active AND archived_at IS NULL AND is_core_intent = ?", false).
+		Where("next_probe_at IS NULL OR next_probe_at <= ?", now).OrderExpr("next_probe_at ASC NULLS FIRST").Limit(int64(limit)).Scan(ctx)
+	return out, normalize(err)
+}
+
+// RecordProbe writes a probe's outcome (not an edit: the revision stays).
+func (s *Store) RecordProbe(ctx context.Context, id, result string, failures int, at time.Time) error {
+	_, err := s.db.NewUpdate().Model((*PartnerIntent)(nil)).Set("last_probe_at = ?", at).Set("last_probe_result = ?", result).
+		Set("probe_failures = ?", failures).Where("id = ?", id).Exec(ctx)
+	return normalize(err)
 }

@@ -46,7 +46,12 @@ type Authenticator struct {
 	store *store.Store
 	now   func() time.Time
 	log   *slog.Logger
+	// Tokens resolves an OAuth access token (sbat_...) of an MCP host; nil: none are accepted.
+	Tokens func(ctx context.Context, token string) (*Principal, error)
 }
+
+// AccessTokenPrefix starts every OAuth access token.
+const AccessTokenPrefix = "sbat_"
 
 // NewAuthenticator builds an Authenticator on st; now is the clock.
 func NewAuthenticator(st *store.Store, now func() time.Time, log *slog.Logger) *Authenticator {
@@ -58,6 +63,13 @@ const touchEvery = time.Minute
 
 // Authenticate returns the live key for secret, or UNAUTHENTICATED saying what to do.
 func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*Principal, error) {
+	if strings.HasPrefix(secret, AccessTokenPrefix) && a.Tokens != nil {
+		p, err := a.Tokens(ctx, secret)
+		if err != nil && !store.IsUnavailable(err) {
+			return nil, Errorf(CodeUnauthenticated, "the access token is not valid (%v); refresh it, or connect again", err)
+		}
+		return p, err
+	}
 	if !strings.HasPrefix(secret, "sb_") {
 		return nil, Errorf(CodeUnauthenticated, "that is not a Switchboard API key (keys start with sb_test_ or sb_live_); send it as x-api-key or Authorization: Bearer")
 	}

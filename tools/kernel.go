@@ -25,13 +25,13 @@ type Kernel struct {
 	tools   []*Tool
 	byName  map[string]*Tool
 	auth    *Authenticator
-	limiter *RateLimiter
+	limiter Limiter
 	log     *slog.Logger
 	now     func() time.Time
 }
 
 // NewKernel registers tools. Duplicate names, missing titles and undecided hints are refused.
-func NewKernel(auth *Authenticator, limiter *RateLimiter, log *slog.Logger, now func() time.Time, tools ...*Tool) (*Kernel, error) {
+func NewKernel(auth *Authenticator, limiter Limiter, log *slog.Logger, now func() time.Time, tools ...*Tool) (*Kernel, error) {
 	k := &Kernel{byName: make(map[string]*Tool), auth: auth, limiter: limiter, log: log, now: now}
 	for _, t := range tools {
 		if _, dup := k.byName[t.Name]; dup {
@@ -107,7 +107,16 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 			}
 		}
 		caller.Principal = p
-		if ok, wait := k.limiter.Allow(p.ID(), p.RateLimitPerMinute); !ok {
+		ok, wait, err := k.limiter.Allow(ctx, p.ID(), p.RateLimitPerMinute)
+		switch {
+		case err != nil && t.Annotations.ReadOnly != nil && *t.Annotations.ReadOnly:
+			// A lookup costs nothing: let it through rather than fail every read with the limiter.
+			k.log.WarnContext(ctx, "rate limiter unavailable; read-only call allowed", "tool", t.Name, "err", err)
+		case err != nil:
+			e := Errorf(CodeUnavailable, "%s cannot run now: the rate limiter that all replicas share is unreachable, and a call that writes or costs money is never let through unlimited; retry in a few seconds", t.Name).Wrap(err)
+			e.RetryAfter = 2 * time.Second
+			return nil, e
+		case !ok:
 			e := Errorf(CodeRateLimited, "this key allows %d requests a minute; retry in %d s, or mint a key with a higher limit", p.RateLimitPerMinute, int(wait.Seconds()))
 			e.RetryAfter = wait
 			return nil, e

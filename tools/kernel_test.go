@@ -143,19 +143,19 @@ func TestRateLimiterRefills(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	r := tools.NewRateLimiter(func() time.Time { return now })
 	for i := 0; i < 60; i++ {
-		if ok, _ := r.Allow("k", 60); !ok {
+		if ok, _, _ := r.Allow(context.Background(), "k", 60); !ok {
 			t.Fatalf("call %d of a 60/min burst refused", i)
 		}
 	}
-	ok, wait := r.Allow("k", 60)
+	ok, wait, _ := r.Allow(context.Background(), "k", 60)
 	if ok || wait != time.Second {
 		t.Fatalf("61st call: ok=%v wait=%v, want refused with 1s", ok, wait)
 	}
 	now = now.Add(time.Second)
-	if ok, _ := r.Allow("k", 60); !ok {
+	if ok, _, _ := r.Allow(context.Background(), "k", 60); !ok {
 		t.Fatal("no token after a second at 60/min")
 	}
-	if ok, _ := r.Allow("other", 60); !ok {
+	if ok, _, _ := r.Allow(context.Background(), "other", 60); !ok {
 		t.Fatal("keys share a bucket")
 	}
 }

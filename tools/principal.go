@@ -13,6 +13,7 @@ type AuthMethod string
 const (
 	AuthAPIKey  AuthMethod = "api_key" // x-api-key or Authorization: Bearer, MCP and REST; SWITCHBOARD_API_KEY on stdio
 	AuthSession AuthMethod = "session" // a signed-in human on the portal
+	AuthOAuth   AuthMethod = "oauth"   // an MCP host's OAuth access token, resolved to its grant's key
 )
 
 // Principal is who is calling: the account, what it may do, and how it authenticated.

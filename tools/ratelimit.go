@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -8,9 +9,16 @@ import (
 	"golang.org/x/time/rate"
 )
 
+// Limiter decides whether a principal may make one more call: at most perMinute a minute,
+// with a burst of the same size. A limiter whose counters live elsewhere (Redis) can fail; the
+// kernel then refuses calls that cost money rather than let them through unlimited.
+type Limiter interface {
+	Allow(ctx context.Context, id string, perMinute int) (ok bool, retryAfter time.Duration, err error)
+}
+
 // RateLimiter enforces each key's rateLimitPerMinute as a token bucket that refills
 // rateLimitPerMinute tokens a minute with a burst of the same size. Counters live in this
-// process (see the README's Decisions for replicas).
+// process: the embedded default, right for one replica (several share a Redis limiter).
 type RateLimiter struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -30,8 +38,13 @@ func NewRateLimiter(now func() time.Time) *RateLimiter {
 }
 
 // Allow takes one token from the key's bucket. When none is left it reports how long until
-// one is.
-func (r *RateLimiter) Allow(keyID string, perMinute int) (ok bool, retryAfter time.Duration) {
+// one is. It never fails.
+func (r *RateLimiter) Allow(_ context.Context, keyID string, perMinute int) (ok bool, retryAfter time.Duration, _ error) {
+	ok, retryAfter = r.take(keyID, perMinute)
+	return ok, retryAfter, nil
+}
+
+func (r *RateLimiter) take(keyID string, perMinute int) (ok bool, retryAfter time.Duration) {
 	if perMinute <= 0 {
 		return false, time.Minute
 	}

@@ -5,13 +5,19 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/contracts"
+	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/store"
@@ -184,6 +190,30 @@ func TestAdminCredit(t *testing.T) {
 	if _, err := run("invocation", "00000000-0000-4000-8000-000000000000"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("unknown invocation: %v", err)
 	}
+	// Fee tiers: only configured ones, stored on the account.
+	if out, err := run("set-tier", "buyer@example.com", "pro"); err != nil || out["tier"] != "pro" || out["platformFeeBps"] != 15.0 {
+		t.Fatalf("set-tier pro: %v %v", out, err)
+	}
+	if _, err := run("set-tier", "acct_1", "platinum"); err == nil || !strings.Contains(err.Error(), "enterprise, pro, standard") {
+		t.Fatalf("set-tier to an unknown tier: %v", err)
+	}
+	// A balance that its ledger does not explain fails ledger-check (the exit status).
+	st, err = store.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acct, _ := st.AccountByID(ctx, "acct_1"); acct.Tier != "pro" {
+		t.Fatalf("tier stored: %q", acct.Tier)
+	}
+	if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		return q.AdjustCredit(ctx, "acct_1", store.CreditDelta{Available: 7}, now)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := run("ledger-check"); err == nil || !strings.Contains(err.Error(), "user:acct_1:available") {
+		t.Fatalf("ledger-check on a broken ledger: %v", err)
+	}
 }
 
 // `admin sweep` concludes abandoned work now and says how much; on a clean database, nothing.
@@ -238,5 +268,39 @@ func TestAdminCreditIsBounded(t *testing.T) {
 	}
 	if out, err := run("ledger-check"); err != nil || !strings.Contains(out, "ok") {
 		t.Fatalf("ledger-check after refused grants: %q %v", out, err)
+	}
+}
+
+// `admin deploy-payer -test-token` deploys both contracts on a real node and prints settings
+// that work: `admin payout` with them runs (nothing accrued: nothing paid).
+func TestAdminDeployPayerAndPayout(t *testing.T) {
+	chain := anviltest.Start(t)
+	t.Setenv("SWITCHBOARD_DATA_DIR", t.TempDir())
+	t.Setenv("SWITCHBOARD_DATABASE_URL", "")
+	t.Setenv("SWITCHBOARD_FLATFEE_RPC_URL", chain.URL)
+	t.Setenv("SWITCHBOARD_FLATFEE_CHAIN_ID", fmt.Sprint(anviltest.ChainID))
+	t.Setenv("SWITCHBOARD_FLATFEE_RELAYER_KEY", hexutil.Encode(crypto.FromECDSA(chain.Relayer)))
+	t.Setenv("SWITCHBOARD_FLATFEE_TREASURY", chain.Treasury.Hex())
+	var out, errOut bytes.Buffer
+	if err := runAdmin(context.Background(), mustConfig(t), []string{"deploy-payer", "-test-token"}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("deploy-payer: %v %s", err, errOut.String())
+	}
+	var settings map[string]string
+	if err := json.Unmarshal(out.Bytes(), &settings); err != nil || !common.IsHexAddress(settings["SWITCHBOARD_FLATFEE_PAYER"]) || !common.IsHexAddress(settings["SWITCHBOARD_FLATFEE_TOKEN"]) {
+		t.Fatalf("settings: %s %v", out.String(), err)
+	}
+	got, err := chain.Client.Call(context.Background(), common.HexToAddress(settings["SWITCHBOARD_FLATFEE_PAYER"]), contracts.FlatFeePayer, "treasury")
+	if err != nil || got[0].(common.Address) != chain.Treasury {
+		t.Fatalf("the deployed payer's treasury: %v %v", got, err)
+	}
+	t.Setenv("SWITCHBOARD_FLATFEE_TOKEN", settings["SWITCHBOARD_FLATFEE_TOKEN"])
+	t.Setenv("SWITCHBOARD_FLATFEE_PAYER", settings["SWITCHBOARD_FLATFEE_PAYER"])
+	out.Reset()
+	if err := runAdmin(context.Background(), mustConfig(t), []string{"payout"}, strings.NewReader(""), &out, &errOut); err != nil || !strings.Contains(out.String(), `"payouts": []`) {
+		t.Fatalf("payout: %q %v %s", out.String(), err, errOut.String())
+	}
+	t.Setenv("SWITCHBOARD_FLATFEE_TREASURY", "nope")
+	if err := runAdmin(context.Background(), mustConfig(t), []string{"deploy-payer"}, strings.NewReader(""), &out, &errOut); err == nil {
+		t.Fatal("deploy-payer without a treasury address")
 	}
 }

@@ -44,6 +44,9 @@ commands:
   migrate   apply database migrations and exit
   admin     operator commands: insert production listings, set verification status ('switchboard admin help')
   tokens    'switchboard tokens refresh': pull the public token lists (CoinGecko, Jupiter verified) into the database
+  partner   'switchboard partner check URL': run the verification battery against your endpoint before publishing
+  verify-receipt -base-url URL | -key-file PEM < receipt.json
+            check a signed receipt (an invoke answer, or {receipt, signature}); exits non-zero if it does not verify
 
 Run 'switchboard <command> --help' for the settings; each is also a SWITCHBOARD_* variable.
 `
@@ -66,6 +69,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cmd == "tokens" {
 		return runTokens(ctx, cfg, args[1:], stdout, stderr)
+	}
+	if cmd == "partner" {
+		return runPartner(ctx, args[1:], stdout, stderr)
+	}
+	if cmd == "verify-receipt" {
+		return runVerifyReceipt(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("switchboard "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -132,7 +141,22 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	go a.RunSweeper(ctx, 30*time.Second) // concludes dispatches and reservations a crash abandoned
+	go a.RunSweeper(ctx, 30*time.Second)                                                                             // concludes dispatches, reservations and payments a crash abandoned
+	go a.Keys.RunRefresh(ctx, 30*time.Second, func(err error) { log.ErrorContext(ctx, "service keys", "err", err) }) // follows rotations
+	if every, err := time.ParseDuration(cfg.ReprobeInterval); err != nil || every < 0 {
+		return fmt.Errorf("SWITCHBOARD_REPROBE_INTERVAL=%q: want a Go duration (0 disables), e.g. 1h", cfg.ReprobeInterval)
+	} else if every > 0 {
+		go a.RunReprobe(ctx, every)
+	}
+	if a.Payments != nil {
+		every, err := time.ParseDuration(cfg.FlatFee.PayoutInterval)
+		if err != nil || every < 0 {
+			return fmt.Errorf("SWITCHBOARD_PAYOUT_INTERVAL=%q: want a Go duration (0 disables), e.g. 24h", cfg.FlatFee.PayoutInterval)
+		}
+		if every > 0 {
+			go a.RunPayouts(ctx, every)
+		}
+	}
 	log.Info("switchboard serving", "addr", cfg.Addr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
 	select {
 	case err := <-errc:

@@ -95,7 +95,7 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 	if err != nil {
 		return GetOutput{}, err
 	}
-	spent, err := s.store.Spent(ctx, c.Principal.KeyID)
+	spend, err := s.store.KeySpendOf(ctx, c.Principal.KeyID)
 	if err != nil {
 		return GetOutput{}, err
 	}
@@ -114,7 +114,7 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 		SigningEnabled: acct.SigningEnabled, KeyID: c.Principal.KeyID, Scopes: c.Principal.Scopes,
 		Limits: Limits{SpendLimitUsd: tools.USD(c.Principal.SpendLimitMicro), RateLimitPerMinute: c.Principal.RateLimitPerMinute,
 			DefaultSpendLimitUsd: tools.USD(def.SpendMicro), DefaultRateLimitPerMinute: def.RatePerMinute},
-		Credit: Credit{AvailableUsd: tools.USD(credit.AvailableMicro), ReservedUsd: tools.USD(credit.ReservedMicro), KeySpentUsd: tools.USD(spent),
+		Credit: Credit{AvailableUsd: tools.USD(credit.AvailableMicro), ReservedUsd: tools.USD(credit.ReservedMicro), KeySpentUsd: tools.USD(spend.SpentMicro),
 			MonthSpentUsd: tools.USD(monthSpent)},
 		Keys:   make([]keys.Meta, 0, len(ks)),
 		Recent: make([]Invocation, 0, len(invs)),
@@ -122,7 +122,7 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 	for _, inv := range invs {
 		var cost int64
 		if inv.FinishedAt != nil { // quoted or in flight: nothing spent yet
-			cost = inv.ReserveMicro - inv.RefundedMicro + inv.PartnerFeeMicro + inv.PlatformFeeMicro
+			cost = inv.ReserveMicro - inv.RefundedMicro + inv.PartnerFeeMicro + inv.PlatformFeeMicro + inv.GasMicro
 		}
 		out.Recent = append(out.Recent, Invocation{RequestID: inv.RequestID, Handle: inv.Handle, State: inv.State,
 			CostUsd: tools.USD(cost), At: inv.CreatedAt.UTC()})

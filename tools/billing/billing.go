@@ -1,30 +1,66 @@
-// Package billing charges invocations honestly: a reservation for infrastructure at the start
-// of a turn, the partner fee and platform fee only on success, a refund otherwise, all as
-// balanced ledger transactions. A sweeper refunds reservations abandoned by a crash.
+// Package billing is every money rule of Switchboard, in one place: what a call costs (the
+// partner's rate, the platform's tier fee on routed value or its per-call floor, gas passed
+// through), whether it fits the caller's credit and spend limit, and how the ledger moves —
+// a reservation at the start of a turn, one balanced settlement on success, a refund
+// otherwise. The store gives it transaction-scoped primitives (row locks, balance deltas,
+// balanced postings) and keeps no rule of its own.
 package billing
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
+// Fee units of a partner's feeRate that dispatch charges from credit. The flat-fee units are
+// paid on chain before dispatch (the flat-fee path), never from credit.
+const (
+	FeeUSDPerCall = "usd_per_call" // feeRate is USD per call
+	FeeBps        = "bps"          // feeRate is basis points of the routed value
+)
+
+// Ledger books of the platform. Amounts are signed micro-USD: positive grows the book.
+const (
+	BookGrants        = "external:grants"
+	BookPlatformFees  = "platform:fees"
+	BookPlatformInfra = "platform:infra"
+	BookGas           = "platform:gas" // gas passed through: the platform's float that pays networks
+)
+
 // Config prices invocations. All amounts are micro-USD.
 type Config struct {
-	InfraCostMicro     int64 // reserved at the start of every invocation, consumed on success
-	PlatformFeeBps     int64 // platform fee in basis points of the partner fee
-	StartingGrantMicro int64 // credit granted to a new account (test environment)
+	InfraCostMicro     int64            // reserved at the start of every invocation, consumed on success
+	TierBps            map[string]int64 // platform fee in basis points of routed value, by the caller's tier
+	DefaultTier        string           // the tier of an account whose tier is not in TierBps
+	PlatformFloorMicro int64            // platform fee of a call that routes no value
+	GasMarginBps       int64            // held over a gas estimate for the worst case (5000: +50%)
+	StartingGrantMicro int64            // credit granted to a new account (test environment)
+	MaxBalanceMicro    int64            // the most an account's available + reserved credit may be
 	SweepMargin        time.Duration
 }
 
-// DefaultConfig: 1,000 micro-USD infrastructure reservation, 10% platform fee, 10 USD of
-// starting credit, 30 s sweep margin.
+// DefaultConfig: 0.001 USD infrastructure reservation; tiers standard 30 bps, pro 15 bps,
+// enterprise 5 bps on routed value; a 0.001 USD floor for calls that route no value; gas
+// reserved at its estimate plus 50%; 10 USD of starting credit; 30 s sweep margin.
 func DefaultConfig() Config {
-	return Config{InfraCostMicro: 1_000, PlatformFeeBps: 1_000, StartingGrantMicro: 10_000_000, SweepMargin: 30 * time.Second}
+	return Config{
+		InfraCostMicro:     1_000,
+		TierBps:            map[string]int64{"standard": 30, "pro": 15, "enterprise": 5},
+		DefaultTier:        store.DefaultTier,
+		PlatformFloorMicro: 1_000,
+		GasMarginBps:       5_000,
+		StartingGrantMicro: 10_000_000,
+		MaxBalanceMicro:    MaxBalanceMicro,
+		SweepMargin:        30 * time.Second,
+	}
 }
 
 // Service moves credit.
@@ -43,59 +79,180 @@ func NewService(st *store.Store, cfg Config, now func() time.Time, log *slog.Log
 // Config returns the prices.
 func (s *Service) Config() Config { return s.cfg }
 
-// PlatformFee is the platform's basis points on a partner fee, rounded half up.
-func (s *Service) PlatformFee(partnerFeeMicro int64) int64 {
-	return (partnerFeeMicro*s.cfg.PlatformFeeBps + 5_000) / 10_000
+// SetTier moves an account to a configured fee tier (the operator's admin command).
+func (s *Service) SetTier(ctx context.Context, accountID, tier string) error {
+	if _, ok := s.cfg.TierBps[tier]; !ok {
+		names := make([]string, 0, len(s.cfg.TierBps))
+		for n := range s.cfg.TierBps {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return tools.Errorf(tools.CodeBadInput, "no fee tier %q; the configured tiers are %s (SWITCHBOARD_FEE_TIERS)", tier, strings.Join(names, ", "))
+	}
+	return s.store.SetTier(ctx, accountID, tier)
+}
+
+// Terms are what a call is priced from.
+type Terms struct {
+	FeeUnit string          // FeeUSDPerCall or FeeBps
+	FeeRate decimal.Decimal // the partner's feeRate in that unit
+	// Routed is the USD value (micro) the call's args move: a write's amount at its live
+	// price. Nil when the call moves nothing, or the value cannot be quoted.
+	Routed *int64
+	// Gas is the on-chain step's estimate; nil when the call has none.
+	Gas *Gas
+}
+
+// Gas is an estimate of the network fee of a call's on-chain step.
+type Gas struct {
+	Chain         string
+	EstimateMicro int64
+}
+
+// Quote is the price of a call, fixed before dispatch and kept with the invocation.
+type Quote struct {
+	ReserveMicro       int64  // infrastructure, reserved at the start, consumed on success
+	MaxPartnerFeeMicro int64  // the partner's rate applied: the most the partner can charge
+	PlatformFeeMicro   int64  // the tier's basis points on routed value, or the floor
+	GasChain           string // where gas is paid ("" when the call has no on-chain step)
+	GasEstimateMicro   int64
+	MaxGasMicro        int64  // the gas estimate plus the margin: the most gas can cost
+	RoutedValueMicro   *int64 // the value routed, when known
+	Tier               string
+	PlatformBps        int64
+}
+
+// WorstMicro is the most a call can cost: what is held while it runs.
+func (q Quote) WorstMicro() int64 {
+	return q.ReserveMicro + q.MaxPartnerFeeMicro + q.PlatformFeeMicro + q.MaxGasMicro
+}
+
+// ErrNeedsRoutedValue refuses to price a basis-point intent whose routed value is unknown:
+// its partner fee depends on it.
+var ErrNeedsRoutedValue = errors.New("the partner's fee is basis points of the routed value, which is unknown")
+
+// QuoteFor prices a call by the caller account's tier.
+func (s *Service) QuoteFor(ctx context.Context, accountID string, t Terms) (Quote, error) {
+	tier := s.cfg.DefaultTier
+	if acct, err := s.store.AccountByID(ctx, accountID); err != nil {
+		return Quote{}, err
+	} else if acct.Tier != "" {
+		tier = acct.Tier
+	}
+	return s.Price(tier, t)
+}
+
+// Price prices a call for a caller of tier.
+func (s *Service) Price(tier string, t Terms) (Quote, error) {
+	bps, ok := s.cfg.TierBps[tier]
+	if !ok {
+		tier = s.cfg.DefaultTier
+		bps = s.cfg.TierBps[tier]
+	}
+	q := Quote{ReserveMicro: s.cfg.InfraCostMicro, Tier: tier, PlatformBps: bps, RoutedValueMicro: t.Routed}
+	switch t.FeeUnit {
+	case FeeUSDPerCall, "":
+		q.MaxPartnerFeeMicro = t.FeeRate.Shift(6).Floor().IntPart()
+	case FeeBps:
+		if t.Routed == nil {
+			if t.FeeRate.IsZero() {
+				break
+			}
+			return Quote{}, ErrNeedsRoutedValue
+		}
+		q.MaxPartnerFeeMicro = bpsOf(*t.Routed, t.FeeRate.IntPart())
+	default:
+		return Quote{}, fmt.Errorf("fee unit %q is not charged from credit", t.FeeUnit)
+	}
+	q.MaxPartnerFeeMicro = max(q.MaxPartnerFeeMicro, 0)
+	if t.Routed != nil {
+		q.PlatformFeeMicro = bpsOf(*t.Routed, bps)
+	} else {
+		q.PlatformFeeMicro = s.cfg.PlatformFloorMicro
+	}
+	if t.Gas != nil {
+		q.GasChain, q.GasEstimateMicro = t.Gas.Chain, max(t.Gas.EstimateMicro, 0)
+		q.MaxGasMicro = q.GasEstimateMicro + bpsOf(q.GasEstimateMicro, s.cfg.GasMarginBps)
+	}
+	if q.WorstMicro() > MaxGrantMicro || q.WorstMicro() < 0 {
+		return Quote{}, tools.Errorf(tools.CodeBadInput, "this call could cost more than %s USD, the most one call may; split it", tools.USD(MaxGrantMicro))
+	}
+	return q, nil
+}
+
+// bpsOf is bps basis points of micro, rounded half up, in integers that cannot overflow for
+// any amount under MaxBalanceMicro.
+func bpsOf(micro, bps int64) int64 {
+	return decimal.NewFromInt(micro).Mul(decimal.NewFromInt(bps)).Div(decimal.NewFromInt(10_000)).Round(0).IntPart()
 }
 
 // Charge is what an invocation reserved and was charged, for the caller's answer.
 type Charge struct {
 	ReservedMicro    int64 `json:"reservedMicro" jsonschema_description:"reserved at the start for infrastructure"`
 	PartnerFeeMicro  int64 `json:"partnerFeeMicro" jsonschema_description:"charged for the partner (0 unless the call succeeded)"`
-	PlatformFeeMicro int64 `json:"platformFeeMicro" jsonschema_description:"the platform's fee on the partner fee"`
+	PlatformFeeMicro int64 `json:"platformFeeMicro" jsonschema_description:"the platform's fee: its tier basis points on the routed value, or the per-call floor"`
+	GasMicro         int64 `json:"gasMicro" jsonschema_description:"network gas passed through (0 when the call has no on-chain step)"`
+	TotalMicro       int64 `json:"totalMicro" jsonschema_description:"the one bundled charge: infrastructure + partner fee + platform fee + gas (0 when nothing was charged)"`
 	RefundedMicro    int64 `json:"refundedMicro" jsonschema_description:"returned to your credit (the reservation, when the call failed)"`
 }
 
-// Quote is the most an invocation can cost.
-type Quote struct {
-	ReserveMicro        int64
-	MaxPartnerFeeMicro  int64
-	MaxPlatformFeeMicro int64
+// Refunded is the charge of a call that failed: its reservation returned.
+func (q Quote) Refunded() Charge {
+	return Charge{ReservedMicro: q.ReserveMicro, RefundedMicro: q.ReserveMicro}
 }
 
-// WorstMicro is the worst case of a quote.
-func (q Quote) WorstMicro() int64 {
-	return q.ReserveMicro + q.MaxPartnerFeeMicro + q.MaxPlatformFeeMicro
+// Settlement is how a successful call is charged, in one balanced ledger transaction.
+type Settlement struct {
+	PartnerFeeMicro  int64
+	PlatformFeeMicro int64
+	GasMicro         int64
+	PartnerBook      string // store.PartnerPayable(partnerID, payout); "" when no partner fee
 }
 
-// QuoteFor prices a call whose partner fee is at most maxPartnerFee.
-func (s *Service) QuoteFor(maxPartnerFeeMicro int64) Quote {
-	return Quote{ReserveMicro: s.cfg.InfraCostMicro, MaxPartnerFeeMicro: maxPartnerFeeMicro, MaxPlatformFeeMicro: s.PlatformFee(maxPartnerFeeMicro)}
+// Settle prices a successful call: the partner's reported cost capped at its quoted rate, the
+// quoted platform fee, gas at the reported actual (capped at the worst case held) or, when
+// the partner reported none, at the estimate; the reservation consumed.
+func (s *Service) Settle(q Quote, partnerCostMicro int64, gasActualMicro *int64, payoutBook string) (Settlement, Charge) {
+	fee := min(max(partnerCostMicro, 0), q.MaxPartnerFeeMicro)
+	gas := q.GasEstimateMicro
+	if gasActualMicro != nil {
+		gas = min(max(*gasActualMicro, 0), q.MaxGasMicro)
+	}
+	st := Settlement{PartnerFeeMicro: fee, PlatformFeeMicro: q.PlatformFeeMicro, GasMicro: gas, PartnerBook: payoutBook}
+	return st, Charge{ReservedMicro: q.ReserveMicro, PartnerFeeMicro: fee, PlatformFeeMicro: q.PlatformFeeMicro, GasMicro: gas,
+		TotalMicro: q.ReserveMicro + fee + q.PlatformFeeMicro + gas}
 }
 
-// Check refuses, without writing anything, a call whose worst case does not fit the key's
-// spend limit or the account's credit right now.
+// fits is the one rule of what a call may hold: the worst case must fit the account's free
+// credit (available minus what calls in flight hold) and the key's spend limit (spent plus
+// held by its calls in flight).
+func fits(ca *store.CreditAccount, ks *store.KeySpend, worst, limit int64) error {
+	if ks.SpentMicro+ks.HeldMicro+worst > limit {
+		return spendLimitError(ks.SpentMicro+ks.HeldMicro, worst, limit)
+	}
+	if free := ca.AvailableMicro - ca.HeldMicro; free < worst {
+		return creditError(free, worst)
+	}
+	return nil
+}
+
+// Check refuses, without writing anything, a call whose worst case does not fit right now
+// (a quote the caller could not pay). The reservation checks again under the locks.
 func (s *Service) Check(ctx context.Context, p *tools.Principal, q Quote) error {
-	spent, err := s.store.Spent(ctx, p.KeyID)
+	ks, err := s.store.KeySpendOf(ctx, p.KeyID)
 	if err != nil {
 		return err
-	}
-	if spent+q.WorstMicro() > p.SpendLimitMicro {
-		return spendLimitError(spent, q.WorstMicro(), p.SpendLimitMicro)
 	}
 	ca, err := s.store.Credit(ctx, p.AccountID)
 	if err != nil {
 		return err
 	}
-	if ca.AvailableMicro-ca.HeldMicro < q.WorstMicro() {
-		return creditError(ca.AvailableMicro-ca.HeldMicro, q.WorstMicro())
-	}
-	return nil
+	return fits(ca, ks, q.WorstMicro(), p.SpendLimitMicro)
 }
 
 // Reservation builds the start-of-turn reservation of a call: the infrastructure cost moves
-// to reserved and the worst case is held. deadline is when the sweeper may refund it if nobody
-// settled it: the call's timeout plus a margin.
+// to reserved and the worst case is held. Its deadline is when the sweeper may refund it if
+// nobody settled it: the call's timeout plus a margin.
 func (s *Service) Reservation(requestID string, p *tools.Principal, q Quote, callTimeout time.Duration) *store.Reservation {
 	now := s.now().UTC()
 	return &store.Reservation{
@@ -105,29 +262,127 @@ func (s *Service) Reservation(requestID string, p *tools.Principal, q Quote, cal
 	}
 }
 
-// Reserve writes a reservation on its own (the dispatcher writes it with the invocation).
-func (s *Service) Reserve(ctx context.Context, requestID string, p *tools.Principal, q Quote, callTimeout time.Duration) error {
-	return s.Refusal(ctx, s.store.Reserve(ctx, s.Reservation(requestID, p, q, callTimeout), p.SpendLimitMicro), p, q)
-}
-
-// Refusal turns the store's refusals of a reservation into SPEND_LIMIT and
-// INSUFFICIENT_CREDITS errors that say what to do; other errors pass through.
-func (s *Service) Refusal(ctx context.Context, err error, p *tools.Principal, q Quote) error {
-	switch {
-	case errors.Is(err, store.ErrSpendLimit):
-		spent, _ := s.store.Spent(ctx, p.KeyID)
-		return spendLimitError(spent, q.WorstMicro(), p.SpendLimitMicro).Wrap(err)
-	case errors.Is(err, store.ErrInsufficientCredits):
-		ca, _ := s.store.Credit(ctx, p.AccountID)
-		return creditError(ca.AvailableMicro-ca.HeldMicro, q.WorstMicro()).Wrap(err)
+// ReserveIn writes r inside q's transaction, or refuses it (SPEND_LIMIT, INSUFFICIENT_CREDITS,
+// nothing written) when its worst case does not fit, counting what other calls in flight may
+// still take. The locks make concurrent calls, on any replica, queue for the check.
+func (s *Service) ReserveIn(ctx context.Context, q *store.Q, r *store.Reservation, spendLimitMicro int64) error {
+	ca, err := q.LockCredit(ctx, r.AccountID, r.CreatedAt)
+	if err != nil {
+		return err
 	}
-	return err
+	ks, err := q.LockKeySpend(ctx, r.KeyID)
+	if err != nil {
+		return err
+	}
+	if err := fits(ca, ks, r.WorstMicro, spendLimitMicro); err != nil {
+		return err
+	}
+	if err := q.InsertReservation(ctx, r); err != nil {
+		return err
+	}
+	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: -r.ReservedMicro, Reserved: r.ReservedMicro, Held: r.WorstMicro - r.ReservedMicro}, r.CreatedAt); err != nil {
+		return err
+	}
+	if err := q.AdjustKeySpend(ctx, r.KeyID, 0, r.WorstMicro); err != nil {
+		return err
+	}
+	return q.Post(ctx, r.RequestID, "", r.CreatedAt,
+		store.Posting{Book: store.UserAvailable(r.AccountID), Micro: -r.ReservedMicro, Kind: "reserve"},
+		store.Posting{Book: store.UserReserved(r.AccountID), Micro: r.ReservedMicro, Kind: "reserve"})
 }
 
-func spendLimitError(spent, worst, limit int64) *tools.Error {
-	return tools.Errorf(tools.CodeSpendLimit, "this call may cost up to %s USD and the key has spent %s of its %s USD limit; use a key with a higher spendLimitUsd",
-		tools.USD(worst), tools.USD(spent), tools.USD(limit)).
-		WithDetails(map[string]any{"spentUsd": tools.USD(spent), "spendLimitUsd": tools.USD(limit), "maxChargeUsd": tools.USD(worst)})
+// Reserve writes a reservation in its own transaction (the dispatcher writes it with the
+// invocation, through ReserveIn).
+func (s *Service) Reserve(ctx context.Context, requestID string, p *tools.Principal, q Quote, callTimeout time.Duration) error {
+	return s.store.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
+		return s.ReserveIn(ctx, tx, s.Reservation(requestID, p, q, callTimeout), p.SpendLimitMicro)
+	})
+}
+
+// release closes an open reservation and drops its hold; ok is false (nothing changed) when
+// it was closed already.
+func release(ctx context.Context, q *store.Q, requestID, state string, now time.Time) (*store.Reservation, bool, error) {
+	r, err := q.LockReservation(ctx, requestID)
+	if err != nil || r.State != store.ReservationOpen {
+		return r, false, err
+	}
+	if err := q.CloseReservation(ctx, requestID, state, now); err != nil {
+		return nil, false, err
+	}
+	// Balance row before key row: the order every writer locks them in.
+	if _, err := q.LockCredit(ctx, r.AccountID, now); err != nil {
+		return nil, false, err
+	}
+	if _, err := q.LockKeySpend(ctx, r.KeyID); err != nil {
+		return nil, false, err
+	}
+	return r, true, q.AdjustKeySpend(ctx, r.KeyID, 0, -r.WorstMicro)
+}
+
+// SettleIn charges a successful call inside q's transaction: the reservation is consumed as
+// infrastructure, and the partner fee, platform fee and gas are charged from available credit,
+// all in one balanced ledger transaction. It reports false when the reservation was closed
+// already (settled, or refunded by a sweeper), changing nothing.
+func (s *Service) SettleIn(ctx context.Context, q *store.Q, requestID string, st Settlement, now time.Time) (bool, error) {
+	r, ok, err := release(ctx, q, requestID, store.ReservationSettled, now)
+	if err != nil || !ok {
+		return false, err
+	}
+	charged := st.PartnerFeeMicro + st.PlatformFeeMicro + st.GasMicro
+	if charged > r.WorstMicro-r.ReservedMicro {
+		return false, fmt.Errorf("charges %d exceed the worst case %d held for %s", charged, r.WorstMicro-r.ReservedMicro, requestID)
+	}
+	if st.PartnerFeeMicro > 0 && st.PartnerBook == "" {
+		return false, fmt.Errorf("partner fee without a payout book for %s", requestID)
+	}
+	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: -charged, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)}, now); err != nil {
+		return false, err
+	}
+	if err := q.AdjustKeySpend(ctx, r.KeyID, r.ReservedMicro+charged, 0); err != nil {
+		return false, err
+	}
+	avail := store.UserAvailable(r.AccountID)
+	return true, q.Post(ctx, requestID, "settlement", now,
+		store.Posting{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "consume"},
+		store.Posting{Book: BookPlatformInfra, Micro: r.ReservedMicro, Kind: "consume"},
+		store.Posting{Book: avail, Micro: -st.PartnerFeeMicro, Kind: "partner_fee"},
+		store.Posting{Book: st.PartnerBook, Micro: st.PartnerFeeMicro, Kind: "partner_fee"},
+		store.Posting{Book: avail, Micro: -st.PlatformFeeMicro, Kind: "platform_fee"},
+		store.Posting{Book: BookPlatformFees, Micro: st.PlatformFeeMicro, Kind: "platform_fee"},
+		store.Posting{Book: avail, Micro: -st.GasMicro, Kind: "gas"},
+		store.Posting{Book: BookGas, Micro: st.GasMicro, Kind: "gas"})
+}
+
+// RefundIn returns a call's reservation to available credit inside q's transaction. It
+// reports false when the reservation was closed already.
+func (s *Service) RefundIn(ctx context.Context, q *store.Q, requestID, reason string, now time.Time) (bool, error) {
+	r, ok, err := release(ctx, q, requestID, store.ReservationRefunded, now)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: r.ReservedMicro, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)}, now); err != nil {
+		return false, err
+	}
+	return true, q.Post(ctx, requestID, reason, now,
+		store.Posting{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "refund"},
+		store.Posting{Book: store.UserAvailable(r.AccountID), Micro: r.ReservedMicro, Kind: "refund"})
+}
+
+// Refund refunds a reservation in its own transaction.
+func (s *Service) Refund(ctx context.Context, requestID, reason string) (bool, error) {
+	var done bool
+	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		var err error
+		done, err = s.RefundIn(ctx, q, requestID, reason, s.now().UTC())
+		return err
+	})
+	return done, err
+}
+
+func spendLimitError(committed, worst, limit int64) *tools.Error {
+	return tools.Errorf(tools.CodeSpendLimit, "this call may cost up to %s USD and the key has spent or holds %s of its %s USD limit; use a key with a higher spendLimitUsd",
+		tools.USD(worst), tools.USD(committed), tools.USD(limit)).
+		WithDetails(map[string]any{"spentUsd": tools.USD(committed), "spendLimitUsd": tools.USD(limit), "maxChargeUsd": tools.USD(worst)})
 }
 
 func creditError(free, worst int64) *tools.Error {
@@ -136,16 +391,7 @@ func creditError(free, worst int64) *tools.Error {
 		WithDetails(map[string]any{"creditUsd": tools.USD(max(free, 0)), "maxChargeUsd": tools.USD(worst)})
 }
 
-// Settlement prices a successful call: the partner fee capped at the quote's (the listed
-// per-call price), the platform fee on it, the reservation consumed.
-func (s *Service) Settlement(q Quote, partnerFeeMicro int64, payoutBook string) (store.Settlement, Charge) {
-	fee := min(max(partnerFeeMicro, 0), q.MaxPartnerFeeMicro)
-	platform := s.PlatformFee(fee)
-	return store.Settlement{PartnerFeeMicro: fee, PlatformFeeMicro: platform, PartnerBook: payoutBook},
-		Charge{ReservedMicro: q.ReserveMicro, PartnerFeeMicro: fee, PlatformFeeMicro: platform}
-}
-
-// Bounds on money that enters an account. Grants are checked before anything is written and
+// Bounds on money that enters an account (MaxBalanceMicro is Config.MaxBalanceMicro's default). Grants are checked before anything is written and
 // the balance cap under the balance lock, so no sum can overflow and nothing is half-written.
 const (
 	MaxGrantMicro   = 1_000_000 * 1_000_000     // one grant: 1,000,000 USD
@@ -157,11 +403,41 @@ func (s *Service) Grant(ctx context.Context, accountID string, micro int64, memo
 	if micro <= 0 || micro > MaxGrantMicro {
 		return tools.Errorf(tools.CodeBadInput, "a grant is more than 0 and at most %s USD, got %s USD; split a larger amount", tools.USD(MaxGrantMicro), tools.USD(micro))
 	}
-	err := s.store.Grant(ctx, accountID, micro, MaxBalanceMicro, memo, s.now().UTC())
-	if errors.Is(err, store.ErrBalanceCap) {
-		return tools.Errorf(tools.CodeBadInput, "this grant would bring the account's credit over the %s USD cap; nothing was credited", tools.USD(MaxBalanceMicro)).Wrap(err)
+	now := s.now().UTC()
+	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		return s.GrantIn(ctx, q, accountID, micro, memo, now)
+	})
+}
+
+// StartingGrant grants a new account its starting credit in the transaction that creates it
+// (nil when there is none).
+func (s *Service) StartingGrant() store.CreateOption {
+	if s.cfg.StartingGrantMicro <= 0 {
+		return nil
 	}
-	return err
+	return func(ctx context.Context, q *store.Q, acct *store.Account) error {
+		return s.GrantIn(ctx, q, acct.ID, s.cfg.StartingGrantMicro, "starting grant", acct.CreatedAt)
+	}
+}
+
+// GrantIn adds credit inside q's transaction (an account being created with its starting
+// credit), refusing with nothing written when available plus reserved credit would pass
+// MaxBalanceMicro.
+func (s *Service) GrantIn(ctx context.Context, q *store.Q, accountID string, micro int64, memo string, now time.Time) error {
+	ca, err := q.LockCredit(ctx, accountID, now)
+	if err != nil {
+		return err
+	}
+	// Under the balance lock, in integers that cannot overflow (both terms are bounded).
+	if ca.AvailableMicro+ca.ReservedMicro > s.cfg.MaxBalanceMicro-micro {
+		return tools.Errorf(tools.CodeBadInput, "this grant would bring the account's credit over the %s USD cap; nothing was credited", tools.USD(s.cfg.MaxBalanceMicro))
+	}
+	if err := q.AdjustCredit(ctx, accountID, store.CreditDelta{Available: micro}, now); err != nil {
+		return err
+	}
+	return q.Post(ctx, "", memo, now,
+		store.Posting{Book: BookGrants, Micro: -micro, Kind: "grant"},
+		store.Posting{Book: store.UserAvailable(accountID), Micro: micro, Kind: "grant"})
 }
 
 // Sweep refunds every reservation whose deadline passed and returns how many it refunded.
@@ -172,7 +448,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, id := range ids {
-		ok, err := s.store.Refund(ctx, id, "swept: never settled", s.now().UTC())
+		ok, err := s.Refund(ctx, id, "swept: never settled")
 		if err != nil {
 			return n, err
 		}

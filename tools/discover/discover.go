@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -100,17 +102,30 @@ type Fee struct {
 
 // Match is one service found.
 type Match struct {
-	Handle             string `json:"handle"`
-	Name               string `json:"name"`
-	Description        string `json:"description"`
-	Category           string `json:"category"`
-	VerificationStatus string `json:"verificationStatus"`
-	IsCoreIntent       bool   `json:"isCoreIntent" jsonschema_description:"a built-in Switchboard capability: call its tool directly"`
-	Active             bool   `json:"active" jsonschema_description:"false only for your own intents not yet activated (only you can invoke them)"`
-	Own                bool   `json:"own" jsonschema_description:"published by your account"`
-	Fee                Fee    `json:"fee"`
-	ParametersSchema   Schema `json:"parametersSchema"`
-	Invoke             string `json:"invoke" jsonschema_description:"how to call it"`
+	Handle             string  `json:"handle"`
+	Name               string  `json:"name"`
+	Description        string  `json:"description"`
+	Category           string  `json:"category"`
+	VerificationStatus string  `json:"verificationStatus"`
+	IsCoreIntent       bool    `json:"isCoreIntent" jsonschema_description:"a built-in Switchboard capability: call its tool directly"`
+	Active             bool    `json:"active" jsonschema_description:"false only for your own intents not yet activated (only you can invoke them)"`
+	Own                bool    `json:"own" jsonschema_description:"published by your account"`
+	Fee                Fee     `json:"fee"`
+	ParametersSchema   Schema  `json:"parametersSchema"`
+	Invoke             string  `json:"invoke" jsonschema_description:"how to call it"`
+	Quality            Quality `json:"quality" jsonschema_description:"how it has behaved over the last 30 days, from real calls and the continuous re-probe"`
+}
+
+// Quality is an intent's record over the window: what an agent can choose by.
+type Quality struct {
+	Calls                   int        `json:"calls" jsonschema_description:"finished calls in the window"`
+	SuccessRate             *float64   `json:"successRate" jsonschema:"nullable" jsonschema_description:"share of calls the partner answered successfully (0 to 1); null with no calls"`
+	P50LatencyMs            *int64     `json:"p50LatencyMs" jsonschema:"nullable"`
+	P95LatencyMs            *int64     `json:"p95LatencyMs" jsonschema:"nullable"`
+	OutputSchemaConformance *float64   `json:"outputSchemaConformance" jsonschema:"nullable" jsonschema_description:"share of results that matched the outputSchema; null when none was checked"`
+	LastProbeAt             *time.Time `json:"lastProbeAt" jsonschema:"nullable"`
+	LastProbeResult         string     `json:"lastProbeResult"`
+	ProbeFailures           int        `json:"probeFailures" jsonschema_description:"re-probes failed in a row"`
 }
 
 // Output lists the matches, best first.
@@ -125,7 +140,7 @@ func (s *Service) Tools() []*tools.Tool {
 		Title: "Discover services",
 		Description: "Find services by what they do, in natural language: marketplace partner intents (called with invoke_partner_message " +
 			"and their @handle) and Switchboard's built-in capabilities (token resolution, prices, balances). Results are ranked by " +
-			"relevance, verified partners first at equal relevance, each with its fee, its parametersSchema and how to invoke it.",
+			"relevance and quality: verified partners first at equal relevance, then healthier ones (success rate, re-probes), each with its fee, its parametersSchema, how to invoke it, and its quality record.",
 		Access:      tools.Scope("read"),
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
 	}, s.discover)}
@@ -140,15 +155,78 @@ func (s *Service) discover(ctx context.Context, c *tools.Caller, in Input) (Outp
 	if len(words) == 0 {
 		return Output{}, tools.Errorf(tools.CodeBadInput, "the query has no searchable words; describe what you need, e.g. 'price of SOL'")
 	}
-	hits, err := s.store.SearchIntents(ctx, store.SearchQuery{Words: words, Category: in.Category, AccountID: c.AccountID(), Limit: limit})
+	// More candidates than asked for, so that quality can reorder what relevance found.
+	hits, err := s.store.SearchIntents(ctx, store.SearchQuery{Words: words, Category: in.Category, AccountID: c.AccountID(), Limit: min(limit*3, 60)})
 	if err != nil {
 		return Output{}, err
 	}
-	out := Output{Results: make([]Match, 0, len(hits))}
-	for _, h := range hits {
-		out.Results = append(out.Results, s.match(h.Intent, c.AccountID()))
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.Intent.ID
+	}
+	stats, err := s.store.IntentQuality(ctx, ids, s.now().Add(-QualityWindow))
+	if err != nil {
+		return Output{}, err
+	}
+	type ranked struct {
+		m     Match
+		score float64
+	}
+	rs := make([]ranked, len(hits))
+	for i, h := range hits {
+		q := qualityOf(stats[h.Intent.ID], h.Intent)
+		m := s.match(h.Intent, c.AccountID())
+		m.Quality = q
+		rs[i] = ranked{m: m, score: h.Relevance * HealthFactor(q)}
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].score > rs[j].score })
+	out := Output{Results: make([]Match, 0, min(limit, len(rs)))}
+	for _, r := range rs[:min(limit, len(rs))] {
+		out.Results = append(out.Results, r.m)
 	}
 	return out, nil
+}
+
+// QualityWindow is how far back quality is measured.
+const QualityWindow = 30 * 24 * time.Hour
+
+// HealthFactor scales relevance by quality: 1 for an intent with a clean record or too few
+// calls to judge (fewer than 3), down to 0.5 for one whose calls all fail, and 0.8 per re-probe
+// failed in a row. Relevance (with verification's boost) still dominates: a much better match
+// outranks a healthier one.
+func HealthFactor(q Quality) float64 {
+	f := 1.0
+	if q.Calls >= 3 && q.SuccessRate != nil {
+		f *= 0.5 + 0.5**q.SuccessRate
+	}
+	return f * math.Pow(0.8, float64(q.ProbeFailures))
+}
+
+func qualityOf(st *store.Quality, in *store.PartnerIntent) Quality {
+	q := Quality{LastProbeAt: in.LastProbeAt, LastProbeResult: in.LastProbeResult, ProbeFailures: in.ProbeFailures}
+	if q.LastProbeAt != nil {
+		t := q.LastProbeAt.UTC()
+		q.LastProbeAt = &t
+	}
+	if st == nil {
+		return q
+	}
+	q.Calls = st.Calls
+	if st.Calls > 0 {
+		r := float64(st.Succeeded) / float64(st.Calls)
+		q.SuccessRate = &r
+	}
+	if st.SchemaChecked > 0 {
+		r := float64(st.SchemaValid) / float64(st.SchemaChecked)
+		q.OutputSchemaConformance = &r
+	}
+	if n := len(st.LatenciesMs); n > 0 {
+		l := slices.Clone(st.LatenciesMs)
+		slices.Sort(l)
+		p50, p95 := l[(n-1)*50/100], l[(n-1)*95/100]
+		q.P50LatencyMs, q.P95LatencyMs = &p50, &p95
+	}
+	return q
 }
 
 func (s *Service) match(in *store.PartnerIntent, accountID string) Match {
@@ -161,7 +239,7 @@ func (s *Service) match(in *store.PartnerIntent, accountID string) Match {
 		m.Invoke = fmt.Sprintf("call the tool %s (REST %s) with arguments matching parametersSchema", core.Tool, core.Route)
 	case partners.IsFlatFee(in.FeeRateUnit):
 		m.Invoke = fmt.Sprintf("invoke_partner_message {\"message\": \"%s <your request>\"}; paid by a flat on-chain fee, not available yet", in.PublicIdentifier)
-	case queryOnlySchema(in.ParametersSchema):
+	case partners.QueryOnly([]byte(in.ParametersSchema)):
 		m.Invoke = fmt.Sprintf("invoke_partner_message {\"message\": \"%s <your request>\"}", in.PublicIdentifier)
 	default:
 		m.Invoke = fmt.Sprintf("invoke_partner_message {\"message\": \"%s ...\", \"args\": {...matching parametersSchema}}", in.PublicIdentifier)
@@ -170,13 +248,6 @@ func (s *Service) match(in *store.PartnerIntent, accountID string) Match {
 		m.Invoke += "; a write intent: the first call returns CONFIRMATION_REQUIRED, confirm with confirmRequestId after the user approves"
 	}
 	return m
-}
-
-func queryOnlySchema(schema string) bool {
-	var s struct {
-		Required []string `json:"required"`
-	}
-	return json.Unmarshal([]byte(schema), &s) == nil && len(s.Required) == 1 && s.Required[0] == "query"
 }
 
 var wordRe = regexp.MustCompile(`[a-z0-9]+`)

@@ -3,6 +3,7 @@ package discover_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -154,5 +155,91 @@ func TestWords(t *testing.T) {
 	got := strings.Join(discover.Words("What is the PRICE of $SOL, please? price!"), " ")
 	if got != "price sol" {
 		t.Fatalf("Words = %q", got)
+	}
+}
+
+type trafficSpec struct {
+	Calls, Succeeded, ProbeFailures int
+}
+
+// TestQualityRanking: pairs of equally relevant intents (same text, different handles), one
+// healthy and one not (failing calls, failing re-probes, or both): the healthy one ranks first
+// in every case, on both databases, and each result carries its quality record.
+func TestQualityRanking(t *testing.T) {
+	var cases []struct {
+		Query, Name, Description, VerificationStatus string
+		Healthy, Unhealthy                           trafficSpec
+	}
+	load(t, "../../testdata/discover/quality.json", &cases)
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			env := apptest.Start(t, apptest.Options{Dialect: dialect})
+			pub := env.Onboard(t, "publisher@example.com")
+			pubID := pub["userId"].(string)
+			key := env.Onboard(t, "agent@example.com")["apiKey"].(string)
+			for i, c := range cases {
+				vs := c.VerificationStatus
+				if vs == "" {
+					vs = partners.StatusUnverified
+				}
+				h, u := fmt.Sprintf("@qa%d-a", i), fmt.Sprintf("@qa%d-b", i)
+				seed(t, env, pubID, true, []fixtureIntent{
+					{Handle: h, Name: c.Name, Description: c.Description, Category: "QUERY", SampleQueries: []string{c.Query}, VerificationStatus: vs},
+					{Handle: u, Name: c.Name, Description: c.Description, Category: "QUERY", SampleQueries: []string{c.Query}, VerificationStatus: vs},
+				})
+				// Alternate which handle is the unhealthy one, so name order cannot decide.
+				if i%2 == 1 {
+					h, u = u, h
+				}
+				for handle, spec := range map[string]trafficSpec{h: c.Healthy, u: c.Unhealthy} {
+					traffic(t, env, pubID, handle, spec)
+				}
+				res := search(t, env, key, c.Query, url.Values{"limit": {"2"}})
+				if len(res) != 2 || res[0]["handle"] != h {
+					t.Errorf("%q: %v first, want the healthy %s", c.Query, res[0]["handle"], h)
+				}
+				q := res[1]["quality"].(map[string]any)
+				if q["calls"] != float64(c.Unhealthy.Calls) || q["probeFailures"] != float64(c.Unhealthy.ProbeFailures) {
+					t.Errorf("%q: quality of the unhealthy one %v", c.Query, q)
+				}
+				if c.Unhealthy.Calls > 0 && (q["successRate"] == nil || q["p50LatencyMs"] == nil) {
+					t.Errorf("%q: no success rate or latency: %v", c.Query, q)
+				}
+			}
+		})
+	}
+}
+
+// traffic records finished calls of an intent (succeeded or failed, 40 ms and 400 ms) and its
+// re-probe failures.
+func traffic(t *testing.T, env *apptest.Env, accountID, handle string, spec trafficSpec) {
+	t.Helper()
+	ctx := context.Background()
+	in, err := env.App.Store.IntentByHandle(ctx, handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := env.Clock.Now().UTC()
+	err = env.App.Store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		for i := range spec.Calls {
+			state, ms := store.InvSucceeded, 40
+			if i >= spec.Succeeded {
+				state, ms = store.InvFailed, 400
+			}
+			if err := q.InsertInvocation(ctx, &store.Invocation{RequestID: uuid.NewString(), AccountID: accountID, KeyID: "k", IntentID: in.ID,
+				Handle: handle, Category: in.Category, IntentRevision: 1, Args: "{}", State: state, LatencyMs: &ms,
+				CreatedAt: now, FinishedAt: &now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.ProbeFailures > 0 {
+		if err := env.App.Store.RecordProbe(ctx, in.ID, "probe INCONCLUSIVE", spec.ProbeFailures, now); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

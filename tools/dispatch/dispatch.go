@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
@@ -31,11 +32,17 @@ const ConfirmWindow = 10 * time.Minute
 
 // Config configures dispatch.
 type Config struct {
-	// PseudonymSecret keys the pairwise userId sent to partners.
-	PseudonymSecret []byte
+	// UserID is the pairwise pseudonym a partner sees for an account (partners.Service.UserID:
+	// one home for the rule and its secret).
+	UserID func(accountID, partnerID string) string
 	// SettlementChain is the payoutAddresses key a partner fee lands on first (e.g. "evm:base");
 	// its namespace ("evm") is the fallback.
 	SettlementChain string
+	// Payments runs flat-fee intents' on-chain payments; nil: they answer PAYMENT_REQUIRED
+	// with no way to pay on this deployment.
+	Payments *payments.Service
+	// Signer signs the receipt of every answered call; nil: no receipts.
+	Signer *signing.Signer
 }
 
 // Service dispatches invocations.
@@ -59,9 +66,11 @@ func NewService(cfg Config, st *store.Store, client *outbound.Client, bill *bill
 
 // InvokeInput is invoke_partner_message's input.
 type InvokeInput struct {
-	Message          string           `json:"message" jsonschema:"minLength=2,maxLength=4000" jsonschema_description:"the request in natural language, naming exactly one partner by its @handle, e.g. '@weather forecast for Lisbon'"`
-	Args             partners.ArgsDoc `json:"args,omitempty" jsonschema_description:"structured arguments matching the intent's parametersSchema (from discover); omit for intents that take only {query}"`
-	ConfirmRequestID string           `json:"confirmRequestId,omitempty" jsonschema:"format=uuid" jsonschema_description:"for write intents: the requestId of a CONFIRMATION_REQUIRED answer, sent after the user approved it"`
+	Message          string            `json:"message" jsonschema:"minLength=2,maxLength=4000" jsonschema_description:"the request in natural language, naming exactly one partner by its @handle, e.g. '@weather forecast for Lisbon'"`
+	Args             partners.ArgsDoc  `json:"args,omitempty" jsonschema_description:"structured arguments matching the intent's parametersSchema (from discover); omit for intents that take only {query}"`
+	ConfirmRequestID string            `json:"confirmRequestId,omitempty" jsonschema:"format=uuid" jsonschema_description:"for write intents: the requestId of a CONFIRMATION_REQUIRED answer, sent after the user approved it; for flat-fee intents: the requestId of the PAYMENT_REQUIRED quote being paid"`
+	Payment          *payments.Payment `json:"payment,omitempty" jsonschema_description:"for flat-fee intents, with confirmRequestId: the signed EIP-3009 authorization of the quote (x402 exact-scheme payload: signature + authorization)"`
+	PayWithWallet    bool              `json:"payWithWallet,omitempty" jsonschema_description:"for flat-fee intents, with confirmRequestId and instead of payment: sign the quote with your embedded EVM wallet (the account's signing must be on); sending it is your confirmation"`
 }
 
 // Anything is free-form JSON (the partner's result), relayed byte for byte.
@@ -88,14 +97,16 @@ func (Anything) JSONSchema() *invopop.Schema {
 
 // InvokeOutput is the partner's reply, attributed to its handle, with what it cost.
 type InvokeOutput struct {
-	Handle            string         `json:"handle" jsonschema_description:"the partner that answered"`
-	RequestID         string         `json:"requestId"`
-	Success           bool           `json:"success"`
-	Result            Anything       `json:"result" jsonschema_description:"the partner's JSON result, relayed as is (any JSON value)"`
-	Charge            billing.Charge `json:"charge"`
-	OutputSchemaValid *bool          `json:"outputSchemaValid,omitempty" jsonschema_description:"whether the result matched the intent's outputSchema (absent when it has none); a mismatch is relayed but flagged"`
-	PartnerError      *PartnerError  `json:"partnerError,omitempty" jsonschema_description:"when success is false: the partner's own answer (e.g. it needs more information); nothing was charged for the partner"`
-	Attempts          int            `json:"attempts"`
+	Handle            string                 `json:"handle" jsonschema_description:"the partner that answered"`
+	RequestID         string                 `json:"requestId"`
+	Success           bool                   `json:"success"`
+	Result            Anything               `json:"result" jsonschema_description:"the partner's JSON result, relayed as is (any JSON value)"`
+	Charge            billing.Charge         `json:"charge"`
+	OutputSchemaValid *bool                  `json:"outputSchemaValid,omitempty" jsonschema_description:"whether the result matched the intent's outputSchema (absent when it has none); a mismatch is relayed but flagged"`
+	PartnerError      *PartnerError          `json:"partnerError,omitempty" jsonschema_description:"when success is false: the partner's own answer (e.g. it needs more information); nothing was charged for the partner"`
+	Payment           *payments.Receipt      `json:"payment,omitempty" jsonschema_description:"flat-fee intents: the on-chain payment, settled to the partner on success or refunded, with transaction hashes"`
+	Receipt           *signing.SignedReceipt `json:"receipt,omitempty" jsonschema_description:"Switchboard's signed receipt of this call (the service key, same scheme as envelopes): verify it with switchboard verify-receipt or the partner kit"`
+	Attempts          int                    `json:"attempts"`
 }
 
 // PartnerError is a partner's failure answer, relayed to the caller as the partner's words.
@@ -104,9 +115,44 @@ type PartnerError struct {
 	Message string `json:"message" jsonschema_description:"the partner's message: ask the user or refine the call"`
 }
 
-// Tools returns invoke_partner_message.
+// ReceiptInput names a call of one of the caller's intents.
+type ReceiptInput struct {
+	RequestID string `json:"requestId" jsonschema:"format=uuid" jsonschema_description:"the call's requestId (the envelope's requestId)"`
+}
+
+// receiptTool lets a partner fetch the signed receipt of a call to one of its intents.
+func (s *Service) receiptTool() *tools.Tool {
+	return tools.New(tools.Def{
+		Name:  "partner_receipt",
+		Title: "Partner call receipt",
+		Description: "The signed receipt of a call to one of your intents, by its requestId: handle, the caller's pseudonymous userId for you, " +
+			"charges, timestamps and the SHA-256 of the result Switchboard relayed, signed with the service key (verify with switchboard verify-receipt or the partner kit).",
+		Access:      tools.Scope("publish"),
+		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(false)},
+	}, func(ctx context.Context, c *tools.Caller, in ReceiptInput) (signing.SignedReceipt, error) {
+		notFound := tools.Errorf(tools.CodeNotFound, "no receipt for request %s among your intents' calls (receipts exist for answered calls)", in.RequestID)
+		inv, err := s.store.InvocationByID(ctx, in.RequestID)
+		if errors.Is(err, store.ErrNotFound) {
+			return signing.SignedReceipt{}, notFound
+		}
+		if err != nil {
+			return signing.SignedReceipt{}, err
+		}
+		intent, err := s.store.IntentByID(ctx, inv.IntentID)
+		if err != nil || intent.OwnerID != c.AccountID() || inv.Answer == nil {
+			return signing.SignedReceipt{}, notFound
+		}
+		var out InvokeOutput
+		if json.Unmarshal([]byte(*inv.Answer), &out) != nil || out.Receipt == nil {
+			return signing.SignedReceipt{}, notFound
+		}
+		return *out.Receipt, nil
+	})
+}
+
+// Tools returns invoke_partner_message and partner_receipt.
 func (s *Service) Tools() []*tools.Tool {
-	return []*tools.Tool{tools.New(tools.Def{
+	return []*tools.Tool{s.receiptTool(), tools.New(tools.Def{
 		Name:  "invoke_partner_message",
 		Title: "Invoke a partner by @handle",
 		Description: "Call a marketplace partner named by its @handle in the message (find handles with discover). " +
@@ -153,6 +199,7 @@ type call struct {
 	intent *store.PartnerIntent
 	args   []byte // canonical JSON object
 	quote  billing.Quote
+	routed tokens.Routed // what a write moves (zero for other calls)
 }
 
 func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (InvokeOutput, error) {
@@ -170,7 +217,10 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	if in.ConfirmRequestID != "" {
 		return s.confirm(ctx, c, intent, in)
 	}
-	cl, err := s.prepare(ctx, intent, rest, in.Args)
+	if partners.IsFlatFee(intent.FeeRateUnit) && s.cfg.Payments != nil {
+		return InvokeOutput{}, s.quoteFlat(ctx, c, intent, rest)
+	}
+	cl, err := s.prepare(ctx, c.Principal, intent, rest, in.Args)
 	if err != nil {
 		return InvokeOutput{}, err
 	}
@@ -186,14 +236,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 		if err := s.store.CreateInvocation(ctx, inv, "quoted; waiting for the caller's confirmation"); err != nil {
 			return InvokeOutput{}, err
 		}
-		return InvokeOutput{}, tools.Errorf(tools.CodeConfirmationRequired,
-			"%s is a %s intent: nothing was sent. Show the user the handle, args and maximum charge; if they approve, call invoke_partner_message again with the same message and confirmRequestId %q within %d minutes",
-			handle, intent.Category, requestID, int(ConfirmWindow.Minutes())).
-			WithDetails(map[string]any{
-				"requestId": requestID, "handle": handle, "category": intent.Category,
-				"args": json.RawMessage(cl.args), "maxChargeUsd": tools.USD(cl.quote.WorstMicro()),
-				"partnerFeeUsd": tools.USD(cl.quote.MaxPartnerFeeMicro), "expiresAt": inv.CreatedAt.Add(ConfirmWindow),
-			})
+		return InvokeOutput{}, confirmation(handle, intent.Category, requestID, cl, inv.CreatedAt.Add(ConfirmWindow))
 	}
 	return s.dispatch(ctx, c, cl, inv, "")
 }
@@ -217,18 +260,15 @@ func (s *Service) callable(ctx context.Context, c *tools.Caller, handle string) 
 	return intent, nil
 }
 
-// writeScopes are the extra scopes some write categories need beside "partner".
-var writeScopes = map[string]string{"SWAP": "swap", "BRIDGE": "bridge", "SEND": "send", "TRANSFER": "send"}
-
 func checkScope(p *tools.Principal, category string) error {
-	if need, ok := writeScopes[category]; ok && !p.HasScope(need) {
+	if need := partners.RuleOf(category).Scope; need != "" && !p.HasScope(need) {
 		return tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", category, need)
 	}
 	return nil
 }
 
-// prepare builds and checks the args and prices the call.
-func (s *Service) prepare(ctx context.Context, intent *store.PartnerIntent, rest string, given partners.ArgsDoc) (*call, error) {
+// prepare builds and checks the args, resolves a write's tokens, and prices the call.
+func (s *Service) prepare(ctx context.Context, p *tools.Principal, intent *store.PartnerIntent, rest string, given partners.ArgsDoc) (*call, error) {
 	if partners.IsFlatFee(intent.FeeRateUnit) {
 		return nil, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available yet; it is never called unpaid", intent.PublicIdentifier, intent.FeeRateUnit)
 	}
@@ -237,7 +277,7 @@ func (s *Service) prepare(ctx context.Context, intent *store.PartnerIntent, rest
 	switch {
 	case len(given) > 0:
 		args = given
-	case queryOnly(schemaRaw):
+	case partners.QueryOnly(schemaRaw):
 		args, _ = json.Marshal(map[string]string{"query": rest})
 	default:
 		return nil, tools.Errorf(tools.CodeBadInput, "%s takes structured args: call again with `args` matching its parametersSchema (in details)", intent.PublicIdentifier).
@@ -260,42 +300,89 @@ func (s *Service) prepare(ctx context.Context, intent *store.PartnerIntent, rest
 		e.Details["parametersSchema"] = json.RawMessage(schemaRaw)
 		return nil, e
 	}
-	if s.tokens != nil {
+	cl := &call{intent: intent, args: canon}
+	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: feeRate(intent)}
+	if rule := partners.RuleOf(intent.Category); s.tokens != nil && rule.MovesTokens {
 		m, _ := v.(map[string]any)
-		if _, err := s.tokens.ResolveArgs(ctx, intent.Category, schemaRaw, m); err != nil {
+		resolved, err := s.tokens.ResolveArgs(ctx, intent.Category, schemaRaw, m)
+		if err != nil {
 			return nil, err
 		}
+		if cl.routed, err = s.tokens.RoutedValue(ctx, schemaRaw, m, resolved); err != nil {
+			return nil, err
+		}
+		terms.Routed = cl.routed.Micro
+		if gasChain := writeChain(cl.routed, resolved); gasChain != "" && rule.GasUnits > 0 {
+			micro, err := s.tokens.GasEstimate(ctx, gasChain, rule.GasUnits)
+			if err != nil {
+				return nil, err
+			}
+			terms.Gas = &billing.Gas{Chain: gasChain, EstimateMicro: micro}
+		}
 	}
-	return &call{intent: intent, args: canon, quote: s.billing.QuoteFor(ListedFeeMicro(intent))}, nil
+	cl.quote, err = s.billing.QuoteFor(ctx, p.AccountID, terms)
+	if errors.Is(err, billing.ErrNeedsRoutedValue) {
+		if cl.routed.Reason != "" {
+			return nil, tools.Errorf(tools.CodeUnavailable, "%s charges %s basis points of the value the call routes, and that value cannot be quoted now (%s); nothing was sent or charged. Try again later",
+				intent.PublicIdentifier, intent.FeeRate, cl.routed.Reason)
+		}
+		return nil, tools.Errorf(tools.CodeBadInput, "%s charges %s basis points of the value the call routes: give the amount and token its parametersSchema marks (in details)",
+			intent.PublicIdentifier, intent.FeeRate).WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw)})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cl, nil
 }
 
-// queryOnly reports whether a parametersSchema is the spec's sample (a): an object whose only
-// required property is the string `query`.
-func queryOnly(schema []byte) bool {
-	var s struct {
-		Type       string   `json:"type"`
-		Required   []string `json:"required"`
-		Properties map[string]struct {
-			Type string `json:"type"`
-		} `json:"properties"`
+// writeChain is where a write's on-chain step happens: the chain of the token it routes, else
+// of the first token it names.
+func writeChain(r tokens.Routed, resolved []tokens.ResolvedArg) string {
+	if r.Token != nil {
+		return r.Token.Chain
 	}
-	if json.Unmarshal(schema, &s) != nil {
-		return false
+	if len(resolved) > 0 {
+		return resolved[0].Token.Chain
 	}
-	return s.Type == "object" && len(s.Required) == 1 && s.Required[0] == "query" && s.Properties["query"].Type == "string"
+	return ""
 }
 
-// ListedFeeMicro is the most a partner can charge per call: its per-call price. Intents priced
-// in basis points of routed value have no per-call price on this path and charge nothing.
-func ListedFeeMicro(intent *store.PartnerIntent) int64 {
-	if intent.FeeRateUnit != partners.FeeUSDPerCall {
-		return 0
-	}
+// feeRate is the intent's feeRate (validated at publish).
+func feeRate(intent *store.PartnerIntent) decimal.Decimal {
 	d, err := decimal.NewFromString(intent.FeeRate)
 	if err != nil || d.IsNegative() {
-		return 0
+		return decimal.Zero
 	}
-	return d.Shift(6).Floor().IntPart()
+	return d
+}
+
+// confirmation is a write's CONFIRMATION_REQUIRED answer: the exact args and the one bundled
+// charge, itemised, with the worst case that will be reserved.
+func confirmation(handle, category, requestID string, cl *call, expires time.Time) *tools.Error {
+	q := cl.quote
+	expected := q.ReserveMicro + q.MaxPartnerFeeMicro + q.PlatformFeeMicro + q.GasEstimateMicro
+	value := "no routed value"
+	var routed any
+	if q.RoutedValueMicro != nil {
+		value = fmt.Sprintf("routing %s USD", tools.USD(*q.RoutedValueMicro))
+		routed = tools.USD(*q.RoutedValueMicro)
+	} else if cl.routed.Reason != "" {
+		value = "the value routed cannot be quoted now (" + cl.routed.Reason + ")"
+	}
+	details := map[string]any{
+		"requestId": requestID, "handle": handle, "category": category,
+		"args": json.RawMessage(cl.args), "routedValueUsd": routed,
+		"partnerFeeUsd": tools.USD(q.MaxPartnerFeeMicro), "platformFeeUsd": tools.USD(q.PlatformFeeMicro),
+		"platformFeeBps": q.PlatformBps, "tier": q.Tier, "infrastructureUsd": tools.USD(q.ReserveMicro),
+		"gasEstimateUsd": tools.USD(q.GasEstimateMicro), "gasChain": q.GasChain,
+		"totalUsd": tools.USD(expected), "maxChargeUsd": tools.USD(q.WorstMicro()),
+		"expiresAt": expires,
+	}
+	return tools.Errorf(tools.CodeConfirmationRequired,
+		"%s is a %s intent (%s): nothing was sent. It costs %s USD in one charge (partner up to %s, platform %s, gas about %s, infrastructure %s); up to %s USD is reserved. "+
+			"Show the user the handle, args and charge; if they approve, call invoke_partner_message again with the same message and confirmRequestId %q within %d minutes",
+		handle, category, value, tools.USD(expected), tools.USD(q.MaxPartnerFeeMicro), tools.USD(q.PlatformFeeMicro), tools.USD(q.GasEstimateMicro),
+		tools.USD(q.ReserveMicro), tools.USD(q.WorstMicro()), requestID, int(ConfirmWindow.Minutes())).WithDetails(details)
 }
 
 func (s *Service) schema(intent *store.PartnerIntent, which string, raw []byte) (*jsonschema.Schema, error) {
@@ -321,9 +408,17 @@ func (s *Service) newInvocation(c *tools.Caller, cl *call, requestID string) *st
 		RequestID: requestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
 		IntentID: cl.intent.ID, Handle: cl.intent.PublicIdentifier, Category: cl.intent.Category,
 		IntentRevision: cl.intent.Revision, Args: string(cl.args),
-		ReserveMicro: cl.quote.ReserveMicro, MaxPartnerFeeMicro: cl.quote.MaxPartnerFeeMicro, MaxPlatformFeeMicro: cl.quote.MaxPlatformFeeMicro,
+		ReserveMicro: cl.quote.ReserveMicro, MaxPartnerFeeMicro: cl.quote.MaxPartnerFeeMicro, MaxPlatformFeeMicro: cl.quote.PlatformFeeMicro,
+		RoutedValueMicro: cl.quote.RoutedValueMicro, GasChain: cl.quote.GasChain,
+		GasEstimateMicro: cl.quote.GasEstimateMicro, MaxGasMicro: cl.quote.MaxGasMicro,
 		CreatedAt: s.now().UTC(),
 	}
+}
+
+// quoteOf is the quote an invocation was priced with.
+func quoteOf(inv *store.Invocation) billing.Quote {
+	return billing.Quote{ReserveMicro: inv.ReserveMicro, MaxPartnerFeeMicro: inv.MaxPartnerFeeMicro, PlatformFeeMicro: inv.MaxPlatformFeeMicro,
+		RoutedValueMicro: inv.RoutedValueMicro, GasChain: inv.GasChain, GasEstimateMicro: inv.GasEstimateMicro, MaxGasMicro: inv.MaxGasMicro}
 }
 
 // confirm dispatches a quoted write once; later confirmations get the stored outcome.
@@ -337,7 +432,9 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.Pa
 	}
 	switch inv.State {
 	case store.InvSucceeded, store.InvFailed, store.InvCancelled, store.InvOutcomeUnknown:
-		return replay(inv)
+		return s.withPayment(replay(inv))
+	case store.InvAwaitingPayment:
+		return s.payAndDispatch(ctx, c, intent, inv, in)
 	case store.InvDispatching:
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s is being dispatched now; call again in a moment for its outcome (a dispatch that never finishes is concluded by the sweeper within a minute of its deadline)", inv.RequestID).
 			WithDetails(map[string]any{"requestId": inv.RequestID})
@@ -354,8 +451,7 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.Pa
 			return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the args differ from the quoted ones; confirm with the same args (or none), or ask for a new quote")
 		}
 	}
-	cl := &call{intent: intent, args: []byte(inv.Args), quote: billing.Quote{
-		ReserveMicro: inv.ReserveMicro, MaxPartnerFeeMicro: inv.MaxPartnerFeeMicro, MaxPlatformFeeMicro: inv.MaxPlatformFeeMicro}}
+	cl := &call{intent: intent, args: []byte(inv.Args), quote: quoteOf(inv)}
 	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingConfirmation)
 }
 
@@ -389,16 +485,16 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
 	res := s.billing.Reservation(inv.RequestID, c.Principal, cl.quote, time.Duration(tries)*timeout)
-	moved, err := s.store.StartInvocation(bg, inv, from, res, c.Principal.SpendLimitMicro)
+	moved, err := s.start(bg, inv, from, res, c.Principal.SpendLimitMicro)
 	if err != nil {
-		return InvokeOutput{}, s.billing.Refusal(bg, err, c.Principal, cl.quote)
+		return InvokeOutput{}, err
 	}
 	if !moved {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
-		UserID: signing.Pseudonym(s.cfg.PseudonymSecret, c.Principal.AccountID, intent.PartnerID),
+		UserID: s.cfg.UserID(c.Principal.AccountID, intent.PartnerID),
 		Args:   json.RawMessage(cl.args),
 	}
 	target := partners.Target(intent)
@@ -412,13 +508,13 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 		}
 	}
 	if ctx.Err() != nil {
-		refunded := billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}
+		refunded := cl.quote.Refunded()
 		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged")
 		return InvokeOutput{}, s.fail(bg, inv, store.InvCancelled, answer, attempts, refunded, e, "caller cancelled: "+ctx.Err().Error())
 	}
 	out, err := s.conclude(bg, inv, cl, answer, err, attempts)
 	switch {
-	case errors.Is(err, store.ErrAlreadyFinished):
+	case errors.Is(err, ErrAlreadyFinished):
 		// The sweeper of another replica finished it first (this one lost its database for a
 		// while): its record is the truth.
 		if done, ferr := s.store.Invocation(bg, inv.AccountID, inv.RequestID); ferr == nil {
@@ -439,19 +535,20 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 // concludes an invocation (store.ErrAlreadyFinished for the others).
 func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call, answer *outbound.Result, callErr error, attempts []store.Attempt) (InvokeOutput, error) {
 	intent := cl.intent
-	refunded := billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}
+	refunded := cl.quote.Refunded()
 	if relayable(answer, callErr) {
 		// The partner answered, and its answer is "no" (it needs more information, the input is
 		// wrong): that is a result for the caller, not an outage. No partner fee; refunded.
 		out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: false, Result: Anything("null"),
 			PartnerError: &PartnerError{Code: answer.Envelope.Error.Code, Message: answer.Envelope.Error.Message},
 			Charge:       refunded, Attempts: len(attempts)}
+		out.Receipt = s.receipt(inv, intent.PartnerID, out, nil)
 		raw, _ := json.Marshal(out)
 		stored := string(raw)
 		inv.Answer = &stored
 		s.outcome(inv, store.InvFailed, answer, refunded)
 		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
-		if err := s.store.FinishInvocation(ctx, inv, attempts, nil, detail, detail); err != nil {
+		if err := s.finish(ctx, inv, attempts, nil, detail, detail); err != nil {
 			return InvokeOutput{}, err
 		}
 		return out, nil
@@ -461,24 +558,26 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 			"success": false, "charge": refunded, "attempts": len(attempts)})
 		return InvokeOutput{}, s.fail(ctx, inv, store.InvFailed, answer, attempts, refunded, e, e.Message)
 	}
-	settlement, charge := s.billing.Settlement(cl.quote, answer.Envelope.ProviderCostMicro, s.payoutBook(intent))
+	settlement, charge := s.billing.Settle(cl.quote, answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, s.payoutBook(intent))
 	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
 		Result: Anything(answer.Envelope.Result), Charge: charge, Attempts: len(attempts)}
 	if intent.OutputSchema != nil && *intent.OutputSchema != "" {
 		valid := s.matchesOutput(intent, answer.Envelope.Result)
 		out.OutputSchemaValid = &valid
 	}
-	record := func(st *store.Settlement, detail string) error {
+	record := func(st *billing.Settlement, detail string) error {
+		out.Receipt = s.receipt(inv, intent.PartnerID, out, answer.Envelope.Result)
 		raw, _ := json.Marshal(out)
 		stored := string(raw)
 		inv.Answer, inv.OutputSchemaValid = &stored, out.OutputSchemaValid
 		s.outcome(inv, store.InvSucceeded, answer, out.Charge)
-		return s.store.FinishInvocation(ctx, inv, attempts, st, "", detail)
+		return s.finish(ctx, inv, attempts, st, "", detail)
 	}
-	err := record(&settlement, fmt.Sprintf("partner fee %d, platform fee %d micro-USD", charge.PartnerFeeMicro, charge.PlatformFeeMicro))
-	if errors.Is(err, store.ErrReservationClosed) {
+	err := record(&settlement, fmt.Sprintf("charged %d micro-USD: infrastructure %d, partner fee %d, platform fee %d, gas %d",
+		charge.TotalMicro, charge.ReservedMicro, charge.PartnerFeeMicro, charge.PlatformFeeMicro, charge.GasMicro))
+	if errors.Is(err, ErrReservationClosed) {
 		// Its reservation was refunded by an older sweeper: relay the answer, charge nothing.
-		out.Charge = billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}
+		out.Charge = cl.quote.Refunded()
 		err = record(nil, "partner succeeded after its reservation was refunded: nothing charged")
 	}
 	if err != nil {
@@ -497,7 +596,7 @@ func (s *Service) fail(ctx context.Context, inv *store.Invocation, state string,
 	raw, _ := json.Marshal(tools.Body{Error: e})
 	stored := string(raw)
 	inv.Answer = &stored
-	if err := s.store.FinishInvocation(ctx, inv, attempts, nil, detail, detail); err != nil {
+	if err := s.finish(ctx, inv, attempts, nil, detail, detail); err != nil {
 		return err
 	}
 	return e
@@ -507,10 +606,10 @@ func (s *Service) fail(ctx context.Context, inv *store.Invocation, state string,
 func (s *Service) outcome(inv *store.Invocation, state string, answer *outbound.Result, ch billing.Charge) {
 	now := s.now().UTC()
 	inv.State, inv.FinishedAt = state, &now
-	inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.RefundedMicro = ch.PartnerFeeMicro, ch.PlatformFeeMicro, ch.RefundedMicro
+	inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.GasMicro, inv.RefundedMicro = ch.PartnerFeeMicro, ch.PlatformFeeMicro, ch.GasMicro, ch.RefundedMicro
 	if answer != nil {
-		status := answer.Status
-		inv.HTTPStatus = &status
+		status, ms := answer.Status, int(answer.Latency.Milliseconds())
+		inv.HTTPStatus, inv.LatencyMs = &status, &ms
 		if answer.Envelope != nil && answer.Envelope.Error != nil {
 			inv.OutcomeCode, inv.OutcomeMessage = answer.Envelope.Error.Code, answer.Envelope.Error.Message
 		}
@@ -562,48 +661,40 @@ func attemptDetail(res *outbound.Result, err error) string {
 	return d
 }
 
-// relayable reports a partner's considered failure answer: a valid failure envelope with its
-// code and message, under a status that is neither a server error nor a refusal of our
-// signature. The spec's "partner needs more information" case.
+// relayable reports a partner's considered failure answer (the spec's "partner needs more
+// information"): relayed as a result, not an error.
 func relayable(res *outbound.Result, err error) bool {
-	return err == nil && res.Envelope != nil && !res.Envelope.Success && res.Envelope.Error != nil &&
-		res.Status < 500 && res.Status != 401 && res.Status != 403
+	return outbound.Classify(res, err) == outbound.OutcomePartnerAnswer
 }
 
-// classify maps a partner's answer to the error model, nil meaning success. The rules are the
-// spec's billing table: only a 2xx with success true is a success.
+// classify maps a partner's answer to the error model, nil meaning success (or a relayed
+// partner answer).
 func classify(intent *store.PartnerIntent, res *outbound.Result, err error) *tools.Error {
 	h := intent.PublicIdentifier
-	switch {
-	case err != nil && outbound.IsTimeout(err):
+	switch outbound.Classify(res, err) {
+	case outbound.OutcomeTimeout:
 		return tools.Errorf(tools.CodeUnavailable, "%s did not answer within %d ms; nothing was charged. Try again later", h, intent.TimeoutMs)
-	case err != nil && outbound.IsBlocked(err):
+	case outbound.OutcomeBlocked:
 		return tools.Errorf(tools.CodeUpstream, "%s's endpoint cannot be called safely (%v); nothing was charged", h, err)
-	case err != nil:
+	case outbound.OutcomeNoAnswer:
 		return tools.Errorf(tools.CodeUnavailable, "%s could not be reached (%v); nothing was charged. Try again later", h, err)
-	case res.Status == 401 || res.Status == 403:
+	case outbound.OutcomeRefused:
 		return tools.Errorf(tools.CodeUpstream, "%s refused Switchboard's signature (HTTP %d); nothing was charged. The partner must fix its verification", h, res.Status).
 			WithDetails(partnerDetails(res))
-	case res.Envelope == nil:
+	case outbound.OutcomeBadResponse:
 		code := tools.CodeUpstream
 		if res.Status >= 500 {
 			code = tools.CodeUnavailable
 		}
-		return tools.Errorf(code, "%s answered HTTP %d with no valid response envelope (%s); nothing was charged", h, res.Status, res.ParseError).
-			WithDetails(partnerDetails(res))
-	case !res.Envelope.Success:
-		code := tools.CodeUpstream
-		if res.Status >= 500 {
-			code = tools.CodeUnavailable
+		if res.Envelope == nil {
+			return tools.Errorf(code, "%s answered HTTP %d with no valid response envelope (%s); nothing was charged", h, res.Status, res.ParseError).
+				WithDetails(partnerDetails(res))
 		}
-		msg := fmt.Sprintf("%s answered with a failure", h)
-		if pe := res.Envelope.Error; pe != nil {
-			msg = fmt.Sprintf("%s: %s (%s)", h, pe.Message, pe.Code)
-		}
-		return tools.Errorf(code, "%s; nothing was charged", msg).WithDetails(partnerDetails(res))
-	case res.Status < 200 || res.Status > 299:
-		return tools.Errorf(tools.CodeUpstream, "%s answered HTTP %d with success true, which is not a success; nothing was charged", h, res.Status).
+		return tools.Errorf(code, "%s answered HTTP %d with success true, which is not a success; nothing was charged", h, res.Status).
 			WithDetails(partnerDetails(res))
+	case outbound.OutcomeServerError:
+		pe := res.Envelope.Error
+		return tools.Errorf(tools.CodeUnavailable, "%s: %s (%s); nothing was charged", h, pe.Message, pe.Code).WithDetails(partnerDetails(res))
 	}
 	return nil
 }
@@ -624,4 +715,25 @@ func mergeDetails(a, b map[string]any) map[string]any {
 		a[k] = v
 	}
 	return a
+}
+
+// receipt signs what the caller is answered: the charges and the hash of the relayed result.
+func (s *Service) receipt(inv *store.Invocation, partnerID string, out InvokeOutput, result json.RawMessage) *signing.SignedReceipt {
+	if s.cfg.Signer == nil {
+		return nil
+	}
+	now := s.now().UTC()
+	c := out.Charge
+	sr, err := s.cfg.Signer.SignReceipt(signing.Receipt{
+		RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID,
+		UserID: s.cfg.UserID(inv.AccountID, partnerID), Success: out.Success,
+		Charges: signing.ReceiptCharges{ReservedMicro: c.ReservedMicro, PartnerFeeMicro: c.PartnerFeeMicro, PlatformFeeMicro: c.PlatformFeeMicro,
+			GasMicro: c.GasMicro, RefundedMicro: c.RefundedMicro, TotalMicro: c.TotalMicro},
+		CreatedAt: inv.CreatedAt.UTC().Format(time.RFC3339), FinishedAt: now.Format(time.RFC3339), ResultSHA256: signing.ResultHash(result),
+	})
+	if err != nil {
+		s.log.Error("sign receipt", "request_id", inv.RequestID, "err", err)
+		return nil
+	}
+	return &sr
 }

@@ -13,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
@@ -32,11 +34,18 @@ type world struct {
 	callerID  string
 	mu        sync.Mutex
 	seen      map[string][]*signing.Envelope // verified envelopes by path
+	omitGas   bool                           // /swapbps leaves gasCostMicro out
 }
 
 const payout = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
 
 func newWorld(t testing.TB, dialect string, cfg func(*apptest.Config)) *world {
+	t.Helper()
+	return newWorldAt(t, dialect, time.Time{}, cfg)
+}
+
+// newWorldAt is newWorld with its clock starting at start (zero: now).
+func newWorldAt(t testing.TB, dialect string, start time.Time, cfg func(*apptest.Config)) *world {
 	t.Helper()
 	w := &world{seen: map[string][]*signing.Envelope{}}
 	// The service key is only known once the app exists, so the verifier reads it late.
@@ -47,7 +56,7 @@ func newWorld(t testing.TB, dialect string, cfg func(*apptest.Config)) *world {
 	if err := os.WriteFile(caFile, partnertest.CAPEM(w.partner.Server), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.env = apptest.Start(t, apptest.Options{Dialect: dialect, Config: func(c *apptest.Config) {
+	w.env = apptest.Start(t, apptest.Options{Dialect: dialect, Start: start, Config: func(c *apptest.Config) {
 		c.AllowLocalEndpoints = true
 		c.PartnerCAFile = caFile
 		if cfg != nil {
@@ -74,6 +83,8 @@ func (w *world) serve(rw http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(rw, body)
 	}
 	switch r.URL.Path {
+	case "/swapbps":
+		w.swapAnswer(rw)
 	case "/cost":
 		reply(200, `{"success":true,"result":{"answer":42},"providerCostMicro":1500}`)
 	case "/cheap":
@@ -190,11 +201,11 @@ func TestBillingTable(t *testing.T) {
 				t.Fatalf("result not relayed: %v", out)
 			}
 			c := charge(out)
-			if c["reservedMicro"] != float64(1000) || c["partnerFeeMicro"] != float64(1000) || c["platformFeeMicro"] != float64(100) || c["refundedMicro"] != float64(0) {
+			if c["reservedMicro"] != float64(1000) || c["partnerFeeMicro"] != float64(1000) || c["platformFeeMicro"] != float64(1000) || c["totalMicro"] != float64(3000) || c["refundedMicro"] != float64(0) {
 				t.Fatalf("3a charge: %v", c)
 			}
-			if got := start - w.credit(t); got != 2100 {
-				t.Fatalf("3a: credit went down by %d, want 2100 (infra 1000 + fee 1000 + platform 100)", got)
+			if got := start - w.credit(t); got != 3000 {
+				t.Fatalf("3a: credit went down by %d, want 3000 (infra 1000 + fee 1000 + platform floor 1000: a query routes no value)", got)
 			}
 			// Only userId (a pseudonym), args and requestId reach the partner.
 			env := w.seen["/cost"][0]
@@ -217,7 +228,7 @@ func TestBillingTable(t *testing.T) {
 			before := w.credit(t)
 			w.publish(t, "@freebie", "/free", nil)
 			status, out = w.invoke(t, w.caller, map[string]any{"message": "@freebie hello"})
-			if status != 200 || charge(out)["partnerFeeMicro"] != float64(0) || before-w.credit(t) != 1000 {
+			if status != 200 || charge(out)["partnerFeeMicro"] != float64(0) || before-w.credit(t) != 2000 {
 				t.Fatalf("3b: %d %v, credit -%d", status, out, before-w.credit(t))
 			}
 			w.ledgerOK(t)
@@ -311,7 +322,7 @@ func TestRetryRulesAndWriteConfirmation(t *testing.T) {
 	before := w.credit(t)
 	status, out = w.invoke(t, w.caller, map[string]any{"message": "@writer do it"})
 	details := out["error"].(map[string]any)["details"].(map[string]any)
-	if status != 409 || details["handle"] != "@writer" || details["category"] != "EXECUTE" || details["maxChargeUsd"] != 0.0021 {
+	if status != 409 || details["handle"] != "@writer" || details["category"] != "EXECUTE" || details["maxChargeUsd"] != 0.003 {
 		t.Fatalf("quote: %d %v", status, out)
 	}
 	if w.credit(t) != before || w.hits("/write") != 0 {
@@ -335,8 +346,8 @@ func TestRetryRulesAndWriteConfirmation(t *testing.T) {
 	if status != 200 || w.hits("/write") != 1 || again["requestId"] != rid || charge(again)["partnerFeeMicro"] != float64(700) {
 		t.Fatalf("second confirm dispatched again or lost the outcome: %d %v, hits %d", status, again, w.hits("/write"))
 	}
-	if got := before - w.credit(t); got != 1000+700+70 {
-		t.Fatalf("charged %d for one confirmed write, want 1770", got)
+	if got := before - w.credit(t); got != 1000+700+1000 {
+		t.Fatalf("charged %d for one confirmed write, want 2700 (infrastructure, partner fee, platform floor: EXECUTE routes no value)", got)
 	}
 	// A quote expires after 10 minutes.
 	_, out = w.invoke(t, w.caller, map[string]any{"message": "@writer again"})
@@ -462,7 +473,10 @@ func TestSweeperRefundsAbandonedReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := w.credit(t)
-	q := w.env.App.Billing.QuoteFor(1000)
+	q, err := w.env.App.Billing.QuoteFor(ctx, key.AccountID, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := w.env.App.Billing.Reserve(ctx, signing.NewRequestID(), tools.KeyPrincipal(key), q, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +546,7 @@ func TestMCPBinding(t *testing.T) {
 // Token arguments of SWAP/SEND/BRIDGE intents are resolved before anything is quoted: a spam
 // token or one that names nothing stops the call, nothing is dispatched or charged.
 func TestResolutionBeforeWrites(t *testing.T) {
-	w := newWorld(t, "sqlite", nil)
+	w, _ := newMarketWorld(t, "sqlite")
 	ctx := context.Background()
 	spam := &store.Token{Chain: "base", AddressKey: "0x1111111111111111111111111111111111111111", Address: "0x1111111111111111111111111111111111111111",
 		Ticker: "FREECLAIM", Name: "claim free airdrop at scam.example", TickerKey: "freeclaim", NameKey: "claim free airdrop at scam.example",

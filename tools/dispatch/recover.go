@@ -10,7 +10,6 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 )
@@ -36,7 +35,7 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 		switch {
 		case err == nil:
 			n++
-		case errors.Is(err, store.ErrAlreadyFinished):
+		case errors.Is(err, ErrAlreadyFinished):
 			// another replica concluded it
 		default:
 			return n, fmt.Errorf("recover %s: %w", inv.RequestID, err)
@@ -46,8 +45,7 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 }
 
 func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
-	cl := &call{args: []byte(inv.Args), quote: billing.Quote{
-		ReserveMicro: inv.ReserveMicro, MaxPartnerFeeMicro: inv.MaxPartnerFeeMicro, MaxPlatformFeeMicro: inv.MaxPlatformFeeMicro}}
+	cl := &call{args: []byte(inv.Args), quote: quoteOf(inv)}
 	intent, err := s.store.IntentByID(ctx, inv.IntentID)
 	if err != nil {
 		return err
@@ -59,7 +57,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
-		UserID: signing.Pseudonym(s.cfg.PseudonymSecret, inv.AccountID, intent.PartnerID),
+		UserID: s.cfg.UserID(inv.AccountID, intent.PartnerID),
 		Args:   json.RawMessage(inv.Args),
 	}
 	answer, callErr := s.client.Call(ctx, partners.Target(intent), fields)
@@ -84,13 +82,13 @@ func (s *Service) unknown(ctx context.Context, inv *store.Invocation, cl *call, 
 		"outcome unknown: %s may have executed request %s (it dedupes on that requestId), but its answer never reached Switchboard; nothing was charged. Check with the partner before trying again",
 		h, inv.RequestID).
 		WithDetails(map[string]any{"handle": h, "requestId": inv.RequestID, "outcome": "unknown",
-			"charge": billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}})
+			"charge": cl.quote.Refunded()})
 	why := "write category: never sent again"
 	if !partners.IsWriteCategory(inv.Category) {
 		why = fmt.Sprintf("no answer on recovery (%s after dispatch)", age.Round(time.Second))
 	}
 	err := s.fail(ctx, inv, store.InvOutcomeUnknown, nil, attempts,
-		billing.Charge{ReservedMicro: cl.quote.ReserveMicro, RefundedMicro: cl.quote.ReserveMicro}, e,
+		cl.quote.Refunded(), e,
 		"abandoned dispatch concluded by the sweeper: outcome unknown ("+why+"); reservation refunded")
 	var te *tools.Error
 	if errors.As(err, &te) {

@@ -157,9 +157,9 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 	if last := events[len(events)-1]; last.State != store.InvOutcomeUnknown || !strings.Contains(last.Detail, "sweeper") {
 		t.Fatalf("the terminal transition is not recorded: %+v", last)
 	}
-	// Charged once for the query (reservation 1000 + fee 500 + platform 50), nothing for the write.
-	if got := start - credit(); got != 1550 {
-		t.Fatalf("credit went down by %d, want 1550", got)
+	// Charged once for the query (reservation 1000 + fee 500 + platform floor 1000), nothing for the write.
+	if got := start - credit(); got != 2500 {
+		t.Fatalf("credit went down by %d, want 2500", got)
 	}
 	w.ledgerOK(t)
 

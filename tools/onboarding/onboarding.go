@@ -35,7 +35,7 @@ type Config struct {
 	MaxSendGap      time.Duration // the longest spacing between sends to one address: 5 minutes
 	SendWindow      time.Duration // 1 hour
 	ServiceName     string
-	StartingGrant   int64 // micro-USD of credit a new account starts with
+	OnCreate        store.CreateOption // runs in the account-creating transaction (billing's starting credit); nil: nothing
 	Now             func() time.Time
 }
 
@@ -328,7 +328,7 @@ func (s *Service) create(ctx context.Context, email string, now time.Time, withK
 	if withKey {
 		key, secret = s.firstKey(acct.ID)
 	}
-	if err := s.store.CreateAccount(ctx, acct, ws, key, store.WithGrant(s.cfg.StartingGrant, "starting grant")); err != nil {
+	if err := s.store.CreateAccount(ctx, acct, ws, key, s.cfg.OnCreate); err != nil {
 		return Account{}, fmt.Errorf("create account: %w", err)
 	}
 	if key == nil {

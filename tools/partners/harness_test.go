@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/mcpserver"
@@ -47,6 +48,7 @@ type envOptions struct {
 	strict     bool              // development setting off (the SSRF guard on)
 	resolver   outbound.Resolver // with strict
 	probe      time.Duration     // probe timeout
+	notify     func(ctx context.Context, accountID, subject, text string) error
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -63,7 +65,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := partners.Config{Env: "test", PseudonymSecret: []byte("pseudonym secret for tests"), Now: clk.Now, ProbeTimeout: o.probe}
+	cfg := partners.Config{Env: "test", PseudonymSecret: []byte("pseudonym secret for tests"), Now: clk.Now, ProbeTimeout: o.probe, Notify: o.notify}
 	if o.production {
 		cfg.Env = "production"
 	}

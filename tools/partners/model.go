@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/invopop/jsonschema"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 )
 
 // The closed sets of the intent row. They are documented in the README and in the tool
@@ -44,8 +44,8 @@ const (
 	CapMutatesUserFunds      = "MUTATES_USER_FUNDS"
 	CapRequiresUserSignature = "REQUIRES_USER_SIGNATURE"
 
-	FeeUSDPerCall     = "usd_per_call"
-	FeeBps            = "bps"
+	FeeUSDPerCall     = billing.FeeUSDPerCall
+	FeeBps            = billing.FeeBps
 	FeeFlatUSDC       = "flat_usdc"
 	FeeFlatStablecoin = "flat_stablecoin"
 
@@ -57,8 +57,47 @@ const (
 	StatusPremium    = "PREMIUM"
 )
 
+// Rule is the one home of what a category means for dispatch.
+type Rule struct {
+	Write       bool   // quoted and confirmed by the caller first; never sent twice
+	Scope       string // a scope the caller needs beside "partner" ("" when none)
+	MovesTokens bool   // its token arguments (x-token) are resolved before dispatch, and publishing needs one
+	GasUnits    int64  // typical gas of its on-chain step on an EVM chain (0: no on-chain step priced)
+}
+
+// rules: every write category is confirmed first and never retried; the four that move
+// tokens (an ERC-20 transfer, a DEX swap, a bridge deposit) also need their own scope,
+// resolve their tokens first and pass gas through.
+var rules = map[string]Rule{
+	"SWAP":     {Write: true, Scope: "swap", MovesTokens: true, GasUnits: 250_000},
+	"BRIDGE":   {Write: true, Scope: "bridge", MovesTokens: true, GasUnits: 300_000},
+	"SEND":     {Write: true, Scope: "send", MovesTokens: true, GasUnits: 65_000},
+	"TRANSFER": {Write: true, Scope: "send", MovesTokens: true, GasUnits: 65_000},
+	"EXECUTE":  {Write: true}, "STAKE": {Write: true}, "MINT": {Write: true}, "BURN": {Write: true}, "CLAIM": {Write: true},
+}
+
+// RuleOf returns category's rule (the zero Rule for idempotent categories).
+func RuleOf(category string) Rule { return rules[category] }
+
 // IsWriteCategory reports whether category is one of WriteCategories.
-func IsWriteCategory(category string) bool { return slices.Contains(WriteCategories, category) }
+func IsWriteCategory(category string) bool { return rules[category].Write }
+
+// QueryOnly reports whether a parametersSchema is the spec's sample (a): an object whose only
+// required property is the string `query`. Such an intent gets the caller's message as
+// {query} when no args are given.
+func QueryOnly(schema []byte) bool {
+	var s struct {
+		Type       string   `json:"type"`
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Type string `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return false
+	}
+	return s.Type == "object" && len(s.Required) == 1 && s.Required[0] == "query" && s.Properties["query"].Type == "string"
+}
 
 // IsFlatFee reports whether unit selects the flat-fee dispatch path (args are {query}).
 func IsFlatFee(unit string) bool { return unit == FeeFlatUSDC || unit == FeeFlatStablecoin }
@@ -214,6 +253,15 @@ type Intent struct {
 	ArchivedAt         *time.Time        `json:"archivedAt" jsonschema:"nullable"`
 	CreatedAt          time.Time         `json:"createdAt"`
 	UpdatedAt          time.Time         `json:"updatedAt"`
+	Health             Health            `json:"health" jsonschema_description:"what the continuous re-probe last found"`
+}
+
+// Health is an intent's re-probe record.
+type Health struct {
+	LastProbeAt       *time.Time `json:"lastProbeAt" jsonschema:"nullable"`
+	LastProbeResult   string     `json:"lastProbeResult" jsonschema_description:"e.g. 'probe PASS, health OK'; empty before the first re-probe"`
+	ProbeFailures     int        `json:"probeFailures" jsonschema_description:"re-probes failed in a row (timeouts, 5xx); at the limit the intent is deactivated"`
+	DeactivatedReason string     `json:"deactivatedReason,omitempty" jsonschema_description:"why the re-probe deactivated the intent; cleared by activating it again"`
 }
 
 // IntentOf converts a stored row.
@@ -226,6 +274,11 @@ func IntentOf(r *store.PartnerIntent) Intent {
 		SampleQueries: r.SampleQueries, OwnerID: r.OwnerID, PartnerID: r.PartnerID, IsActive: r.IsActive,
 		IsCoreIntent: r.IsCoreIntent, VerificationStatus: r.VerificationStatus,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		Health: Health{LastProbeAt: r.LastProbeAt, LastProbeResult: r.LastProbeResult, ProbeFailures: r.ProbeFailures, DeactivatedReason: r.DeactivatedReason},
+	}
+	if in.Health.LastProbeAt != nil {
+		t := in.Health.LastProbeAt.UTC()
+		in.Health.LastProbeAt = &t
 	}
 	if in.Capabilities == nil {
 		in.Capabilities = []string{}

@@ -36,6 +36,11 @@ type Config struct {
 	PseudonymSecret []byte
 	Now             func() time.Time
 	Log             *slog.Logger
+	// ReprobeFailures is how many re-probes in a row may fail (timeouts, 5xx) before an intent
+	// is deactivated as unhealthy. Default 3.
+	ReprobeFailures int
+	// Notify tells a publisher (by account) what happened to an intent; nil: nobody is told.
+	Notify func(ctx context.Context, accountID, subject, text string) error
 }
 
 // Service runs the partner tools.
@@ -68,12 +73,6 @@ func NewService(cfg Config, st *store.Store, out *outbound.Client) (*Service, er
 	}
 	return &Service{cfg: cfg, store: st, out: out, validator: NewValidator(out.Guard())}, nil
 }
-
-// Outbound returns the partner HTTP client (for dispatch).
-func (s *Service) Outbound() *outbound.Client { return s.out }
-
-// Validator returns the intent validator (for the portal).
-func (s *Service) Validator() *Validator { return s.validator }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
@@ -285,32 +284,4 @@ func (s *Service) SetVerificationStatus(ctx context.Context, ref, status string)
 			row.VerificationStatus = status
 			return changed, nil
 		})
-}
-
-// mutate reads a row, applies change (which reports whether anything changed) and writes
-// it, re-reading and re-applying when another writer got there first.
-func (s *Service) mutate(ctx context.Context, load func(context.Context) (*store.PartnerIntent, error), change func(*store.PartnerIntent) (bool, error)) (Intent, error) {
-	for range 3 {
-		row, err := load(ctx)
-		if err != nil {
-			return Intent{}, err
-		}
-		changed, err := change(row)
-		if err != nil {
-			return Intent{}, err
-		}
-		if !changed {
-			return IntentOf(row), nil
-		}
-		row.UpdatedAt = s.now()
-		err = s.store.UpdateIntent(ctx, row)
-		if errors.Is(err, store.ErrStale) {
-			continue
-		}
-		if err != nil {
-			return Intent{}, err
-		}
-		return IntentOf(row), nil
-	}
-	return Intent{}, tools.Errorf(tools.CodeConflict, "the intent is being changed by another request; retry")
 }

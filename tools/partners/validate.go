@@ -321,7 +321,7 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 	// Writes that move tokens are dispatched only after their token arguments are resolved
 	// (spam short-circuited, ambiguity asked back): such an intent must say which they are.
 	// Flat-fee intents get only {query} and parse it themselves.
-	if p == nil && tokens.ResolvesTokens(in.Category) && !IsFlatFee(in.FeeRateUnit) {
+	if p == nil && RuleOf(in.Category).MovesTokens && !IsFlatFee(in.FeeRateUnit) {
 		if marked, _ := tokens.TokenProperties(params); len(marked) == 0 {
 			add(&Problem{"parametersSchema", fmt.Sprintf(`a %s intent must mark its token arguments so Switchboard resolves them before dispatch: `+
 				`add "x-token": true to each (the chain is read from a sibling "chain" argument) or "x-token": {"chainProperty": "<argument>"}, `+
@@ -343,6 +343,7 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 	}
 	add(Fee(in.FeeRate.Decimal, row.FeeRateUnit))
 	row.FeeRate = in.FeeRate.String()
+	add(routedValue(in.Category, row.FeeRateUnit, in.FeeRate.Decimal, params))
 	ps = append(ps, payouts(in.PayoutAddresses, in.FeeRate.Decimal, row.FeeRateUnit)...)
 	if len(in.PayoutAddresses) > 0 {
 		row.PayoutAddresses = in.PayoutAddresses
@@ -384,4 +385,26 @@ func problemsError(prefix string, ps []Problem, details map[string]any) *tools.E
 	}
 	details["problems"] = ps
 	return tools.Errorf(tools.CodeBadInput, "%s: %s", prefix, strings.Join(msgs, "; ")).WithDetails(details)
+}
+
+// routedValue checks what a schema says a call routes: a malformed x-amount is refused, and
+// an intent priced in basis points of routed value must move tokens and name the amount it
+// routes, or nobody could price a call of it.
+func routedValue(category, unit string, rate decimal.Decimal, params []byte) *Problem {
+	_, ok, err := tokens.RoutedProperty(params)
+	if err != nil {
+		return &Problem{"parametersSchema", err.Error()}
+	}
+	if unit != FeeBps || rate.IsZero() {
+		return nil
+	}
+	if !RuleOf(category).MovesTokens {
+		return &Problem{"feeRateUnit", fmt.Sprintf("basis points are charged on the value a call routes, which only SWAP, BRIDGE, SEND and TRANSFER intents have; price a %s intent in usd_per_call", category)}
+	}
+	if !ok {
+		return &Problem{"parametersSchema", `an intent priced in basis points must say which argument is the amount it routes: mark it "x-amount": "<token argument>" ` +
+			`(or {"token": "<token argument>", "atomic": true} for smallest units), e.g. "amount": {"type":"string","x-amount":"fromToken"}; ` +
+			`with a single x-token argument, a property named "amount" is enough`}
+	}
+	return nil
 }

@@ -206,3 +206,27 @@ func mustJSON(v any) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The category rules are the one home of what a category means: the write list the schemas
+// publish and the rules dispatch reads agree, and only token-moving writes need a scope.
+func TestCategoryRulesAgree(t *testing.T) {
+	for _, c := range partners.WriteCategories {
+		if !partners.IsWriteCategory(c) {
+			t.Errorf("%s is listed as a write but its rule is not", c)
+		}
+	}
+	for _, c := range partners.IdempotentCategories {
+		if r := partners.RuleOf(c); r.Write || r.MovesTokens || r.Scope != "" || r.GasUnits != 0 {
+			t.Errorf("idempotent %s has rule %+v", c, r)
+		}
+	}
+	for _, c := range partners.WriteCategories {
+		r := partners.RuleOf(c)
+		if !r.Write {
+			t.Errorf("rule of %s is not a write", c)
+		}
+		if r.MovesTokens != (r.Scope != "") || r.MovesTokens != (r.GasUnits > 0) {
+			t.Errorf("rule of %s: token-moving writes, and only they, need a scope and pay gas: %+v", c, r)
+		}
+	}
+}

@@ -8,10 +8,10 @@ import (
 	"sync"
 
 	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/chain/evm"
+	"github.com/switchboard-hq/switchboard/chain/httpx"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/tokens/evm"
-	"github.com/switchboard-hq/switchboard/tools/tokens/internal/httpx"
 	"github.com/switchboard-hq/switchboard/tools/tokens/prices"
 )
 

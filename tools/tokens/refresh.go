@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/switchboard-hq/switchboard/chain/httpx"
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/tools/tokens/internal/httpx"
 )
 
 // SourceReport is how one public list fared in a refresh.

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/switchboard-hq/switchboard/chain/evm"
+	"github.com/switchboard-hq/switchboard/chain/httpx"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/tokens/evm"
-	"github.com/switchboard-hq/switchboard/tools/tokens/internal/httpx"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 

@@ -12,12 +12,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/chain/evm"
+	"github.com/switchboard-hq/switchboard/chain/solana"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/tokens/evm"
 	"github.com/switchboard-hq/switchboard/tools/tokens/lists"
 	"github.com/switchboard-hq/switchboard/tools/tokens/prices"
-	"github.com/switchboard-hq/switchboard/tools/tokens/solana"
 )
 
 // Config is the token lookups' configuration (SWITCHBOARD_* settings; see DefaultConfig).
@@ -162,9 +162,6 @@ func NewService(st *store.Store, cfg Config, now func() time.Time, log *slog.Log
 	}
 	return s, nil
 }
-
-// Registry returns the embedded registry.
-func (s *Service) Registry() *Registry { return s.reg }
 
 var readOnly = tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(true)}
 

@@ -20,18 +20,12 @@ import (
 // one; with {"chainProperty": name}, from that property. Only top-level properties are read.
 const TokenMarker = "x-token"
 
-// resolvedCategories are the intent categories whose token arguments are resolved before
-// dispatch: the ones that move tokens.
-var resolvedCategories = map[string]bool{"SWAP": true, "BRIDGE": true, "SEND": true, "TRANSFER": true}
-
-// ResolvesTokens reports whether dispatch of category resolves token arguments first.
-func ResolvesTokens(category string) bool { return resolvedCategories[strings.ToUpper(category)] }
-
 // ResolvedArg is one token argument and the token it names.
 type ResolvedArg struct {
 	Property string `json:"property"`
 	Value    string `json:"value"`
 	Token    Token  `json:"token"`
+	entry    *entry
 }
 
 type marker struct {
@@ -79,16 +73,12 @@ func tokenProperties(schema json.RawMessage) (map[string]string, error) {
 	return out, nil
 }
 
-// ResolveArgs runs before dispatching an intent: for SWAP, BRIDGE, SEND and TRANSFER intents,
-// every argument whose parametersSchema property carries TokenMarker is resolved like
-// resolve_token. A token flagged as spam, a name that matches nothing, or one that stays
+// ResolveArgs runs before dispatching an intent that moves tokens (the intent model says which
+// categories do): every argument whose parametersSchema property carries TokenMarker is
+// resolved like resolve_token. A token flagged as spam, a name that matches nothing, or one that stays
 // ambiguous (several equally trusted tokens, e.g. USDC without a chain) stops the call with
-// BAD_INPUT before anything is dispatched or charged. Other categories pass untouched (nil).
-// Args are not rewritten: the partner receives exactly what the caller sent.
+// BAD_INPUT before anything is dispatched or charged. Args are not rewritten: the partner receives exactly what the caller sent.
 func (s *Service) ResolveArgs(ctx context.Context, category string, parametersSchema json.RawMessage, args map[string]any) ([]ResolvedArg, error) {
-	if !ResolvesTokens(category) {
-		return nil, nil
-	}
 	props, err := tokenProperties(parametersSchema)
 	if err != nil {
 		return nil, err
@@ -134,7 +124,7 @@ func (s *Service) ResolveArgs(ctx context.Context, category string, parametersSc
 			return nil, tools.Errorf(tools.CodeBadInput, "args.%s: %q matches %d tokens equally (%s); name the chain or pass the contract address. Nothing was sent or charged",
 				name, value, len(tied), describe(tied)).WithDetails(map[string]any{"property": name, "candidates": tied})
 		}
-		out = append(out, ResolvedArg{Property: name, Value: value, Token: top.Token})
+		out = append(out, ResolvedArg{Property: name, Value: value, Token: top.Token, entry: top.entry})
 	}
 	return out, nil
 }

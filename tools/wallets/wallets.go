@@ -3,6 +3,7 @@
 package wallets
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ed25519"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/mr-tron/base58"
+	"github.com/switchboard-hq/switchboard/store"
 	"golang.org/x/crypto/sha3"
 )
 
@@ -168,4 +170,30 @@ func (s *Sealer) Open(sealed []byte, keyID string, aad []byte) ([]byte, error) {
 	}
 	nonce, ct := sealed[:aead.NonceSize()], sealed[aead.NonceSize():]
 	return aead.Open(nil, nonce, ct, aad)
+}
+
+// ErrSigningOff refuses to sign with an account's embedded wallet while its signing toggle is off.
+var ErrSigningOff = errors.New("signing with the embedded wallets is off for this account")
+
+// EVMKey unseals an account's primary EVM wallet key, only when the account turned signing on
+// (the portal's settings). The caller must use it for one signature and drop it.
+func EVMKey(ctx context.Context, st *store.Store, sealer *Sealer, accountID string) ([]byte, string, error) {
+	acct, err := st.AccountByID(ctx, accountID)
+	if err != nil {
+		return nil, "", err
+	}
+	if !acct.SigningEnabled {
+		return nil, "", ErrSigningOff
+	}
+	ws, err := st.Wallets(ctx, accountID)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, w := range ws {
+		if w.Family == store.FamilyEVM {
+			key, err := sealer.Open(w.SealedKey, w.MasterKeyID, []byte(w.Address))
+			return key, w.Address, err
+		}
+	}
+	return nil, "", fmt.Errorf("account %s has no EVM wallet", accountID)
 }

@@ -9,14 +9,19 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/mcpserver"
@@ -30,10 +35,14 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
 	"github.com/switchboard-hq/switchboard/tools/integrations"
+	"github.com/switchboard-hq/switchboard/tools/keyring"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/oauth"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+	"github.com/switchboard-hq/switchboard/tools/payments"
+	"github.com/switchboard-hq/switchboard/tools/ratelimit"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
@@ -62,6 +71,9 @@ type App struct {
 	Partners   *partners.Service // partner intents; the operator CLI uses it
 	Billing    *billing.Service  // credit, ledger, the reservation sweeper
 	Dispatch   *dispatch.Service // partner calls; concludes abandoned ones
+	Payments   *payments.Service // flat-fee payments on chain and partner payouts; nil when not configured
+	Keys       *keyring.Ring     // the service's signing keys (rotation)
+	redis      io.Closer         // the shared rate limiter's connection, when configured
 }
 
 // Sweep concludes dispatches a crashed process abandoned (sending idempotent ones again for
@@ -72,7 +84,44 @@ func (a *App) Sweep(ctx context.Context) (recovered, refunded int, err error) {
 		return recovered, 0, err
 	}
 	refunded, err = a.Billing.Sweep(ctx)
-	return recovered, refunded, err
+	if err != nil || a.Payments == nil {
+		return recovered, refunded, err
+	}
+	concluded, err := a.Payments.Reconcile(ctx)
+	return recovered + concluded, refunded, err
+}
+
+// RunReprobe re-probes active intents every minute, each at the configured interval, until
+// ctx ends (claims make it safe on every replica).
+func (a *App) RunReprobe(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := a.Partners.Reprobe(ctx, every, 4); err != nil && ctx.Err() == nil {
+				a.Log.ErrorContext(ctx, "re-probe", "err", err)
+			}
+		}
+	}
+}
+
+// RunPayouts pays partners' accrued per-call fees on chain every interval until ctx ends.
+func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := a.Payments.Payouts(ctx); err != nil && ctx.Err() == nil {
+				a.Log.ErrorContext(ctx, "payouts", "err", err)
+			}
+		}
+	}
 }
 
 // RunSweeper sweeps every interval until ctx ends.
@@ -97,8 +146,16 @@ func (a *App) StdioServer() *mcp.Server {
 	return mcpserver.New(a.Kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.Config.APIKey, Log: a.Log})
 }
 
-// Close releases the database.
-func (a *App) Close() error { return a.Store.Close() }
+// Close releases the database and the Redis connection.
+func (a *App) Close() error {
+	if a.redis != nil {
+		a.redis.Close()
+	}
+	if a.Payments != nil {
+		a.Payments.Shutdown()
+	}
+	return a.Store.Close()
+}
 
 // Build opens the store, runs migrations, loads (or on first start creates) the keys, and
 // assembles the tools and both doors.
@@ -153,6 +210,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, fmt.Errorf("master key: %w", err)
 	}
+	// The service key lives in the database (rotations, replicas); the key file seeds it.
+	ring, err := keyring.Open(ctx, st, sealer, signingKey, now)
+	if err != nil {
+		return nil, err
+	}
+	signer := ring.Signer()
 	spend, err := usdMicro("SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", cfg.DefaultSpendLimit, tools.MaxUSDMicro)
 	if err != nil {
 		return nil, err
@@ -172,7 +235,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	// The code hashes are keyed by a server-side secret: stealing the database alone does
 	// not let anyone test codes offline.
 	obCfg := onboarding.DefaultConfig(derive(serverSecret[0], "switchboard e-mail codes v1"), now)
-	obCfg.StartingGrant = billCfg.StartingGrantMicro
+	obCfg.OnCreate = billSvc.StartingGrant()
 	ob := onboarding.NewService(obCfg, st, mailer, keySvc, sealer)
 	if mailer != nil { // without one, e-mail onboarding is off
 		all = append(all, ob.Tools()...)
@@ -186,12 +249,23 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	partnerOut, err := outbound.New(outbound.Options{Signer: signing.NewSigner(signingKey), AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log})
+	partnerOut, err := outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
 	}
 	pseudonyms := derive(serverSecret[0], "switchboard partner pseudonyms v1") // the userId partners see
-	partnerSvc, err := partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms, Now: now, Log: log}, st, partnerOut)
+	var notify func(ctx context.Context, accountID, subject, text string) error
+	if mailer != nil {
+		notify = func(ctx context.Context, accountID, subject, text string) error {
+			acct, err := st.AccountByID(ctx, accountID)
+			if err != nil {
+				return err
+			}
+			return mailer.Send(ctx, onboarding.Message{To: acct.Email, Subject: subject, Text: text})
+		}
+	}
+	partnerSvc, err := partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms, Now: now, Log: log,
+		ReprobeFailures: cfg.ReprobeFailures, Notify: notify}, st, partnerOut)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +275,13 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	all = append(all, tokenSvc.Tools()...)
-	dispatchSvc := dispatch.NewService(dispatch.Config{PseudonymSecret: pseudonyms, SettlementChain: cfg.SettlementChain},
+	paySvc, err := flatFee(ctx, cfg, st, now, log, func(ctx context.Context, accountID string) ([]byte, string, error) {
+		return wallets.EVMKey(ctx, st, sealer, accountID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain, Payments: paySvc, Signer: signer},
 		st, partnerOut, billSvc, tokenSvc, now, log)
 	all = append(all, dispatchSvc.Tools()...)
 
@@ -211,23 +291,38 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, disc.Tools()...)
 
-	kernel, err := tools.NewKernel(tools.NewAuthenticator(st, now, log), tools.NewRateLimiter(now), log, now, all...)
+	// Rate limits: in this process by default; shared by every replica through Redis when
+	// one is configured.
+	var limiter tools.Limiter = tools.NewRateLimiter(now)
+	var rdb io.Closer
+	if cfg.RedisURL != "" {
+		client, err := ratelimit.Open(ctx, cfg.RedisURL)
+		if err != nil {
+			return nil, err
+		}
+		limiter, rdb = ratelimit.NewRedis(client, "switchboard:ratelimit:"), client
+	}
+	authn := tools.NewAuthenticator(st, now, log)
+	kernel, err := tools.NewKernel(authn, limiter, log, now, all...)
 	if err != nil {
+		if rdb != nil {
+			rdb.Close()
+		}
 		return nil, err
 	}
 	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log})
-	pubPEM, err := signing.MarshalPublicKeyPEM(signingKey.Public().(ed25519.PublicKey))
-	if err != nil {
-		return nil, err
-	}
 	// The portal signs humans in with an e-mail code or an identity provider: with neither it
 	// has no way in.
 	providers, err := cfg.Providers()
 	if err != nil {
 		return nil, err
 	}
-	var portalHandler http.Handler
+	var portalHandler, oauthAPI http.Handler
+	var oauthSvc *oauth.Service
 	if mailer != nil || len(providers) > 0 {
+		// MCP hosts sign in through the portal (MCP authorization): tokens resolve like keys.
+		oauthSvc = oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Now: now}, st)
+		authn.Tokens = oauthSvc.Authenticate
 		idle, err1 := time.ParseDuration(cfg.SessionIdle)
 		maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
 		if err1 != nil || err2 != nil || idle < time.Minute || maxAge < idle {
@@ -244,20 +339,24 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		if err != nil {
 			return nil, err
 		}
-		if portalHandler, err = portal.New(portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
+		popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
 			AccountForEmail: ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now), Now: now,
-			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling, Log: log}); err != nil {
+			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling,
+			OAuth: oauthSvc, Store: st, Log: log}
+		if portalHandler, err = portal.New(popts); err != nil {
 			return nil, err
 		}
+		oauthAPI = portal.OAuthAPI(popts)
 	}
 	handler, err := front(frontOptions{
-		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, PublicKeyPEM: pubPEM, Ready: st.Ping, Log: log,
+		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
+		Keys: ring, Ready: st.Ping, Log: log,
 		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb}, nil
 }
 
 // billingConfig reads the prices; production accounts start with no credit.
@@ -276,11 +375,46 @@ func billingConfig(cfg Config) (billing.Config, error) {
 	if cfg.Env == "production" {
 		c.StartingGrantMicro = 0
 	}
-	if cfg.PlatformFeeBps < 0 || cfg.PlatformFeeBps > 10_000 {
-		return c, fmt.Errorf("SWITCHBOARD_PLATFORM_FEE_BPS=%d: want 0 to 10000", cfg.PlatformFeeBps)
+	if c.PlatformFloorMicro, err = usdMicro("SWITCHBOARD_PLATFORM_FLOOR_USD", cfg.PlatformFloorUSD, billing.MaxGrantMicro); err != nil {
+		return c, err
 	}
-	c.PlatformFeeBps = int64(cfg.PlatformFeeBps)
+	if cfg.GasMarginBps < 0 || cfg.GasMarginBps > 100_000 {
+		return c, fmt.Errorf("SWITCHBOARD_GAS_MARGIN_BPS=%d: want 0 to 100000 (0 to +1000%%)", cfg.GasMarginBps)
+	}
+	c.GasMarginBps = int64(cfg.GasMarginBps)
+	if c.TierBps, c.DefaultTier, err = feeTiers(cfg.FeeTiers); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+var tierNameRe = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// feeTiers parses "standard=30,pro=15": tier names and their basis points. standard, every
+// new account's tier, must be listed.
+func feeTiers(v string) (map[string]int64, string, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("SWITCHBOARD_FEE_TIERS=%q: %s; want tier=bps pairs, e.g. standard=30,pro=15 (bps 0 to 10000)", v, why)
+	}
+	tiers := map[string]int64{}
+	for _, part := range strings.Split(v, ",") {
+		name, num, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || !tierNameRe.MatchString(name) {
+			return nil, "", bad(fmt.Sprintf("%q is not tier=bps with a lowercase tier name", part))
+		}
+		bps, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || bps < 0 || bps > 10_000 {
+			return nil, "", bad(fmt.Sprintf("tier %s: %q is not a whole number of basis points", name, num))
+		}
+		if _, dup := tiers[name]; dup {
+			return nil, "", bad("tier " + name + " is listed twice")
+		}
+		tiers[name] = bps
+	}
+	if _, ok := tiers[store.DefaultTier]; !ok {
+		return nil, "", bad(fmt.Sprintf("the tier %q (every new account's) must be listed", store.DefaultTier))
+	}
+	return tiers, store.DefaultTier, nil
 }
 
 // usdMicro parses a non-negative decimal USD amount with at most 6 places into micro-USD.
@@ -366,4 +500,28 @@ func derive(serverSecret []byte, purpose string) []byte {
 	m := hmac.New(sha256.New, serverSecret)
 	m.Write([]byte(purpose))
 	return m.Sum(nil)
+}
+
+// flatFee connects the flat-fee network when one is configured.
+func flatFee(ctx context.Context, cfg Config, st *store.Store, now func() time.Time, log *slog.Logger,
+	walletKey func(context.Context, string) ([]byte, string, error)) (*payments.Service, error) {
+	f := cfg.FlatFee
+	if f.RPCURL == "" {
+		return nil, nil
+	}
+	for name, v := range map[string]string{"SWITCHBOARD_FLATFEE_TOKEN": f.Token, "SWITCHBOARD_FLATFEE_PAYER": f.Payer} {
+		if !common.IsHexAddress(v) {
+			return nil, fmt.Errorf("%s=%q: want a 0x address (switchboard admin deploy-payer prints it)", name, v)
+		}
+	}
+	key, err := crypto.HexToECDSA(strings.TrimPrefix(f.RelayerKey, "0x"))
+	if err != nil {
+		return nil, fmt.Errorf("SWITCHBOARD_FLATFEE_RELAYER_KEY: want a hex secp256k1 private key: %w", err)
+	}
+	platform, err := usdMicro("SWITCHBOARD_FLATFEE_PLATFORM_USD", f.PlatformUSD, billing.MaxGrantMicro)
+	if err != nil {
+		return nil, err
+	}
+	return payments.New(ctx, payments.Config{RPCURL: f.RPCURL, ChainID: int64(f.ChainID), Token: common.HexToAddress(f.Token),
+		Payer: common.HexToAddress(f.Payer), RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey}, st, now, log)
 }

@@ -31,7 +31,9 @@ type Config struct {
 	AllowLocalEndpoints bool
 	PartnerCAFile       string
 	InfraCostUSD        string // reserved per invocation, decimal USD
-	PlatformFeeBps      int
+	FeeTiers            string // tier=bps,... platform basis points on routed value by caller tier
+	PlatformFloorUSD    string // platform fee of a call that routes no value, decimal USD
+	GasMarginBps        int    // held over a gas estimate for the worst case
 	StartingCreditUSD   string // credit of a new account (test environment only)
 	SettlementChain     string
 	SweepMargin         string // Go duration added to a call's timeout before the sweeper may conclude it
@@ -42,7 +44,11 @@ type Config struct {
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
 	LogLevel            string
+	RedisURL            string        // shared rate limits for several replicas; empty: in this process
+	ReprobeInterval     string        // Go duration between re-probes of each active intent; 0 disables
+	ReprobeFailures     int           // re-probes in a row that may fail before an intent is deactivated
 	Tokens              tokens.Config // token lookups: RPC endpoints, price providers
+	FlatFee             FlatFeeConfig // the network flat-fee intents are paid on
 }
 
 type setting struct {
@@ -68,7 +74,9 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_SERVER_SECRET", flag: "server-secret", usage: "base64 32-byte secret keying e-mail code hashes and partner pseudonyms; never rotate it; empty: <data dir>/server-secret.key, generated", str: &c.ServerSecret},
 		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only: partner endpoints may be http and local addresses", boolean: &c.AllowLocalEndpoints},
 		{env: "SWITCHBOARD_INFRA_COST_USD", flag: "infra-cost-usd", usage: "infrastructure cost reserved at the start of each invocation, consumed on success", str: &c.InfraCostUSD},
-		{env: "SWITCHBOARD_PLATFORM_FEE_BPS", flag: "platform-fee-bps", usage: "platform fee in basis points of the partner fee", integer: &c.PlatformFeeBps},
+		{env: "SWITCHBOARD_FEE_TIERS", flag: "fee-tiers", usage: "platform fee in basis points of the value a call routes, by the caller's tier (tier=bps, comma-separated; must list standard, every new account's tier; the operator moves accounts with `switchboard admin set-tier`)", str: &c.FeeTiers},
+		{env: "SWITCHBOARD_PLATFORM_FLOOR_USD", flag: "platform-floor-usd", usage: "platform fee of a call that routes no value (reads, queries)", str: &c.PlatformFloorUSD},
+		{env: "SWITCHBOARD_GAS_MARGIN_BPS", flag: "gas-margin-bps", usage: "held over a write's gas estimate for its worst case, in basis points of the estimate", integer: &c.GasMarginBps},
 		{env: "SWITCHBOARD_STARTING_CREDIT_USD", flag: "starting-credit-usd", usage: "credit a new account starts with (test environment only; production starts at 0)", str: &c.StartingCreditUSD},
 		{env: "SWITCHBOARD_SETTLEMENT_CHAIN", flag: "settlement-chain", usage: "payoutAddresses key partner fees settle to first (namespace:chain); the bare namespace is the fallback", str: &c.SettlementChain},
 		{env: "SWITCHBOARD_SESSION_IDLE", flag: "session-idle", usage: "a portal session unused this long ends (Go duration)", str: &c.SessionIdle},
@@ -76,6 +84,18 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_OIDC_PROVIDERS", flag: "oidc-providers", usage: "OpenID Connect providers humans may sign in with: label=Google,issuer=https://accounts.google.com,client_id=...,client_secret=... (several separated by ;)", str: &c.OIDCProviders},
 		{env: "SWITCHBOARD_SWEEP_MARGIN", flag: "sweep-margin", usage: "how long past a partner call's timeout (x tries) its dispatch counts as abandoned and the sweeper concludes it (Go duration)", str: &c.SweepMargin},
 		{env: "SWITCHBOARD_PARTNER_CA_FILE", flag: "partner-ca-file", usage: "PEM certificates trusted for partner endpoints besides the system roots (a private CA, tests)", str: &c.PartnerCAFile},
+		{env: "SWITCHBOARD_REDIS_URL", flag: "redis-url", usage: "redis://host:port/db: rate limits shared by every replica (GCRA in Redis); empty: in this process. When Redis is unreachable, calls that write or cost money are refused (UNAVAILABLE), reads pass", str: &c.RedisURL, common: true},
+		{env: "SWITCHBOARD_FLATFEE_RPC_URL", flag: "flatfee-rpc-url", usage: "JSON-RPC of the test network flat-fee intents are paid on; empty: flat-fee intents cannot be called", str: &c.FlatFee.RPCURL},
+		{env: "SWITCHBOARD_FLATFEE_CHAIN_ID", flag: "flatfee-chain-id", usage: "that network's chain id (checked against the node)", integer: &c.FlatFee.ChainID},
+		{env: "SWITCHBOARD_FLATFEE_TOKEN", flag: "flatfee-token", usage: "the EIP-3009 stablecoin (6 decimals) flat fees are paid in", str: &c.FlatFee.Token},
+		{env: "SWITCHBOARD_FLATFEE_PAYER", flag: "flatfee-payer", usage: "the FlatFeePayer contract (switchboard admin deploy-payer prints it)", str: &c.FlatFee.Payer},
+		{env: "SWITCHBOARD_FLATFEE_RELAYER_KEY", flag: "flatfee-relayer-key", usage: "hex secp256k1 key of the relayer that submits payments, settles, refunds and pays partners (holds gas and the payout float)", str: &c.FlatFee.RelayerKey},
+		{env: "SWITCHBOARD_FLATFEE_TREASURY", flag: "flatfee-treasury", usage: "the platform's address its share of flat fees settles to (fixed in the contract at deploy-payer)", str: &c.FlatFee.Treasury},
+		{env: "SWITCHBOARD_FLATFEE_CONFIRMATIONS", flag: "flatfee-confirmations", usage: "blocks a payment waits for before the partner is called", integer: &c.FlatFee.Confirmations},
+		{env: "SWITCHBOARD_FLATFEE_PLATFORM_USD", flag: "flatfee-platform-usd", usage: "the platform's share added to each flat fee", str: &c.FlatFee.PlatformUSD},
+		{env: "SWITCHBOARD_PAYOUT_INTERVAL", flag: "payout-interval", usage: "how often serve pays partners' accrued per-call fees on chain (Go duration; 0 disables; needs the flat-fee network)", str: &c.FlatFee.PayoutInterval},
+		{env: "SWITCHBOARD_REPROBE_INTERVAL", flag: "reprobe-interval", usage: "how often serve probes each active intent again (negative-auth probe + signed health call; Go duration, jittered ±10%; 0 disables)", str: &c.ReprobeInterval},
+		{env: "SWITCHBOARD_REPROBE_FAILURES", flag: "reprobe-failures", usage: "re-probes in a row that may fail (timeouts, 5xx) before an intent is deactivated as unhealthy", integer: &c.ReprobeFailures},
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
@@ -104,9 +124,24 @@ func Defaults() Config {
 	return Config{
 		Addr: ":8080", DataDir: "./data", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
-		InfraCostUSD: "0.001", PlatformFeeBps: 1000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SessionIdle: "12h", SessionMaxAge: "720h",
-		Tokens: tokens.DefaultConfig(),
+		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SessionIdle: "12h", SessionMaxAge: "720h",
+		Tokens:          tokens.DefaultConfig(),
+		ReprobeInterval: "1h", ReprobeFailures: 3,
+		FlatFee: FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h"},
 	}
+}
+
+// FlatFeeConfig is the network flat-fee intents are paid on.
+type FlatFeeConfig struct {
+	RPCURL         string
+	ChainID        int
+	Token          string
+	Payer          string
+	RelayerKey     string
+	Treasury       string
+	Confirmations  int
+	PlatformUSD    string
+	PayoutInterval string
 }
 
 // FromEnv returns the defaults overridden by the environment (getenv, normally os.Getenv).

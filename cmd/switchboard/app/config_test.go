@@ -72,3 +72,28 @@ func TestLoadKeys(t *testing.T) {
 		t.Fatal("derive ignores the purpose")
 	}
 }
+
+// Fee settings are parsed into typed values up front, and a bad one names itself.
+func TestBillingConfig(t *testing.T) {
+	c, err := billingConfig(Defaults())
+	if err != nil || c.TierBps["standard"] != 30 || c.TierBps["pro"] != 15 || c.TierBps["enterprise"] != 5 || c.PlatformFloorMicro != 1000 || c.GasMarginBps != 5000 || c.DefaultTier != "standard" {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	for _, tc := range []struct {
+		tweak func(*Config)
+		want  string
+	}{
+		{func(c *Config) { c.FeeTiers = "pro=15" }, `"standard"`},
+		{func(c *Config) { c.FeeTiers = "standard=30,standard=20" }, "twice"},
+		{func(c *Config) { c.FeeTiers = "standard=10001" }, "basis points"},
+		{func(c *Config) { c.FeeTiers = "Standard=3" }, "lowercase"},
+		{func(c *Config) { c.PlatformFloorUSD = "-1" }, "SWITCHBOARD_PLATFORM_FLOOR_USD"},
+		{func(c *Config) { c.GasMarginBps = -1 }, "SWITCHBOARD_GAS_MARGIN_BPS"},
+	} {
+		cfg := Defaults()
+		tc.tweak(&cfg)
+		if _, err := billingConfig(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error naming %s", cfg.FeeTiers, err, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
-	"github.com/switchboard-hq/switchboard/tools"
 )
 
 // An operator who sets SWITCHBOARD_API_KEY on a serving process (for stdio) must not hand
@@ -30,8 +30,9 @@ func TestHTTPNeverActsWithTheStdioKey(t *testing.T) {
 	srv := httptest.NewServer(a.Handler)
 	defer srv.Close()
 	httpDoor := &apptest.Env{App: a, URL: srv.URL}
-	if _, e := apptest.CallTool(t, httpDoor.MCP(t, ""), "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated || !strings.Contains(e.Message, "x-api-key") {
-		t.Fatalf("keyless HTTP MCP call: %v, want UNAUTHENTICATED naming the header", e)
+	if status, hdr, body := apptest.KeylessMCPCall(t, srv.URL, "account_get"); status != 401 || !strings.Contains(hdr.Get("WWW-Authenticate"), "resource_metadata") ||
+		!strings.Contains(fmt.Sprint(body), "x-api-key") {
+		t.Fatalf("keyless HTTP MCP call: %d %v %v, want a 401 challenge naming the header", status, hdr, body)
 	}
 	if status, body := httpDoor.REST(t, "GET", "/v1/account", "", nil); status != 401 {
 		t.Fatalf("keyless REST call: %d %v", status, body)
@@ -75,8 +76,8 @@ func TestLLMsTxtLinksAnswer(t *testing.T) {
 		u = strings.TrimRight(u, ".,")
 		switch {
 		case strings.HasSuffix(u, "/mcp"):
-			if _, e := apptest.CallTool(t, env.MCP(t, ""), "resolve_token", map[string]any{"query": "usdc"}); e == nil || e.Code != tools.CodeUnauthenticated {
-				t.Errorf("%s: %v", u, e)
+			if status, _, body := apptest.KeylessMCPCall(t, env.URL, "resolve_token"); status != 401 || !strings.Contains(fmt.Sprint(body), "agent_signup") {
+				t.Errorf("%s: %d %v", u, status, body)
 			}
 		case strings.Contains(u, "/v1/agents/"):
 			if status, _, _ := apptest.Do(t, "POST", u, "", map[string]any{}); status != 400 {

@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/sdk/go/switchboard"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 )
@@ -82,9 +86,10 @@ func TestOnboardingEndToEnd(t *testing.T) {
 				}
 			}
 
-			// A keyed tool without a key says how to get one.
-			if _, e := callTool(t, anon, "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated || !strings.Contains(e.Message, "agent_signup") {
-				t.Fatalf("account_get without key: %+v", e)
+			// A keyed tool without a key is challenged (MCP authorization) and says how to get one.
+			if status, hdr, body := apptest.KeylessMCPCall(t, env.URL, "account_get"); status != 401 || !strings.Contains(fmt.Sprint(body), "agent_signup") ||
+				!strings.Contains(hdr.Get("WWW-Authenticate"), `resource_metadata="`+env.URL+`/.well-known/oauth-protected-resource/mcp"`) {
+				t.Fatalf("account_get without key: %d %v %v", status, hdr, body)
 			}
 
 			const email = "Agent.One@Example.com"
@@ -151,33 +156,43 @@ func TestOnboardingEndToEnd(t *testing.T) {
 				t.Fatalf("listed %d keys, want 2", n)
 			}
 
-			// ... and through REST as Authorization: Bearer.
-			status, _, restAcct := doREST(t, "GET", env.URL+"/v1/account", key, nil)
-			if status != 200 || restAcct["userId"] != acct["userId"] {
-				t.Fatalf("GET /v1/account: %d %v", status, restAcct)
+			// ... and through REST, with the Go client (it sends the key as x-api-key); the
+			// transport records each answer's status.
+			statuses := &statusRecorder{base: http.DefaultTransport}
+			rc := switchboard.New(env.URL, key, switchboard.WithHTTPClient(&http.Client{Transport: statuses}))
+			ctx := context.Background()
+			restAcct, err := rc.Account(ctx)
+			if err != nil || restAcct.UserID != acct["userId"] || statuses.last() != 200 {
+				t.Fatalf("GET /v1/account: %d %+v %v", statuses.last(), restAcct, err)
 			}
-			status, _, restKey := doREST(t, "POST", env.URL+"/v1/keys", key, map[string]any{"name": "rest", "scopes": []string{"read", "publish"}})
-			if status != 201 || restKey["secret"] == nil {
-				t.Fatalf("POST /v1/keys: %d %v", status, restKey)
+			restKey, err := rc.CreateKey(ctx, switchboard.CreateKeyInput{Name: "rest", Scopes: []string{"read", "publish"}})
+			if err != nil || statuses.last() != 201 || restKey.Secret == "" {
+				t.Fatalf("POST /v1/keys: %d %+v %v", statuses.last(), restKey, err)
 			}
-			status, _, restList := doREST(t, "GET", env.URL+"/v1/keys", key, nil)
-			if status != 200 || len(restList["keys"].([]any)) != 3 {
-				t.Fatalf("GET /v1/keys: %d %v", status, restList)
+			restList, err := rc.ListKeys(ctx)
+			if err != nil || statuses.last() != 200 || len(restList) != 3 {
+				t.Fatalf("GET /v1/keys: %d %+v %v", statuses.last(), restList, err)
 			}
 			// Revoke the MCP-minted key over REST; it stops working at once, on both doors.
-			status, _, revoked := doREST(t, "DELETE", env.URL+"/v1/keys/"+minted["id"].(string), key, nil)
-			if status != 200 || revoked["revokedAt"] == nil {
-				t.Fatalf("DELETE /v1/keys: %d %v", status, revoked)
+			revoked, err := rc.RevokeKey(ctx, minted["id"].(string))
+			if err != nil || statuses.last() != 200 || revoked.RevokedAt == nil {
+				t.Fatalf("DELETE /v1/keys: %d %+v %v", statuses.last(), revoked, err)
 			}
-			status, _, body := doREST(t, "GET", env.URL+"/v1/account", minted["secret"].(string), nil)
-			if status != 401 || !strings.Contains(body["error"].(map[string]any)["message"].(string), "revoked") {
-				t.Fatalf("revoked key over REST: %d %v", status, body)
+			_, err = rc.WithAPIKey(minted["secret"].(string)).Account(ctx)
+			var restErr *switchboard.Error
+			if !errors.As(err, &restErr) || restErr.Status != 401 || restErr.Code != switchboard.CodeUnauthenticated || !strings.Contains(restErr.Message, "revoked") {
+				t.Fatalf("revoked key over REST: %v", err)
+			}
+			// The Bearer form of the key works too.
+			status, _, bearerAcct := doREST(t, "GET", env.URL+"/v1/account", key, nil)
+			if status != 200 || bearerAcct["userId"] != acct["userId"] {
+				t.Fatalf("GET /v1/account with Authorization: Bearer: %d %v", status, bearerAcct)
 			}
 			if _, e := callTool(t, connect(t, env.URL, minted["secret"].(string)), "api_key_list", nil); e == nil || e.Code != tools.CodeUnauthenticated {
 				t.Fatalf("revoked key over MCP: %+v", e)
 			}
 			// Revoke over MCP too.
-			if out, e := callTool(t, keyed, "api_key_revoke", map[string]any{"keyId": restKey["id"]}); e != nil || out["revokedAt"] == nil {
+			if out, e := callTool(t, keyed, "api_key_revoke", map[string]any{"keyId": restKey.ID}); e != nil || out["revokedAt"] == nil {
 				t.Fatalf("api_key_revoke: %v %+v", out, e)
 			}
 
@@ -189,25 +204,48 @@ func TestOnboardingEndToEnd(t *testing.T) {
 			}
 
 			// Recovery: verifying the same e-mail again keeps the account and wallets, new key.
-			status, _, _ = doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": "agent.one@example.com"})
-			if status != 200 {
-				t.Fatalf("signup again: %d", status)
+			anonREST := switchboard.New(env.URL, "", switchboard.WithHTTPClient(&http.Client{Transport: statuses}))
+			if err := anonREST.Signup(ctx, "agent.one@example.com"); err != nil || statuses.last() != 200 {
+				t.Fatalf("signup again: %d %v", statuses.last(), err)
 			}
 			code2 := env.Inbox.Code(t, "agent.one@example.com", 2)
-			status, _, again := doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": "agent.one@example.com", "code": code2})
-			if status != 200 || again["userId"] != acct["userId"] || again["apiKey"] == key {
-				t.Fatalf("recovery: %d %v", status, again)
+			again, err := anonREST.Verify(ctx, "agent.one@example.com", code2)
+			if err != nil || statuses.last() != 200 || again.UserID != acct["userId"] || again.APIKey == key {
+				t.Fatalf("recovery: %d %+v %v", statuses.last(), again, err)
 			}
-			if w := again["wallets"].(map[string]any); w["evm"] != wallets["evm"] || w["svm"] != wallets["svm"] {
+			if w := again.Wallets; w.EVM != wallets["evm"] || w.SVM != wallets["svm"] {
 				t.Fatalf("recovery changed wallets: %v vs %v", w, wallets)
 			}
 			// The used code is gone.
-			status, _, _ = doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": "agent.one@example.com", "code": code2})
-			if status != 401 {
-				t.Fatalf("reusing a code: %d", status)
+			if _, err := anonREST.Verify(ctx, "agent.one@example.com", code2); !switchboard.IsCode(err, switchboard.CodeUnauthenticated) || statuses.last() != 401 {
+				t.Fatalf("reusing a code: %d %v", statuses.last(), err)
 			}
 		})
 	}
+}
+
+// statusRecorder is an http.RoundTripper that remembers the status of the last answer.
+type statusRecorder struct {
+	base   http.RoundTripper
+	mu     sync.Mutex
+	status int
+}
+
+func (s *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.base.RoundTrip(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status = 0
+	if err == nil {
+		s.status = resp.StatusCode
+	}
+	return resp, err
+}
+
+func (s *statusRecorder) last() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
 }
 
 func TestPublicDocuments(t *testing.T) {
@@ -267,8 +305,9 @@ func TestProductionWithoutMailer(t *testing.T) {
 	if strings.Contains(string(b), "agent_signup") || strings.Contains(string(b), "Paste a key") || !strings.Contains(string(b), "ask a human") {
 		t.Fatalf("llms.txt in production without mailer: %q", b)
 	}
-	status, _, _ := doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": "a@example.com"})
-	if status != 404 {
-		t.Fatalf("signup with e-mail onboarding off: %d", status)
+	err = switchboard.New(env.URL, "").Signup(context.Background(), "a@example.com")
+	var e *switchboard.Error
+	if !errors.As(err, &e) || e.Status != 404 || e.Code != switchboard.CodeNotFound {
+		t.Fatalf("signup with e-mail onboarding off: %v", err)
 	}
 }

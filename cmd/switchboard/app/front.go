@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,27 +11,40 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/rest"
+	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keyring"
+	"github.com/switchboard-hq/switchboard/tools/oauth"
 )
 
 // frontOptions are the doors and documents the HTTP front composes.
 type frontOptions struct {
-	Kernel       *tools.Kernel
-	MCP          http.Handler // /mcp: API keys (x-api-key, Bearer), authenticated by the kernel
-	Portal       http.Handler // /developer, /docs, /connect: portal sessions; nil when no one can sign in
-	Docs         rest.Docs
-	PublicKeyPEM []byte
-	Ready        func(ctx context.Context) error
-	Log          *slog.Logger
+	Kernel   *tools.Kernel
+	MCP      http.Handler // /mcp: API keys (x-api-key, Bearer), authenticated by the kernel
+	Portal   http.Handler // /developer, /docs, /connect, /oauth/authorize: portal sessions; nil when no one can sign in
+	OAuthAPI http.Handler // OAuth metadata, registration, token, revocation; nil with no portal
+	OAuth    *oauth.Service
+	Docs     rest.Docs
+	Keys     *keyring.Ring // the current public key and the published key set
+	Ready    func(ctx context.Context) error
+	Log      *slog.Logger
 }
 
 // front is the one HTTP surface: every door mounted on one mux behind one middleware.
 func front(o frontOptions) (http.Handler, error) {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", o.MCP)
-	mux.Handle("/v1/", rest.Handler(o.Kernel))
+	mcpDoor, v1 := o.MCP, rest.Handler(o.Kernel)
+	if o.OAuth != nil {
+		mcpDoor, v1 = mcpChallenge(o.MCP, o.Kernel, o.OAuth), accessTokensNotHere(v1, o.OAuth)
+		for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/", "/.well-known/oauth-authorization-server",
+			"/oauth/register", "/oauth/token", "/oauth/revoke"} {
+			mux.Handle(path, o.OAuthAPI)
+		}
+	}
+	mux.Handle("/mcp", mcpDoor)
+	mux.Handle("/v1/", v1)
 	if o.Portal != nil {
-		for _, path := range []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/"} {
+		for _, path := range []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize"} {
 			mux.Handle(path, o.Portal)
 		}
 	}
@@ -43,7 +57,12 @@ func front(o frontOptions) (http.Handler, error) {
 	mux.HandleFunc("GET /.well-known/service-public-key", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-pem-file")
 		w.Header().Set("Cache-Control", "public, max-age=3600")
-		w.Write(o.PublicKeyPEM)
+		w.Write(o.Keys.CurrentPEM())
+	})
+	mux.HandleFunc("GET "+signing.KeySetPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		json.NewEncoder(w).Encode(o.Keys.KeySet())
 	})
 	doc, err := rest.OpenAPI(o.Kernel, o.Docs)
 	if err != nil {

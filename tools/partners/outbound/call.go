@@ -40,6 +40,7 @@ type ResponseEnvelope struct {
 	Result            json.RawMessage `json:"result,omitempty" jsonschema_description:"the partner's free-form JSON result (success true)"`
 	Error             *EnvelopeError  `json:"error,omitempty" jsonschema_description:"the failure (success false)"`
 	ProviderCostMicro int64           `json:"providerCostMicro" jsonschema_description:"the partner's cost in micro-USD; 0 when omitted"`
+	GasCostMicro      *int64          `json:"gasCostMicro,omitempty" jsonschema_description:"the network gas the call's on-chain step actually cost, in micro-USD (write categories); omitted: settled at the estimate"`
 }
 
 // EnvelopeError is the error of a failure envelope.
@@ -275,6 +276,17 @@ func ParseResponse(body []byte) (*ResponseEnvelope, string) {
 			return nil, `"providerCostMicro" must be a non-negative integer number of micro-USD`
 		}
 		env.ProviderCostMicro = v
+	}
+	if raw, ok := m["gasCostMicro"]; ok && string(raw) != "null" {
+		var n json.Number
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return nil, `"gasCostMicro" must be an integer number of micro-USD`
+		}
+		v, err := n.Int64()
+		if err != nil || v < 0 {
+			return nil, `"gasCostMicro" must be a non-negative integer number of micro-USD`
+		}
+		env.GasCostMicro = &v
 	}
 	return env, ""
 }

@@ -118,17 +118,6 @@ func (c *Client) newHTTPClient(rt http.RoundTripper) *http.Client {
 // Guard returns the client's SSRF guard (for checking URLs at publish).
 func (c *Client) Guard() *Guard { return c.guard }
 
-// Signer returns the signer the client signs envelopes with.
-func (c *Client) Signer() *signing.Signer { return c.signer }
-
-// HTTPClient returns the guarded client (no signing), for callers that build their own
-// requests. Bound each request with a context deadline.
-func (c *Client) HTTPClient() *http.Client { return c.http }
-
-// Transport returns the guarded, body-capped transport, to wrap (e.g. in a
-// signing.RoundTripper) for a client of your own; use no-redirect clients with it.
-func (c *Client) Transport() http.RoundTripper { return c.transport }
-
 // capTransport caps response bodies: reading past max fails with ErrBodyTooLarge.
 type capTransport struct {
 	base http.RoundTripper

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard-hq/switchboard/tools/tokens/internal/httpx"
+	"github.com/switchboard-hq/switchboard/chain/httpx"
 	"github.com/switchboard-hq/switchboard/tools/tokens/prices"
 )
 

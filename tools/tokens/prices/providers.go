@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"github.com/switchboard-hq/switchboard/tools/tokens/internal/httpx"
+	"github.com/switchboard-hq/switchboard/chain/httpx"
 )
 
 // MaxBody bounds a price answer.

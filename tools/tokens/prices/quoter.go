@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"github.com/switchboard-hq/switchboard/tools/tokens/internal/httpx"
+	"github.com/switchboard-hq/switchboard/chain/httpx"
 )
 
 // Asset is what a provider needs to find a token.
@@ -111,9 +111,6 @@ func NewQuoter(cfg Config, evm, svm []Provider, now func() time.Time) *Quoter {
 	}
 	return &Quoter{cfg: cfg, evm: evm, svm: svm, now: now, cache: map[string]cached{}, rest: map[string]time.Time{}}
 }
-
-// MaxAge is the configured maximum age of a price.
-func (q *Quoter) MaxAge() time.Duration { return q.cfg.MaxAge }
 
 // Quote prices assets. Every asset ends up in exactly one of the maps: quotes, or failures
 // listing each provider's reason in the order tried.

@@ -75,8 +75,9 @@ type evmToken struct {
 }
 
 type evmState struct {
-	Native map[string]string    `json:"native"`
-	Tokens map[string]*evmToken `json:"tokens"`
+	GasPriceWei string               `json:"gasPriceWei"` // eth_gasPrice's answer (default 1 gwei)
+	Native      map[string]string    `json:"native"`
+	Tokens      map[string]*evmToken `json:"tokens"`
 }
 
 // EVMNode fakes an EVM chain's JSON-RPC endpoint from evm/<chain>.json (an empty chain when
@@ -130,6 +131,12 @@ func (n *EVMNode) call(method string, params []json.RawMessage) (any, *rpcError)
 	switch method {
 	case "eth_chainId":
 		return fmt.Sprintf("0x%x", n.ChainID), nil
+	case "eth_gasPrice":
+		gp := n.state.GasPriceWei
+		if gp == "" {
+			gp = "1000000000" // 1 gwei
+		}
+		return "0x" + bigOf(gp).Text(16), nil
 	case "eth_getBalance":
 		bal := bigOf(n.state.Native[strings.ToLower(str(0))])
 		return "0x" + bal.Text(16), nil

@@ -69,6 +69,7 @@ type Options struct {
 	Config  func(cfg *app.Config) // adjust the configuration
 	Log     io.Writer             // where logs go; default discarded
 	Store   *store.Store          // a store the test opened itself (its own cluster, options); default a fresh one of Dialect
+	Start   time.Time             // the clock's first reading; default the real time (fixture prices want tokenstest.T0)
 }
 
 // Start builds the app against a fresh migrated database, an in-process SMTP server and a
@@ -84,6 +85,9 @@ func Start(t testing.TB, o Options) *Env {
 	}
 	inbox := NewInbox(t)
 	clock := NewClock(time.Now())
+	if !o.Start.IsZero() {
+		clock = NewClock(o.Start)
+	}
 	srv := httptest.NewUnstartedServer(nil)
 	t.Cleanup(srv.Close)
 	cfg := app.Defaults()
@@ -246,6 +250,12 @@ type Config = app.Config
 // Bearer token, and decodes the JSON answer.
 func Do(t testing.TB, method, url, key string, body any) (int, http.Header, map[string]any) {
 	t.Helper()
+	return DoWith(t, method, url, key, body, nil)
+}
+
+// DoWith is Do with extra request headers.
+func DoWith(t testing.TB, method, url, key string, body any, headers map[string]string) (int, http.Header, map[string]any) {
+	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -262,6 +272,9 @@ func Do(t testing.TB, method, url, key string, body any) (int, http.Header, map[
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -365,4 +378,12 @@ func CallTool(t testing.TB, cs *mcp.ClientSession, name string, args any) (map[s
 		t.Fatalf("%s: structuredContent %s differs from text %s", name, structured, text)
 	}
 	return out, nil
+}
+
+// KeylessMCPCall posts a bare JSON-RPC tools/call to /mcp with no credentials and returns the
+// HTTP answer: a tool that needs a key is challenged with 401 before the MCP server sees it.
+func KeylessMCPCall(t testing.TB, baseURL, tool string) (int, http.Header, map[string]any) {
+	t.Helper()
+	return DoWith(t, "POST", baseURL+"/mcp", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": map[string]any{}}}, map[string]string{"Accept": "application/json, text/event-stream"})
 }

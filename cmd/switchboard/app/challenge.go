@@ -1,0 +1,105 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/switchboard-hq/switchboard/rest"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/oauth"
+)
+
+// mcpChallenge makes /mcp an OAuth protected resource (RFC 9728, MCP authorization) without
+// closing the door agents onboard through: initialize, tools/list and the public tools
+// (agent_signup, agent_verify) work with no credentials, while a tools/call of a tool that
+// needs a key, sent with none, and any request with an access token that is no longer valid,
+// answer 401 with WWW-Authenticate naming the resource metadata. An MCP host that does OAuth
+// starts the sign-in there; any other client reads in the body how to get a key.
+func mcpChallenge(next http.Handler, k *tools.Kernel, o *oauth.Service) http.Handler {
+	meta := o.Config().Issuer + "/.well-known/oauth-protected-resource/mcp"
+	challenge := func(w http.ResponseWriter, oauthErr, msg string) {
+		h := fmt.Sprintf(`Bearer resource_metadata=%q`, meta)
+		if oauthErr != "" {
+			h += fmt.Sprintf(`, error=%q, error_description=%q`, oauthErr, msg)
+		}
+		w.Header().Set("WWW-Authenticate", h)
+		rest.WriteError(w, tools.Errorf(tools.CodeUnauthenticated, "%s", msg))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cred := tools.KeyFromHeader(r.Header)
+		switch {
+		case strings.HasPrefix(cred, oauth.AccessPrefix):
+			if _, err := o.Authenticate(r.Context(), cred); err != nil && !store.IsUnavailable(err) {
+				challenge(w, "invalid_token", fmt.Sprintf("the access token is not valid (%v): refresh it or connect again", err))
+				return
+			}
+		case cred == "" && r.Method == http.MethodPost:
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				var tooBig *http.MaxBytesError
+				if errors.As(err, &tooBig) {
+					rest.WriteError(w, rest.TooLarge())
+					return
+				}
+				rest.WriteError(w, tools.Errorf(tools.CodeBadInput, "could not read the request body: %v", err))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if tool := keyedCall(body, k); tool != "" {
+				challenge(w, "", tool+" needs an API key or a sign-in: an MCP host that supports MCP authorization signs in at "+meta+
+					"; otherwise send a key as x-api-key or Authorization: Bearer (no key yet? call agent_signup with an e-mail inbox you can read, then agent_verify with the code; without an inbox, ask a human for a key)")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// keyedCall returns the tool of a tools/call (single or in a batch) that needs a key, or "".
+func keyedCall(body []byte, k *tools.Kernel) string {
+	type msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	var msgs []msg
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		if json.Unmarshal(t, &msgs) != nil {
+			return ""
+		}
+	} else {
+		var m msg
+		if json.Unmarshal(body, &m) != nil {
+			return ""
+		}
+		msgs = []msg{m}
+	}
+	for _, m := range msgs {
+		if m.Method != "tools/call" {
+			continue
+		}
+		if t := k.Tool(m.Params.Name); t != nil && t.Access.NeedsKey() {
+			return m.Params.Name
+		}
+	}
+	return ""
+}
+
+// accessTokensNotHere refuses an OAuth access token on /v1: tokens are bound to the MCP
+// resource (RFC 8707); REST takes API keys.
+func accessTokensNotHere(next http.Handler, o *oauth.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(tools.KeyFromHeader(r.Header), oauth.AccessPrefix) {
+			rest.WriteError(w, tools.Errorf(tools.CodeUnauthenticated, "this access token was issued for %s, not the REST API; use an API key on /v1", o.Config().Resource))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,64 @@
+package app_test
+
+import (
+	"testing"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools/ratelimit/redistest"
+)
+
+// Two replicas on one database and one real Redis: a key's rate limit holds in total, not
+// once per replica. With Redis gone, a call that writes is refused with UNAVAILABLE (never let
+// through unlimited) while a read passes; with Redis back, writes work again.
+func TestReplicasShareRateLimits(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			redis := redistest.Start(t)
+			st := storetest.Open(t, dialect)
+			replica := func() *apptest.Env {
+				return apptest.Start(t, apptest.Options{Store: st, Config: func(c *app.Config) {
+					c.RedisURL = redis.URL
+					// Replicas share their secrets (wallet keys and the service key are sealed with the master key).
+					c.MasterKey, c.ServerSecret = sharedSecret, sharedSecret
+				}})
+			}
+			a, b := replica(), replica()
+			key := a.Onboard(t, "agent@example.com")["apiKey"].(string) // 30 requests a minute
+			allowed, limited := 0, 0
+			for i := range 40 {
+				env := []*apptest.Env{a, b}[i%2]
+				switch status, out := env.REST(t, "GET", "/v1/account", key, nil); status {
+				case 200:
+					allowed++
+				case 429:
+					limited++
+				default:
+					t.Fatalf("call %d: %d %v", i, status, out)
+				}
+			}
+			if allowed != 30 || limited != 10 {
+				t.Fatalf("across two replicas: %d allowed, %d limited; want 30 and 10 (the key's 30 a minute in total)", allowed, limited)
+			}
+
+			other := b.Onboard(t, "other@example.com")["apiKey"].(string)
+			redis.Stop()
+			if status, out := a.REST(t, "GET", "/v1/discover?query=weather", other, nil); status != 200 {
+				t.Fatalf("a read with Redis down: %d %v", status, out)
+			}
+			status, out := b.REST(t, "POST", "/v1/keys", other, map[string]any{"name": "second", "scopes": []string{"read"}})
+			if status != 503 || out["error"].(map[string]any)["code"] != "UNAVAILABLE" {
+				t.Fatalf("a write with Redis down: %d %v", status, out)
+			}
+			redis.Restart()
+			status, out = b.REST(t, "POST", "/v1/keys", other, map[string]any{"name": "second", "scopes": []string{"read"}})
+			if status != 201 && status != 200 {
+				t.Fatalf("a write with Redis back: %d %v", status, out)
+			}
+		})
+	}
+}
+
+// sharedSecret is the replicas' common base64 32-byte master key and server secret.
+const sharedSecret = "c3dpdGNoYm9hcmQgcmVwbGljYXMgc2hhcmUgdGhpcyE="

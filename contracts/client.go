@@ -1,0 +1,394 @@
+package contracts
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	gmath "github.com/ethereum/go-ethereum/common/math"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/signer/core/apitypes"
+)
+
+// Client sends the relayer's transactions and reads contract state over one node's JSON-RPC.
+// Sends are serialized so the relayer's nonces never collide; waiting for receipts is not.
+type Client struct {
+	eth           *ethclient.Client
+	chainID       *big.Int
+	key           *ecdsa.PrivateKey
+	from          common.Address
+	confirmations uint64
+	send          sync.Mutex
+	// StuckAfter is how long a sent transaction may stay unmined before it is replaced (same
+	// nonce) with fees 25% higher, up to three times.
+	StuckAfter time.Duration
+}
+
+// ErrReverted is a transaction (or its gas estimate) that the chain refused.
+var ErrReverted = errors.New("the transaction reverted")
+
+// Dial connects to url, checks its chain id, and acts with key (nil: read-only).
+func Dial(ctx context.Context, url string, chainID int64, key *ecdsa.PrivateKey, confirmations int) (*Client, error) {
+	eth, err := ethclient.DialContext(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", url, err)
+	}
+	got, err := eth.ChainID(ctx)
+	if err != nil {
+		eth.Close()
+		return nil, fmt.Errorf("eth_chainId: %w", err)
+	}
+	if got.Int64() != chainID {
+		eth.Close()
+		return nil, fmt.Errorf("the RPC endpoint serves chain %s, not %d", got, chainID)
+	}
+	c := &Client{eth: eth, chainID: got, key: key, confirmations: uint64(max(confirmations, 1)), StuckAfter: 45 * time.Second}
+	if key != nil {
+		c.from = crypto.PubkeyToAddress(key.PublicKey)
+	}
+	return c, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() { c.eth.Close() }
+
+// From is the relayer's address.
+func (c *Client) From() common.Address { return c.from }
+
+// ChainID is the chain's id.
+func (c *Client) ChainID() int64 { return c.chainID.Int64() }
+
+// Now is the latest block's timestamp: the clock EIP-3009 validity windows are checked against.
+func (c *Client) Now(ctx context.Context) (time.Time, error) {
+	h, err := c.eth.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(int64(h.Time), 0).UTC(), nil
+}
+
+func (c *Client) bound(at common.Address, ct Contract) *bind.BoundContract {
+	return bind.NewBoundContract(at, ct.ABI, c.eth, c.eth, c.eth)
+}
+
+// Deploy deploys ct with constructor args and waits for it.
+func (c *Client) Deploy(ctx context.Context, ct Contract, args ...any) (common.Address, error) {
+	input, err := ct.ABI.Pack("", args...)
+	if err != nil {
+		return common.Address{}, err
+	}
+	c.send.Lock()
+	opts := c.opts(ctx)
+	addr, tx, err := bind.DeployContract(opts, ct.Bytecode, c.eth, input)
+	c.send.Unlock()
+	if err != nil {
+		return common.Address{}, revert(err)
+	}
+	if _, err := c.wait(ctx, tx, nil); err != nil {
+		return common.Address{}, err
+	}
+	return addr, nil
+}
+
+func (c *Client) opts(ctx context.Context) *bind.TransactOpts {
+	o := bind.NewKeyedTransactor(c.key, c.chainID)
+	o.Context = ctx
+	return o
+}
+
+// Transact calls method on the contract at `at` as the relayer, and waits for the receipt
+// and the configured confirmations. A call the chain would refuse fails before anything is
+// sent (the gas estimate reverts: ErrReverted with the reason), costing no gas.
+func (c *Client) Transact(ctx context.Context, at common.Address, ct Contract, method string, args ...any) (*types.Receipt, error) {
+	if c.key == nil {
+		return nil, errors.New("this client has no relayer key")
+	}
+	c.send.Lock()
+	tx, err := c.bound(at, ct).Transact(c.opts(ctx), method, args...)
+	c.send.Unlock()
+	if err != nil {
+		return nil, revert(err)
+	}
+	return c.wait(ctx, tx, nil)
+}
+
+// TransactRecorded is Transact for a transfer that must never be sent twice unknowingly: the
+// transaction is signed first, record gets its hash (to write it down), and only then is it
+// sent. A crash after record leaves a hash whose receipt tells what happened.
+func (c *Client) TransactRecorded(ctx context.Context, at common.Address, ct Contract, record func(tx common.Hash) error, method string, args ...any) (*types.Receipt, error) {
+	if c.key == nil {
+		return nil, errors.New("this client has no relayer key")
+	}
+	c.send.Lock()
+	opts := c.opts(ctx)
+	opts.NoSend = true
+	tx, err := c.bound(at, ct).Transact(opts, method, args...)
+	if err != nil {
+		c.send.Unlock()
+		return nil, revert(err)
+	}
+	if err := record(tx.Hash()); err != nil {
+		c.send.Unlock()
+		return nil, err
+	}
+	err = c.eth.SendTransaction(ctx, tx)
+	c.send.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return c.wait(ctx, tx, record)
+}
+
+// Receipt returns a transaction's receipt; ok is false when the chain does not know it.
+func (c *Client) Receipt(ctx context.Context, hash common.Hash) (*types.Receipt, bool, error) {
+	rc, err := c.eth.TransactionReceipt(ctx, hash)
+	if errors.Is(err, ethereum.NotFound) {
+		return nil, false, nil
+	}
+	return rc, err == nil, err
+}
+
+// wait waits for tx (or a replacement of it) to be mined and confirmed. A transaction left
+// unmined for StuckAfter is replaced: the same nonce and call with 25% higher fees (record, when
+// set, learns each replacement's hash first). Whichever is mined wins; the others can no longer be.
+func (c *Client) wait(ctx context.Context, tx *types.Transaction, record func(common.Hash) error) (*types.Receipt, error) {
+	sent := []common.Hash{tx.Hash()}
+	replaceAt := time.Now().Add(c.StuckAfter)
+	var rc *types.Receipt
+	for rc == nil {
+		for _, h := range sent {
+			r, err := c.eth.TransactionReceipt(ctx, h)
+			if err == nil {
+				rc = r
+				break
+			}
+			if !errors.Is(err, ethereum.NotFound) {
+				return nil, fmt.Errorf("receipt of %s: %w", h.Hex(), err)
+			}
+		}
+		if rc != nil {
+			break
+		}
+		if time.Now().After(replaceAt) && len(sent) < 4 && c.key != nil {
+			next, err := c.replace(ctx, tx, record)
+			if err != nil {
+				return nil, err
+			}
+			if next != nil {
+				tx = next
+				sent = append(sent, next.Hash())
+			}
+			replaceAt = time.Now().Add(c.StuckAfter)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for %s: %w", tx.Hash().Hex(), ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if rc.Status != types.ReceiptStatusSuccessful {
+		return rc, fmt.Errorf("%w: %s", ErrReverted, rc.TxHash.Hex())
+	}
+	for c.confirmations > 1 {
+		n, err := c.eth.BlockNumber(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n+1 >= rc.BlockNumber.Uint64()+c.confirmations {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return rc, nil
+}
+
+// replace re-signs tx with the same nonce and 25% higher fees and sends it. nil: tx's nonce
+// was used meanwhile (one of the sent transactions is being mined), nothing replaced.
+func (c *Client) replace(ctx context.Context, tx *types.Transaction, record func(common.Hash) error) (*types.Transaction, error) {
+	bump := func(x *big.Int) *big.Int {
+		return new(big.Int).Add(new(big.Int).Div(new(big.Int).Mul(x, big.NewInt(125)), big.NewInt(100)), big.NewInt(1))
+	}
+	next, err := types.SignNewTx(c.key, types.LatestSignerForChainID(c.chainID), &types.DynamicFeeTx{
+		ChainID: c.chainID, Nonce: tx.Nonce(), GasTipCap: bump(tx.GasTipCap()), GasFeeCap: bump(tx.GasFeeCap()),
+		Gas: tx.Gas(), To: tx.To(), Value: tx.Value(), Data: tx.Data(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if record != nil {
+		if err := record(next.Hash()); err != nil {
+			return nil, err
+		}
+	}
+	c.send.Lock()
+	err = c.eth.SendTransaction(ctx, next)
+	c.send.Unlock()
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "nonce too low") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replace %s: %w", tx.Hash().Hex(), err)
+	}
+	return next, nil
+}
+
+// revert turns a node's "execution reverted: reason" into ErrReverted with the reason.
+func revert(err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "revert") {
+		return fmt.Errorf("%w: %s", ErrReverted, msg)
+	}
+	return err
+}
+
+// Call reads method of the contract at `at`.
+func (c *Client) Call(ctx context.Context, at common.Address, ct Contract, method string, args ...any) ([]any, error) {
+	var out []any
+	err := c.bound(at, ct).Call(&bind.CallOpts{Context: ctx}, &out, method, args...)
+	return out, err
+}
+
+// BalanceOf is a token balance in atomic units.
+func (c *Client) BalanceOf(ctx context.Context, token, holder common.Address) (*big.Int, error) {
+	out, err := c.Call(ctx, token, TestUSDC, "balanceOf", holder)
+	if err != nil {
+		return nil, err
+	}
+	return out[0].(*big.Int), nil
+}
+
+// AuthorizationUsed reports whether an EIP-3009 nonce of authorizer is spent.
+func (c *Client) AuthorizationUsed(ctx context.Context, token, authorizer common.Address, nonce [32]byte) (bool, error) {
+	out, err := c.Call(ctx, token, TestUSDC, "authorizationState", authorizer, nonce)
+	if err != nil {
+		return false, err
+	}
+	return out[0].(bool), nil
+}
+
+// Escrow is a FlatFeePayer escrow.
+type Escrow struct {
+	Payer, Partner        common.Address
+	Amount, PartnerAmount *big.Int
+	State                 uint8 // 0 none, 1 held, 2 settled, 3 refunded
+}
+
+// Escrow states.
+const (
+	EscrowNone uint8 = iota
+	EscrowHeld
+	EscrowSettled
+	EscrowRefunded
+)
+
+// EscrowOf reads the escrow keyed by nonce.
+func (c *Client) EscrowOf(ctx context.Context, payer common.Address, nonce [32]byte) (Escrow, error) {
+	out, err := c.Call(ctx, payer, FlatFeePayer, "escrows", nonce)
+	if err != nil {
+		return Escrow{}, err
+	}
+	return Escrow{Payer: out[0].(common.Address), Partner: out[1].(common.Address), Amount: out[2].(*big.Int),
+		PartnerAmount: out[3].(*big.Int), State: out[4].(uint8)}, nil
+}
+
+// Authorization is a signed EIP-3009 authorization to the payer contract, as the contract's
+// pay takes it.
+type Authorization struct {
+	From        common.Address
+	Value       *big.Int
+	ValidAfter  *big.Int
+	ValidBefore *big.Int
+	Nonce       [32]byte
+	V           uint8
+	R           [32]byte
+	S           [32]byte
+	ViaReceive  bool
+}
+
+// The EIP-3009 authorizations the payer accepts.
+const (
+	ReceiveWithAuthorization  = "ReceiveWithAuthorization"
+	TransferWithAuthorization = "TransferWithAuthorization"
+)
+
+// TypedData is the EIP-712 message a payer signs: primary (ReceiveWithAuthorization, the
+// spec's path, or TransferWithAuthorization, x402's exact scheme) moving value of the token
+// (domain name "USD Coin", version "2", like USDC) from `from` to the payer contract.
+func TypedData(primary string, chainID int64, token, from, to common.Address, value *big.Int, validAfter, validBefore int64, nonce [32]byte) apitypes.TypedData {
+	fields := []apitypes.Type{{Name: "from", Type: "address"}, {Name: "to", Type: "address"}, {Name: "value", Type: "uint256"},
+		{Name: "validAfter", Type: "uint256"}, {Name: "validBefore", Type: "uint256"}, {Name: "nonce", Type: "bytes32"}}
+	return apitypes.TypedData{
+		Types: apitypes.Types{
+			"EIP712Domain": {{Name: "name", Type: "string"}, {Name: "version", Type: "string"}, {Name: "chainId", Type: "uint256"}, {Name: "verifyingContract", Type: "address"}},
+			primary:        fields,
+		},
+		PrimaryType: primary,
+		Domain: apitypes.TypedDataDomain{Name: "USD Coin", Version: "2", ChainId: (*gmath.HexOrDecimal256)(big.NewInt(chainID)),
+			VerifyingContract: token.Hex()},
+		Message: apitypes.TypedDataMessage{
+			"from": from.Hex(), "to": to.Hex(), "value": value.String(),
+			"validAfter": fmt.Sprint(validAfter), "validBefore": fmt.Sprint(validBefore), "nonce": hexutil.Encode(nonce[:]),
+		},
+	}
+}
+
+// Signer recovers who signed td with a 65-byte signature (v 27/28 or 0/1), and splits it.
+func Signer(td apitypes.TypedData, sig []byte) (common.Address, uint8, [32]byte, [32]byte, error) {
+	var r, s [32]byte
+	if len(sig) != 65 {
+		return common.Address{}, 0, r, s, fmt.Errorf("the signature is %d bytes, not 65", len(sig))
+	}
+	hash, _, err := apitypes.TypedDataAndHash(td)
+	if err != nil {
+		return common.Address{}, 0, r, s, err
+	}
+	rs := append([]byte(nil), sig...)
+	v := rs[64]
+	if v >= 27 {
+		rs[64] = v - 27
+	} else {
+		v += 27
+	}
+	pub, err := crypto.SigToPub(hash, rs)
+	if err != nil {
+		return common.Address{}, 0, r, s, fmt.Errorf("the signature does not recover a key: %w", err)
+	}
+	copy(r[:], sig[:32])
+	copy(s[:], sig[32:64])
+	return crypto.PubkeyToAddress(*pub), v, r, s, nil
+}
+
+// Sign signs td with key (a wallet's side; tests and embedded wallets).
+func Sign(td apitypes.TypedData, key *ecdsa.PrivateKey) ([]byte, error) {
+	hash, _, err := apitypes.TypedDataAndHash(td)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := crypto.Sign(hash, key)
+	if err != nil {
+		return nil, err
+	}
+	sig[64] += 27
+	return sig, nil
+}
+
+// Nonce derives the EIP-3009 nonce (and escrow key) of a flat-fee call from its requestId, the
+// chain and the payer contract, so one quote can be paid once, on one chain, to one contract.
+func Nonce(chainID int64, payer common.Address, requestID string) [32]byte {
+	return crypto.Keccak256Hash([]byte(fmt.Sprintf("switchboard/flat-fee/%d/%s/%s", chainID, strings.ToLower(payer.Hex()), requestID)))
+}

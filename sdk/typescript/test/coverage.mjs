@@ -1,0 +1,27 @@
+// The README's coverage table, as data: every /v1 operationId and the Client method that
+// calls it (test/openapi.test.mjs checks both against the live service).
+export const COVERAGE = {
+  agent_signup: "signup",
+  agent_verify: "verify",
+  api_key_create: "createKey",
+  api_key_list: "listKeys",
+  api_key_revoke: "revokeKey",
+  account_get: "account",
+  resolve_token: "resolveToken",
+  get_price: "price",
+  get_balances: "balances",
+  connected_wallet_add: "addConnectedWallet",
+  connected_wallet_list: "listConnectedWallets",
+  connected_wallet_remove: "removeConnectedWallet",
+  discover: "discover",
+  invoke_partner_message: "invoke",
+  partner_publish_intent: "publishIntent",
+  partner_publish_intent_bundle: "publishIntentBundle",
+  partner_update_intent: "updateIntent",
+  partner_test_endpoint: "testEndpoint",
+  partner_set_active: "setActive",
+  partner_list_intents: "listIntents",
+  partner_earnings: "earnings",
+  partner_receipt: "receipt",
+  partner_archive_intent: "archiveIntent",
+};

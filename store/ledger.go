@@ -1,0 +1,327 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// The ledger: books of signed micro-USD (positive grows the book), written in transactions
+// whose rows sum to zero. The platform's books are named by billing; the store names the
+// books it checks balances against.
+
+// UserAvailable and UserReserved name an account's two credit books.
+func UserAvailable(accountID string) string { return "user:" + accountID + ":available" }
+func UserReserved(accountID string) string  { return "user:" + accountID + ":reserved" }
+
+// PartnerPayable names what is owed to a partner at one payout address.
+func PartnerPayable(partnerID, payout string) string { return "partner:" + partnerID + ":" + payout }
+
+// CreditAccount is an account's running balance. Held is not money: it is the worst case of
+// the account's invocations in flight, so concurrent calls cannot together overspend.
+type CreditAccount struct {
+	bun.BaseModel `bun:"table:credit_accounts"`
+
+	AccountID      string    `bun:"account_id,pk"`
+	AvailableMicro int64     `bun:"available_micro,notnull"`
+	ReservedMicro  int64     `bun:"reserved_micro,notnull"`
+	HeldMicro      int64     `bun:"held_micro,notnull"`
+	UpdatedAt      time.Time `bun:"updated_at,notnull"`
+}
+
+// KeySpend is what a key has spent in total, and the worst case it has in flight.
+type KeySpend struct {
+	bun.BaseModel `bun:"table:key_spend"`
+
+	KeyID      string `bun:"key_id,pk"`
+	SpentMicro int64  `bun:"spent_micro,notnull"`
+	HeldMicro  int64  `bun:"held_micro,notnull"`
+}
+
+// Reservation states.
+const (
+	ReservationOpen     = "open"
+	ReservationSettled  = "settled"
+	ReservationRefunded = "refunded"
+)
+
+// Reservation is the start-of-turn reservation of one invocation.
+type Reservation struct {
+	bun.BaseModel `bun:"table:reservations"`
+
+	RequestID     string     `bun:"request_id,pk"`
+	AccountID     string     `bun:"account_id,notnull"`
+	KeyID         string     `bun:"key_id,notnull"`
+	ReservedMicro int64      `bun:"reserved_micro,notnull"`
+	WorstMicro    int64      `bun:"worst_micro,notnull"`
+	State         string     `bun:"state,notnull"`
+	ExpiresAt     time.Time  `bun:"expires_at,notnull"`
+	CreatedAt     time.Time  `bun:"created_at,notnull"`
+	ClosedAt      *time.Time `bun:"closed_at"`
+}
+
+// LedgerEntry is one row of a balanced ledger transaction.
+type LedgerEntry struct {
+	bun.BaseModel `bun:"table:ledger_entries"`
+
+	ID          string    `bun:"id,pk"`
+	TxnID       string    `bun:"txn_id,notnull"`
+	RequestID   *string   `bun:"request_id"`
+	Book        string    `bun:"book,notnull"`
+	AmountMicro int64     `bun:"amount_micro,notnull"`
+	Kind        string    `bun:"kind,notnull"`
+	Memo        string    `bun:"memo,notnull"`
+	CreatedAt   time.Time `bun:"created_at,notnull"`
+}
+
+// Posting is one leg of a ledger transaction: Micro (signed) on Book, of a kind
+// ("reserve", "consume", "partner_fee", "platform_fee", "gas", "refund", "grant").
+type Posting struct {
+	Book  string
+	Micro int64
+	Kind  string
+}
+
+// Q is a transaction-scoped handle: every method runs inside the one transaction that
+// Store.InTx opened, so a caller composes row locks, checks and writes that land together.
+// Store keeps the SQL, the locks and the ledger's shape; the decisions (limits, fees, states)
+// belong to the callers (tools/billing, tools/dispatch).
+type Q struct {
+	tx       bun.Tx
+	postgres bool
+}
+
+// InTx runs fn in one transaction with a Q (see Tx for retries: fn must only touch the
+// database).
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, q *Q) error) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, &Q{tx: tx, postgres: s.postgres}) })
+}
+
+func (q *Q) forUpdate(sq *bun.SelectQuery) *bun.SelectQuery {
+	if q.postgres {
+		return sq.For("UPDATE")
+	}
+	return sq // SQLite: the write transaction is exclusive already
+}
+
+// Post writes one balanced ledger transaction: its legs sum to zero or nothing is written.
+func (q *Q) Post(ctx context.Context, requestID, memo string, now time.Time, legs ...Posting) error {
+	var sum int64
+	for _, l := range legs {
+		sum += l.Micro
+	}
+	if sum != 0 {
+		return fmt.Errorf("unbalanced ledger transaction: legs sum to %d", sum)
+	}
+	txn := uuid.NewString()
+	var rid *string
+	if requestID != "" {
+		rid = &requestID
+	}
+	rows := make([]LedgerEntry, 0, len(legs))
+	for _, l := range legs {
+		if l.Micro == 0 {
+			continue
+		}
+		rows = append(rows, LedgerEntry{ID: uuid.NewString(), TxnID: txn, RequestID: rid, Book: l.Book,
+			AmountMicro: l.Micro, Kind: l.Kind, Memo: memo, CreatedAt: now})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	_, err := q.tx.NewInsert().Model(&rows).Exec(ctx)
+	return err
+}
+
+// LockCredit reads (creating when absent) and locks an account's balance row.
+func (q *Q) LockCredit(ctx context.Context, accountID string, now time.Time) (*CreditAccount, error) {
+	if _, err := q.tx.NewInsert().Model(&CreditAccount{AccountID: accountID, UpdatedAt: now}).
+		On("CONFLICT (account_id) DO NOTHING").Exec(ctx); err != nil {
+		return nil, err
+	}
+	ca := new(CreditAccount)
+	return ca, q.forUpdate(q.tx.NewSelect().Model(ca).Where("account_id = ?", accountID)).Scan(ctx)
+}
+
+// LockKeySpend reads (creating when absent) and locks a key's spend row.
+func (q *Q) LockKeySpend(ctx context.Context, keyID string) (*KeySpend, error) {
+	if _, err := q.tx.NewInsert().Model(&KeySpend{KeyID: keyID}).On("CONFLICT (key_id) DO NOTHING").Exec(ctx); err != nil {
+		return nil, err
+	}
+	ks := new(KeySpend)
+	return ks, q.forUpdate(q.tx.NewSelect().Model(ks).Where("key_id = ?", keyID)).Scan(ctx)
+}
+
+// CreditDelta changes an account's balance row; each field is added.
+type CreditDelta struct{ Available, Reserved, Held int64 }
+
+// AdjustCredit adds d to a locked balance row.
+func (q *Q) AdjustCredit(ctx context.Context, accountID string, d CreditDelta, now time.Time) error {
+	_, err := q.tx.NewUpdate().Model((*CreditAccount)(nil)).
+		Set("available_micro = available_micro + ?", d.Available).
+		Set("reserved_micro = reserved_micro + ?", d.Reserved).
+		Set("held_micro = held_micro + ?", d.Held).
+		Set("updated_at = ?", now).
+		Where("account_id = ?", accountID).Exec(ctx)
+	return err
+}
+
+// AdjustKeySpend adds to a locked key spend row.
+func (q *Q) AdjustKeySpend(ctx context.Context, keyID string, spent, held int64) error {
+	_, err := q.tx.NewUpdate().Model((*KeySpend)(nil)).
+		Set("spent_micro = spent_micro + ?", spent).Set("held_micro = held_micro + ?", held).
+		Where("key_id = ?", keyID).Exec(ctx)
+	return err
+}
+
+// InsertReservation writes a new reservation in state open.
+func (q *Q) InsertReservation(ctx context.Context, r *Reservation) error {
+	r.State = ReservationOpen
+	_, err := q.tx.NewInsert().Model(r).Exec(ctx)
+	return err
+}
+
+// LockReservation loads a reservation for update.
+func (q *Q) LockReservation(ctx context.Context, requestID string) (*Reservation, error) {
+	r := new(Reservation)
+	if err := q.forUpdate(q.tx.NewSelect().Model(r).Where("request_id = ?", requestID)).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return r, nil
+}
+
+// CloseReservation moves a reservation to its final state.
+func (q *Q) CloseReservation(ctx context.Context, requestID, state string, now time.Time) error {
+	_, err := q.tx.NewUpdate().Model((*Reservation)(nil)).Set("state = ?", state).Set("closed_at = ?", now).
+		Where("request_id = ?", requestID).Exec(ctx)
+	return err
+}
+
+// Credit returns an account's balance (zero when it never had credit).
+func (s *Store) Credit(ctx context.Context, accountID string) (*CreditAccount, error) {
+	ca := new(CreditAccount)
+	err := s.db.NewSelect().Model(ca).Where("account_id = ?", accountID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &CreditAccount{AccountID: accountID}, nil
+	}
+	return ca, normalize(err)
+}
+
+// KeySpendOf returns what a key has spent and holds (zero when it never spent).
+func (s *Store) KeySpendOf(ctx context.Context, keyID string) (*KeySpend, error) {
+	ks := new(KeySpend)
+	err := s.db.NewSelect().Model(ks).Where("key_id = ?", keyID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &KeySpend{KeyID: keyID}, nil
+	}
+	return ks, normalize(err)
+}
+
+// ExpiredReservations lists open reservations whose deadline passed, except those of an
+// invocation still dispatching: those are finished with their invocation (StuckInvocations),
+// so the record and the money end together.
+func (s *Store) ExpiredReservations(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	var ids []string
+	err := s.db.NewSelect().Model((*Reservation)(nil)).Column("request_id").
+		Where("state = ? AND expires_at < ?", ReservationOpen, now).
+		Where("NOT EXISTS (SELECT 1 FROM invocations i WHERE i.request_id = reservation.request_id AND i.state = ?)", InvDispatching).
+		OrderExpr("expires_at ASC").Limit(int64(limit)).
+		Scan(ctx, &ids)
+	return ids, normalize(err)
+}
+
+// LedgerEntries returns the ledger rows of one invocation.
+func (s *Store) LedgerEntries(ctx context.Context, requestID string) ([]LedgerEntry, error) {
+	var rows []LedgerEntry
+	err := s.db.NewSelect().Model(&rows).Where("request_id = ?", requestID).OrderExpr("created_at, id").Scan(ctx)
+	return rows, normalize(err)
+}
+
+// LedgerCheck verifies the ledger's invariants: every transaction sums to zero, and every
+// account's available and reserved balances equal the sums of its books. It returns the
+// first violation found.
+func (s *Store) LedgerCheck(ctx context.Context) error {
+	var bad []struct {
+		TxnID string `bun:"txn_id"`
+		Sum   int64  `bun:"s"`
+	}
+	if err := s.db.NewSelect().Model((*LedgerEntry)(nil)).ColumnExpr("txn_id, SUM(amount_micro) AS s").
+		Group("txn_id").Having("SUM(amount_micro) <> 0").Limit(5).Scan(ctx, &bad); err != nil {
+		return normalize(err)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("ledger transaction %s sums to %d, not 0", bad[0].TxnID, bad[0].Sum)
+	}
+	var total int64
+	if err := s.db.NewSelect().Model((*LedgerEntry)(nil)).ColumnExpr("COALESCE(SUM(amount_micro), 0)").Scan(ctx, &total); err != nil {
+		return normalize(err)
+	}
+	if total != 0 {
+		return fmt.Errorf("the ledger sums to %d, not 0", total)
+	}
+	var accounts []CreditAccount
+	if err := s.db.NewSelect().Model(&accounts).Scan(ctx); err != nil {
+		return normalize(err)
+	}
+	for _, ca := range accounts {
+		for book, want := range map[string]int64{UserAvailable(ca.AccountID): ca.AvailableMicro, UserReserved(ca.AccountID): ca.ReservedMicro} {
+			var got int64
+			if err := s.db.NewSelect().Model((*LedgerEntry)(nil)).ColumnExpr("COALESCE(SUM(amount_micro), 0)").
+				Where("book = ?", book).Scan(ctx, &got); err != nil {
+				return normalize(err)
+			}
+			if got != want {
+				return fmt.Errorf("book %s sums to %d but the balance says %d", book, got, want)
+			}
+		}
+		if ca.HeldMicro < 0 || ca.ReservedMicro < 0 || ca.AvailableMicro < 0 {
+			return fmt.Errorf("account %s has a negative balance: available %d, reserved %d, held %d", ca.AccountID, ca.AvailableMicro, ca.ReservedMicro, ca.HeldMicro)
+		}
+	}
+	var open int64
+	if err := s.db.NewSelect().Model((*Reservation)(nil)).ColumnExpr("COALESCE(SUM(reserved_micro), 0)").
+		Where("state = ?", ReservationOpen).Scan(ctx, &open); err != nil {
+		return normalize(err)
+	}
+	var reserved int64
+	if err := s.db.NewSelect().Model((*CreditAccount)(nil)).ColumnExpr("COALESCE(SUM(reserved_micro), 0)").Scan(ctx, &reserved); err != nil {
+		return normalize(err)
+	}
+	if open != reserved {
+		return fmt.Errorf("open reservations total %d but reserved balances total %d", open, reserved)
+	}
+	// Holds are not money, but each must be explained by open reservations: an account holds
+	// their worst cases beyond what they reserved, a key their whole worst cases.
+	var badHold []struct {
+		ID   string `bun:"id"`
+		Held int64  `bun:"held"`
+		Want int64  `bun:"want"`
+	}
+	if err := s.db.NewRaw(`SELECT c.account_id AS id, c.held_micro AS held,
+		COALESCE((SELECT SUM(r.worst_micro - r.reserved_micro) FROM reservations r WHERE r.account_id = c.account_id AND r.state = ?), 0) AS want
+		FROM credit_accounts c`, ReservationOpen).Scan(ctx, &badHold); err != nil {
+		return normalize(err)
+	}
+	for _, h := range badHold {
+		if h.Held != h.Want {
+			return fmt.Errorf("account %s has %d held but its open reservations explain %d", h.ID, h.Held, h.Want)
+		}
+	}
+	badHold = badHold[:0]
+	if err := s.db.NewRaw(`SELECT k.key_id AS id, k.held_micro AS held,
+		COALESCE((SELECT SUM(r.worst_micro) FROM reservations r WHERE r.key_id = k.key_id AND r.state = ?), 0) AS want
+		FROM key_spend k`, ReservationOpen).Scan(ctx, &badHold); err != nil {
+		return normalize(err)
+	}
+	for _, h := range badHold {
+		if h.Held != h.Want {
+			return fmt.Errorf("key %s has %d held but its open reservations explain %d", h.ID, h.Held, h.Want)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+)
+
+// The store keeps the ledger's shape: a transaction whose legs do not sum to zero is refused
+// and nothing of it is written.
+func TestPostRefusesAnUnbalancedTransaction(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+			if err := q.Post(ctx, "r-ok", "", now, store.Posting{Book: "a", Micro: 5, Kind: "t"}, store.Posting{Book: "b", Micro: -5, Kind: "t"}); err != nil {
+				return err
+			}
+			return q.Post(ctx, "r-bad", "", now, store.Posting{Book: "a", Micro: 5, Kind: "t"}, store.Posting{Book: "b", Micro: -4, Kind: "t"})
+		})
+		if err == nil || !strings.Contains(err.Error(), "unbalanced") {
+			t.Fatalf("unbalanced post: %v", err)
+		}
+		if rows, _ := s.LedgerEntries(ctx, "r-ok"); len(rows) != 0 {
+			t.Fatalf("the balanced half of a failed transaction landed: %d rows", len(rows))
+		}
+	})
+}
+
+// LedgerCheck finds a balance that its books do not explain, and a hold no reservation
+// explains: what `switchboard admin ledger-check` exits non-zero on.
+func TestLedgerCheckFindsABreak(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		billingAccount(t, s, "a")
+		grant := func(ctx context.Context, q *store.Q) error {
+			if _, err := q.LockCredit(ctx, "a", now); err != nil {
+				return err
+			}
+			if err := q.AdjustCredit(ctx, "a", store.CreditDelta{Available: 700}, now); err != nil {
+				return err
+			}
+			return q.Post(ctx, "", "grant", now, store.Posting{Book: "external:grants", Micro: -700, Kind: "grant"},
+				store.Posting{Book: store.UserAvailable("a"), Micro: 700, Kind: "grant"})
+		}
+		if err := s.InTx(ctx, grant); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LedgerCheck(ctx); err != nil {
+			t.Fatalf("a consistent ledger: %v", err)
+		}
+		// A balance moved without its ledger rows.
+		if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+			return q.AdjustCredit(ctx, "a", store.CreditDelta{Available: 1}, now)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LedgerCheck(ctx); err == nil || !strings.Contains(err.Error(), store.UserAvailable("a")) {
+			t.Fatalf("ledger check after a silent balance change: %v", err)
+		}
+		// Put it back; then a hold no open reservation explains.
+		if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+			return q.AdjustCredit(ctx, "a", store.CreditDelta{Available: -1, Held: 50}, now)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LedgerCheck(ctx); err == nil || !strings.Contains(err.Error(), "held") {
+			t.Fatalf("ledger check after a stray hold: %v", err)
+		}
+	})
+}
+
+func billingAccount(t *testing.T, s *store.Store, id string) {
+	t.Helper()
+	now := time.Now().UTC()
+	if err := s.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, newKey("key-"+id, id, "hash-"+id)); err != nil {
+		t.Fatal(err)
+	}
+}

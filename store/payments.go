@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Flat-fee payment states: quoted (the caller has a quote), submitted (the relayer is putting
+// the authorization on chain), held (in escrow), settled (split to partner and treasury),
+// refunded (returned to the payer), failed (never reached the chain: nothing was taken).
+const (
+	PayQuoted    = "quoted"
+	PaySubmitted = "submitted"
+	PayHeld      = "held"
+	PaySettled   = "settled"
+	PayRefunded  = "refunded"
+	PayFailed    = "failed"
+)
+
+// FlatPayment is one flat-fee call's on-chain payment.
+type FlatPayment struct {
+	bun.BaseModel `bun:"table:flat_payments"`
+
+	RequestID      string    `bun:"request_id,pk"`
+	AccountID      string    `bun:"account_id,notnull"`
+	IntentID       string    `bun:"intent_id,notnull"`
+	ChainID        int64     `bun:"chain_id,notnull"`
+	Token          string    `bun:"token,notnull"`
+	PayerContract  string    `bun:"payer_contract,notnull"`
+	PartnerAddress string    `bun:"partner_address,notnull"`
+	AmountAtomic   int64     `bun:"amount_atomic,notnull"`
+	PartnerAtomic  int64     `bun:"partner_atomic,notnull"`
+	PlatformAtomic int64     `bun:"platform_atomic,notnull"`
+	Nonce          string    `bun:"nonce,notnull"`
+	ValidAfter     int64     `bun:"valid_after,notnull"`
+	ValidBefore    int64     `bun:"valid_before,notnull"`
+	State          string    `bun:"state,notnull"`
+	PayerAddress   string    `bun:"payer_address,notnull"`
+	PayTx          string    `bun:"pay_tx,notnull"`
+	CloseTx        string    `bun:"close_tx,notnull"`
+	Reason         string    `bun:"reason,notnull"`
+	CreatedAt      time.Time `bun:"created_at,notnull"`
+	UpdatedAt      time.Time `bun:"updated_at,notnull"`
+}
+
+// InsertPayment writes a quoted payment inside q's transaction.
+func (q *Q) InsertPayment(ctx context.Context, p *FlatPayment) error {
+	_, err := q.tx.NewInsert().Model(p).Exec(ctx)
+	return err
+}
+
+// Payment returns the payment of a request.
+func (s *Store) Payment(ctx context.Context, requestID string) (*FlatPayment, error) {
+	p := new(FlatPayment)
+	if err := s.db.NewSelect().Model(p).Where("request_id = ?", requestID).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return p, nil
+}
+
+// MovePayment moves a payment from one of `from` to p.State, writing p's chain fields; moved is
+// false when it was in none of them (another process moved it first).
+func (q *Q) MovePayment(ctx context.Context, p *FlatPayment, from ...string) (moved bool, _ error) {
+	res, err := q.tx.NewUpdate().Model(p).Column("state", "payer_address", "pay_tx", "close_tx", "reason", "updated_at").
+		WherePK().Where("state IN (?)", bun.In(from)).Exec(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// PaymentsIn lists payments in a state last changed before `before`, oldest first.
+func (s *Store) PaymentsIn(ctx context.Context, state string, before time.Time, limit int) ([]*FlatPayment, error) {
+	var out []*FlatPayment
+	err := s.db.NewSelect().Model(&out).Where("state = ? AND updated_at < ?", state, before).
+		OrderExpr("updated_at ASC").Limit(int64(limit)).Scan(ctx)
+	return out, normalize(err)
+}
+
+// Payout states.
+const (
+	PayoutPending = "pending" // its amount left the partner's book; the transfer may be on its way (tx set once signed)
+	PayoutDone    = "done"
+	PayoutFailed  = "failed" // never reached the chain; the amount went back to the partner's book
+)
+
+// Payout is one stablecoin transfer of a partner's accrued fees.
+type Payout struct {
+	bun.BaseModel `bun:"table:payouts"`
+
+	ID           string    `bun:"id,pk"`
+	Book         string    `bun:"book,notnull"`
+	ChainID      int64     `bun:"chain_id,notnull"`
+	Address      string    `bun:"address,notnull"`
+	AmountAtomic int64     `bun:"amount_atomic,notnull"`
+	State        string    `bun:"state,notnull"`
+	Tx           string    `bun:"tx,notnull"`
+	Reason       string    `bun:"reason,notnull"`
+	CreatedAt    time.Time `bun:"created_at,notnull"`
+	UpdatedAt    time.Time `bun:"updated_at,notnull"`
+}
+
+// InsertPayout writes a payout inside q's transaction.
+func (q *Q) InsertPayout(ctx context.Context, p *Payout) error {
+	_, err := q.tx.NewInsert().Model(p).Exec(ctx)
+	return err
+}
+
+// UpdatePayout writes a payout's state, tx and reason.
+func (s *Store) UpdatePayout(ctx context.Context, p *Payout) error {
+	_, err := s.db.NewUpdate().Model(p).Column("state", "tx", "reason", "updated_at").WherePK().Exec(ctx)
+	return normalize(err)
+}
+
+// Payouts lists payouts in a state.
+func (s *Store) Payouts(ctx context.Context, state string) ([]*Payout, error) {
+	var out []*Payout
+	err := s.db.NewSelect().Model(&out).Where("state = ?", state).OrderExpr("created_at ASC").Scan(ctx)
+	return out, normalize(err)
+}
+
+// BookBalance is a ledger book and its sum.
+type BookBalance struct {
+	Book  string `bun:"book"`
+	Micro int64  `bun:"micro"`
+}
+
+// BookBalances sums every book whose name starts with prefix.
+func (s *Store) BookBalances(ctx context.Context, prefix string) ([]BookBalance, error) {
+	var out []BookBalance
+	err := s.db.NewRaw(`SELECT book, SUM(amount_micro) AS micro FROM ledger_entries WHERE book LIKE ? GROUP BY book HAVING SUM(amount_micro) <> 0 ORDER BY book`,
+		prefix+"%").Scan(ctx, &out)
+	return out, normalize(err)
+}

@@ -1,0 +1,117 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/payments"
+)
+
+// The flat-fee path: the first call answers PAYMENT_REQUIRED with a quote (recorded with the
+// invocation, in state awaiting_payment); the call that brings the signed authorization has it
+// checked and escrowed on chain, then dispatches {query}; the partner's answer settles the
+// escrow (success) or refunds it (any failure of the billing table's 3c). No credit is
+// charged: the flat fee carries the partner's price and the platform's share.
+
+// quoteFlat records a flat-fee call's quote and answers PAYMENT_REQUIRED with it.
+func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, rest string) error {
+	requestID := signing.NewRequestID()
+	args, _ := json.Marshal(map[string]string{"query": rest})
+	canon, err := signing.Canonicalize(args)
+	if err != nil {
+		return tools.Errorf(tools.CodeBadInput, "the message cannot be signed: %v", err)
+	}
+	p, q, err := s.cfg.Payments.Quoted(ctx, requestID, c.Principal.AccountID, intent)
+	if err != nil {
+		return err
+	}
+	inv := s.newInvocation(c, &call{intent: intent, args: canon}, requestID)
+	inv.State = store.InvAwaitingPayment
+	if err := s.store.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
+		if err := tx.InsertInvocation(ctx, inv); err != nil {
+			return err
+		}
+		if err := tx.InsertPayment(ctx, p); err != nil {
+			return err
+		}
+		return tx.AddEvent(ctx, requestID, inv.State, "flat fee quoted; waiting for the caller's authorization", inv.CreatedAt)
+	}); err != nil {
+		return err
+	}
+	return tools.Errorf(tools.CodePaymentRequired,
+		"%s is paid by a flat fee of %s USD in the stablecoin on %s before it is called: nothing was sent. Sign the EIP-3009 authorization in quote.typedData (in details), its from set to the paying wallet, "+
+			"then call invoke_partner_message again with the same message, confirmRequestId %q and payment {signature, authorization}. It is held in escrow, paid to the partner only if the call succeeds, refunded otherwise",
+		intent.PublicIdentifier, q.AmountUsd, q.Network, requestID).
+		WithDetails(map[string]any{"requestId": requestID, "handle": intent.PublicIdentifier, "quote": q,
+			"x402": s.cfg.Payments.X402(q, "/v1/invoke")})
+}
+
+// payAndDispatch collects the payment of a quoted flat-fee call, dispatches it, and concludes
+// the payment by the outcome.
+func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
+	if s.cfg.Payments == nil {
+		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "flat-fee payments are not configured on this deployment; %s cannot be called", intent.PublicIdentifier)
+	}
+	if intent.Revision != inv.IntentRevision {
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the quote; call without confirmRequestId for a new quote", intent.PublicIdentifier)
+	}
+	pay := in.Payment
+	if pay == nil && in.PayWithWallet {
+		var err error
+		if pay, err = s.cfg.Payments.WalletPayment(ctx, inv.RequestID, c.Principal.AccountID); err != nil {
+			return InvokeOutput{}, err
+		}
+	}
+	if _, err := s.cfg.Payments.Collect(ctx, inv.RequestID, pay); err != nil {
+		return InvokeOutput{}, err
+	}
+	cl := &call{intent: intent, args: []byte(inv.Args), quote: billing.Quote{}}
+	out, err := s.dispatch(ctx, c, cl, inv, store.InvAwaitingPayment)
+	var te *tools.Error
+	if err != nil && !errors.As(err, &te) {
+		return out, err // not an outcome (the database): the sweeper concludes the payment
+	}
+	p, cerr := s.cfg.Payments.Conclude(context.WithoutCancel(ctx), inv.RequestID, err == nil && out.Success)
+	if cerr != nil {
+		s.log.WarnContext(ctx, "flat-fee payment not concluded yet; the sweeper will", "request_id", inv.RequestID, "err", cerr)
+	}
+	if p != nil {
+		r := payments.ReceiptOf(p)
+		if te != nil {
+			te.Details = mergeDetails(te.Details, map[string]any{"payment": r})
+			return out, te
+		}
+		out.Payment = r
+	}
+	return out, err
+}
+
+// withPayment adds the current state of a flat-fee call's payment to a replayed answer.
+func (s *Service) withPayment(out InvokeOutput, err error) (InvokeOutput, error) {
+	if s.cfg.Payments == nil {
+		return out, err
+	}
+	rid := out.RequestID
+	var te *tools.Error
+	if errors.As(err, &te) {
+		rid, _ = te.Details["requestId"].(string)
+	}
+	if rid == "" {
+		return out, err
+	}
+	p, perr := s.store.Payment(context.Background(), rid)
+	if perr != nil {
+		return out, err
+	}
+	if te != nil {
+		te.Details = mergeDetails(te.Details, map[string]any{"payment": payments.ReceiptOf(p)})
+		return out, te
+	}
+	out.Payment = payments.ReceiptOf(p)
+	return out, err
+}

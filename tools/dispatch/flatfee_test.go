@@ -1,0 +1,379 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/contracts"
+	"github.com/switchboard-hq/switchboard/contracts/anviltest"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools/payments"
+)
+
+// flatWorld is a world whose flat-fee network is a real anvil with the contracts deployed.
+func flatWorld(t *testing.T) (*world, *anviltest.Chain) {
+	t.Helper()
+	chain := anviltest.Start(t)
+	return flatWorldVia(t, chain, chain.URL), chain
+}
+
+// flatWorldVia is flatWorld with Switchboard reaching the node at rpcURL.
+func flatWorldVia(t *testing.T, chain *anviltest.Chain, rpcURL string) *world {
+	t.Helper()
+	return newWorld(t, "sqlite", func(c *apptest.Config) {
+		c.FlatFee = app.FlatFeeConfig{RPCURL: rpcURL, ChainID: anviltest.ChainID, Token: chain.Token.Hex(), Payer: chain.Payer.Hex(),
+			RelayerKey: hexutil.Encode(crypto.FromECDSA(chain.Relayer)), Treasury: chain.Treasury.Hex(), Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "0"}
+	})
+}
+
+// partnerWallet is where the flat-fee partner is paid.
+var partnerWallet = common.HexToAddress("0x00000000000000000000000000000000000A11CE")
+
+// quote asks for a flat-fee call and returns the PAYMENT_REQUIRED quote.
+func (w *world) quote(t *testing.T, message string) (map[string]any, *http.Response) {
+	t.Helper()
+	status, hdr, out := apptest.Do(t, "POST", w.env.URL+"/v1/invoke", w.caller, map[string]any{"message": message})
+	if status != 402 || errCode(out) != "PAYMENT_REQUIRED" {
+		t.Fatalf("flat-fee call without payment: %d %v", status, out)
+	}
+	return details(out)["quote"].(map[string]any), &http.Response{Header: hdr}
+}
+
+// sign signs a quote as `from`'s key would, with the given overrides of the signed fields.
+func sign(t *testing.T, chain *anviltest.Chain, q map[string]any, key *ecdsa.PrivateKey, tweak func(f *signed)) map[string]any {
+	t.Helper()
+	f := signed{primary: contracts.ReceiveWithAuthorization, chainID: anviltest.ChainID, from: crypto.PubkeyToAddress(key.PublicKey), to: common.HexToAddress(q["payTo"].(string)),
+		value: q["amount"].(string), after: int64(q["validAfter"].(float64)), before: int64(q["validBefore"].(float64)), nonce: q["nonce"].(string), key: key}
+	if tweak != nil {
+		tweak(&f)
+	}
+	value, _ := new(big.Int).SetString(f.value, 10)
+	var nonce [32]byte
+	copy(nonce[:], common.FromHex(f.nonce))
+	td := contracts.TypedData(f.primary, f.chainID, chain.Token, f.from, f.to, value, f.after, f.before, nonce)
+	sig, err := contracts.Sign(td, f.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{"signature": hexutil.Encode(sig), "primaryType": f.primary, "authorization": map[string]any{
+		"from": f.from.Hex(), "to": f.to.Hex(), "value": f.value, "validAfter": fmt.Sprint(f.after), "validBefore": fmt.Sprint(f.before), "nonce": f.nonce}}
+}
+
+type signed struct {
+	primary       string
+	chainID       int64
+	from, to      common.Address
+	value         string
+	after, before int64
+	nonce         string
+	key           *ecdsa.PrivateKey
+}
+
+// TestFlatFeeEndToEnd: a flat-fee intent against a real partner, paid on a real chain. The
+// quote, the caller's signature with a real key, escrow, the partner called with {query}, the
+// split landing on chain; the failure case refunded on chain; x402's headers on REST.
+func TestFlatFeeEndToEnd(t *testing.T) {
+	w, chain := flatWorld(t)
+	w.publish(t, "@flatweather", "/free", map[string]any{"feeRate": 1.2, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	w.publish(t, "@flatfail", "/fail", map[string]any{"feeRate": 1.2, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	payer := chain.NewKey(t)
+	from := crypto.PubkeyToAddress(payer.PublicKey)
+	chain.Mint(t, from, 5_000_000)
+	credit := w.credit(t)
+
+	q, resp := w.quote(t, "@flatweather forecast for Lisbon")
+	if q["amount"] != "1210000" || q["network"] != "eip155:31337" || q["payTo"] != chain.Payer.Hex() ||
+		q["split"].(map[string]any)["partner"] != "1200000" || q["split"].(map[string]any)["platform"] != "10000" {
+		t.Fatalf("quote: %v", q)
+	}
+	// x402 version 2's PAYMENT-REQUIRED header carries the same requirements.
+	raw, err := base64.StdEncoding.DecodeString(resp.Header.Get("PAYMENT-REQUIRED"))
+	var pr struct {
+		X402Version int `json:"x402Version"`
+		Accepts     []struct {
+			Scheme, Network, Amount, Asset, PayTo string
+		} `json:"accepts"`
+	}
+	if err != nil || json.Unmarshal(raw, &pr) != nil || pr.X402Version != 2 || len(pr.Accepts) != 1 || pr.Accepts[0].Amount != "1210000" ||
+		pr.Accepts[0].Scheme != "exact" || pr.Accepts[0].PayTo != chain.Payer.Hex() {
+		t.Fatalf("PAYMENT-REQUIRED header: %s %v", raw, err)
+	}
+	if w.hits("/free") != 0 {
+		t.Fatal("a quote dispatched")
+	}
+
+	// Paid: escrowed, dispatched with {query}, settled: the split lands on chain.
+	status, hdr, out := apptest.Do(t, "POST", w.env.URL+"/v1/invoke", w.caller, map[string]any{"message": "@flatweather forecast for Lisbon",
+		"confirmRequestId": q["requestId"], "payment": sign(t, chain, q, payer, nil)})
+	if status != 200 || out["success"] != true {
+		t.Fatalf("paid call: %d %v", status, out)
+	}
+	pay := out["payment"].(map[string]any)
+	if pay["state"] != "settled" || pay["payTx"] == "" || pay["settleTx"] == "" || pay["payer"] != from.Hex() {
+		t.Fatalf("payment: %v", pay)
+	}
+	if got := string(w.seen["/free"][0].Args); got != `{"query":"forecast for Lisbon"}` {
+		t.Fatalf("the partner got %s", got)
+	}
+	if chain.Balance(t, partnerWallet) != 1_200_000 || chain.Balance(t, chain.Treasury) != 10_000 || chain.Balance(t, from) != 5_000_000-1_210_000 || chain.Balance(t, chain.Payer) != 0 {
+		t.Fatalf("on chain: partner %d, treasury %d, payer %d, escrow %d", chain.Balance(t, partnerWallet), chain.Balance(t, chain.Treasury), chain.Balance(t, from), chain.Balance(t, chain.Payer))
+	}
+	if h := hdr.Get("PAYMENT-RESPONSE"); h == "" {
+		t.Fatal("no PAYMENT-RESPONSE header")
+	}
+	if w.credit(t) != credit {
+		t.Fatalf("a flat-fee call took %d of credit", credit-w.credit(t))
+	}
+	w.ledgerOK(t)
+	// The settled quote replayed: the stored outcome, no second payment.
+	status, _, again := apptest.Do(t, "POST", w.env.URL+"/v1/invoke", w.caller, map[string]any{"message": "@flatweather forecast for Lisbon",
+		"confirmRequestId": q["requestId"], "payment": sign(t, chain, q, payer, nil)})
+	if status != 200 || again["payment"].(map[string]any)["state"] != "settled" || w.hits("/free") != 1 || chain.Balance(t, from) != 5_000_000-1_210_000 {
+		t.Fatalf("replayed settled quote: %d %v", status, again)
+	}
+
+	// The partner answers success false: relayed, and the escrow refunded on chain. The
+	// payment comes through x402's PAYMENT-SIGNATURE header this time (TransferWithAuthorization).
+	q, _ = w.quote(t, "@flatfail anything")
+	payload := sign(t, chain, q, payer, func(f *signed) { f.primary = contracts.TransferWithAuthorization })
+	header, _ := json.Marshal(map[string]any{"x402Version": 2, "accepted": map[string]any{"scheme": "exact", "extra": map[string]any{"requestId": q["requestId"]}},
+		"payload": map[string]any{"signature": payload["signature"], "authorization": payload["authorization"]}})
+	status, _, out = apptest.DoWith(t, "POST", w.env.URL+"/v1/invoke", w.caller, map[string]any{"message": "@flatfail anything"},
+		map[string]string{"PAYMENT-SIGNATURE": base64.StdEncoding.EncodeToString(header)})
+	if status != 200 || out["success"] != false || out["payment"].(map[string]any)["state"] != "refunded" || out["payment"].(map[string]any)["refundTx"] == "" {
+		t.Fatalf("failed partner: %d %v", status, out)
+	}
+	if chain.Balance(t, from) != 5_000_000-1_210_000 || chain.Balance(t, chain.Payer) != 0 {
+		t.Fatalf("after the refund the payer has %d", chain.Balance(t, from))
+	}
+	w.ledgerOK(t)
+}
+
+// Every bad payment is answered clearly, with nothing paid and nothing dispatched.
+func TestFlatFeeBadPayments(t *testing.T) {
+	w, chain := flatWorld(t)
+	w.publish(t, "@flatbad", "/free", map[string]any{"feeRate": 0.5, "feeRateUnit": "flat_stablecoin", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	payer := chain.NewKey(t)
+	chain.Mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
+	broke := chain.NewKey(t)
+	q, _ := w.quote(t, "@flatbad hi")
+	now, _ := chain.Client.Now(context.Background())
+	for _, tc := range []struct {
+		name   string
+		key    *ecdsa.PrivateKey
+		tweak  func(*signed)
+		status int
+		want   string
+	}{
+		{"wrong signer", payer, func(f *signed) { f.key = broke }, 400, "not by from"},
+		{"wrong amount", payer, func(f *signed) { f.value = "1" }, 400, "not the quoted"},
+		{"wrong chain id", payer, func(f *signed) { f.chainID = 1 }, 400, "not by from"},
+		{"wrong recipient", payer, func(f *signed) { f.to = partnerWallet }, 400, "not the payer contract"},
+		{"another quote's nonce", payer, func(f *signed) { f.nonce = hexutil.Encode(make([]byte, 32)) }, 400, "not this quote"},
+		{"not yet valid", payer, func(f *signed) { f.after = now.Unix() + 3600 }, 400, "not valid yet"},
+		{"expiring", payer, func(f *signed) { f.before = now.Unix() + 5 }, 409, "too soon"},
+		{"insufficient balance", broke, nil, 402, "holds 0"},
+	} {
+		status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatbad hi", "confirmRequestId": q["requestId"], "payment": sign(t, chain, q, tc.key, tc.tweak)})
+		if status != tc.status || !strings.Contains(fmt.Sprint(out), tc.want) {
+			t.Errorf("%s: %d %v, want %d saying %q", tc.name, status, out, tc.status, tc.want)
+		}
+	}
+	if status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatbad hi", "confirmRequestId": q["requestId"]}); status != 402 {
+		t.Errorf("confirming without a payment: %d %v", status, out)
+	}
+	// The quote's validity window passes on chain: a new quote is needed.
+	chain.Warp(t, 11*time.Minute)
+	if status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatbad hi", "confirmRequestId": q["requestId"], "payment": sign(t, chain, q, payer, nil)}); status != 409 || !strings.Contains(fmt.Sprint(out), "new quote") {
+		t.Errorf("expired quote: %d %v", status, out)
+	}
+	if w.hits("/free") != 0 || chain.Balance(t, chain.Payer) != 0 || chain.Balance(t, crypto.PubkeyToAddress(payer.PublicKey)) != 1_000_000 {
+		t.Fatal("a bad payment dispatched or moved money")
+	}
+	// The authorization is spent elsewhere before Switchboard submits it (front-run through
+	// transferWithAuthorization): refused before any gas is spent.
+	q, _ = w.quote(t, "@flatbad again")
+	p := sign(t, chain, q, payer, func(f *signed) { f.primary = contracts.TransferWithAuthorization })
+	auth := p["authorization"].(map[string]any)
+	sig := common.FromHex(p["signature"].(string))
+	var nonce, r, s [32]byte
+	copy(nonce[:], common.FromHex(auth["nonce"].(string)))
+	copy(r[:], sig[:32])
+	copy(s[:], sig[32:64])
+	after, _ := new(big.Int).SetString(auth["validAfter"].(string), 10)
+	before, _ := new(big.Int).SetString(auth["validBefore"].(string), 10)
+	if _, err := chain.Client.Transact(context.Background(), chain.Token, contracts.TestUSDC, "transferWithAuthorization",
+		common.HexToAddress(auth["from"].(string)), chain.Payer, big.NewInt(500_000+10_000), after, before, nonce, sig[64], r, s); err != nil {
+		t.Fatal(err)
+	}
+	if status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatbad again", "confirmRequestId": q["requestId"], "payment": p}); status != 409 || !strings.Contains(fmt.Sprint(out), "used already") {
+		t.Errorf("spent nonce: %d %v", status, out)
+	}
+	w.ledgerOK(t)
+}
+
+// The process dies between payment and dispatch: the sweeper refunds the escrow on chain and
+// ends the call, exactly once; asking again answers that truth.
+func TestFlatFeePaidButNeverDispatched(t *testing.T) {
+	w, chain := flatWorld(t)
+	w.publish(t, "@flatorphan", "/free", map[string]any{"feeRate": 0.3, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	payer := chain.NewKey(t)
+	from := crypto.PubkeyToAddress(payer.PublicKey)
+	chain.Mint(t, from, 1_000_000)
+	q, _ := w.quote(t, "@flatorphan hi")
+	rid := q["requestId"].(string)
+	// Collected (escrowed) as the dead process did, then nothing.
+	raw, _ := json.Marshal(sign(t, chain, q, payer, nil))
+	var pay payments.Payment
+	if err := json.Unmarshal(raw, &pay); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.env.App.Payments.Collect(context.Background(), rid, &pay); err != nil {
+		t.Fatal(err)
+	}
+	if chain.Balance(t, chain.Payer) != 310_000 {
+		t.Fatalf("escrow holds %d", chain.Balance(t, chain.Payer))
+	}
+	w.env.Clock.Advance(time.Minute)
+	for range 2 { // twice: the second sweep finds nothing to do
+		if _, _, err := w.env.App.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if chain.Balance(t, from) != 1_000_000 || chain.Balance(t, chain.Payer) != 0 {
+		t.Fatalf("after the sweep: payer %d, escrow %d", chain.Balance(t, from), chain.Balance(t, chain.Payer))
+	}
+	got, err := w.env.App.Store.Payment(context.Background(), rid)
+	if err != nil || got.State != store.PayRefunded {
+		t.Fatalf("payment: %+v %v", got, err)
+	}
+	status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatorphan hi", "confirmRequestId": rid})
+	if status != 503 || !strings.Contains(fmt.Sprint(out), "never dispatched") || w.hits("/free") != 0 {
+		t.Fatalf("asking again: %d %v", status, out)
+	}
+	w.ledgerOK(t)
+}
+
+// A payout run pays partners' accrued per-call fees in the stablecoin, once.
+func TestPayouts(t *testing.T) {
+	w, chain := flatWorld(t)
+	w.publish(t, "@percall", "/cost", map[string]any{"payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}}) // 0.001 per call
+	for range 3 {
+		if status, out := w.invoke(t, w.caller, map[string]any{"message": "@percall go"}); status != 200 {
+			t.Fatalf("invoke: %d %v", status, out)
+		}
+	}
+	chain.Mint(t, chain.Client.From(), 1_000_000) // the relayer's payout float
+	paid, err := w.env.App.Payments.Payouts(context.Background())
+	if err != nil || len(paid) != 1 || paid[0].AmountAtomic != 3_000 || paid[0].State != store.PayoutDone || paid[0].Tx == "" {
+		t.Fatalf("payouts: %+v %v", paid, err)
+	}
+	if chain.Balance(t, partnerWallet) != 3_000 {
+		t.Fatalf("the partner holds %d on chain, want 3000", chain.Balance(t, partnerWallet))
+	}
+	if again, err := w.env.App.Payments.Payouts(context.Background()); err != nil || len(again) != 0 {
+		t.Fatalf("a second run paid %+v %v", again, err)
+	}
+	w.ledgerOK(t)
+}
+
+// The embedded wallet pays when the account turned signing on, and never otherwise.
+func TestFlatFeePaidWithTheEmbeddedWallet(t *testing.T) {
+	w, chain := flatWorld(t)
+	w.publish(t, "@flatwallet", "/free", map[string]any{"feeRate": 0.25, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	ws, err := w.env.App.Store.Wallets(context.Background(), w.callerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wallet common.Address
+	for _, x := range ws {
+		if x.Family == store.FamilyEVM {
+			wallet = common.HexToAddress(x.Address)
+		}
+	}
+	chain.Mint(t, wallet, 1_000_000)
+	q, _ := w.quote(t, "@flatwallet hi")
+	status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatwallet hi", "confirmRequestId": q["requestId"], "payWithWallet": true})
+	if status != 403 || !strings.Contains(fmt.Sprint(out), "portal's settings") || chain.Balance(t, wallet) != 1_000_000 {
+		t.Fatalf("signing off: %d %v", status, out)
+	}
+	if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+		t.Fatal(err)
+	}
+	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatwallet hi", "confirmRequestId": q["requestId"], "payWithWallet": true})
+	if status != 200 || out["payment"].(map[string]any)["state"] != "settled" || out["payment"].(map[string]any)["payer"] != wallet.Hex() {
+		t.Fatalf("signing on: %d %v", status, out)
+	}
+	if chain.Balance(t, wallet) != 1_000_000-260_000 || chain.Balance(t, partnerWallet) != 250_000 {
+		t.Fatalf("on chain: wallet %d, partner %d", chain.Balance(t, wallet), chain.Balance(t, partnerWallet))
+	}
+	w.ledgerOK(t)
+}
+
+// The node's answer to the payment's submission is lost (the transaction went through): the
+// call fails with UNAVAILABLE, and the retry with the same payment finds it in escrow and goes
+// on; the payer pays once.
+func TestFlatFeeSubmissionAnswerLost(t *testing.T) {
+	chain := anviltest.Start(t)
+	var lose atomic.Bool
+	target, _ := url.Parse(chain.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if lose.Load() && bytes.Contains(body, []byte("eth_sendRawTransaction")) {
+			lose.Store(false)
+			rec := httptest.NewRecorder()
+			proxy.ServeHTTP(rec, r)                                            // the node gets it...
+			http.Error(rw, "upstream connection reset", http.StatusBadGateway) // ...the answer is lost
+			return
+		}
+		proxy.ServeHTTP(rw, r)
+	}))
+	defer front.Close()
+	w := flatWorldVia(t, chain, front.URL)
+	w.publish(t, "@flatlost", "/free", map[string]any{"feeRate": 0.4, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	payer := chain.NewKey(t)
+	from := crypto.PubkeyToAddress(payer.PublicKey)
+	chain.Mint(t, from, 1_000_000)
+	q, _ := w.quote(t, "@flatlost hi")
+	pay := sign(t, chain, q, payer, nil)
+	lose.Store(true)
+	status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatlost hi", "confirmRequestId": q["requestId"], "payment": pay})
+	if status != 503 || !strings.Contains(fmt.Sprint(out), "same payment") || w.hits("/free") != 0 {
+		t.Fatalf("lost answer: %d %v", status, out)
+	}
+	for i := 0; chain.Balance(t, chain.Payer) != 410_000; i++ { // mined a moment after it was sent
+		if i == 50 {
+			t.Fatalf("the submission did not reach the chain (escrow %d)", chain.Balance(t, chain.Payer))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatlost hi", "confirmRequestId": q["requestId"], "payment": pay})
+	if status != 200 || out["payment"].(map[string]any)["state"] != "settled" || w.hits("/free") != 1 {
+		t.Fatalf("retry: %d %v", status, out)
+	}
+	if chain.Balance(t, from) != 1_000_000-410_000 || chain.Balance(t, partnerWallet) != 400_000 {
+		t.Fatalf("paid twice? payer %d, partner %d", chain.Balance(t, from), chain.Balance(t, partnerWallet))
+	}
+	w.ledgerOK(t)
+}

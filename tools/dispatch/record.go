@@ -1,0 +1,90 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+)
+
+// The invocation state machine: quoted (awaiting_confirmation) -> dispatching -> succeeded,
+// failed, cancelled or outcome_unknown. Each step is one transaction that moves the state and
+// the money together.
+
+// ErrAlreadyFinished is finish on an invocation that another process finished first.
+var ErrAlreadyFinished = errors.New("the invocation was finished already")
+
+// ErrReservationClosed is a settlement whose reservation was already closed (refunded by an
+// older sweeper): the outcome can be recorded, but nothing can be charged.
+var ErrReservationClosed = errors.New("the reservation was closed already")
+
+// start puts inv in state dispatching and reserves its credit, in one transaction. With
+// from == "" inv is new and inserted; otherwise it must be in state from (a quote being
+// confirmed), and moved reports false when it was not (another call confirmed it first).
+// A refusal of the reservation (SPEND_LIMIT, INSUFFICIENT_CREDITS) writes nothing.
+func (s *Service) start(ctx context.Context, inv *store.Invocation, from string, r *store.Reservation, spendLimitMicro int64) (moved bool, err error) {
+	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		moved = false
+		at := r.CreatedAt
+		if from == "" {
+			inv.State, inv.DispatchedAt = store.InvDispatching, &at
+			if err := q.InsertInvocation(ctx, inv); err != nil {
+				return err
+			}
+		} else {
+			ok, err := q.MoveInvocation(ctx, inv.RequestID, from, store.InvDispatching, at)
+			if err != nil || !ok {
+				return err
+			}
+			inv.State, inv.DispatchedAt = store.InvDispatching, &at
+		}
+		if err := s.billing.ReserveIn(ctx, q, r, spendLimitMicro); err != nil {
+			return err
+		}
+		moved = true
+		return q.AddEvent(ctx, inv.RequestID, store.InvDispatching, "credit reserved", at)
+	})
+	return moved, err
+}
+
+// finish records the attempts, settles (st non-nil) or refunds the reservation of a
+// dispatched invocation, and writes its outcome with its final transition, in one
+// transaction. Only one process finishes an invocation: the others get ErrAlreadyFinished and
+// nothing they wrote lands, so a call is never settled twice.
+func (s *Service) finish(ctx context.Context, inv *store.Invocation, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) error {
+	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
+		ok, err := q.MoveInvocation(ctx, inv.RequestID, store.InvDispatching, inv.State, *inv.FinishedAt)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrAlreadyFinished
+		}
+		for _, a := range attempts {
+			if err := q.AddEvent(ctx, inv.RequestID, "attempt", a.Detail, a.At); err != nil {
+				return err
+			}
+		}
+		inv.Attempts = len(attempts)
+		switch {
+		case st != nil:
+			ok, err := s.billing.SettleIn(ctx, q, inv.RequestID, *st, *inv.FinishedAt)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return ErrReservationClosed
+			}
+		case inv.DispatchedAt != nil:
+			if _, err := s.billing.RefundIn(ctx, q, inv.RequestID, refundReason, *inv.FinishedAt); err != nil {
+				return err
+			}
+		}
+		if err := q.WriteOutcome(ctx, inv); err != nil {
+			return err
+		}
+		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, *inv.FinishedAt)
+	})
+}

@@ -1,0 +1,130 @@
+package partners_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
+)
+
+// A partner that can change after activation: lax (serves unsigned and forged calls) or down
+// (503 to everything).
+type changing struct {
+	lax, down atomic.Bool
+	url       string
+}
+
+func changingPartner(t *testing.T, e *env) *changing {
+	c := &changing{}
+	verified := signing.Middleware(signing.NewVerifierFromKey(e.pub), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"success":true,"result":{"ok":true}}`))
+	}))
+	c.url = partnertest.Start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case c.down.Load():
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"success":false,"error":{"code":"UPSTREAM","message":"down"}}`))
+		case c.lax.Load():
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"success":true,"result":{"ok":true}}`))
+		default:
+			verified.ServeHTTP(w, r)
+		}
+	})).URL
+	return c
+}
+
+// The continuous re-probe, against real partner servers: one that turns lax after activation
+// is deactivated at once with the reason on the intent and its publisher told; one that
+// degrades loses health and is deactivated after 3 failures in a row; a healthy one stays.
+// Probes are claimed, so two rounds at the same moment probe each intent once.
+func TestReprobe(t *testing.T) {
+	var mu sync.Mutex
+	var told []string
+	e := newEnv(t, envOptions{probe: 400 * time.Millisecond, notify: func(ctx context.Context, accountID, subject, text string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, subject+"\n"+text)
+		return nil
+	}})
+	_, key := e.account(t)
+	ctx := context.Background()
+	lax, degrading, healthy := changingPartner(t, e), changingPartner(t, e), changingPartner(t, e)
+	ids := map[string]string{}
+	for handle, p := range map[string]*changing{"@turns-lax": lax, "@degrades": degrading, "@stays-healthy": healthy} {
+		ids[handle] = e.publish(t, key, handle, p.url, "REST")
+		e.ok(t, viaREST, key, "partner_set_active", map[string]any{"intentId": ids[handle], "active": true})
+	}
+	round := func() int {
+		t.Helper()
+		n, err := e.svc.Reprobe(ctx, time.Hour, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := round(); n != 3 {
+		t.Fatalf("first round probed %d, want all 3", n)
+	}
+	if n := round(); n != 0 {
+		t.Fatalf("a second round at the same moment probed %d: claims must stop it", n)
+	}
+	intent := func(h string) map[string]any {
+		t.Helper()
+		out := e.ok(t, viaREST, key, "partner_list_intents", map[string]any{})
+		for _, in := range out["intents"].([]any) {
+			if m := in.(map[string]any); m["publicIdentifier"] == h {
+				return m
+			}
+		}
+		t.Fatalf("no %s", h)
+		return nil
+	}
+	if h := intent("@stays-healthy")["health"].(map[string]any); h["lastProbeResult"] != "probe PASS, health OK" || h["probeFailures"] != 0.0 {
+		t.Fatalf("healthy after a round: %v", h)
+	}
+
+	lax.lax.Store(true)
+	degrading.down.Store(true)
+	for i := 0; i < 3; i++ {
+		e.clock.Advance(2 * time.Hour)
+		round()
+		if i == 0 {
+			in := intent("@turns-lax")
+			if in["isActive"] != false || !strings.Contains(in["health"].(map[string]any)["deactivatedReason"].(string), "served a call it must refuse") {
+				t.Fatalf("a lax endpoint after one re-probe: %v", in)
+			}
+			if in := intent("@degrades"); in["isActive"] != true || in["health"].(map[string]any)["probeFailures"] != 1.0 {
+				t.Fatalf("one failure only lowers health: %v", in)
+			}
+		}
+	}
+	if in := intent("@degrades"); in["isActive"] != false || !strings.Contains(in["health"].(map[string]any)["deactivatedReason"].(string), "3 re-probes in a row failed") {
+		t.Fatalf("a degraded endpoint after 3 failures: %v", in)
+	}
+	if in := intent("@stays-healthy"); in["isActive"] != true {
+		t.Fatalf("the healthy endpoint: %v", in)
+	}
+	mu.Lock()
+	if len(told) != 2 || !strings.Contains(strings.Join(told, "\n"), "@turns-lax") || !strings.Contains(strings.Join(told, "\n"), "partner_set_active") {
+		t.Fatalf("publishers told: %q", told)
+	}
+	mu.Unlock()
+
+	// Reactivation goes through the probe-gated path and clears the record.
+	degrading.down.Store(false)
+	out := e.ok(t, viaREST, key, "partner_set_active", map[string]any{"intentId": ids["@degrades"], "active": true})
+	if h := out["intent"].(map[string]any)["health"].(map[string]any); h["deactivatedReason"] != nil || h["probeFailures"] != 0.0 {
+		t.Fatalf("reactivated: %v", h)
+	}
+	if _, err := e.call(t, viaREST, key, "partner_set_active", map[string]any{"intentId": ids["@turns-lax"], "active": true}); err == nil {
+		t.Fatal("the lax endpoint was reactivated")
+	}
+}

@@ -1,0 +1,475 @@
+// Package payments is the flat-fee path: a quote for a stablecoin amount on a test network, the
+// caller's EIP-3009 authorization checked off chain, submitted by the relayer into the
+// FlatFeePayer escrow, then settled (split to the partner and the treasury) when the partner
+// succeeds or refunded when it does not; and partner payouts of per-call fees in the same
+// stablecoin. The ledger mirrors every movement with its transaction hash.
+package payments
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/signer/core/apitypes"
+	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/contracts"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/wallets"
+)
+
+// Config is the flat-fee network.
+type Config struct {
+	RPCURL        string
+	ChainID       int64
+	Token         common.Address // an EIP-3009 stablecoin with 6 decimals (USDC on a test network)
+	Payer         common.Address // the FlatFeePayer contract
+	RelayerKey    *ecdsa.PrivateKey
+	Confirmations int
+	PlatformMicro int64         // the platform's share of each flat-fee call, in the stablecoin's atomic units (= micro-USD)
+	QuoteTTL      time.Duration // how long a quote's authorization may be submitted (its validBefore)
+	// WalletKey unseals an account's embedded EVM wallet key (wallets.EVMKey) for paying with
+	// it; nil: callers sign with their own wallets only.
+	WalletKey func(ctx context.Context, accountID string) (key []byte, address string, err error)
+}
+
+// Service runs flat-fee payments.
+type Service struct {
+	cfg   Config
+	store *store.Store
+	chain *contracts.Client
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+// New dials the chain and checks its id.
+func New(ctx context.Context, cfg Config, st *store.Store, now func() time.Time, log *slog.Logger) (*Service, error) {
+	if cfg.QuoteTTL <= 0 {
+		cfg.QuoteTTL = 10 * time.Minute
+	}
+	c, err := contracts.Dial(ctx, cfg.RPCURL, cfg.ChainID, cfg.RelayerKey, cfg.Confirmations)
+	if err != nil {
+		return nil, fmt.Errorf("flat-fee chain: %w", err)
+	}
+	return &Service{cfg: cfg, store: st, chain: c, now: now, log: log}, nil
+}
+
+// Shutdown closes the chain connection.
+func (s *Service) Shutdown() { s.chain.Close() }
+
+// Network is the chain's CAIP-2 id.
+func (s *Service) Network() string { return fmt.Sprintf("eip155:%d", s.cfg.ChainID) }
+
+// Split is how a flat fee is divided, in atomic units of the stablecoin.
+type Split struct {
+	Partner        string `json:"partner" jsonschema_description:"to the partner's payout address when the call succeeds"`
+	Platform       string `json:"platform" jsonschema_description:"to the platform's treasury when the call succeeds"`
+	Gas            string `json:"gas" jsonschema_description:"network gas: paid by the platform's relayer, covered by its share (0)"`
+	PartnerAddress string `json:"partnerAddress"`
+}
+
+// Quote is a flat-fee call's payment quote: everything needed to sign the authorization.
+type Quote struct {
+	RequestID   string             `json:"requestId"`
+	ChainID     int64              `json:"chainId"`
+	Network     string             `json:"network" jsonschema_description:"CAIP-2 chain id, e.g. eip155:84532"`
+	Token       string             `json:"token" jsonschema_description:"the stablecoin contract (EIP-3009)"`
+	PayTo       string             `json:"payTo" jsonschema_description:"the FlatFeePayer contract that escrows the payment"`
+	Amount      string             `json:"amount" jsonschema_description:"atomic units (6 decimals)"`
+	AmountUsd   tools.USD          `json:"amountUsd"`
+	Split       Split              `json:"split"`
+	ValidAfter  int64              `json:"validAfter"`
+	ValidBefore int64              `json:"validBefore"`
+	Nonce       string             `json:"nonce" jsonschema_description:"the EIP-3009 nonce, derived from the requestId"`
+	TypedData   apitypes.TypedData `json:"typedData" jsonschema_description:"the EIP-712 ReceiveWithAuthorization to sign (eth_signTypedData_v4); TransferWithAuthorization of the same fields is accepted too"`
+	ExpiresAt   time.Time          `json:"expiresAt"`
+}
+
+// Quoted prices a flat-fee call of intent: the partner's feeRate plus the platform's share,
+// payable until the quote expires. The row is written by the caller with the invocation.
+func (s *Service) Quoted(ctx context.Context, requestID, accountID string, intent *store.PartnerIntent) (*store.FlatPayment, Quote, error) {
+	partnerAddr, ok := PayoutAddress(intent.PayoutAddresses, s.cfg.ChainID)
+	rate, err := decimal.NewFromString(intent.FeeRate)
+	if err != nil || rate.IsNegative() {
+		return nil, Quote{}, fmt.Errorf("intent %s has feeRate %q", intent.PublicIdentifier, intent.FeeRate)
+	}
+	partner := rate.Shift(6).IntPart()
+	if partner > 0 && !ok {
+		return nil, Quote{}, tools.Errorf(tools.CodeUpstream, "%s has no EVM payout address to be paid at; the partner must publish one", intent.PublicIdentifier)
+	}
+	chainNow, err := s.chain.Now(ctx)
+	if err != nil {
+		return nil, Quote{}, tools.Errorf(tools.CodeUnavailable, "the payment network (%s) cannot be reached to quote (%v); try again later", s.Network(), err)
+	}
+	p := &store.FlatPayment{
+		RequestID: requestID, AccountID: accountID, IntentID: intent.ID, ChainID: s.cfg.ChainID,
+		Token: s.cfg.Token.Hex(), PayerContract: s.cfg.Payer.Hex(), PartnerAddress: partnerAddr,
+		AmountAtomic: partner + s.cfg.PlatformMicro, PartnerAtomic: partner, PlatformAtomic: s.cfg.PlatformMicro,
+		Nonce:      hexutil.Encode(contractsNonce(s.cfg, requestID)),
+		ValidAfter: chainNow.Unix() - 60, ValidBefore: chainNow.Add(s.cfg.QuoteTTL).Unix(),
+		State: store.PayQuoted, CreatedAt: s.now().UTC(), UpdatedAt: s.now().UTC(),
+	}
+	return p, s.QuoteOf(p), nil
+}
+
+func contractsNonce(cfg Config, requestID string) []byte {
+	n := contracts.Nonce(cfg.ChainID, cfg.Payer, requestID)
+	return n[:]
+}
+
+// QuoteOf is the quote of a stored payment.
+func (s *Service) QuoteOf(p *store.FlatPayment) Quote {
+	var nonce [32]byte
+	copy(nonce[:], common.FromHex(p.Nonce))
+	td := contracts.TypedData(contracts.ReceiveWithAuthorization, p.ChainID, common.HexToAddress(p.Token), common.Address{}, common.HexToAddress(p.PayerContract),
+		big.NewInt(p.AmountAtomic), p.ValidAfter, p.ValidBefore, nonce)
+	delete(td.Message, "from") // the payer's own address goes here
+	td.Message["from"] = "<your address>"
+	return Quote{
+		RequestID: p.RequestID, ChainID: p.ChainID, Network: fmt.Sprintf("eip155:%d", p.ChainID), Token: p.Token, PayTo: p.PayerContract,
+		Amount: fmt.Sprint(p.AmountAtomic), AmountUsd: tools.USD(p.AmountAtomic),
+		Split:      Split{Partner: fmt.Sprint(p.PartnerAtomic), Platform: fmt.Sprint(p.PlatformAtomic), Gas: "0", PartnerAddress: p.PartnerAddress},
+		ValidAfter: p.ValidAfter, ValidBefore: p.ValidBefore, Nonce: p.Nonce, TypedData: td,
+		ExpiresAt: time.Unix(p.ValidBefore, 0).UTC(),
+	}
+}
+
+// X402 is the quote as x402 version 2's PaymentRequired (scheme exact, which signs
+// TransferWithAuthorization; ReceiveWithAuthorization is accepted too).
+func (s *Service) X402(q Quote, resource string) map[string]any {
+	return map[string]any{
+		"x402Version": 2,
+		"error":       "payment required: sign the authorization and call again with it",
+		"resource":    map[string]any{"url": resource, "description": "a flat-fee partner call", "mimeType": "application/json"},
+		"accepts": []map[string]any{{
+			"scheme": "exact", "network": q.Network, "amount": q.Amount, "asset": q.Token, "payTo": q.PayTo,
+			"maxTimeoutSeconds": q.ValidBefore - q.ValidAfter,
+			"extra": map[string]any{"name": "USD Coin", "version": "2", "requestId": q.RequestID, "nonce": q.Nonce,
+				"validAfter": q.ValidAfter, "validBefore": q.ValidBefore, "split": q.Split},
+		}},
+	}
+}
+
+// PayoutAddress picks a partner's EVM payout address for chainID: the evm:<chainID> entry
+// first, then the bare evm entry.
+func PayoutAddress(addrs map[string]string, chainID int64) (string, bool) {
+	for _, k := range []string{fmt.Sprintf("evm:%d", chainID), "evm"} {
+		if a, ok := addrs[k]; ok && common.IsHexAddress(a) {
+			return common.HexToAddress(a).Hex(), true
+		}
+	}
+	return "", false
+}
+
+// Payment is a signed EIP-3009 authorization, in x402's exact-scheme payload shape.
+type Payment struct {
+	Signature     string        `json:"signature" jsonschema:"pattern=^0x[0-9a-fA-F]{130}$" jsonschema_description:"the 65-byte EIP-712 signature, hex"`
+	Authorization Authorization `json:"authorization"`
+	PrimaryType   string        `json:"primaryType,omitempty" jsonschema:"enum=ReceiveWithAuthorization,enum=TransferWithAuthorization" jsonschema_description:"which authorization was signed; default ReceiveWithAuthorization (x402 clients sign TransferWithAuthorization)"`
+}
+
+// Authorization is the signed message's fields.
+type Authorization struct {
+	From        string `json:"from" jsonschema:"pattern=^0x[0-9a-fA-F]{40}$"`
+	To          string `json:"to" jsonschema:"pattern=^0x[0-9a-fA-F]{40}$"`
+	Value       string `json:"value" jsonschema:"pattern=^[0-9]{1\\,40}$"`
+	ValidAfter  string `json:"validAfter" jsonschema:"pattern=^[0-9]{1\\,20}$"`
+	ValidBefore string `json:"validBefore" jsonschema:"pattern=^[0-9]{1\\,20}$"`
+	Nonce       string `json:"nonce" jsonschema:"pattern=^0x[0-9a-fA-F]{64}$"`
+}
+
+// Receipt is what a flat-fee call paid, on chain.
+type Receipt struct {
+	State       string `json:"state" jsonschema:"enum=held,enum=settled,enum=refunded" jsonschema_description:"settled: split to the partner and the treasury; refunded: returned to the payer"`
+	Network     string `json:"network"`
+	Payer       string `json:"payer"`
+	Amount      string `json:"amount" jsonschema_description:"atomic units"`
+	Partner     string `json:"partner"`
+	Platform    string `json:"platform"`
+	PayTx       string `json:"payTx"`
+	SettleTx    string `json:"settleTx,omitempty"`
+	RefundTx    string `json:"refundTx,omitempty"`
+	Explanation string `json:"explanation,omitempty"`
+}
+
+// ReceiptOf describes a payment.
+func ReceiptOf(p *store.FlatPayment) *Receipt {
+	r := &Receipt{State: p.State, Network: fmt.Sprintf("eip155:%d", p.ChainID), Payer: p.PayerAddress, Amount: fmt.Sprint(p.AmountAtomic),
+		Partner: fmt.Sprint(p.PartnerAtomic), Platform: fmt.Sprint(p.PlatformAtomic), PayTx: p.PayTx, Explanation: p.Reason}
+	switch p.State {
+	case store.PaySettled:
+		r.SettleTx = p.CloseTx
+	case store.PayRefunded:
+		r.RefundTx = p.CloseTx
+	}
+	return r
+}
+
+// Collect checks a payment against its quote off chain (signer, amount, recipient, nonce,
+// window, the nonce unused, the balance) and puts it in escrow on chain, waiting for the
+// configured confirmations. A payment already in escrow (a retry after a lost answer) is
+// found and not paid twice. Nothing is dispatched unless this returns nil.
+func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment) (*store.FlatPayment, error) {
+	p, err := s.store.Payment(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	switch p.State {
+	case store.PayHeld:
+		return p, nil
+	case store.PaySettled, store.PayRefunded:
+		return p, tools.Errorf(tools.CodeConflict, "request %s was paid and concluded already (%s); ask for a new quote", requestID, p.State)
+	}
+	if pay == nil {
+		return nil, tools.Errorf(tools.CodePaymentRequired, "request %s waits for its payment: sign the quote's authorization and call again with `payment`", requestID)
+	}
+	auth, err := s.check(ctx, p, pay)
+	if err != nil {
+		return nil, err
+	}
+	// Already in escrow (a submit whose answer was lost)?
+	if e, err := s.chain.EscrowOf(ctx, s.cfg.Payer, auth.Nonce); err == nil && e.State != contracts.EscrowNone {
+		return s.found(ctx, p, e)
+	}
+	used, err := s.chain.AuthorizationUsed(ctx, s.cfg.Token, auth.From, auth.Nonce)
+	if err != nil {
+		return nil, s.unreachable(err)
+	}
+	if used {
+		return nil, tools.Errorf(tools.CodeConflict, "this authorization's nonce was used already; ask for a new quote (call without confirmRequestId)")
+	}
+	bal, err := s.chain.BalanceOf(ctx, s.cfg.Token, auth.From)
+	if err != nil {
+		return nil, s.unreachable(err)
+	}
+	if bal.Cmp(auth.Value) < 0 {
+		return nil, tools.Errorf(tools.CodePaymentRequired, "%s holds %s of the stablecoin and the quote is %d (atomic units); fund it and call again with the same payment", auth.From.Hex(), bal, p.AmountAtomic).
+			WithDetails(map[string]any{"balance": bal.String(), "amount": fmt.Sprint(p.AmountAtomic)})
+	}
+	p.State, p.PayerAddress, p.UpdatedAt = store.PaySubmitted, auth.From.Hex(), s.now().UTC()
+	if moved, err := s.move(ctx, p, store.PayQuoted, store.PayFailed, store.PaySubmitted); err != nil || !moved {
+		if err == nil {
+			err = tools.Errorf(tools.CodeConflict, "request %s is being paid by another call; call again in a moment", requestID)
+		}
+		return nil, err
+	}
+	rc, err := s.chain.Transact(ctx, s.cfg.Payer, contracts.FlatFeePayer, "pay", common.HexToAddress(orZero(p.PartnerAddress)), big.NewInt(p.PartnerAtomic), auth)
+	if errors.Is(err, contracts.ErrReverted) {
+		p.State, p.Reason, p.UpdatedAt = store.PayFailed, err.Error(), s.now().UTC()
+		if _, merr := s.move(ctx, p, store.PaySubmitted); merr != nil {
+			return nil, merr
+		}
+		return nil, tools.Errorf(tools.CodeUpstream, "the chain refused the payment (%v); nothing was taken and the partner was not called", err)
+	}
+	if err != nil {
+		// Unknown: the transaction may be in flight. The payment stays submitted; a retry with
+		// the same payment finds it in escrow or submits it again (the nonce pays at most once).
+		return nil, s.unreachable(err)
+	}
+	p.State, p.PayTx, p.UpdatedAt = store.PayHeld, rc.TxHash.Hex(), s.now().UTC()
+	return p, s.held(ctx, p)
+}
+
+func orZero(a string) string {
+	if a == "" {
+		return common.Address{}.Hex()
+	}
+	return a
+}
+
+// check verifies the payment against the quote without touching the chain's state.
+func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment) (contracts.Authorization, error) {
+	bad := func(format string, a ...any) error {
+		return tools.Errorf(tools.CodeBadInput, "payment: "+format+"; sign the quote's typedData (in details of the PAYMENT_REQUIRED answer) and send it again", a...)
+	}
+	a := pay.Authorization
+	primary := pay.PrimaryType
+	if primary == "" {
+		primary = contracts.ReceiveWithAuthorization
+	}
+	if primary != contracts.ReceiveWithAuthorization && primary != contracts.TransferWithAuthorization {
+		return contracts.Authorization{}, bad("primaryType %q is neither ReceiveWithAuthorization nor TransferWithAuthorization", primary)
+	}
+	if !common.IsHexAddress(a.From) || !common.IsHexAddress(a.To) {
+		return contracts.Authorization{}, bad("from and to must be addresses")
+	}
+	if common.HexToAddress(a.To) != common.HexToAddress(p.PayerContract) {
+		return contracts.Authorization{}, bad("to is %s, not the payer contract %s", a.To, p.PayerContract)
+	}
+	value, ok := new(big.Int).SetString(a.Value, 10)
+	if !ok || value.Cmp(big.NewInt(p.AmountAtomic)) != 0 {
+		return contracts.Authorization{}, bad("value is %s, not the quoted %d", a.Value, p.AmountAtomic)
+	}
+	if !strings.EqualFold(a.Nonce, p.Nonce) {
+		return contracts.Authorization{}, bad("nonce %s is not this quote's %s", a.Nonce, p.Nonce)
+	}
+	after, ok1 := new(big.Int).SetString(a.ValidAfter, 10)
+	before, ok2 := new(big.Int).SetString(a.ValidBefore, 10)
+	if !ok1 || !ok2 || !after.IsInt64() || !before.IsInt64() {
+		return contracts.Authorization{}, bad("validAfter and validBefore must be unix seconds")
+	}
+	chainNow, err := s.chain.Now(ctx)
+	if err != nil {
+		return contracts.Authorization{}, s.unreachable(err)
+	}
+	switch {
+	case after.Int64() >= chainNow.Unix():
+		return contracts.Authorization{}, bad("it is not valid yet (validAfter %d, the chain's time %d)", after.Int64(), chainNow.Unix())
+	case before.Int64() < chainNow.Unix()+30:
+		return contracts.Authorization{}, tools.Errorf(tools.CodeConflict, "the authorization expires at %d, too soon to be submitted (the chain's time is %d); call without confirmRequestId for a new quote", before.Int64(), chainNow.Unix())
+	}
+	sig, err := hexutil.Decode(pay.Signature)
+	if err != nil {
+		return contracts.Authorization{}, bad("signature is not hex")
+	}
+	var nonce [32]byte
+	copy(nonce[:], common.FromHex(p.Nonce))
+	from := common.HexToAddress(a.From)
+	td := contracts.TypedData(primary, p.ChainID, common.HexToAddress(p.Token), from, common.HexToAddress(p.PayerContract), value, after.Int64(), before.Int64(), nonce)
+	signer, v, r, sv, err := contracts.Signer(td, sig)
+	if err != nil {
+		return contracts.Authorization{}, bad("%v", err)
+	}
+	if signer != from {
+		return contracts.Authorization{}, bad("the signature is by %s, not by from (%s): sign with the paying wallet, for chain %d and token %s", signer.Hex(), from.Hex(), p.ChainID, p.Token)
+	}
+	return contracts.Authorization{From: from, Value: value, ValidAfter: after, ValidBefore: before, Nonce: nonce, V: v, R: r, S: sv,
+		ViaReceive: primary == contracts.ReceiveWithAuthorization}, nil
+}
+
+func (s *Service) unreachable(err error) error {
+	e := tools.Errorf(tools.CodeUnavailable, "the payment network (%s) did not answer (%v); nothing was dispatched. Call again with the same payment: it can never be paid twice", s.Network(), err)
+	e.RetryAfter = 5 * time.Second
+	return e
+}
+
+// found records an escrow discovered on chain for a payment the service lost track of.
+func (s *Service) found(ctx context.Context, p *store.FlatPayment, e contracts.Escrow) (*store.FlatPayment, error) {
+	if e.State != contracts.EscrowHeld {
+		return p, tools.Errorf(tools.CodeConflict, "request %s's escrow was concluded on chain already; ask for a new quote", p.RequestID)
+	}
+	p.State, p.PayerAddress, p.UpdatedAt = store.PayHeld, e.Payer.Hex(), s.now().UTC()
+	return p, s.held(ctx, p)
+}
+
+// held records the escrow and mirrors it on the ledger, once.
+func (s *Service) held(ctx context.Context, p *store.FlatPayment) error {
+	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		moved, err := q.MovePayment(ctx, p, store.PayQuoted, store.PaySubmitted, store.PayFailed)
+		if err != nil || !moved {
+			return err
+		}
+		return q.Post(ctx, p.RequestID, "pay "+p.PayTx, p.UpdatedAt,
+			store.Posting{Book: "external:chain:" + p.PayerAddress, Micro: -p.AmountAtomic, Kind: "chain_pay"},
+			store.Posting{Book: BookEscrow, Micro: p.AmountAtomic, Kind: "chain_pay"})
+	})
+}
+
+// BookEscrow mirrors the payer contract's escrow on the ledger.
+const BookEscrow = "chain:escrow"
+
+func (s *Service) move(ctx context.Context, p *store.FlatPayment, from ...string) (bool, error) {
+	var moved bool
+	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		var err error
+		moved, err = q.MovePayment(ctx, p, from...)
+		return err
+	})
+	return moved, err
+}
+
+// Conclude concludes a held payment on chain: settle (the partner succeeded) or refund. A
+// payment concluded already is returned as it is; an escrow concluded on chain by another
+// process is recorded as the chain says. Exactly one settlement or refund ever happens: the
+// contract enforces it.
+func (s *Service) Conclude(ctx context.Context, requestID string, success bool) (*store.FlatPayment, error) {
+	p, err := s.store.Payment(ctx, requestID)
+	if err != nil || p.State != store.PayHeld {
+		return p, err
+	}
+	var nonce [32]byte
+	copy(nonce[:], common.FromHex(p.Nonce))
+	method, state := "refund", store.PayRefunded
+	if success {
+		method, state = "settle", store.PaySettled
+	}
+	rc, err := s.chain.Transact(ctx, s.cfg.Payer, contracts.FlatFeePayer, method, nonce)
+	tx := ""
+	if err == nil {
+		tx = rc.TxHash.Hex()
+	} else {
+		e, rerr := s.chain.EscrowOf(ctx, s.cfg.Payer, nonce)
+		switch {
+		case rerr != nil || e.State == contracts.EscrowHeld:
+			return p, fmt.Errorf("%s %s: %w", method, requestID, err) // the sweeper tries again
+		case e.State == contracts.EscrowSettled:
+			state = store.PaySettled
+		default:
+			state = store.PayRefunded
+		}
+	}
+	p.State, p.CloseTx, p.UpdatedAt = state, tx, s.now().UTC()
+	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		moved, err := q.MovePayment(ctx, p, store.PayHeld)
+		if err != nil || !moved {
+			return err
+		}
+		if state == store.PaySettled {
+			return q.Post(ctx, p.RequestID, "settle "+tx, p.UpdatedAt,
+				store.Posting{Book: BookEscrow, Micro: -p.AmountAtomic, Kind: "chain_settle"},
+				store.Posting{Book: "chain:partner:" + p.PartnerAddress, Micro: p.PartnerAtomic, Kind: "chain_settle"},
+				store.Posting{Book: "chain:treasury", Micro: p.PlatformAtomic, Kind: "chain_settle"})
+		}
+		return q.Post(ctx, p.RequestID, "refund "+tx, p.UpdatedAt,
+			store.Posting{Book: BookEscrow, Micro: -p.AmountAtomic, Kind: "chain_refund"},
+			store.Posting{Book: "external:chain:" + p.PayerAddress, Micro: p.AmountAtomic, Kind: "chain_refund"})
+	})
+	return p, err
+}
+
+// WalletPayment signs a quote's authorization with the account's embedded EVM wallet: allowed
+// only when the account turned signing on, and only for that account's own quote.
+func (s *Service) WalletPayment(ctx context.Context, requestID, accountID string) (*Payment, error) {
+	if s.cfg.WalletKey == nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "paying with the embedded wallet is not available here; sign with your own wallet and send payment")
+	}
+	p, err := s.store.Payment(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if p.AccountID != accountID {
+		return nil, tools.Errorf(tools.CodeNotFound, "no quote %s in this account", requestID)
+	}
+	raw, addr, err := s.cfg.WalletKey(ctx, accountID)
+	if err != nil {
+		if errors.Is(err, wallets.ErrSigningOff) {
+			return nil, tools.Errorf(tools.CodeForbidden, "signing with the embedded wallet is off for this account; a human turns it on in the portal's settings, or sign with your own wallet and send payment").Wrap(err)
+		}
+		return nil, err
+	}
+	key, err := crypto.ToECDSA(raw)
+	clear(raw)
+	if err != nil {
+		return nil, fmt.Errorf("embedded wallet key: %w", err)
+	}
+	var nonce [32]byte
+	copy(nonce[:], common.FromHex(p.Nonce))
+	from := common.HexToAddress(addr)
+	td := contracts.TypedData(contracts.ReceiveWithAuthorization, p.ChainID, common.HexToAddress(p.Token), from, common.HexToAddress(p.PayerContract),
+		big.NewInt(p.AmountAtomic), p.ValidAfter, p.ValidBefore, nonce)
+	sig, err := contracts.Sign(td, key)
+	if err != nil {
+		return nil, err
+	}
+	return &Payment{Signature: hexutil.Encode(sig), PrimaryType: contracts.ReceiveWithAuthorization, Authorization: Authorization{
+		From: from.Hex(), To: p.PayerContract, Value: fmt.Sprint(p.AmountAtomic), ValidAfter: fmt.Sprint(p.ValidAfter),
+		ValidBefore: fmt.Sprint(p.ValidBefore), Nonce: p.Nonce}}, nil
+}

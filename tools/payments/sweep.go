@@ -1,0 +1,233 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"math/big"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/switchboard-hq/switchboard/contracts"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// Reconcile concludes the payments a crash or a lost answer left behind, exactly once each (the
+// contract settles or refunds an escrow at most once): a held payment whose call finished is
+// settled (success) or refunded; one whose call was never dispatched (the process died between
+// payment and dispatch) is refunded and its call ended; a submission whose answer was lost is
+// looked up on chain. Safe on several replicas. It returns how many it concluded.
+func (s *Service) Reconcile(ctx context.Context) (int, error) {
+	n := 0
+	cutoff := s.now().UTC().Add(-30 * time.Second)
+	held, err := s.store.PaymentsIn(ctx, store.PayHeld, cutoff, 100)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range held {
+		inv, err := s.store.InvocationByID(ctx, p.RequestID)
+		if err != nil {
+			return n, err
+		}
+		switch inv.State {
+		case store.InvDispatching:
+			continue // dispatch's recovery concludes the call first
+		case store.InvSucceeded:
+			_, err = s.Conclude(ctx, p.RequestID, true)
+		case store.InvAwaitingPayment:
+			if _, err = s.Conclude(ctx, p.RequestID, false); err == nil {
+				err = s.abandon(ctx, inv)
+			}
+		default:
+			_, err = s.Conclude(ctx, p.RequestID, false)
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+		s.log.WarnContext(ctx, "concluded a flat-fee payment left behind", "request_id", p.RequestID, "call", inv.State)
+	}
+	submitted, err := s.store.PaymentsIn(ctx, store.PaySubmitted, s.now().UTC().Add(-2*time.Minute), 100)
+	if err != nil {
+		return n, err
+	}
+	for _, p := range submitted {
+		var nonce [32]byte
+		copy(nonce[:], common.FromHex(p.Nonce))
+		e, err := s.chain.EscrowOf(ctx, common.HexToAddress(p.PayerContract), nonce)
+		if err != nil {
+			return n, err
+		}
+		if e.State == contracts.EscrowNone {
+			p.State, p.Reason, p.UpdatedAt = store.PayFailed, "the submission never reached the chain", s.now().UTC()
+			if _, err := s.move(ctx, p, store.PaySubmitted); err != nil {
+				return n, err
+			}
+		} else if _, err := s.found(ctx, p, e); err != nil {
+			var te *tools.Error
+			if !errors.As(err, &te) {
+				return n, err
+			}
+		}
+		n++
+	}
+	return n, nil
+}
+
+// abandon ends a paid call that was never dispatched, with an answer saying so.
+func (s *Service) abandon(ctx context.Context, inv *store.Invocation) error {
+	e := tools.Errorf(tools.CodeUnavailable, "request %s was paid but never dispatched (the service restarted); the payment was refunded on chain. Ask for a new quote", inv.RequestID)
+	raw, _ := json.Marshal(tools.Body{Error: e})
+	answer := string(raw)
+	now := s.now().UTC()
+	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		moved, err := q.MoveInvocation(ctx, inv.RequestID, store.InvAwaitingPayment, store.InvFailed, now)
+		if err != nil || !moved {
+			return err
+		}
+		inv.State, inv.Answer, inv.FinishedAt, inv.OutcomeCode, inv.OutcomeMessage = store.InvFailed, &answer, &now, string(e.Code), e.Message
+		if err := q.WriteOutcome(ctx, inv); err != nil {
+			return err
+		}
+		return q.AddEvent(ctx, inv.RequestID, store.InvFailed, "paid but never dispatched: refunded on chain by the sweeper", now)
+	})
+}
+
+// Payouts pays every partner's accrued per-call fees (their payable books on the ledger with
+// an EVM payout address for this chain) in the stablecoin, from the relayer's balance: one
+// transfer per address, each recorded before it is sent and mirrored on the ledger, so a run
+// can be repeated safely.
+func (s *Service) Payouts(ctx context.Context) ([]*store.Payout, error) {
+	if err := s.resumePayouts(ctx); err != nil {
+		return nil, err
+	}
+	books, err := s.store.BookBalances(ctx, "partner:")
+	if err != nil {
+		return nil, err
+	}
+	var out []*store.Payout
+	for _, b := range books {
+		addr, ok := s.payoutAddress(b.Book)
+		if !ok || b.Micro <= 0 {
+			continue
+		}
+		p, err := s.payOne(ctx, b, addr)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// payoutAddress reads the address of a payable book partner:<id>:evm[:<chain>]:<address>
+// whose key is this chain's (or the bare evm namespace).
+func (s *Service) payoutAddress(book string) (common.Address, bool) {
+	parts := strings.Split(book, ":")
+	var addr string
+	switch {
+	case len(parts) == 4 && parts[0] == "partner" && parts[2] == "evm":
+		addr = parts[3]
+	case len(parts) == 5 && parts[0] == "partner" && parts[2] == "evm" && parts[3] == fmt.Sprint(s.cfg.ChainID):
+		addr = parts[4]
+	}
+	if !common.IsHexAddress(addr) {
+		return common.Address{}, false
+	}
+	return common.HexToAddress(addr), true
+}
+
+const bookPayoutsPending = "payouts:pending"
+
+func (s *Service) payOne(ctx context.Context, b store.BookBalance, addr common.Address) (*store.Payout, error) {
+	now := s.now().UTC()
+	p := &store.Payout{ID: fmt.Sprintf("po_%d_%s", now.UnixNano(), addr.Hex()[2:10]), Book: b.Book, ChainID: s.cfg.ChainID, Address: addr.Hex(),
+		AmountAtomic: b.Micro, State: store.PayoutPending, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		if err := q.InsertPayout(ctx, p); err != nil {
+			return err
+		}
+		return q.Post(ctx, "", "payout "+p.ID, now,
+			store.Posting{Book: b.Book, Micro: -b.Micro, Kind: "payout"},
+			store.Posting{Book: bookPayoutsPending, Micro: b.Micro, Kind: "payout"})
+	}); err != nil {
+		return nil, err
+	}
+	rc, err := s.chain.TransactRecorded(ctx, s.cfg.Token, contracts.TestUSDC, func(tx common.Hash) error {
+		p.Tx, p.UpdatedAt = tx.Hex(), s.now().UTC()
+		return s.store.UpdatePayout(ctx, p)
+	}, "transfer", addr, bigInt(b.Micro))
+	if err != nil && p.Tx == "" || errors.Is(err, contracts.ErrReverted) {
+		return p, s.failPayout(ctx, p, err)
+	}
+	if err != nil {
+		return p, err // sent, outcome unknown: resumePayouts reads its receipt next run
+	}
+	return p, s.donePayout(ctx, p, rc.TxHash.Hex())
+}
+
+func (s *Service) donePayout(ctx context.Context, p *store.Payout, tx string) error {
+	p.State, p.Tx, p.UpdatedAt = store.PayoutDone, tx, s.now().UTC()
+	if err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		return q.Post(ctx, "", "payout "+p.ID+" "+tx, p.UpdatedAt,
+			store.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
+			store.Posting{Book: "external:payouts:" + p.Address, Micro: p.AmountAtomic, Kind: "payout"})
+	}); err != nil {
+		return err
+	}
+	return s.store.UpdatePayout(ctx, p)
+}
+
+func (s *Service) failPayout(ctx context.Context, p *store.Payout, cause error) error {
+	p.State, p.Reason, p.UpdatedAt = store.PayoutFailed, fmt.Sprint(cause), s.now().UTC()
+	if err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		return q.Post(ctx, "", "payout "+p.ID+" failed", p.UpdatedAt,
+			store.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
+			store.Posting{Book: p.Book, Micro: p.AmountAtomic, Kind: "payout"})
+	}); err != nil {
+		return err
+	}
+	if err := s.store.UpdatePayout(ctx, p); err != nil {
+		return err
+	}
+	return fmt.Errorf("payout to %s: %w", p.Address, cause)
+}
+
+// resumePayouts settles the pending payouts of an interrupted run by their receipts.
+func (s *Service) resumePayouts(ctx context.Context) error {
+	pending, err := s.store.Payouts(ctx, store.PayoutPending)
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		if p.Tx == "" {
+			if err := s.failPayout(ctx, p, errors.New("the run stopped before the transfer was signed")); err != nil && p.Tx != "" {
+				return err
+			}
+			continue
+		}
+		rc, ok, err := s.chain.Receipt(ctx, common.HexToHash(p.Tx))
+		if err != nil {
+			return err
+		}
+		switch {
+		case !ok:
+			// Signed but never mined: it may still be in a mempool; leave it for the operator
+			// rather than risk paying twice.
+			s.log.WarnContext(ctx, "payout transfer not mined yet", "payout", p.ID, "tx", p.Tx)
+		case rc.Status == 1:
+			if err := s.donePayout(ctx, p, p.Tx); err != nil {
+				return err
+			}
+		default:
+			s.failPayout(ctx, p, errors.New("the transfer reverted"))
+		}
+	}
+	return nil
+}
+
+func bigInt(n int64) *big.Int { return big.NewInt(n) }

@@ -26,7 +26,7 @@ function install(pkgDir, consumerTs, extra = []) {
   const project = join(dir, "project");
   execFileSync("mkdir", [project]);
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "pack-check", private: true, type: "module" }));
-  npm(["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", join(dir, packed.filename), ...extra], project);
+  npm(["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", join(dir, packed.filename), ...extra], project);
   assert.ok(existsSync(join(project, "node_modules", pkg.name, "dist/index.d.ts")));
   writeFileSync(join(project, "consumer.ts"), consumerTs);
   writeFileSync(join(project, "tsconfig.json"), JSON.stringify({

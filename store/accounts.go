@@ -80,7 +80,7 @@ func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wal
 			if opt == nil {
 				continue
 			}
-			if err := opt(ctx, &Q{tx: tx, postgres: s.postgres}, acct); err != nil {
+			if err := opt(ctx, &Q{tx: tx, store: s}, acct); err != nil {
 				return err
 			}
 		}

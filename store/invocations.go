@@ -116,7 +116,7 @@ func (q *Q) WriteOutcome(ctx context.Context, inv *Invocation) error {
 // CreateInvocation records a new invocation in its first state.
 func (s *Store) CreateInvocation(ctx context.Context, inv *Invocation, detail string) error {
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		q := &Q{tx: tx, postgres: s.postgres}
+		q := &Q{tx: tx, store: s}
 		if err := q.InsertInvocation(ctx, inv); err != nil {
 			return err
 		}

@@ -70,17 +70,33 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 			Exec(ctx); err != nil {
 			return fmt.Errorf("revoke key: %w", err)
 		}
+		if err := s.keyChanged(ctx, tx, keyID); err != nil {
+			return err
+		}
 		return tx.NewSelect().Model(key).Where("id = ? AND account_id = ?", keyID, accountID).Scan(ctx)
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.keyWatch.changed(keyID)
 	return key, nil
 }
 
-// TouchKey records that a key was used. Callers throttle it; it is a write per call otherwise.
-func (s *Store) TouchKey(ctx context.Context, keyID string, now time.Time) error {
-	_, err := s.db.NewUpdate().Model((*APIKey)(nil)).Set("last_used_at = ?", now).
-		Where("id = ?", keyID).Exec(ctx)
+// TouchKeys records when keys were last used, in one statement: each key gets the latest
+// time of the batch (callers batch a few seconds of uses), never an earlier one than it has.
+func (s *Store) TouchKeys(ctx context.Context, uses map[string]time.Time) error {
+	if len(uses) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(uses))
+	var latest time.Time
+	for id, at := range uses {
+		ids = append(ids, id)
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	_, err := s.db.NewUpdate().Model((*APIKey)(nil)).Set("last_used_at = ?", latest).
+		Where("id IN (?)", bun.In(ids)).Where("(last_used_at IS NULL OR last_used_at < ?)", latest).Exec(ctx)
 	return normalize(err)
 }

@@ -92,18 +92,29 @@ type Posting struct {
 // Store keeps the SQL, the locks and the ledger's shape; the decisions (limits, fees, states)
 // belong to the callers (tools/billing, tools/dispatch).
 type Q struct {
-	tx       bun.Tx
-	postgres bool
+	tx      bun.Tx
+	store   *Store
+	changed []string // key ids the transaction changed, announced after it commits
 }
 
 // InTx runs fn in one transaction with a Q (see Tx for retries: fn must only touch the
 // database).
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, q *Q) error) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, &Q{tx: tx, postgres: s.postgres}) })
+	var last *Q
+	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		last = &Q{tx: tx, store: s}
+		return fn(ctx, last)
+	})
+	if err == nil {
+		for _, id := range last.changed {
+			s.keyWatch.changed(id)
+		}
+	}
+	return err
 }
 
 func (q *Q) forUpdate(sq *bun.SelectQuery) *bun.SelectQuery {
-	if q.postgres {
+	if q.store.postgres {
 		return sq.For("UPDATE")
 	}
 	return sq // SQLite: the write transaction is exclusive already

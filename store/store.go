@@ -40,6 +40,7 @@ var (
 type Store struct {
 	db       *bun.DB
 	postgres bool
+	keyWatch keyWatchers // key changes, fanned out in this process after commit
 }
 
 //go:embed migrations/*.sql

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mr-tron/base58"
@@ -41,13 +42,27 @@ func HashKey(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Authenticator resolves a presented API key secret to the Principal it stands for.
+// Authenticator resolves a presented API key secret to the Principal it stands for. Live
+// keys are kept for a few seconds in memory, keyed by the secret's hash, while the store's
+// key watch runs (Watch): a revocation on any replica reaches this cache within
+// milliseconds, and without the watch nothing is cached.
 type Authenticator struct {
 	store *store.Store
 	now   func() time.Time
 	log   *slog.Logger
 	// Tokens resolves an OAuth access token (sbat_...) of an MCP host; nil: none are accepted.
 	Tokens func(ctx context.Context, token string) (*Principal, error)
+
+	mu      sync.Mutex
+	live    bool                 // the key watch delivers changes: entries may be served
+	gen     uint64               // counts changes, so a lookup racing one is not cached
+	cache   map[string]cachedKey // by the secret's hash
+	touched map[string]time.Time // lastUsedAt to write, by key id
+}
+
+type cachedKey struct {
+	key     *store.APIKey
+	expires time.Time
 }
 
 // AccessTokenPrefix starts every OAuth access token.
@@ -55,11 +70,62 @@ const AccessTokenPrefix = "sbat_"
 
 // NewAuthenticator builds an Authenticator on st; now is the clock.
 func NewAuthenticator(st *store.Store, now func() time.Time, log *slog.Logger) *Authenticator {
-	return &Authenticator{store: st, now: now, log: log}
+	return &Authenticator{store: st, now: now, log: log, cache: map[string]cachedKey{}, touched: map[string]time.Time{}}
 }
 
-// touchEvery bounds lastUsedAt writes to one per key per minute.
-const touchEvery = time.Minute
+const (
+	// cacheFor bounds how long a cached key is served: a missed notification (which the watch
+	// does not expect) is stale for at most this long.
+	cacheFor = 10 * time.Second
+	// touchEvery bounds lastUsedAt to one recorded use per key per minute.
+	touchEvery = time.Minute
+	// cacheMax bounds the cache; past it, it starts again empty.
+	cacheMax = 100_000
+)
+
+// Watch keeps the cache in step with key changes on every replica until ctx ends, writing
+// recorded key uses every flushEvery. Without it keys are looked up on every call and uses
+// are written as they happen.
+func (a *Authenticator) Watch(ctx context.Context, flushEvery time.Duration) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		t := time.NewTicker(flushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				a.FlushUses(context.WithoutCancel(ctx))
+				return
+			case <-t.C:
+				a.FlushUses(ctx)
+			}
+		}
+	})
+	a.store.WatchKeys(ctx, a.forget, func(live bool) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.live = live
+		a.gen++
+		clear(a.cache)
+	})
+}
+
+// forget drops a changed key (AllKeys: every key) from the cache.
+func (a *Authenticator) forget(keyID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.gen++
+	if keyID == store.AllKeys {
+		clear(a.cache)
+		return
+	}
+	for h, c := range a.cache {
+		if c.key.ID == keyID {
+			delete(a.cache, h)
+		}
+	}
+}
 
 // Authenticate returns the live key for secret, or UNAUTHENTICATED saying what to do.
 func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*Principal, error) {
@@ -73,7 +139,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*Princ
 	if !strings.HasPrefix(secret, "sb_") {
 		return nil, Errorf(CodeUnauthenticated, "that is not a Switchboard API key (keys start with sb_test_ or sb_live_); send it as x-api-key or Authorization: Bearer")
 	}
-	key, err := a.store.KeyByHash(ctx, HashKey(secret))
+	hash := HashKey(secret)
+	now := a.now()
+	key, err := a.lookup(ctx, hash, now)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, Errorf(CodeUnauthenticated, "unknown API key; check it was copied whole, or get a new one with agent_signup and agent_verify")
 	}
@@ -83,12 +151,66 @@ func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*Princ
 	if key.RevokedAt != nil {
 		return nil, Errorf(CodeUnauthenticated, "this API key was revoked at %s; use another key of the account, or verify your e-mail again (agent_signup, agent_verify) for a new one", key.RevokedAt.UTC().Format(time.RFC3339))
 	}
-	now := a.now()
-	if key.LastUsedAt == nil || now.Sub(*key.LastUsedAt) > touchEvery {
-		// Best effort: a failed bookkeeping write must not fail the caller's request.
-		if err := a.store.TouchKey(ctx, key.ID, now); err != nil {
+	a.used(ctx, key, now)
+	return KeyPrincipal(key), nil
+}
+
+// lookup finds a key by hash, from the cache while the watch is live.
+func (a *Authenticator) lookup(ctx context.Context, hash string, now time.Time) (*store.APIKey, error) {
+	a.mu.Lock()
+	c, ok := a.cache[hash]
+	live, gen := a.live, a.gen
+	a.mu.Unlock()
+	if ok && live && now.Before(c.expires) {
+		return c.key, nil
+	}
+	key, err := a.store.KeyByHash(ctx, hash)
+	if err != nil || key.RevokedAt != nil || !live {
+		return key, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.live && a.gen == gen { // no change arrived during the lookup
+		if len(a.cache) >= cacheMax {
+			clear(a.cache)
+		}
+		a.cache[hash] = cachedKey{key: key, expires: now.Add(cacheFor)}
+	}
+	return key, nil
+}
+
+// used records a key's use at most once a minute: in the next batch while the watch runs,
+// at once otherwise. A failed bookkeeping write never fails the caller's request.
+func (a *Authenticator) used(ctx context.Context, key *store.APIKey, now time.Time) {
+	a.mu.Lock()
+	if key.LastUsedAt != nil && now.Sub(*key.LastUsedAt) <= touchEvery {
+		a.mu.Unlock()
+		return
+	}
+	t := now
+	key.LastUsedAt = &t // the cached copy: the next minute's calls record nothing
+	live := a.live
+	if live {
+		a.touched[key.ID] = now
+	}
+	a.mu.Unlock()
+	if !live {
+		if err := a.store.TouchKeys(ctx, map[string]time.Time{key.ID: now}); err != nil {
 			a.log.WarnContext(ctx, "record key use", "key_id", key.ID, "err", err)
 		}
 	}
-	return KeyPrincipal(key), nil
+}
+
+// FlushUses writes the recorded key uses in one statement per batch.
+func (a *Authenticator) FlushUses(ctx context.Context) {
+	a.mu.Lock()
+	batch := a.touched
+	a.touched = map[string]time.Time{}
+	a.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	if err := a.store.TouchKeys(ctx, batch); err != nil {
+		a.log.WarnContext(ctx, "record key uses", "keys", len(batch), "err", err)
+	}
 }

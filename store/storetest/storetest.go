@@ -34,16 +34,21 @@ func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 // Open returns a fresh migrated store of the named dialect, closed and dropped when t ends.
 func Open(t testing.TB, dialect string) *store.Store {
 	t.Helper()
-	var dsn string
+	return OpenURL(t, DSN(t, dialect))
+}
+
+// DSN returns the address of a fresh database of the named dialect, dropped when t ends:
+// open it more than once (OpenURL) for stores that share it as replicas do.
+func DSN(t testing.TB, dialect string) string {
+	t.Helper()
 	switch dialect {
 	case "sqlite":
-		dsn = filepath.Join(t.TempDir(), "test.db")
+		return filepath.Join(t.TempDir(), "test.db")
 	case "postgres":
-		dsn = postgresSchema(t)
-	default:
-		t.Fatalf("unknown dialect %q", dialect)
+		return postgresSchema(t)
 	}
-	return OpenURL(t, dsn)
+	t.Fatalf("unknown dialect %q", dialect)
+	return ""
 }
 
 // OpenURL returns a migrated store on dsn (a cluster of the test's own, SQLite with options

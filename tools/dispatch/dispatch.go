@@ -52,6 +52,7 @@ type Service struct {
 	client  *outbound.Client
 	billing *billing.Service
 	tokens  *tokens.Service // nil: no token resolution before writes
+	batch   *store.Batcher  // nil: outcomes commit before the caller is answered
 	now     func() time.Time
 	log     *slog.Logger
 
@@ -63,6 +64,10 @@ type Service struct {
 func NewService(cfg Config, st *store.Store, client *outbound.Client, bill *billing.Service, tok *tokens.Service, now func() time.Time, log *slog.Logger) *Service {
 	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log, schemas: map[string]*jsonschema.Schema{}}
 }
+
+// SettleInBatches lets finished invocations commit through b after their callers are
+// answered (group commit); readers of an account wait for its pending ones (Batcher.Wait).
+func (s *Service) SettleInBatches(b *store.Batcher) { s.batch = b }
 
 // InvokeInput is invoke_partner_message's input.
 type InvokeInput struct {
@@ -200,6 +205,10 @@ type call struct {
 	args   []byte // canonical JSON object
 	quote  billing.Quote
 	routed tokens.Routed // what a write moves (zero for other calls)
+	// settleBy is the deadline of the call's reservation, after which the sweeper may refund
+	// it: finishing well before it may commit after the caller has its answer. Zero: the
+	// outcome is committed before anyone is answered (the sweeper's own conclusions).
+	settleBy time.Time
 }
 
 func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (InvokeOutput, error) {
@@ -485,6 +494,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
 	res := s.billing.Reservation(inv.RequestID, c.Principal, cl.quote, time.Duration(tries)*timeout)
+	cl.settleBy = res.ExpiresAt
 	moved, err := s.start(bg, inv, from, res, c.Principal.SpendLimitMicro)
 	if err != nil {
 		return InvokeOutput{}, err
@@ -510,7 +520,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	if ctx.Err() != nil {
 		refunded := cl.quote.Refunded()
 		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged")
-		return InvokeOutput{}, s.fail(bg, inv, store.InvCancelled, answer, attempts, refunded, e, "caller cancelled: "+ctx.Err().Error())
+		return InvokeOutput{}, s.fail(bg, inv, cl, store.InvCancelled, answer, attempts, refunded, e, "caller cancelled: "+ctx.Err().Error())
 	}
 	out, err := s.conclude(bg, inv, cl, answer, err, attempts)
 	switch {
@@ -548,7 +558,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 		inv.Answer = &stored
 		s.outcome(inv, store.InvFailed, answer, refunded)
 		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
-		if err := s.finish(ctx, inv, attempts, nil, detail, detail); err != nil {
+		if err := s.finish(ctx, inv, attempts, nil, detail, detail, cl.settleBy); err != nil {
 			return InvokeOutput{}, err
 		}
 		return out, nil
@@ -556,7 +566,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 	if e := classify(intent, answer, callErr); e != nil {
 		e.Details = mergeDetails(e.Details, map[string]any{"handle": intent.PublicIdentifier, "requestId": inv.RequestID,
 			"success": false, "charge": refunded, "attempts": len(attempts)})
-		return InvokeOutput{}, s.fail(ctx, inv, store.InvFailed, answer, attempts, refunded, e, e.Message)
+		return InvokeOutput{}, s.fail(ctx, inv, cl, store.InvFailed, answer, attempts, refunded, e, e.Message)
 	}
 	settlement, charge := s.billing.Settle(cl.quote, answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, s.payoutBook(intent))
 	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
@@ -571,7 +581,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 		stored := string(raw)
 		inv.Answer, inv.OutputSchemaValid = &stored, out.OutputSchemaValid
 		s.outcome(inv, store.InvSucceeded, answer, out.Charge)
-		return s.finish(ctx, inv, attempts, st, "", detail)
+		return s.finish(ctx, inv, attempts, st, "", detail, cl.settleBy)
 	}
 	err := record(&settlement, fmt.Sprintf("charged %d micro-USD: infrastructure %d, partner fee %d, platform fee %d, gas %d",
 		charge.TotalMicro, charge.ReservedMicro, charge.PartnerFeeMicro, charge.PlatformFeeMicro, charge.GasMicro))
@@ -588,7 +598,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 
 // fail records a failed or cancelled invocation, refunding its reservation, and returns e
 // (or the recording error, which the caller must then see: the money did not move).
-func (s *Service) fail(ctx context.Context, inv *store.Invocation, state string, answer *outbound.Result, attempts []store.Attempt, ch billing.Charge, e *tools.Error, detail string) error {
+func (s *Service) fail(ctx context.Context, inv *store.Invocation, cl *call, state string, answer *outbound.Result, attempts []store.Attempt, ch billing.Charge, e *tools.Error, detail string) error {
 	s.outcome(inv, state, answer, ch)
 	if inv.OutcomeCode == "" {
 		inv.OutcomeCode, inv.OutcomeMessage = string(e.Code), e.Message
@@ -596,7 +606,7 @@ func (s *Service) fail(ctx context.Context, inv *store.Invocation, state string,
 	raw, _ := json.Marshal(tools.Body{Error: e})
 	stored := string(raw)
 	inv.Answer = &stored
-	if err := s.finish(ctx, inv, attempts, nil, detail, detail); err != nil {
+	if err := s.finish(ctx, inv, attempts, nil, detail, detail, cl.settleBy); err != nil {
 		return err
 	}
 	return e

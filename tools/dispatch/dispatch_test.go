@@ -155,16 +155,26 @@ func (w *world) invoke(t testing.TB, key string, body map[string]any) (int, map[
 	return w.env.REST(t, "POST", "/v1/invoke", key, body)
 }
 
+// settledStore is the store once every finished invocation has committed: outcomes commit
+// in batches after the caller has its answer, and these tests read the store directly.
+func (w *world) settledStore(t testing.TB) *store.Store {
+	t.Helper()
+	if err := w.env.App.Settled(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return w.env.App.Store
+}
+
 func (w *world) ledgerOK(t *testing.T) {
 	t.Helper()
-	if err := w.env.App.Store.LedgerCheck(context.Background()); err != nil {
+	if err := w.settledStore(t).LedgerCheck(context.Background()); err != nil {
 		t.Fatalf("ledger invariant: %v", err)
 	}
 }
 
 func (w *world) credit(t *testing.T) int64 {
 	t.Helper()
-	ca, err := w.env.App.Store.Credit(context.Background(), w.callerID)
+	ca, err := w.settledStore(t).Credit(context.Background(), w.callerID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +305,7 @@ func TestBillingTable(t *testing.T) {
 			w.ledgerOK(t)
 
 			// The operator's view of what happened to a request.
-			evs, err := w.env.App.Store.InvocationEvents(context.Background(), w.seen["/down"][0].RequestID)
+			evs, err := w.settledStore(t).InvocationEvents(context.Background(), w.seen["/down"][0].RequestID)
 			if err != nil || len(evs) != 4 || evs[0].State != "dispatching" || evs[3].State != "failed" {
 				t.Fatalf("events of a failed request: %+v %v", evs, err)
 			}
@@ -410,7 +420,7 @@ func TestArgsAndVisibility(t *testing.T) {
 		t.Fatalf("output mismatch: %d %v", status, out)
 	}
 	intent, _ := w.env.App.Store.IntentByHandle(context.Background(), "@mismatch")
-	if n, err := w.env.App.Store.OutputSchemaMismatches(context.Background(), intent.ID); n != 1 || err != nil {
+	if n, err := w.settledStore(t).OutputSchemaMismatches(context.Background(), intent.ID); n != 1 || err != nil {
 		t.Fatalf("mismatches counted for @mismatch: %d %v", n, err)
 	}
 	// Flat-fee intents are never dispatched unpaid.
@@ -468,7 +478,7 @@ func TestCallerCancel(t *testing.T) {
 func TestSweeperRefundsAbandonedReservation(t *testing.T) {
 	w := newWorld(t, "sqlite", nil)
 	ctx := context.Background()
-	key, err := w.env.App.Store.KeyByHash(ctx, tools.HashKey(w.caller))
+	key, err := w.settledStore(t).KeyByHash(ctx, tools.HashKey(w.caller))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +561,7 @@ func TestResolutionBeforeWrites(t *testing.T) {
 	spam := &store.Token{Chain: "base", AddressKey: "0x1111111111111111111111111111111111111111", Address: "0x1111111111111111111111111111111111111111",
 		Ticker: "FREECLAIM", Name: "claim free airdrop at scam.example", TickerKey: "freeclaim", NameKey: "claim free airdrop at scam.example",
 		BaseKey: "freeclaim", Decimals: 18, IsSpam: true, SpamReason: "airdrop bait", Source: "test", UpdatedAt: time.Now().UTC()}
-	if err := w.env.App.Store.UpsertTokens(ctx, []*store.Token{spam}); err != nil {
+	if err := w.settledStore(t).UpsertTokens(ctx, []*store.Token{spam}); err != nil {
 		t.Fatal(err)
 	}
 	schema := map[string]any{"type": "object", "required": []string{"token", "amount", "chain"}, "additionalProperties": false,

@@ -97,7 +97,7 @@ func TestFeesOnRoutedValue(t *testing.T) {
 				t.Fatalf("credit went down by %d, want the one bundled charge 1500850", got)
 			}
 			// One balanced entry set for the settlement.
-			entries, err := w.env.App.Store.LedgerEntries(context.Background(), d["requestId"].(string))
+			entries, err := w.settledStore(t).LedgerEntries(context.Background(), d["requestId"].(string))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestFeesOnRoutedValue(t *testing.T) {
 			w.ledgerOK(t)
 
 			// The operator moves the caller to tier pro: 15 bps of the same value.
-			if err := w.env.App.Store.SetTier(context.Background(), w.callerID, "pro"); err != nil {
+			if err := w.settledStore(t).SetTier(context.Background(), w.callerID, "pro"); err != nil {
 				t.Fatal(err)
 			}
 			status, out = w.invoke(t, w.caller, map[string]any{"message": "@swapbps", "args": args})

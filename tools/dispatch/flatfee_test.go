@@ -262,7 +262,7 @@ func TestFlatFeePaidButNeverDispatched(t *testing.T) {
 	if chain.Balance(t, from) != 1_000_000 || chain.Balance(t, chain.Payer) != 0 {
 		t.Fatalf("after the sweep: payer %d, escrow %d", chain.Balance(t, from), chain.Balance(t, chain.Payer))
 	}
-	got, err := w.env.App.Store.Payment(context.Background(), rid)
+	got, err := w.settledStore(t).Payment(context.Background(), rid)
 	if err != nil || got.State != store.PayRefunded {
 		t.Fatalf("payment: %+v %v", got, err)
 	}
@@ -300,7 +300,7 @@ func TestPayouts(t *testing.T) {
 func TestFlatFeePaidWithTheEmbeddedWallet(t *testing.T) {
 	w, chain := flatWorld(t)
 	w.publish(t, "@flatwallet", "/free", map[string]any{"feeRate": 0.25, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
-	ws, err := w.env.App.Store.Wallets(context.Background(), w.callerID)
+	ws, err := w.settledStore(t).Wallets(context.Background(), w.callerID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestFlatFeePaidWithTheEmbeddedWallet(t *testing.T) {
 	if status != 403 || !strings.Contains(fmt.Sprint(out), "portal's settings") || chain.Balance(t, wallet) != 1_000_000 {
 		t.Fatalf("signing off: %d %v", status, out)
 	}
-	if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+	if err := w.settledStore(t).SetSigning(context.Background(), w.callerID, true); err != nil {
 		t.Fatal(err)
 	}
 	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatwallet hi", "confirmRequestId": q["requestId"], "payWithWallet": true})

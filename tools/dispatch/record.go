@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -48,12 +49,40 @@ func (s *Service) start(ctx context.Context, inv *store.Invocation, from string,
 	return moved, err
 }
 
+// settleAhead is how long before its reservation's deadline a finish may still be left to
+// the batch writer: past it, the caller waits for the commit (the sweeper could otherwise
+// refund the reservation under the settlement).
+const settleAhead = 5 * time.Second
+
 // finish records the attempts, settles (st non-nil) or refunds the reservation of a
 // dispatched invocation, and writes its outcome with its final transition, in one
 // transaction. Only one process finishes an invocation: the others get ErrAlreadyFinished and
 // nothing they wrote lands, so a call is never settled twice.
-func (s *Service) finish(ctx context.Context, inv *store.Invocation, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) error {
-	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+//
+// With a batch writer and well before by (the reservation's deadline), the transaction is
+// queued and committed with others after the caller has its answer: the reservation already
+// holds the worst case, so no money rule waits on it. A finish that fails there leaves the
+// invocation dispatching, for the sweeper to conclude.
+func (s *Service) finish(ctx context.Context, inv *store.Invocation, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string, by time.Time) error {
+	write := s.finishIn(inv, attempts, st, refundReason, detail)
+	if s.batch == nil || by.IsZero() || !s.now().Add(settleAhead).Before(by) {
+		return s.store.InTx(ctx, write)
+	}
+	s.batch.Add(inv.AccountID, write, func(err error) {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrAlreadyFinished):
+			s.log.Info("invocation finished by another process first", "request_id", inv.RequestID)
+		default:
+			s.log.Error("record invocation outcome; the sweeper will conclude it", "request_id", inv.RequestID, "err", err)
+		}
+	})
+	return nil
+}
+
+// finishIn is finish's transaction.
+func (s *Service) finishIn(inv *store.Invocation, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) func(ctx context.Context, q *store.Q) error {
+	return func(ctx context.Context, q *store.Q) error {
 		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
 		ok, err := q.MoveInvocation(ctx, inv.RequestID, store.InvDispatching, inv.State, *inv.FinishedAt)
 		if err != nil {
@@ -86,5 +115,5 @@ func (s *Service) finish(ctx context.Context, inv *store.Invocation, attempts []
 			return err
 		}
 		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, *inv.FinishedAt)
-	})
+	}
 }

@@ -87,7 +87,7 @@ func (s *Service) unknown(ctx context.Context, inv *store.Invocation, cl *call, 
 	if !partners.IsWriteCategory(inv.Category) {
 		why = fmt.Sprintf("no answer on recovery (%s after dispatch)", age.Round(time.Second))
 	}
-	err := s.fail(ctx, inv, store.InvOutcomeUnknown, nil, attempts,
+	err := s.fail(ctx, inv, cl, store.InvOutcomeUnknown, nil, attempts,
 		cl.quote.Refunded(), e,
 		"abandoned dispatch concluded by the sweeper: outcome unknown ("+why+"); reservation refunded")
 	var te *tools.Error

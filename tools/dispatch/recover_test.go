@@ -53,6 +53,7 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{Store: st, Config: func(c *apptest.Config) {
 		c.AllowLocalEndpoints = true
 		c.PartnerCAFile = caFile
+		c.SettleAfterAnswer = false // the outcome is recorded before the answer, so a lost database is seen
 	}})
 	pub = env.App.SigningKey.Public().(ed25519.PublicKey)
 	publisher := env.Onboard(t, "publisher@example.com")["apiKey"].(string)
@@ -175,6 +176,79 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 	// Sweeping again changes nothing.
 	if n, m, err := env.App.Sweep(ctx); n != 0 || m != 0 || err != nil {
 		t.Fatalf("a second sweep: %d %d %v", n, m, err)
+	}
+	w.ledgerOK(t)
+}
+
+// With settlement after the answer (the default), a database lost while the partner works
+// does not cost the caller the answer: it gets the partner's result at once, and the batch
+// writer records the outcome, charging it exactly once, when the database is back. No
+// sweeper is needed and the ledger balances.
+func TestOutcomeLandsWhenTheDatabaseReturns(t *testing.T) {
+	cluster := storetest.StartCluster(t)
+	ctx := context.Background()
+	st := storetest.OpenURL(t, cluster.DSN())
+	var pub ed25519.PublicKey
+	var stopDB atomic.Bool
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stopDB.CompareAndSwap(true, false) {
+			cluster.Stop()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"success":true,"result":{"done":true},"providerCostMicro":500}`)
+	})
+	verifier := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return pub, nil }))
+	partner := partnertest.Start(t, signing.Middleware(verifier, handler))
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := apptest.Start(t, apptest.Options{Store: st, Config: func(c *apptest.Config) {
+		c.AllowLocalEndpoints = true
+		c.PartnerCAFile = caFile
+	}})
+	pub = env.App.SigningKey.Public().(ed25519.PublicKey)
+	publisher := env.Onboard(t, "publisher@example.com")["apiKey"].(string)
+	caller := env.Onboard(t, "caller@example.com")
+	key, callerID := caller["apiKey"].(string), caller["userId"].(string)
+	status, out := env.REST(t, "POST", "/v1/partner/intents", publisher, map[string]any{
+		"publicIdentifier": "@lateq", "name": "lateq", "description": "late outcome test",
+		"category": "QUERY", "toolEndpoint": partner.URL + "/q", "timeoutMs": 1000,
+		"feeRate": 0.001, "payoutAddresses": map[string]string{"evm": payout},
+	})
+	if status != 201 {
+		t.Fatalf("publish: %d %v", status, out)
+	}
+	if status, out := env.REST(t, "POST", "/v1/partner/intents/"+out["id"].(string)+"/active", publisher, map[string]any{"active": true}); status != 200 {
+		t.Fatalf("activate: %d %v", status, out)
+	}
+	before, err := st.Credit(ctx, callerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stopDB.Store(true)
+	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@lateq status"})
+	if status != 200 || out["success"] != true || charge(out)["totalMicro"] != 2500.0 {
+		t.Fatalf("the answer with the database gone: %d %v, want the partner's result and its charge", status, out)
+	}
+	requestID := out["requestId"].(string)
+	time.Sleep(300 * time.Millisecond) // the batch writer retries meanwhile
+	cluster.Start()
+	w := &world{env: env}
+	inv, err := w.settledStore(t).InvocationByID(ctx, requestID)
+	if err != nil || inv.State != store.InvSucceeded || inv.PartnerFeeMicro != 500 {
+		t.Fatalf("the outcome once the database is back: %+v %v", inv, err)
+	}
+	after, err := st.Credit(ctx, callerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := before.AvailableMicro - after.AvailableMicro; got != 2500 || after.ReservedMicro != 0 || after.HeldMicro != 0 {
+		t.Fatalf("charged %d (reserved %d, held %d), want 2500 once and nothing left reserved", got, after.ReservedMicro, after.HeldMicro)
+	}
+	if n, m, err := env.App.Sweep(ctx); n != 0 || m != 0 || err != nil {
+		t.Fatalf("the sweeper found work: %d %d %v", n, m, err)
 	}
 	w.ledgerOK(t)
 }

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -74,7 +75,13 @@ type App struct {
 	Payments   *payments.Service // flat-fee payments on chain and partner payouts; nil when not configured
 	Keys       *keyring.Ring     // the service's signing keys (rotation)
 	redis      io.Closer         // the shared rate limiter's connection, when configured
+	stop       func()            // ends the background work Build started, and waits for it
+	batcher    *store.Batcher    // finished invocations, committed after their callers are answered
 }
+
+// Settled returns once every finished invocation this process left to the batch writer has
+// committed (callers of the API need not: each call waits for its own account's).
+func (a *App) Settled(ctx context.Context) error { return a.batcher.Idle(ctx) }
 
 // Sweep concludes dispatches a crashed process abandoned (sending idempotent ones again for
 // their real outcome) and refunds reservations nobody settled. It is safe on several
@@ -148,6 +155,7 @@ func (a *App) StdioServer() *mcp.Server {
 
 // Close releases the database and the Redis connection.
 func (a *App) Close() error {
+	a.Stop()
 	if a.redis != nil {
 		a.redis.Close()
 	}
@@ -155,6 +163,14 @@ func (a *App) Close() error {
 		a.Payments.Shutdown()
 	}
 	return a.Store.Close()
+}
+
+// Stop ends the background work Build started (the key watch, key-use writes) and waits for
+// it; Close calls it. A caller of BuildOn, which keeps its store, calls Stop instead.
+func (a *App) Stop() {
+	if a.stop != nil {
+		a.stop()
+	}
 }
 
 // Build opens the store, runs migrations, loads (or on first start creates) the keys, and
@@ -356,7 +372,22 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb}, nil
+	// Keys are cached while the key watch runs (revocations reach every replica within
+	// milliseconds), and their uses are written every 5 s.
+	// Finished invocations commit in batches after their callers are answered; each call
+	// waits for its own account's pending ones first.
+	batcher := st.NewBatcher(256, log)
+	if cfg.SettleAfterAnswer {
+		dispatchSvc.SettleInBatches(batcher)
+	}
+	kernel.Settled = batcher.Wait
+	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
+	bg.Go(func() { batcher.Run(bgCtx) })
+	var once sync.Once
+	stop := func() { once.Do(func() { cancelBg(); bg.Wait() }) }
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher}, nil
 }
 
 // billingConfig reads the prices; production accounts start with no credit.

@@ -37,6 +37,7 @@ type Config struct {
 	StartingCreditUSD   string // credit of a new account (test environment only)
 	SettlementChain     string
 	SweepMargin         string // Go duration added to a call's timeout before the sweeper may conclude it
+	SettleAfterAnswer   bool   // a finished invocation commits in a batch after its caller is answered
 	SessionIdle         string // portal sessions end after this long unused
 	SessionMaxAge       string // portal sessions end this long after sign-in
 	OIDCProviders       string // label=...,issuer=...,client_id=...,client_secret=... entries separated by ;
@@ -82,6 +83,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_SESSION_IDLE", flag: "session-idle", usage: "a portal session unused this long ends (Go duration)", str: &c.SessionIdle},
 		{env: "SWITCHBOARD_SESSION_MAX_AGE", flag: "session-max-age", usage: "a portal session ends this long after sign-in, used or not (Go duration)", str: &c.SessionMaxAge},
 		{env: "SWITCHBOARD_OIDC_PROVIDERS", flag: "oidc-providers", usage: "OpenID Connect providers humans may sign in with: label=Google,issuer=https://accounts.google.com,client_id=...,client_secret=... (several separated by ;)", str: &c.OIDCProviders},
+		{env: "SWITCHBOARD_SETTLE_AFTER_ANSWER", flag: "settle-after-answer", usage: "commit finished invocations in batches after their callers are answered (the reservation holds the worst case meanwhile); false: answer only after the commit", boolean: &c.SettleAfterAnswer},
 		{env: "SWITCHBOARD_SWEEP_MARGIN", flag: "sweep-margin", usage: "how long past a partner call's timeout (x tries) its dispatch counts as abandoned and the sweeper concludes it (Go duration)", str: &c.SweepMargin},
 		{env: "SWITCHBOARD_PARTNER_CA_FILE", flag: "partner-ca-file", usage: "PEM certificates trusted for partner endpoints besides the system roots (a private CA, tests)", str: &c.PartnerCAFile},
 		{env: "SWITCHBOARD_REDIS_URL", flag: "redis-url", usage: "redis://host:port/db: rate limits shared by every replica (GCRA in Redis); empty: in this process. When Redis is unreachable, calls that write or cost money are refused (UNAVAILABLE), reads pass", str: &c.RedisURL, common: true},
@@ -124,7 +126,7 @@ func Defaults() Config {
 	return Config{
 		Addr: ":8080", DataDir: "./data", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
-		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SessionIdle: "12h", SessionMaxAge: "720h",
+		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SettleAfterAnswer: true, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
 		FlatFee: FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h"},

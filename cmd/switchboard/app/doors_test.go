@@ -27,6 +27,7 @@ func TestHTTPNeverActsWithTheStdioKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer a.Stop()
 	srv := httptest.NewServer(a.Handler)
 	defer srv.Close()
 	httpDoor := &apptest.Env{App: a, URL: srv.URL}

@@ -2,9 +2,11 @@ package app_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit/redistest"
 )
@@ -62,3 +64,54 @@ func TestReplicasShareRateLimits(t *testing.T) {
 
 // sharedSecret is the replicas' common base64 32-byte master key and server secret.
 const sharedSecret = "c3dpdGNoYm9hcmQgcmVwbGljYXMgc2hhcmUgdGhpcyE="
+
+// A key revoked through one replica is refused by another within a second, although that
+// other replica had the key in its cache (its clock never moves, so the cache would serve the
+// key for ever without the push). On PostgreSQL the replicas have separate connection pools,
+// as separate processes do, and hear of the revocation through NOTIFY.
+func TestRevocationReachesEveryReplica(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			dsn := storetest.DSN(t, dialect)
+			stA := storetest.OpenURL(t, dsn)
+			stB := stA
+			if dialect == "postgres" {
+				stB = storetest.OpenURL(t, dsn)
+			}
+			replica := func(st *store.Store) *apptest.Env {
+				return apptest.Start(t, apptest.Options{Store: st, Config: func(c *app.Config) {
+					c.MasterKey, c.ServerSecret = sharedSecret, sharedSecret
+				}})
+			}
+			a, b := replica(stA), replica(stB)
+			key := a.Onboard(t, "agent@example.com")["apiKey"].(string)
+			status, minted := a.REST(t, "POST", "/v1/keys", key, map[string]any{"name": "doomed", "scopes": []string{"read"}})
+			if status != 201 {
+				t.Fatalf("mint: %d %v", status, minted)
+			}
+			doomed := minted["secret"].(string)
+			for range 3 { // b now serves the key from its cache
+				if status, out := b.REST(t, "GET", "/v1/account", doomed, nil); status != 200 {
+					t.Fatalf("before revocation: %d %v", status, out)
+				}
+			}
+			if status, out := a.REST(t, "DELETE", "/v1/keys/"+minted["id"].(string), key, nil); status != 200 {
+				t.Fatalf("revoke on a: %d %v", status, out)
+			}
+			deadline := time.Now().Add(time.Second)
+			for {
+				status, out := b.REST(t, "GET", "/v1/account", doomed, nil)
+				if status == 401 {
+					break
+				}
+				if status != 200 || time.Now().After(deadline) {
+					t.Fatalf("b still answers the revoked key a second later: %d %v", status, out)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if status, out := b.REST(t, "GET", "/v1/account", key, nil); status != 200 {
+				t.Fatalf("the account's other key on b: %d %v", status, out)
+			}
+		})
+	}
+}

@@ -113,6 +113,7 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatalf("build app: %v", err)
 	}
+	t.Cleanup(a.Stop) // before the store closes (cleanups run last first)
 	srv.Config.Handler = a.Handler
 	srv.Start()
 	return &Env{App: a, Server: srv, URL: srv.URL, Inbox: inbox, Clock: clock}

@@ -27,7 +27,7 @@ type fixtureIntent struct {
 	VerificationStatus string   `json:"verificationStatus"`
 }
 
-func load(t *testing.T, path string, v any) {
+func load(t testing.TB, path string, v any) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -39,7 +39,7 @@ func load(t *testing.T, path string, v any) {
 }
 
 // seed publishes the fixture intents, active, for a publisher account.
-func seed(t *testing.T, env *apptest.Env, accountID string, active bool, fx []fixtureIntent) {
+func seed(t testing.TB, env *apptest.Env, accountID string, active bool, fx []fixtureIntent) {
 	t.Helper()
 	now := time.Now().UTC()
 	var rows []*store.PartnerIntent
@@ -57,7 +57,7 @@ func seed(t *testing.T, env *apptest.Env, accountID string, active bool, fx []fi
 	}
 }
 
-func search(t *testing.T, env *apptest.Env, key, query string, extra url.Values) []map[string]any {
+func search(t testing.TB, env *apptest.Env, key, query string, extra url.Values) []map[string]any {
 	t.Helper()
 	v := url.Values{"query": {query}}
 	for k, vs := range extra {

@@ -33,24 +33,44 @@ func invokeBody() []byte {
 	return raw
 }
 
-func post(b *testing.B, client *http.Client, url, key string, body []byte) {
+func post(client *http.Client, url, key string, body []byte) error {
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", key)
-	resp, err := client.Do(req)
-	drain(b, resp, err)
+	return drain(client.Do(req))
+}
+
+// directCall posts a signed envelope to a partner endpoint, as Switchboard does, with nothing
+// in between.
+func directCall(signer *signing.Signer, base http.RoundTripper, url string) error {
+	rt := signing.NewRESTRoundTripper(signer, signing.CallFields{RequestID: signing.NewRequestID(), IntentDefinitionID: "i", UserID: "u", Args: json.RawMessage(`{"query":"hello"}`)}, base)
+	req, _ := http.NewRequestWithContext(context.Background(), "POST", url, http.NoBody)
+	return drain(rt.RoundTrip(req))
 }
 
 // drain reads and closes a response that must be a 200.
-func drain(b *testing.B, resp *http.Response, err error) {
+func drain(resp *http.Response, err error) error {
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		b.Fatalf("status %d", resp.StatusCode)
+		return fmt.Errorf("status %d", resp.StatusCode)
 	}
+	return nil
+}
+
+// callers onboards n accounts of their own and returns their keys.
+func (w *world) callers(t testing.TB, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		if i%15 == 14 {
+			w.env.Clock.Advance(time.Hour) // signups are limited to 20 an hour per client
+		}
+		keys[i] = w.env.Onboard(t, fmt.Sprintf("bench%d@example.com", i))["apiKey"].(string)
+	}
+	return keys
 }
 
 // BenchmarkInvoke: POST /v1/invoke to a loopback TLS partner (sign, dispatch, verify by the
@@ -65,7 +85,9 @@ func BenchmarkInvoke(b *testing.B) {
 			client := &http.Client{}
 			b.ResetTimer()
 			for b.Loop() {
-				post(b, client, w.env.URL+"/v1/invoke", w.caller, body)
+				if err := post(client, w.env.URL+"/v1/invoke", w.caller, body); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
@@ -80,10 +102,9 @@ func BenchmarkPartnerDirect(b *testing.B) {
 	base := p.Client().Transport
 	b.ResetTimer()
 	for b.Loop() {
-		rt := signing.NewRESTRoundTripper(signer, signing.CallFields{RequestID: signing.NewRequestID(), IntentDefinitionID: "i", UserID: "u", Args: json.RawMessage(`{"query":"hello"}`)}, base)
-		req, _ := http.NewRequestWithContext(context.Background(), "POST", p.URL, http.NoBody)
-		resp, err := rt.RoundTrip(req)
-		drain(b, resp, err)
+		if err := directCall(signer, base, p.URL); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -94,13 +115,7 @@ func BenchmarkInvokeParallel(b *testing.B) {
 	for _, d := range storetest.Dialects() {
 		b.Run(d, func(b *testing.B) {
 			w := benchWorld(b, d)
-			keys := make([]string, 32)
-			for i := range keys {
-				if i%15 == 14 {
-					w.env.Clock.Advance(time.Hour) // signups are limited to 20 an hour per client
-				}
-				keys[i] = w.env.Onboard(b, fmt.Sprintf("bench%d@example.com", i))["apiKey"].(string)
-			}
+			keys := w.callers(b, 32)
 			body := invokeBody()
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 			var next atomic.Int64
@@ -109,7 +124,10 @@ func BenchmarkInvokeParallel(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				key := keys[int(next.Add(1)-1)%len(keys)]
 				for pb.Next() {
-					post(b, client, w.env.URL+"/v1/invoke", key, body)
+					if err := post(client, w.env.URL+"/v1/invoke", key, body); err != nil {
+						b.Error(err)
+						return
+					}
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "invocations/s")

@@ -336,10 +336,18 @@ func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // x-api-key header, closed when t ends.
 func (e *Env) MCP(t testing.TB, key string) *mcp.ClientSession {
 	t.Helper()
+	return ConnectMCP(t, e.URL+"/mcp", key, http.DefaultTransport)
+}
+
+// ConnectMCP opens a go-sdk client session over Streamable HTTP to endpoint through base,
+// with key ("" for none) as the x-api-key header, closed when t ends. Benchmarks pass a
+// transport that keeps enough idle connections for their concurrency.
+func ConnectMCP(t testing.TB, endpoint, key string, base http.RoundTripper) *mcp.ClientSession {
+	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "apptest", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
-		Endpoint:             e.URL + "/mcp",
-		HTTPClient:           &http.Client{Transport: keyTransport{key: key, base: http.DefaultTransport}},
+		Endpoint:             endpoint,
+		HTTPClient:           &http.Client{Transport: keyTransport{key: key, base: base}},
 		DisableStandaloneSSE: true,
 	}, nil)
 	if err != nil {

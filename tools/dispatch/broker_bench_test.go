@@ -1,0 +1,210 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+)
+
+// The broker benchmark's shape: every figure is measured in interleaved rounds (the baseline,
+// then Switchboard, then the baseline again...), so that drift on a noisy machine hits both
+// sides, and reported as the median of the rounds.
+const (
+	brokerRounds    = 3
+	latencySamples  = 300             // sequential calls per side and round
+	throughputFor   = 2 * time.Second // per side and round
+	parallelCallers = 32              // concurrent invoke callers, each its own account
+	mcpCallers      = 8               // concurrent MCP callers, each its own session
+)
+
+// BenchmarkBroker measures, per dialect, what Switchboard costs over the thing it brokers
+// (issue 12):
+//   - latency: p50 of a signed call straight to a loopback TLS partner against p50 of
+//     POST /v1/invoke of a free intent at the same partner, one caller;
+//   - throughput: the same two with 32 concurrent callers, calls per second;
+//   - resolve: resolve_token ("usdc on base", a registry hit) over MCP against a bare go-sdk
+//     server with one trivial tool, same client, stateless Streamable HTTP with JSON
+//     responses on both, 8 concurrent sessions, calls per second.
+//
+// Per-round figures go to the log; the metrics are their medians. Run it once, not b.N
+// times (the README's "Broker overhead" has the command with discover's benchmark):
+//
+//	go test ./tools/dispatch -run '^$' -bench Broker -benchtime 1x
+func BenchmarkBroker(b *testing.B) {
+	for _, d := range storetest.Dialects() {
+		b.Run(d, func(b *testing.B) {
+			w := benchWorld(b, d)
+			b.Run("latency", func(b *testing.B) { brokerLatency(b, w) })
+			b.Run("throughput", func(b *testing.B) { brokerThroughput(b, w) })
+			b.Run("resolve", func(b *testing.B) { brokerResolve(b, w) })
+		})
+	}
+}
+
+// direct calls the world's partner at /free with a signed envelope, as Switchboard would
+// for @bench, through a transport that keeps enough connections for 32 callers.
+func direct(w *world) func() error {
+	signer := signing.NewSigner(w.env.App.SigningKey)
+	tr := w.partner.Client().Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2 * parallelCallers
+	return func() error { return directCall(signer, tr, w.partner.URL+"/free") }
+}
+
+// invoker posts POST /v1/invoke of @bench with key.
+func invoker(w *world, client *http.Client) func(key string) error {
+	body := invokeBody()
+	return func(key string) error { return post(client, w.env.URL+"/v1/invoke", key, body) }
+}
+
+func brokerLatency(b *testing.B, w *world) {
+	call := direct(w)
+	invoke := invoker(w, &http.Client{})
+	viaSwitchboard := func() error { return invoke(w.caller) }
+	p50(b, 50, call) // warm connections and caches
+	p50(b, 50, viaSwitchboard)
+	var d, i []float64
+	for range brokerRounds {
+		d = append(d, us(p50(b, latencySamples, call)))
+		i = append(i, us(p50(b, latencySamples, viaSwitchboard)))
+	}
+	b.Logf("p50 per round, µs: direct %.0f, invoke %.0f", d, i)
+	report(b, map[string]float64{"direct-p50-µs": median(d), "invoke-p50-µs": median(i), "invoke/direct": median(i) / median(d)})
+}
+
+func brokerThroughput(b *testing.B, w *world) {
+	keys := w.callers(b, parallelCallers)
+	call := direct(w)
+	invoke := invoker(w, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * parallelCallers}})
+	viaDirect := func(int) error { return call() }
+	viaSwitchboard := func(i int) error { return invoke(keys[i]) }
+	rate(b, parallelCallers, 200*time.Millisecond, viaDirect) // warm connections
+	rate(b, parallelCallers, 200*time.Millisecond, viaSwitchboard)
+	var d, i []float64
+	for range brokerRounds {
+		d = append(d, rate(b, parallelCallers, throughputFor, viaDirect))
+		i = append(i, rate(b, parallelCallers, throughputFor, viaSwitchboard))
+	}
+	b.Logf("calls/s per round, %d callers: direct %.0f, invoke %.0f", parallelCallers, d, i)
+	report(b, map[string]float64{"direct/s": median(d), "invoke/s": median(i), "invoke÷direct": median(i) / median(d)})
+}
+
+func brokerResolve(b *testing.B, w *world) {
+	bare := bareMCPServer(b)
+	tr := &http.Transport{MaxIdleConnsPerHost: 2 * mcpCallers}
+	ours, theirs := make([]*mcp.ClientSession, mcpCallers), make([]*mcp.ClientSession, mcpCallers)
+	for i := range mcpCallers {
+		ours[i] = apptest.ConnectMCP(b, w.env.URL+"/mcp", w.caller, tr)
+		theirs[i] = apptest.ConnectMCP(b, bare.URL+"/mcp", w.caller, tr)
+	}
+	args := map[string]any{"query": "usdc on base"}
+	if out, e := apptest.CallTool(b, ours[0], "resolve_token", args); e != nil || out["tokens"].([]any)[0].(map[string]any)["chain"] != "base" {
+		b.Fatalf("resolve_token: %v %+v", out, e)
+	}
+	resolve := func(i int) error { return callOK(ours[i], "resolve_token", args) }
+	trivial := func(i int) error { return callOK(theirs[i], "echo", args) }
+	rate(b, mcpCallers, 200*time.Millisecond, trivial) // warm connections
+	rate(b, mcpCallers, 200*time.Millisecond, resolve)
+	var t, r []float64
+	for range brokerRounds {
+		t = append(t, rate(b, mcpCallers, throughputFor, trivial))
+		r = append(r, rate(b, mcpCallers, throughputFor, resolve))
+	}
+	b.Logf("calls/s per round, %d MCP sessions: bare %.0f, resolve_token %.0f", mcpCallers, t, r)
+	report(b, map[string]float64{"bare/s": median(t), "resolve/s": median(r), "resolve÷bare": median(r) / median(t)})
+}
+
+// bareMCPServer is the least an MCP server can be: the go-sdk over stateless Streamable HTTP
+// with JSON responses (as mcpserver serves), one tool that answers its arguments back as
+// structured content and text (as our tools do), at /mcp.
+func bareMCPServer(b *testing.B) *httptest.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			raw := req.Params.Arguments
+			return &mcp.CallToolResult{StructuredContent: raw, Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}}, nil
+		})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	s := httptest.NewServer(mux)
+	b.Cleanup(s.Close)
+	return s
+}
+
+func callOK(cs *mcp.ClientSession, tool string, args any) error {
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return fmt.Errorf("%s: %v", tool, res.Content)
+	}
+	return nil
+}
+
+// p50 makes n calls one after the other and returns their median latency.
+func p50(b *testing.B, n int, call func() error) time.Duration {
+	took := make([]time.Duration, n)
+	for i := range took {
+		start := time.Now()
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+		took[i] = time.Since(start)
+	}
+	slices.Sort(took)
+	return took[n/2]
+}
+
+// rate runs call from callers goroutines (call(i) in the i-th) for d and returns the calls
+// finished per second.
+func rate(b *testing.B, callers int, d time.Duration, call func(i int) error) float64 {
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := range callers {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if err := call(i); err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	return float64(done.Load()) / time.Since(start).Seconds()
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// report sets the metrics and drops ns/op, which means nothing for a run of fixed shape.
+func report(b *testing.B, metrics map[string]float64) {
+	b.ReportMetric(0, "ns/op")
+	for unit, v := range metrics {
+		b.ReportMetric(v, unit)
+	}
+}

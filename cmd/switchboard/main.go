@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -130,17 +131,18 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		return err
 	}
 	defer a.Close()
-	srv := &http.Server{
-		Addr:              cfg.Addr,
-		Handler:           a.Handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      5 * time.Minute, // partner calls may take up to their timeoutMs
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
-	errc := make(chan error, 1)
+	srv := httpServer(cfg.Addr, a.Handler)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.ListenAndServe() }()
+	// The operator's listener (metrics, pprof) is its own server so the public one never serves it.
+	var metricsSrv *http.Server
+	if cfg.MetricsAddr != "" {
+		if host, _, _ := net.SplitHostPort(cfg.MetricsAddr); host == "" || net.ParseIP(host).IsUnspecified() {
+			log.Warn("SWITCHBOARD_METRICS_ADDR listens on every interface: /debug/pprof/ exposes the process's internals; bind it to a private address", "metrics_addr", cfg.MetricsAddr)
+		}
+		metricsSrv = httpServer(cfg.MetricsAddr, a.Metrics)
+		go func() { errc <- fmt.Errorf("metrics listener: %w", metricsSrv.ListenAndServe()) }()
+	}
 	go a.RunSweeper(ctx, 30*time.Second)                                                                             // concludes dispatches, reservations and payments a crash abandoned
 	go a.Keys.RunRefresh(ctx, 30*time.Second, func(err error) { log.ErrorContext(ctx, "service keys", "err", err) }) // follows rotations
 	if every, err := time.ParseDuration(cfg.ReprobeInterval); err != nil || every < 0 {
@@ -157,7 +159,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 			go a.RunPayouts(ctx, every)
 		}
 	}
-	log.Info("switchboard serving", "addr", cfg.Addr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
+	log.Info("switchboard serving", "addr", cfg.Addr, "metrics_addr", cfg.MetricsAddr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
 	select {
 	case err := <-errc:
 		return err
@@ -166,7 +168,24 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	log.Info("shutting down")
-	return srv.Shutdown(shutdown)
+	err = srv.Shutdown(shutdown) // the metrics listener stays up while requests drain
+	if metricsSrv != nil {
+		err = errors.Join(err, metricsSrv.Shutdown(shutdown))
+	}
+	return err
+}
+
+// httpServer is a server with the service's timeouts.
+func httpServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      5 * time.Minute, // partner calls may take up to their timeoutMs; pprof profiles run for seconds
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
 }
 
 func level(s string) slog.Level {

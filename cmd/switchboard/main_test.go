@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
@@ -164,5 +167,67 @@ func TestStdioAnswersEveryRequestBeforeExit(t *testing.T) {
 	}
 	if got := answered[3]; !strings.Contains(got, "UNAUTHENTICATED") || !strings.Contains(got, "SWITCHBOARD_API_KEY") || strings.Contains(got, "x-api-key") {
 		t.Errorf("stdio UNAUTHENTICATED should name SWITCHBOARD_API_KEY, not HTTP headers: %s", got)
+	}
+}
+
+// serve with SWITCHBOARD_METRICS_ADDR runs a second listener for /metrics and pprof, which the
+// public address never serves, and a shutdown stops both.
+func TestServeMetricsListener(t *testing.T) {
+	addr, metricsAddr := freeAddr(t), freeAddr(t)
+	for k, v := range map[string]string{"SWITCHBOARD_ADDR": addr, "SWITCHBOARD_METRICS_ADDR": metricsAddr, "SWITCHBOARD_BASE_URL": "",
+		"SWITCHBOARD_DATA_DIR": t.TempDir(), "SWITCHBOARD_DATABASE_URL": "", "SWITCHBOARD_SMTP_URL": "", "SWITCHBOARD_REDIS_URL": "",
+		"SWITCHBOARD_REPROBE_INTERVAL": "0"} {
+		t.Setenv(k, v)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	stderr := new(syncBuffer)
+	go func() { done <- run(ctx, []string{"serve"}, new(bytes.Buffer), stderr) }()
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for i := 0; ; i++ {
+		if status, _ := get("http://" + addr + "/healthz"); status == 200 {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("serve did not come up:\n%s", stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		url  string
+		want int
+		body string
+	}{
+		{"http://" + metricsAddr + "/metrics", 200, `switchboard_http_request_duration_seconds_count{route="/healthz",status="2xx"}`},
+		{"http://" + metricsAddr + "/debug/pprof/", 200, "goroutine"},
+		{"http://" + addr + "/metrics", 404, ""},
+		{"http://" + addr + "/debug/pprof/", 404, ""},
+	} {
+		if status, body := get(c.url); status != c.want || !strings.Contains(body, c.body) {
+			t.Errorf("GET %s: %d, want %d with %q", c.url, status, c.want, c.body)
+		}
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve after shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	for _, url := range []string{"http://" + addr + "/healthz", "http://" + metricsAddr + "/metrics"} {
+		if status, _ := get(url); status != 0 {
+			t.Errorf("GET %s after shutdown: %d, want no listener", url, status)
+		}
 	}
 }

@@ -43,6 +43,8 @@ type Config struct {
 	Payments *payments.Service
 	// Signer signs the receipt of every answered call; nil: no receipts.
 	Signer *signing.Signer
+	// Observe, when set, is told how each dispatched call went (metrics); it must not block.
+	Observe func(Observation)
 }
 
 // Service dispatches invocations.
@@ -485,6 +487,7 @@ func replay(inv *store.Invocation) (InvokeOutput, error) {
 // the partner (retrying idempotent categories once), and settles or refunds. The database sees
 // two transactions: start (invocation + reservation) and finish (attempts, money, outcome).
 func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, from string) (InvokeOutput, error) {
+	began := time.Now() // wall time for Observe: s.now may be a test's clock
 	intent := cl.intent
 	timeout := time.Duration(intent.TimeoutMs) * time.Millisecond
 	tries := 1
@@ -510,6 +513,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	target := partners.Target(intent)
 	var answer *outbound.Result
 	var attempts []store.Attempt
+	called := time.Now()
 	for range tries {
 		answer, err = s.client.Call(ctx, target, fields)
 		attempts = append(attempts, store.Attempt{Detail: attemptDetail(answer, err), At: s.now().UTC()})
@@ -517,6 +521,8 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 			break
 		}
 	}
+	partnerTime := time.Since(called)
+	defer s.observe(intent.PublicIdentifier, outcomeOf(ctx, answer, err), partnerTime, began)
 	if ctx.Err() != nil {
 		refunded := cl.quote.Refunded()
 		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged")

@@ -25,6 +25,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/metrics"
 	"github.com/switchboard-hq/switchboard/mcpserver"
 	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/rest"
@@ -67,6 +68,7 @@ type App struct {
 	Kernel     *tools.Kernel
 	MCP        *mcp.Server // served over Streamable HTTP at /mcp
 	Handler    http.Handler
+	Metrics    http.Handler // /metrics and /debug/pprof/: serve only on the operator's listener (SWITCHBOARD_METRICS_ADDR), never beside Handler
 	SigningKey ed25519.PrivateKey
 	Log        *slog.Logger
 	Partners   *partners.Service // partner intents; the operator CLI uses it
@@ -205,6 +207,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if len(applied) > 0 {
 		log.Info("migrations applied", "migrations", applied)
 	}
+	// Always measured (it is cheap); served only when SWITCHBOARD_METRICS_ADDR is set.
+	mx := metrics.New(st, log)
 	signingKey, err := loadSigningKey(cfg, log)
 	if err != nil {
 		return nil, err
@@ -297,7 +301,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain, Payments: paySvc, Signer: signer},
+	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain, Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke},
 		st, partnerOut, billSvc, tokenSvc, now, log)
 	all = append(all, dispatchSvc.Tools()...)
 
@@ -317,6 +321,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			return nil, err
 		}
 		limiter, rdb = ratelimit.NewRedis(client, "switchboard:ratelimit:"), client
+		mx.WatchRedis(client)
 	}
 	authn := tools.NewAuthenticator(st, now, log)
 	kernel, err := tools.NewKernel(authn, limiter, log, now, all...)
@@ -327,6 +332,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log})
+	var toolNames []string
+	for _, t := range kernel.Tools() {
+		toolNames = append(toolNames, t.Name)
+	}
+	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
 	// The portal signs humans in with an e-mail code or an identity provider: with neither it
 	// has no way in.
 	providers, err := cfg.Providers()
@@ -366,7 +376,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	handler, err := front(frontOptions{
 		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
-		Keys: ring, Ready: st.Ping, Log: log,
+		Keys: ring, Ready: st.Ping, Log: log, Observe: mx.ObserveHTTP,
 		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil},
 	})
 	if err != nil {
@@ -387,7 +397,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	bg.Go(func() { batcher.Run(bgCtx) })
 	var once sync.Once
 	stop := func() { once.Do(func() { cancelBg(); bg.Wait() }) }
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher}, nil
 }
 
 // billingConfig reads the prices; production accounts start with no credit.

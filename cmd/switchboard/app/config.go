@@ -18,6 +18,7 @@ import (
 // also flags of `switchboard serve`.
 type Config struct {
 	Addr                string
+	MetricsAddr         string // the operator's listener: /metrics and /debug/pprof/; empty: off
 	BaseURL             string
 	TestBaseURL         string
 	DataDir             string
@@ -63,6 +64,7 @@ type setting struct {
 func (c *Config) settings() []setting {
 	return []setting{
 		{env: "SWITCHBOARD_ADDR", flag: "addr", usage: "listen address for HTTP (MCP at /mcp, REST at /v1)", str: &c.Addr, common: true},
+		{env: "SWITCHBOARD_METRICS_ADDR", flag: "metrics-addr", usage: "listen address for the operator's /metrics (Prometheus) and /debug/pprof/, e.g. 127.0.0.1:9090; keep it off the public network; empty: off", str: &c.MetricsAddr, common: true},
 		{env: "SWITCHBOARD_BASE_URL", flag: "base-url", usage: "public base URL (https, required in production), used in llms.txt, OpenAPI and links; empty in test: derived from the listen address", str: &c.BaseURL, common: true},
 		{env: "SWITCHBOARD_TEST_BASE_URL", flag: "test-base-url", usage: "base URL of this deployment's test environment, listed in OpenAPI beside the base URL", str: &c.TestBaseURL},
 		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database and generated keys", str: &c.DataDir, common: true},
@@ -200,6 +202,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultRateLimit < 1 {
 		return fmt.Errorf("SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE must be at least 1")
+	}
+	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
+		return fmt.Errorf("SWITCHBOARD_METRICS_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	c.TestBaseURL = strings.TrimRight(c.TestBaseURL, "/")

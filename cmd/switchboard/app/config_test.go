@@ -31,7 +31,7 @@ func TestFromEnv(t *testing.T) {
 	if err != nil || c.Env != "production" || c.DefaultRateLimit != 7 || !c.AllowLocalEndpoints {
 		t.Fatalf("FromEnv: %+v %v", c, err)
 	}
-	for k, v := range map[string]string{"SWITCHBOARD_ENV": "staging", "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE": "x", "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS": "maybe"} {
+	for k, v := range map[string]string{"SWITCHBOARD_ENV": "staging", "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE": "x", "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS": "maybe", "SWITCHBOARD_METRICS_ADDR": "9090"} {
 		if _, err := FromEnv(func(key string) string {
 			if key == k {
 				return v

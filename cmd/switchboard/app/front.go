@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/rest"
@@ -28,6 +30,7 @@ type frontOptions struct {
 	Keys     *keyring.Ring // the current public key and the published key set
 	Ready    func(ctx context.Context) error
 	Log      *slog.Logger
+	Observe  func(route string, status int, elapsed time.Duration) // metrics; route is from a fixed set
 }
 
 // front is the one HTTP surface: every door mounted on one mux behind one middleware.
@@ -43,8 +46,9 @@ func front(o frontOptions) (http.Handler, error) {
 	}
 	mux.Handle("/mcp", mcpDoor)
 	mux.Handle("/v1/", v1)
+	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize"}
 	if o.Portal != nil {
-		for _, path := range []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize"} {
+		for _, path := range portalPaths {
 			mux.Handle(path, o.Portal)
 		}
 	}
@@ -83,14 +87,54 @@ func front(o frontOptions) (http.Handler, error) {
 		io.WriteString(w, `{"status":"ok"}`)
 	})
 	mux.HandleFunc("/", rest.NotFound)
-	return middleware(mux, o.Log), nil
+	var observe func(*http.Request, int, time.Duration)
+	if o.Observe != nil {
+		route := routeLabels(mux, portalPaths)
+		observe = func(r *http.Request, status int, elapsed time.Duration) { o.Observe(route(r), status, elapsed) }
+	}
+	return middleware(mux, o.Log, observe), nil
+}
+
+// routeLabels names requests for metrics from the pattern of mux that matches them, never from
+// the raw path: /v1/<resource> for the REST routes' first segments, "portal" for the portal's
+// pages, the pattern for the documents, "other" for everything unrouted. The set is fixed,
+// whatever callers send.
+func routeLabels(mux *http.ServeMux, portalPaths []string) func(r *http.Request) string {
+	portal, v1 := map[string]bool{}, map[string]bool{}
+	for _, p := range portalPaths {
+		portal[p] = true
+	}
+	for _, rt := range rest.Routes {
+		seg, _, _ := strings.Cut(strings.TrimPrefix(rt.Path, "/v1/"), "/")
+		v1[seg] = true
+	}
+	return func(r *http.Request) string {
+		// Asked of mux, not read from r.Pattern: the doors' own muxes overwrite that.
+		_, pattern := mux.Handler(r)
+		if _, p, ok := strings.Cut(pattern, " "); ok { // "GET /healthz" -> "/healthz"
+			pattern = p
+		}
+		switch {
+		case pattern == "/v1/":
+			if seg, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/"), "/"); v1[seg] {
+				return "/v1/" + seg
+			}
+			return "/v1/other"
+		case pattern == "" || pattern == "/":
+			return "other"
+		case portal[pattern]:
+			return "portal"
+		}
+		return pattern
+	}
 }
 
 // middleware gives every request an id and bounds its body, and sets the two headers the MCP
 // door reads as trusted (the client address and the request id) after deleting whatever a
 // client sent in them: the MCP handler is safe only behind this.
-func middleware(next http.Handler, log *slog.Logger) http.Handler {
+func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Request, status int, elapsed time.Duration)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		id := uuid.NewString()
 		r.Header.Set(tools.HeaderRequestID, id)
 		r.Header.Set(tools.HeaderClientAddr, clientAddr(r))
@@ -98,11 +142,17 @@ func middleware(next http.Handler, log *slog.Logger) http.Handler {
 		if r.ContentLength > rest.MaxBody { // the same answer on every door, before any reads it
 			rest.WriteError(w, rest.TooLarge())
 			log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", http.StatusRequestEntityTooLarge)
+			if observe != nil {
+				observe(r, http.StatusRequestEntityTooLarge, time.Since(start))
+			}
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, rest.MaxBody)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
+		if observe != nil {
+			observe(r, sw.status, time.Since(start))
+		}
 		log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status)
 	})
 }

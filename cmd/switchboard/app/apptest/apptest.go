@@ -25,6 +25,9 @@ import (
 
 	"github.com/emersion/go-smtp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -395,4 +398,68 @@ func KeylessMCPCall(t testing.TB, baseURL, tool string) (int, http.Header, map[s
 	t.Helper()
 	return DoWith(t, "POST", baseURL+"/mcp", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 		"params": map[string]any{"name": tool, "arguments": map[string]any{}}}, map[string]string{"Accept": "application/json, text/event-stream"})
+}
+
+// Metrics is a parsed /metrics answer, by family name.
+type Metrics map[string]*dto.MetricFamily
+
+// Scrape reads /metrics from the app's operator handler (the one SWITCHBOARD_METRICS_ADDR serves).
+func (e *Env) Scrape(t testing.TB) Metrics {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	e.App.Metrics.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("/metrics is not the Prometheus text format: %v", err)
+	}
+	return families
+}
+
+// Value is the value of the series of family name whose labels include labels (a histogram's
+// sample count), and whether there is one.
+func (m Metrics) Value(name string, labels map[string]string) (float64, bool) {
+	f := m[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, s := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range s.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case s.Histogram != nil:
+			return float64(s.GetHistogram().GetSampleCount()), true
+		case s.Counter != nil:
+			return s.GetCounter().GetValue(), true
+		case s.Gauge != nil:
+			return s.GetGauge().GetValue(), true
+		default:
+			return s.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// LabelValues lists the values label takes in family name.
+func (m Metrics) LabelValues(name, label string) []string {
+	var out []string
+	for _, s := range m[name].GetMetric() {
+		for _, l := range s.GetLabel() {
+			if l.GetName() == label {
+				out = append(out, l.GetValue())
+			}
+		}
+	}
+	return out
 }

@@ -80,7 +80,11 @@ func (s *Store) CreateAccount(ctx context.Context, acct *Account, wallets []*Wal
 			if opt == nil {
 				continue
 			}
-			if err := opt(ctx, &Q{tx: tx, store: s}, acct); err != nil {
+			q := &Q{tx: tx, store: s}
+			if err := opt(ctx, q, acct); err != nil {
+				return err
+			}
+			if err := q.flush(ctx); err != nil {
 				return err
 			}
 		}

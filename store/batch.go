@@ -18,20 +18,25 @@ import (
 // job that fails rolls back alone and the batch commits the rest. Jobs must be safe to run
 // again (a batch is retried whole when the database is unavailable or its commit fails).
 //
-// A job belongs to a key (an account): Pending and Wait let a reader see its own writes.
+// Jobs commit in the order they were added, so Wait and Idle can tell a reader when what was
+// queued before it has landed.
 type Batcher struct {
 	store *Store
 	max   int
 	log   *slog.Logger
-	jobs  chan batchJob
+	wake  chan struct{} // a job was queued
 
-	mu      sync.Mutex
-	pending map[string]int // jobs queued or committing, by key
-	flushed chan struct{}  // closed and replaced after every batch
-	stopped bool           // Run has returned: Add commits at once
+	mu        sync.Mutex
+	queue     []batchJob
+	added     uint64            // sequence number of the last job queued
+	committed uint64            // every job up to this one has committed (or failed for good)
+	lastOf    map[string]uint64 // sequence number of each key's last job
+	flushed   chan struct{}     // closed and replaced after every batch
+	stopped   bool              // Run has returned: Add commits at once
 }
 
 type batchJob struct {
+	seq  uint64
 	key  string
 	fn   func(ctx context.Context, q *Q) error
 	done func(err error) // the job's own outcome, after its batch committed (or not)
@@ -39,59 +44,57 @@ type batchJob struct {
 
 // NewBatcher returns a batcher that commits up to max jobs per transaction; Run it.
 func (s *Store) NewBatcher(max int, log *slog.Logger) *Batcher {
-	return &Batcher{store: s, max: max, log: log, jobs: make(chan batchJob, 4*max),
-		pending: map[string]int{}, flushed: make(chan struct{})}
+	return &Batcher{store: s, max: max, log: log, wake: make(chan struct{}, 1),
+		lastOf: map[string]uint64{}, flushed: make(chan struct{})}
 }
 
 // Add queues fn for the next batch; done (may be nil) gets fn's error once its batch has
-// committed, or the error that kept the batch from committing at shutdown.
+// committed, or the error that kept the batch from committing at shutdown. key names whose
+// write it is (an account), for Wait.
 func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) {
-	j := batchJob{key: key, fn: fn, done: done}
 	b.mu.Lock()
-	b.pending[key]++
-	stopped, sent := b.stopped, false
-	if !stopped { // queued under the lock: a drain that starts later still finds it
-		select {
-		case b.jobs <- j:
-			sent = true
-		default:
-		}
+	b.added++
+	j := batchJob{seq: b.added, key: key, fn: fn, done: done}
+	b.lastOf[key] = j.seq
+	stopped := b.stopped
+	if !stopped {
+		b.queue = append(b.queue, j)
 	}
 	b.mu.Unlock()
-	switch {
-	case stopped:
+	if stopped {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		b.commit(ctx, []batchJob{j})
-	case !sent:
-		b.jobs <- j // the queue is full: wait for room
+		return
+	}
+	select {
+	case b.wake <- struct{}{}:
+	default:
 	}
 }
 
 // Wait returns when every job of key queued before the call has committed (or ctx ended).
 func (b *Batcher) Wait(ctx context.Context, key string) error {
-	for {
-		b.mu.Lock()
-		n, ch := b.pending[key], b.flushed
-		b.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	b.mu.Lock()
+	target := b.lastOf[key]
+	b.mu.Unlock()
+	return b.waitFor(ctx, target)
 }
 
 // Idle returns when every job queued before the call has committed (or ctx ended).
 func (b *Batcher) Idle(ctx context.Context) error {
+	b.mu.Lock()
+	target := b.added
+	b.mu.Unlock()
+	return b.waitFor(ctx, target)
+}
+
+func (b *Batcher) waitFor(ctx context.Context, seq uint64) error {
 	for {
 		b.mu.Lock()
-		n, ch := len(b.pending), b.flushed
+		done, ch := b.committed >= seq, b.flushed
 		b.mu.Unlock()
-		if n == 0 {
+		if done {
 			return nil
 		}
 		select {
@@ -105,15 +108,28 @@ func (b *Batcher) Idle(ctx context.Context) error {
 // Run commits batches until ctx ends, then commits what is still queued.
 func (b *Batcher) Run(ctx context.Context) {
 	for {
-		var first batchJob
+		batch := b.take()
+		if len(batch) > 0 {
+			b.commit(ctx, batch)
+			continue
+		}
 		select {
-		case first = <-b.jobs:
+		case <-b.wake:
 		case <-ctx.Done():
 			b.drain()
 			return
 		}
-		b.commit(ctx, b.gather(first))
 	}
+}
+
+// take removes up to max queued jobs, oldest first.
+func (b *Batcher) take() []batchJob {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := min(len(b.queue), b.max)
+	batch := slices.Clone(b.queue[:n])
+	b.queue = slices.Delete(b.queue, 0, n)
+	return batch
 }
 
 // drain commits what was queued before shutdown, giving the database a few seconds.
@@ -123,56 +139,27 @@ func (b *Batcher) drain() {
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for {
-		select {
-		case j := <-b.jobs:
-			b.commit(ctx, b.gather(j))
-		default:
-			return
-		}
+	for batch := b.take(); len(batch) > 0; batch = b.take() {
+		b.commit(ctx, batch)
 	}
-}
-
-// gather takes first and whatever else is queued now, up to max.
-func (b *Batcher) gather(first batchJob) []batchJob {
-	batch := []batchJob{first}
-	for len(batch) < b.max {
-		select {
-		case j := <-b.jobs:
-			batch = append(batch, j)
-		default:
-			return batch
-		}
-	}
-	return batch
 }
 
 // commit writes one batch, retrying while the database is unavailable (until ctx ends): a
 // job's outcome is final only once its batch committed.
 func (b *Batcher) commit(ctx context.Context, batch []batchJob) {
 	// One order of locks for every batch on every replica: batches cannot deadlock each other.
-	slices.SortStableFunc(batch, func(x, y batchJob) int { return strings.Compare(x.key, y.key) })
-	errs := make([]error, len(batch))
+	ordered := slices.Clone(batch)
+	slices.SortStableFunc(ordered, func(x, y batchJob) int { return strings.Compare(x.key, y.key) })
+	errs := make([]error, len(ordered))
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			q := &Q{tx: tx, store: b.store}
-			for i, j := range batch {
-				sp := fmt.Sprintf("job%d", i)
-				if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
-					return err
+			for i, j := range ordered {
+				jobErr, dbErr := b.run(ctx, tx, i, j)
+				if dbErr != nil {
+					return dbErr
 				}
-				errs[i] = j.fn(ctx, q)
-				if errs[i] != nil && IsUnavailable(errs[i]) {
-					return errs[i] // the database, not the job: retry the batch
-				}
-				end := "RELEASE SAVEPOINT " + sp
-				if errs[i] != nil {
-					end = "ROLLBACK TO SAVEPOINT " + sp
-				}
-				if _, err := tx.ExecContext(ctx, end); err != nil {
-					return err
-				}
+				errs[i] = jobErr
 			}
 			return nil
 		})
@@ -182,7 +169,7 @@ func (b *Batcher) commit(ctx context.Context, batch []batchJob) {
 		b.log.WarnContext(ctx, "batch commit failed; retrying", "jobs", len(batch), "attempt", attempt+1, "err", err)
 		sleep(ctx, min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second))
 	}
-	for i, j := range batch {
+	for i, j := range ordered {
 		if err != nil {
 			errs[i] = err
 		}
@@ -191,12 +178,38 @@ func (b *Batcher) commit(ctx context.Context, batch []batchJob) {
 		}
 	}
 	b.mu.Lock()
+	b.committed = max(b.committed, batch[len(batch)-1].seq)
 	for _, j := range batch {
-		if b.pending[j.key]--; b.pending[j.key] <= 0 {
-			delete(b.pending, j.key)
+		if b.lastOf[j.key] == j.seq {
+			delete(b.lastOf, j.key)
 		}
 	}
 	close(b.flushed)
 	b.flushed = make(chan struct{})
 	b.mu.Unlock()
+}
+
+// run runs job j of a batch under its own savepoint: jobErr is the job's failure (rolled back
+// alone), err a failure of the database that sinks the batch.
+func (b *Batcher) run(ctx context.Context, tx bun.Tx, i int, j batchJob) (jobErr, err error) {
+	sp := fmt.Sprintf("job%d", i)
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+		return nil, err
+	}
+	q := &Q{tx: tx, store: b.store}
+	jobErr = j.fn(ctx, q)
+	if jobErr == nil {
+		jobErr = q.flush(ctx)
+	}
+	if jobErr != nil && IsUnavailable(jobErr) {
+		return nil, jobErr // the database, not the job: retry the batch
+	}
+	end := "RELEASE SAVEPOINT " + sp
+	if jobErr != nil {
+		end = "ROLLBACK TO SAVEPOINT " + sp
+	}
+	if _, err := tx.ExecContext(ctx, end); err != nil {
+		return nil, err
+	}
+	return jobErr, nil
 }

@@ -71,27 +71,25 @@ type InvocationEvent struct {
 
 // AddEvent appends a transition, numbered after the invocation's last one.
 func (q *Q) AddEvent(ctx context.Context, requestID, state, detail string, at time.Time) error {
-	var last int
-	if err := q.tx.NewSelect().Model((*InvocationEvent)(nil)).ColumnExpr("COALESCE(MAX(seq), 0)").
-		Where("request_id = ?", requestID).Scan(ctx, &last); err != nil {
-		return err
-	}
-	_, err := q.tx.NewInsert().Model(&InvocationEvent{ID: uuid.NewString(), RequestID: requestID, Seq: last + 1,
-		State: state, Detail: detail, At: at}).Exec(ctx)
-	return err
+	return q.write(ctx, q.tx.NewRaw(`INSERT INTO invocation_events (id, request_id, seq, state, detail, at)
+		SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM invocation_events WHERE request_id = ?`,
+		uuid.NewString(), requestID, state, detail, at, requestID))
 }
 
 // InsertInvocation writes a new invocation row.
 func (q *Q) InsertInvocation(ctx context.Context, inv *Invocation) error {
-	_, err := q.tx.NewInsert().Model(inv).Exec(ctx)
-	return err
+	return q.write(ctx, q.tx.NewInsert().Model(inv).Returning("NULL"))
 }
 
 // MoveInvocation moves an invocation from state `from` to `to` (stamping dispatched_at when
 // `to` is dispatching); moved is false when it was not in state `from` (another call moved it
 // first). The row lock makes a concurrent mover wait, then find it moved.
 func (q *Q) MoveInvocation(ctx context.Context, requestID, from, to string, at time.Time) (moved bool, _ error) {
-	u := q.tx.NewUpdate().Model((*Invocation)(nil)).Set("state = ?", to).
+	tx, err := q.now(ctx)
+	if err != nil {
+		return false, err
+	}
+	u := tx.NewUpdate().Model((*Invocation)(nil)).Set("state = ?", to).
 		Where("request_id = ? AND state = ?", requestID, from)
 	if to == InvDispatching {
 		u = u.Set("dispatched_at = ?", at)
@@ -106,17 +104,15 @@ func (q *Q) MoveInvocation(ctx context.Context, requestID, from, to string, at t
 
 // WriteOutcome writes the outcome fields of a finished invocation.
 func (q *Q) WriteOutcome(ctx context.Context, inv *Invocation) error {
-	_, err := q.tx.NewUpdate().Model(inv).
+	return q.write(ctx, q.tx.NewUpdate().Model(inv).
 		Column("state", "attempts", "http_status", "outcome_code", "outcome_message", "output_schema_valid",
 			"partner_fee_micro", "platform_fee_micro", "gas_micro", "refunded_micro", "answer", "finished_at", "latency_ms").
-		WherePK().Exec(ctx)
-	return err
+		WherePK())
 }
 
 // CreateInvocation records a new invocation in its first state.
 func (s *Store) CreateInvocation(ctx context.Context, inv *Invocation, detail string) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		q := &Q{tx: tx, store: s}
+	return s.InTx(ctx, func(ctx context.Context, q *Q) error {
 		if err := q.InsertInvocation(ctx, inv); err != nil {
 			return err
 		}

@@ -79,18 +79,27 @@ func (s *Store) OAuthClientByID(ctx context.Context, id string) (*OAuthClient, e
 
 // InsertOAuthGrant, InsertOAuthCode and InsertOAuthToken write inside q's transaction.
 func (q *Q) InsertOAuthGrant(ctx context.Context, g *OAuthGrant) error {
+	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+		return err
+	}
 	_, err := q.tx.NewInsert().Model(g).Exec(ctx)
 	return err
 }
 
 // InsertOAuthCode writes a code.
 func (q *Q) InsertOAuthCode(ctx context.Context, c *OAuthCode) error {
+	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+		return err
+	}
 	_, err := q.tx.NewInsert().Model(c).Exec(ctx)
 	return err
 }
 
 // InsertOAuthToken writes a token.
 func (q *Q) InsertOAuthToken(ctx context.Context, t *OAuthToken) error {
+	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+		return err
+	}
 	_, err := q.tx.NewInsert().Model(t).Exec(ctx)
 	return err
 }
@@ -98,6 +107,9 @@ func (q *Q) InsertOAuthToken(ctx context.Context, t *OAuthToken) error {
 // UseOAuthCode marks a code used and returns it; used is false when it was used already (the
 // caller revokes its grant: a replayed code).
 func (q *Q) UseOAuthCode(ctx context.Context, hash string, now time.Time) (c *OAuthCode, first bool, err error) {
+	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+		return nil, false, err
+	}
 	c = new(OAuthCode)
 	if err := q.forUpdate(q.tx.NewSelect().Model(c).Where("hash = ?", hash)).Scan(ctx); err != nil {
 		return nil, false, normalize(err)
@@ -111,6 +123,9 @@ func (q *Q) UseOAuthCode(ctx context.Context, hash string, now time.Time) (c *OA
 
 // LockOAuthToken reads a token for update.
 func (q *Q) LockOAuthToken(ctx context.Context, hash string) (*OAuthToken, error) {
+	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+		return nil, err
+	}
 	t := new(OAuthToken)
 	if err := q.forUpdate(q.tx.NewSelect().Model(t).Where("hash = ?", hash)).Scan(ctx); err != nil {
 		return nil, normalize(err)
@@ -120,12 +135,18 @@ func (q *Q) LockOAuthToken(ctx context.Context, hash string) (*OAuthToken, error
 
 // MarkOAuthTokenUsed records a refresh token's rotation.
 func (q *Q) MarkOAuthTokenUsed(ctx context.Context, hash string, now time.Time) error {
+	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+		return err
+	}
 	_, err := q.tx.NewUpdate().Model((*OAuthToken)(nil)).Set("used_at = ?", now).Where("hash = ?", hash).Exec(ctx)
 	return err
 }
 
 // OAuthGrantTx reads a grant inside q's transaction.
 func (q *Q) OAuthGrant(ctx context.Context, id string) (*OAuthGrant, error) {
+	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+		return nil, err
+	}
 	g := new(OAuthGrant)
 	if err := q.tx.NewSelect().Model(g).Where("id = ?", id).Scan(ctx); err != nil {
 		return nil, normalize(err)

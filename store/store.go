@@ -53,6 +53,7 @@ func Open(ctx context.Context, url, dataDir string) (*Store, error) {
 	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
 		sqldb := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(url)))
 		s = &Store{db: bun.NewDB(sqldb, pgdialect.New()), postgres: true}
+		s.SetMaxConns(DefaultMaxConns)
 	} else {
 		dsn, err := sqliteDSN(url, dataDir)
 		if err != nil {
@@ -87,6 +88,21 @@ func sqliteDSN(url, dataDir string) (string, error) {
 	// waits instead of failing with SQLITE_BUSY; immediate transactions take the write lock up
 	// front so two writers never deadlock upgrading read locks.
 	return path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_txlock=immediate", nil
+}
+
+// DefaultMaxConns is the PostgreSQL pool size of a process unless configured.
+const DefaultMaxConns = 10
+
+// SetMaxConns sizes the PostgreSQL pool: at most n connections, all kept open when idle.
+// database/sql keeps only 2 idle by default, so under concurrency every query beyond them
+// paid for a new connection (TCP, startup, auth): milliseconds each.
+func (s *Store) SetMaxConns(n int) {
+	if !s.postgres || n <= 0 {
+		return
+	}
+	s.db.SetMaxOpenConns(n)
+	s.db.SetMaxIdleConns(n)
+	s.db.SetConnMaxIdleTime(5 * time.Minute)
 }
 
 // DB exposes the bun handle to packages of this module's tests and the operator CLI.

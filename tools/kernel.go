@@ -28,8 +28,9 @@ type Kernel struct {
 	limiter Limiter
 	log     *slog.Logger
 	now     func() time.Time
-	// Settled, when set, returns once the caller account's writes that this replica left to
-	// a batch writer have committed: every call reads its own account's earlier calls.
+	// Settled, when set, returns once the account's writes that this replica left to a batch
+	// writer have committed ("": every account's): every read-only call sees its own
+	// account's earlier calls.
 	Settled func(ctx context.Context, accountID string) error
 }
 
@@ -127,8 +128,14 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 		if s := t.Access.Scope(); s != "" && !p.HasScope(s) {
 			return nil, Errorf(CodeForbidden, "%s needs scope %q; this key has %v. Use a key with that scope (api_key_create can only grant scopes the minting key has)", t.Name, s, p.Scopes)
 		}
-		if k.Settled != nil {
-			if err := k.Settled(ctx, p.AccountID); err != nil {
+		if k.Settled != nil && *t.Annotations.ReadOnly {
+			// A reader sees the caller's own earlier calls. A writer need not wait: a pending
+			// settlement still holds its worst case, so every limit check stays conservative.
+			account := p.AccountID
+			if t.ReadsOtherAccounts {
+				account = ""
+			}
+			if err := k.Settled(ctx, account); err != nil {
 				return nil, err
 			}
 		}

@@ -70,6 +70,9 @@ type Def struct {
 	Description string // written for an LLM: what it does, when to use it, what comes back
 	Access      Access
 	Annotations Annotations
+	// ReadsOtherAccounts marks a reader of other accounts' calls (a partner's receipts and
+	// earnings): it waits for every write this replica has pending, not only the caller's.
+	ReadsOtherAccounts bool
 }
 
 // Caller is who is calling (nil Principal for public tools called without credentials) and

@@ -126,6 +126,10 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	if err := cfg.CheckServe(); err != nil {
 		return err
 	}
+	sweepEvery, err := time.ParseDuration(cfg.SweepInterval)
+	if err != nil || sweepEvery < 100*time.Millisecond {
+		return fmt.Errorf("SWITCHBOARD_SWEEP_INTERVAL=%q: want a Go duration of at least 100ms, e.g. 30s", cfg.SweepInterval)
+	}
 	a, err := app.Build(ctx, cfg, app.Deps{Log: log})
 	if err != nil {
 		return err
@@ -143,7 +147,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		metricsSrv = httpServer(cfg.MetricsAddr, a.Metrics)
 		go func() { errc <- fmt.Errorf("metrics listener: %w", metricsSrv.ListenAndServe()) }()
 	}
-	go a.RunSweeper(ctx, 30*time.Second)                                                                             // concludes dispatches, reservations and payments a crash abandoned
+	go a.RunSweeper(ctx, sweepEvery)                                                                                 // concludes dispatches, reservations and payments a crash abandoned
 	go a.Keys.RunRefresh(ctx, 30*time.Second, func(err error) { log.ErrorContext(ctx, "service keys", "err", err) }) // follows rotations
 	if every, err := time.ParseDuration(cfg.ReprobeInterval); err != nil || every < 0 {
 		return fmt.Errorf("SWITCHBOARD_REPROBE_INTERVAL=%q: want a Go duration (0 disables), e.g. 1h", cfg.ReprobeInterval)

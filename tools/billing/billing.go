@@ -306,14 +306,15 @@ func release(ctx context.Context, q *store.Q, requestID, state string, now time.
 	if err != nil || r.State != store.ReservationOpen {
 		return r, false, err
 	}
-	if err := q.CloseReservation(ctx, requestID, state, now); err != nil {
-		return nil, false, err
-	}
-	// Balance row before key row: the order every writer locks them in.
+	// Balance row before key row: the order every writer locks them in. The writes follow
+	// the locks (they reach the database together).
 	if _, err := q.LockCredit(ctx, r.AccountID, now); err != nil {
 		return nil, false, err
 	}
 	if _, err := q.LockKeySpend(ctx, r.KeyID); err != nil {
+		return nil, false, err
+	}
+	if err := q.CloseReservation(ctx, requestID, state, now); err != nil {
 		return nil, false, err
 	}
 	return r, true, q.AdjustKeySpend(ctx, r.KeyID, 0, -r.WorstMicro)

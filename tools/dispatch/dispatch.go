@@ -134,8 +134,9 @@ func (s *Service) receiptTool() *tools.Tool {
 		Title: "Partner call receipt",
 		Description: "The signed receipt of a call to one of your intents, by its requestId: handle, the caller's pseudonymous userId for you, " +
 			"charges, timestamps and the SHA-256 of the result Switchboard relayed, signed with the service key (verify with switchboard verify-receipt or the partner kit).",
-		Access:      tools.Scope("publish"),
-		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(false)},
+		Access:             tools.Scope("publish"),
+		Annotations:        tools.Annotations{ReadOnly: tools.Bool(true), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(false)},
+		ReadsOtherAccounts: true,
 	}, func(ctx context.Context, c *tools.Caller, in ReceiptInput) (signing.SignedReceipt, error) {
 		notFound := tools.Errorf(tools.CodeNotFound, "no receipt for request %s among your intents' calls (receipts exist for answered calls)", in.RequestID)
 		inv, err := s.store.InvocationByID(ctx, in.RequestID)
@@ -434,6 +435,11 @@ func quoteOf(inv *store.Invocation) billing.Quote {
 
 // confirm dispatches a quoted write once; later confirmations get the stored outcome.
 func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, in InvokeInput) (InvokeOutput, error) {
+	if s.batch != nil { // an outcome answered a moment ago may still be on its way to the database
+		if err := s.batch.Wait(ctx, c.Principal.AccountID); err != nil {
+			return InvokeOutput{}, err
+		}
+	}
 	inv, err := s.store.Invocation(ctx, c.Principal.AccountID, in.ConfirmRequestID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.IntentID != intent.ID) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)

@@ -28,20 +28,22 @@ func (s *Service) start(ctx context.Context, inv *store.Invocation, from string,
 	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		moved = false
 		at := r.CreatedAt
-		if from == "" {
-			inv.State, inv.DispatchedAt = store.InvDispatching, &at
-			if err := q.InsertInvocation(ctx, inv); err != nil {
-				return err
-			}
-		} else {
+		if from != "" {
 			ok, err := q.MoveInvocation(ctx, inv.RequestID, from, store.InvDispatching, at)
 			if err != nil || !ok {
 				return err
 			}
-			inv.State, inv.DispatchedAt = store.InvDispatching, &at
 		}
+		// The reservation's locks and check come first; the writes after them go to the
+		// database together.
 		if err := s.billing.ReserveIn(ctx, q, r, spendLimitMicro); err != nil {
 			return err
+		}
+		inv.State, inv.DispatchedAt = store.InvDispatching, &at
+		if from == "" {
+			if err := q.InsertInvocation(ctx, inv); err != nil {
+				return err
+			}
 		}
 		moved = true
 		return q.AddEvent(ctx, inv.RequestID, store.InvDispatching, "credit reserved", at)
@@ -91,11 +93,6 @@ func (s *Service) finishIn(inv *store.Invocation, attempts []store.Attempt, st *
 		if !ok {
 			return ErrAlreadyFinished
 		}
-		for _, a := range attempts {
-			if err := q.AddEvent(ctx, inv.RequestID, "attempt", a.Detail, a.At); err != nil {
-				return err
-			}
-		}
 		inv.Attempts = len(attempts)
 		switch {
 		case st != nil:
@@ -108,6 +105,11 @@ func (s *Service) finishIn(inv *store.Invocation, attempts []store.Attempt, st *
 			}
 		case inv.DispatchedAt != nil:
 			if _, err := s.billing.RefundIn(ctx, q, inv.RequestID, refundReason, *inv.FinishedAt); err != nil {
+				return err
+			}
+		}
+		for _, a := range attempts {
+			if err := q.AddEvent(ctx, inv.RequestID, "attempt", a.Detail, a.At); err != nil {
 				return err
 			}
 		}

@@ -211,8 +211,9 @@ func (s *Service) earningsTool() *tools.Tool {
 		Title: "Partner earnings",
 		Description: "Your Partner earnings over a period (default the last 30 days): partner fees and calls per intent, fees accrued per payout address " +
 			"(payables on the ledger), and with intentId that intent's latest 20 calls with outcome, latency and output-schema validity.",
-		Access:      publish,
-		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
+		Access:             publish,
+		Annotations:        tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
+		ReadsOtherAccounts: true,
 	}, func(ctx context.Context, c *tools.Caller, in EarningsInput) (EarningsOutput, error) {
 		return s.Earnings(ctx, c.Principal.AccountID, in)
 	})

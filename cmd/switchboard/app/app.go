@@ -182,6 +182,7 @@ func Build(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.SetMaxConns(cfg.DatabaseMaxConns)
 	a, err := BuildOn(ctx, cfg, deps, st)
 	if err != nil {
 		st.Close()
@@ -390,7 +391,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if cfg.SettleAfterAnswer {
 		dispatchSvc.SettleInBatches(batcher)
 	}
-	kernel.Settled = batcher.Wait
+	kernel.Settled = func(ctx context.Context, accountID string) error {
+		if accountID == "" {
+			return batcher.Idle(ctx)
+		}
+		return batcher.Wait(ctx, accountID)
+	}
 	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })

@@ -5,6 +5,7 @@ package app
 import (
 	"flag"
 	"fmt"
+	"github.com/switchboard-hq/switchboard/store"
 	"net"
 	"net/url"
 	"strconv"
@@ -23,6 +24,7 @@ type Config struct {
 	TestBaseURL         string
 	DataDir             string
 	DatabaseURL         string
+	DatabaseMaxConns    int // PostgreSQL pool size of this process
 	Env                 string
 	SMTPURL             string
 	MailFrom            string
@@ -38,6 +40,7 @@ type Config struct {
 	StartingCreditUSD   string // credit of a new account (test environment only)
 	SettlementChain     string
 	SweepMargin         string // Go duration added to a call's timeout before the sweeper may conclude it
+	SweepInterval       string // Go duration between sweeps of a serving process
 	SettleAfterAnswer   bool   // a finished invocation commits in a batch after its caller is answered
 	SessionIdle         string // portal sessions end after this long unused
 	SessionMaxAge       string // portal sessions end this long after sign-in
@@ -69,6 +72,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_TEST_BASE_URL", flag: "test-base-url", usage: "base URL of this deployment's test environment, listed in OpenAPI beside the base URL", str: &c.TestBaseURL},
 		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database and generated keys", str: &c.DataDir, common: true},
 		{env: "SWITCHBOARD_DATABASE_URL", flag: "database-url", usage: "postgres://... selects PostgreSQL; empty: SQLite in the data dir", str: &c.DatabaseURL, common: true},
+		{env: "SWITCHBOARD_DATABASE_MAX_CONNS", flag: "database-max-conns", usage: "PostgreSQL connections this process keeps open at most (all kept when idle); N replicas use up to N times this", integer: &c.DatabaseMaxConns},
 		{env: "SWITCHBOARD_ENV", flag: "env", usage: "test or production (key prefixes, publishing rules)", str: &c.Env, common: true},
 		{env: "SWITCHBOARD_SMTP_URL", flag: "smtp-url", usage: "smtp://user:pass@host:port (STARTTLS when offered) or smtps://; empty: development mailer logs codes (test env only)", str: &c.SMTPURL, common: true},
 		{env: "SWITCHBOARD_MAIL_FROM", flag: "mail-from", usage: "sender of code e-mails", str: &c.MailFrom},
@@ -86,6 +90,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_SESSION_MAX_AGE", flag: "session-max-age", usage: "a portal session ends this long after sign-in, used or not (Go duration)", str: &c.SessionMaxAge},
 		{env: "SWITCHBOARD_OIDC_PROVIDERS", flag: "oidc-providers", usage: "OpenID Connect providers humans may sign in with: label=Google,issuer=https://accounts.google.com,client_id=...,client_secret=... (several separated by ;)", str: &c.OIDCProviders},
 		{env: "SWITCHBOARD_SETTLE_AFTER_ANSWER", flag: "settle-after-answer", usage: "commit finished invocations in batches after their callers are answered (the reservation holds the worst case meanwhile); false: answer only after the commit", boolean: &c.SettleAfterAnswer},
+		{env: "SWITCHBOARD_SWEEP_INTERVAL", flag: "sweep-interval", usage: "how often a serving process sweeps for abandoned dispatches, reservations and payments (Go duration; every replica may sweep)", str: &c.SweepInterval},
 		{env: "SWITCHBOARD_SWEEP_MARGIN", flag: "sweep-margin", usage: "how long past a partner call's timeout (x tries) its dispatch counts as abandoned and the sweeper concludes it (Go duration)", str: &c.SweepMargin},
 		{env: "SWITCHBOARD_PARTNER_CA_FILE", flag: "partner-ca-file", usage: "PEM certificates trusted for partner endpoints besides the system roots (a private CA, tests)", str: &c.PartnerCAFile},
 		{env: "SWITCHBOARD_REDIS_URL", flag: "redis-url", usage: "redis://host:port/db: rate limits shared by every replica (GCRA in Redis); empty: in this process. When Redis is unreachable, calls that write or cost money are refused (UNAVAILABLE), reads pass", str: &c.RedisURL, common: true},
@@ -128,7 +133,7 @@ func Defaults() Config {
 	return Config{
 		Addr: ":8080", DataDir: "./data", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
-		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SettleAfterAnswer: true, SessionIdle: "12h", SessionMaxAge: "720h",
+		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", SettleAfterAnswer: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
 		FlatFee: FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h"},

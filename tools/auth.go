@@ -111,6 +111,13 @@ func (a *Authenticator) Watch(ctx context.Context, flushEvery time.Duration) {
 	})
 }
 
+// Live reports whether keys are being cached (the key watch delivers changes).
+func (a *Authenticator) Live() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.live
+}
+
 // forget drops a changed key (AllKeys: every key) from the cache.
 func (a *Authenticator) forget(keyID string) {
 	a.mu.Lock()

@@ -92,6 +92,7 @@ func (s *Service) Refresh(ctx context.Context) ([]SourceReport, error) {
 	if err := s.store.UpsertTokens(ctx, dedupe(all)); err != nil {
 		return reports, fmt.Errorf("store tokens: %w", err)
 	}
+	s.forgetSearches()
 	return reports, nil
 }
 

@@ -211,7 +211,7 @@ func (s *Service) resolveText(ctx context.Context, q query) ([]match, error) {
 	if q.chain != nil {
 		chainName = q.chain.Name
 	}
-	rows, err := s.store.SearchTokens(ctx, key, chainName, MaxResults)
+	rows, err := s.searchTokens(ctx, key, chainName, MaxResults)
 	if err != nil {
 		return nil, err
 	}
@@ -408,6 +408,7 @@ func (s *Service) save(ctx context.Context, ts []*store.Token) []match {
 	if err := s.store.UpsertTokens(ctx, ts); err != nil {
 		s.log.WarnContext(ctx, "store learned tokens", "err", err)
 	}
+	s.forgetSearches()
 	ms := make([]match, len(ts))
 	for i, t := range ts {
 		ms[i] = match{entry: entryOf(t), quality: 3}

@@ -110,6 +110,7 @@ type Service struct {
 	log          *slog.Logger
 	chainTimeout time.Duration
 	maxConnected int
+	searches     searchCache // learned-token searches, for a few seconds
 }
 
 // NewService builds the token lookups from cfg.

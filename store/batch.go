@@ -166,6 +166,20 @@ func (b *Batcher) commit(ctx context.Context, batch []batchJob) {
 		if err == nil || ctx.Err() != nil {
 			break
 		}
+		if !IsUnavailable(err) {
+			// Not the database being away: retrying the same batch would fail the same way.
+			// Each job gets a transaction of its own, so one bad job cannot sink the others.
+			if len(batch) > 1 {
+				b.log.ErrorContext(ctx, "batch failed; committing its jobs one by one", "jobs", len(batch), "err", err)
+				for _, j := range ordered {
+					b.commitAlone(ctx, j)
+				}
+				b.flushedUpTo(batch)
+				return
+			}
+			b.log.ErrorContext(ctx, "batch job failed", "err", err)
+			break
+		}
 		b.log.WarnContext(ctx, "batch commit failed; retrying", "jobs", len(batch), "attempt", attempt+1, "err", err)
 		sleep(ctx, min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second))
 	}
@@ -177,7 +191,30 @@ func (b *Batcher) commit(ctx context.Context, batch []batchJob) {
 			j.done(errs[i])
 		}
 	}
+	b.flushedUpTo(batch)
+}
+
+// commitAlone commits one job in a transaction of its own (retried while the database is
+// unavailable), reporting its outcome.
+func (b *Batcher) commitAlone(ctx context.Context, j batchJob) {
+	var jobErr error
+	err := b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var dbErr error
+		jobErr, dbErr = b.run(ctx, tx, 0, j)
+		return dbErr
+	})
+	if err != nil {
+		jobErr = err
+	}
+	if j.done != nil {
+		j.done(jobErr)
+	}
+}
+
+// flushedUpTo records that batch (a run of consecutive jobs) is done and wakes the waiters.
+func (b *Batcher) flushedUpTo(batch []batchJob) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.committed = max(b.committed, batch[len(batch)-1].seq)
 	for _, j := range batch {
 		if b.lastOf[j.key] == j.seq {
@@ -186,29 +223,37 @@ func (b *Batcher) commit(ctx context.Context, batch []batchJob) {
 	}
 	close(b.flushed)
 	b.flushed = make(chan struct{})
-	b.mu.Unlock()
 }
 
 // run runs job j of a batch under its own savepoint: jobErr is the job's failure (rolled back
-// alone), err a failure of the database that sinks the batch.
+// alone), err a failure of the database that sinks the batch. On PostgreSQL the savepoint's
+// statements travel with the job's first and last round trips.
 func (b *Batcher) run(ctx context.Context, tx bun.Tx, i int, j batchJob) (jobErr, err error) {
-	sp := fmt.Sprintf("job%d", i)
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+	sp := fmt.Sprintf("SAVEPOINT job%d", i)
+	q := &Q{tx: tx, store: b.store}
+	if b.store.postgres {
+		q.pending = append(q.pending, sp)
+	} else if _, err := tx.ExecContext(ctx, sp); err != nil {
 		return nil, err
 	}
-	q := &Q{tx: tx, store: b.store}
 	jobErr = j.fn(ctx, q)
 	if jobErr == nil {
-		jobErr = q.flush(ctx)
+		if !b.store.postgres {
+			_, err = tx.ExecContext(ctx, "RELEASE "+sp)
+			return nil, err
+		}
+		q.pending = append(q.pending, "RELEASE "+sp)
+		if jobErr = q.flush(ctx); jobErr == nil {
+			return nil, nil
+		}
 	}
-	if jobErr != nil && IsUnavailable(jobErr) {
+	if IsUnavailable(jobErr) {
 		return nil, jobErr // the database, not the job: retry the batch
 	}
-	end := "RELEASE SAVEPOINT " + sp
-	if jobErr != nil {
-		end = "ROLLBACK TO SAVEPOINT " + sp
+	if len(q.pending) > 0 && q.pending[0] == sp {
+		return jobErr, nil // it failed before anything reached the database
 	}
-	if _, err := tx.ExecContext(ctx, end); err != nil {
+	if _, err := tx.ExecContext(ctx, "ROLLBACK TO "+sp); err != nil {
 		return nil, err
 	}
 	return jobErr, nil

@@ -85,16 +85,12 @@ func (q *Q) InsertInvocation(ctx context.Context, inv *Invocation) error {
 // `to` is dispatching); moved is false when it was not in state `from` (another call moved it
 // first). The row lock makes a concurrent mover wait, then find it moved.
 func (q *Q) MoveInvocation(ctx context.Context, requestID, from, to string, at time.Time) (moved bool, _ error) {
-	tx, err := q.now(ctx)
-	if err != nil {
-		return false, err
-	}
-	u := tx.NewUpdate().Model((*Invocation)(nil)).Set("state = ?", to).
+	u := q.tx.NewUpdate().Model((*Invocation)(nil)).Set("state = ?", to).
 		Where("request_id = ? AND state = ?", requestID, from)
 	if to == InvDispatching {
 		u = u.Set("dispatched_at = ?", at)
 	}
-	res, err := u.Exec(ctx)
+	res, err := q.execNow(ctx, u)
 	if err != nil {
 		return false, err
 	}

@@ -153,6 +153,24 @@ func (q *Q) flush(ctx context.Context) error {
 	return err
 }
 
+// execNow runs a statement whose result is needed now (a conditional write): on PostgreSQL
+// the queued writes go ahead of it in the same round trip, and the result is the statement's.
+func (q *Q) execNow(ctx context.Context, query interface {
+	bun.Query
+	Exec(ctx context.Context, dest ...any) (sql.Result, error)
+}) (sql.Result, error) {
+	if !q.store.postgres || len(q.pending) == 0 {
+		return query.Exec(ctx)
+	}
+	text, err := query.AppendQuery(q.store.db.QueryGen(), nil)
+	if err != nil {
+		return nil, err
+	}
+	batch := strings.Join(append(q.pending, string(text)), ";\n")
+	q.pending = q.pending[:0]
+	return q.tx.ExecContext(ctx, batch)
+}
+
 // now returns the transaction for a read or a conditional write, after the queued writes.
 func (q *Q) now(ctx context.Context) (bun.Tx, error) {
 	return q.tx, q.flush(ctx)

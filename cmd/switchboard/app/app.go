@@ -392,10 +392,22 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		dispatchSvc.SettleInBatches(batcher)
 	}
 	kernel.Settled = func(ctx context.Context, accountID string) error {
+		// Bounded: with the database away a read answers (or fails) now rather than hang.
+		wait, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		var err error
 		if accountID == "" {
-			return batcher.Idle(ctx)
+			err = batcher.Idle(wait)
+		} else {
+			err = batcher.Wait(wait, accountID)
 		}
-		return batcher.Wait(ctx, accountID)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			log.WarnContext(ctx, "pending settlements not committed within 2 s; reading without them", "err", err)
+		}
+		return nil
 	}
 	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup

@@ -299,25 +299,16 @@ func (s *Service) Reserve(ctx context.Context, requestID string, p *tools.Princi
 	})
 }
 
-// release closes an open reservation and drops its hold; ok is false (nothing changed) when
-// it was closed already.
+// release closes an open reservation; ok is false (nothing changed) when it was closed
+// already. The reservation's row lock is the claim; the balance and key rows are locked by
+// the caller's updates, balance row first and key row second, the order every writer takes
+// them in, and only from there to the commit.
 func release(ctx context.Context, q *store.Q, requestID, state string, now time.Time) (*store.Reservation, bool, error) {
 	r, err := q.LockReservation(ctx, requestID)
 	if err != nil || r.State != store.ReservationOpen {
 		return r, false, err
 	}
-	// Balance row before key row: the order every writer locks them in. The writes follow
-	// the locks (they reach the database together).
-	if _, err := q.LockCredit(ctx, r.AccountID, now); err != nil {
-		return nil, false, err
-	}
-	if _, err := q.LockKeySpend(ctx, r.KeyID); err != nil {
-		return nil, false, err
-	}
-	if err := q.CloseReservation(ctx, requestID, state, now); err != nil {
-		return nil, false, err
-	}
-	return r, true, q.AdjustKeySpend(ctx, r.KeyID, 0, -r.WorstMicro)
+	return r, true, q.CloseReservation(ctx, requestID, state, now)
 }
 
 // SettleIn charges a successful call inside q's transaction: the reservation is consumed as
@@ -339,7 +330,7 @@ func (s *Service) SettleIn(ctx context.Context, q *store.Q, requestID string, st
 	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: -charged, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)}, now); err != nil {
 		return false, err
 	}
-	if err := q.AdjustKeySpend(ctx, r.KeyID, r.ReservedMicro+charged, 0); err != nil {
+	if err := q.AdjustKeySpend(ctx, r.KeyID, r.ReservedMicro+charged, -r.WorstMicro); err != nil {
 		return false, err
 	}
 	avail := store.UserAvailable(r.AccountID)
@@ -362,6 +353,9 @@ func (s *Service) RefundIn(ctx context.Context, q *store.Q, requestID, reason st
 		return false, err
 	}
 	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: r.ReservedMicro, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)}, now); err != nil {
+		return false, err
+	}
+	if err := q.AdjustKeySpend(ctx, r.KeyID, 0, -r.WorstMicro); err != nil {
 		return false, err
 	}
 	return true, q.Post(ctx, requestID, reason, now,

@@ -73,6 +73,16 @@ func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done
 	}
 }
 
+// Pending reports whether key has jobs queued or committing ("": any key).
+func (b *Batcher) Pending(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if key == "" {
+		return b.added > b.committed
+	}
+	return b.lastOf[key] > b.committed
+}
+
 // Wait returns when every job of key queued before the call has committed (or ctx ended).
 func (b *Batcher) Wait(ctx context.Context, key string) error {
 	b.mu.Lock()

@@ -122,27 +122,37 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, q *Q) err
 	return err
 }
 
-// write runs a statement whose result is not needed: on PostgreSQL it is queued for the next
-// round trip (pgdriver sends queries as text with their arguments inlined, so a batch is one
-// simple query); elsewhere it runs now.
-func (q *Q) write(ctx context.Context, query interface {
+// statement is a bun query that can run now or be rendered for later.
+type statement interface {
 	bun.Query
 	Exec(ctx context.Context, dest ...any) (sql.Result, error)
-}) error {
+}
+
+// render turns a query into its SQL text (pgdriver sends queries as text with their arguments
+// inlined, so queued statements can go as one simple query).
+func (q *Q) render(query statement) (string, error) {
+	text, err := query.AppendQuery(q.store.db.QueryGen(), nil)
+	return string(text), err
+}
+
+// write runs a statement whose result is not needed: on PostgreSQL it is queued for the next
+// round trip; elsewhere it runs now.
+func (q *Q) write(ctx context.Context, query statement) error {
 	if !q.store.postgres {
 		_, err := query.Exec(ctx)
 		return err
 	}
-	text, err := query.AppendQuery(q.store.db.QueryGen(), nil)
+	text, err := q.render(query)
 	if err != nil {
 		return err
 	}
-	q.pending = append(q.pending, string(text))
+	q.pending = append(q.pending, text)
 	return nil
 }
 
-// flush sends the queued writes. Reads and conditional writes call it first, so a
-// transaction always sees its own writes.
+// flush sends the queued writes. Every method that runs a statement now (a read, a write whose
+// result it needs, any method not written with write) calls it first, so a transaction always
+// sees its own writes in order.
 func (q *Q) flush(ctx context.Context) error {
 	if len(q.pending) == 0 {
 		return nil
@@ -155,18 +165,15 @@ func (q *Q) flush(ctx context.Context) error {
 
 // execNow runs a statement whose result is needed now (a conditional write): on PostgreSQL
 // the queued writes go ahead of it in the same round trip, and the result is the statement's.
-func (q *Q) execNow(ctx context.Context, query interface {
-	bun.Query
-	Exec(ctx context.Context, dest ...any) (sql.Result, error)
-}) (sql.Result, error) {
+func (q *Q) execNow(ctx context.Context, query statement) (sql.Result, error) {
 	if !q.store.postgres || len(q.pending) == 0 {
 		return query.Exec(ctx)
 	}
-	text, err := query.AppendQuery(q.store.db.QueryGen(), nil)
+	text, err := q.render(query)
 	if err != nil {
 		return nil, err
 	}
-	batch := strings.Join(append(q.pending, string(text)), ";\n")
+	batch := strings.Join(append(q.pending, text), ";\n")
 	q.pending = q.pending[:0]
 	return q.tx.ExecContext(ctx, batch)
 }

@@ -79,7 +79,7 @@ func (s *Store) OAuthClientByID(ctx context.Context, id string) (*OAuthClient, e
 
 // InsertOAuthGrant, InsertOAuthCode and InsertOAuthToken write inside q's transaction.
 func (q *Q) InsertOAuthGrant(ctx context.Context, g *OAuthGrant) error {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return err
 	}
 	_, err := q.tx.NewInsert().Model(g).Exec(ctx)
@@ -88,7 +88,7 @@ func (q *Q) InsertOAuthGrant(ctx context.Context, g *OAuthGrant) error {
 
 // InsertOAuthCode writes a code.
 func (q *Q) InsertOAuthCode(ctx context.Context, c *OAuthCode) error {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return err
 	}
 	_, err := q.tx.NewInsert().Model(c).Exec(ctx)
@@ -97,7 +97,7 @@ func (q *Q) InsertOAuthCode(ctx context.Context, c *OAuthCode) error {
 
 // InsertOAuthToken writes a token.
 func (q *Q) InsertOAuthToken(ctx context.Context, t *OAuthToken) error {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return err
 	}
 	_, err := q.tx.NewInsert().Model(t).Exec(ctx)
@@ -107,7 +107,7 @@ func (q *Q) InsertOAuthToken(ctx context.Context, t *OAuthToken) error {
 // UseOAuthCode marks a code used and returns it; used is false when it was used already (the
 // caller revokes its grant: a replayed code).
 func (q *Q) UseOAuthCode(ctx context.Context, hash string, now time.Time) (c *OAuthCode, first bool, err error) {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return nil, false, err
 	}
 	c = new(OAuthCode)
@@ -123,7 +123,7 @@ func (q *Q) UseOAuthCode(ctx context.Context, hash string, now time.Time) (c *OA
 
 // LockOAuthToken reads a token for update.
 func (q *Q) LockOAuthToken(ctx context.Context, hash string) (*OAuthToken, error) {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return nil, err
 	}
 	t := new(OAuthToken)
@@ -135,7 +135,7 @@ func (q *Q) LockOAuthToken(ctx context.Context, hash string) (*OAuthToken, error
 
 // MarkOAuthTokenUsed records a refresh token's rotation.
 func (q *Q) MarkOAuthTokenUsed(ctx context.Context, hash string, now time.Time) error {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return err
 	}
 	_, err := q.tx.NewUpdate().Model((*OAuthToken)(nil)).Set("used_at = ?", now).Where("hash = ?", hash).Exec(ctx)
@@ -144,7 +144,7 @@ func (q *Q) MarkOAuthTokenUsed(ctx context.Context, hash string, now time.Time) 
 
 // OAuthGrantTx reads a grant inside q's transaction.
 func (q *Q) OAuthGrant(ctx context.Context, id string) (*OAuthGrant, error) {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return nil, err
 	}
 	g := new(OAuthGrant)

@@ -47,7 +47,7 @@ type FlatPayment struct {
 
 // InsertPayment writes a quoted payment inside q's transaction.
 func (q *Q) InsertPayment(ctx context.Context, p *FlatPayment) error {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return err
 	}
 	_, err := q.tx.NewInsert().Model(p).Exec(ctx)
@@ -66,7 +66,7 @@ func (s *Store) Payment(ctx context.Context, requestID string) (*FlatPayment, er
 // MovePayment moves a payment from one of `from` to p.State, writing p's chain fields; moved is
 // false when it was in none of them (another process moved it first).
 func (q *Q) MovePayment(ctx context.Context, p *FlatPayment, from ...string) (moved bool, _ error) {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return false, err
 	}
 	res, err := q.tx.NewUpdate().Model(p).Column("state", "payer_address", "pay_tx", "close_tx", "reason", "updated_at").
@@ -111,7 +111,7 @@ type Payout struct {
 
 // InsertPayout writes a payout inside q's transaction.
 func (q *Q) InsertPayout(ctx context.Context, p *Payout) error {
-	if err := q.flush(ctx); err != nil { // this runs now: what was queued goes first
+	if err := q.flush(ctx); err != nil {
 		return err
 	}
 	_, err := q.tx.NewInsert().Model(p).Exec(ctx)

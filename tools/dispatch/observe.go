@@ -11,12 +11,13 @@ import (
 const OutcomeCancelled = "CANCELLED"
 
 // Observation is one dispatched call, for Config.Observe: how the partner call ended and where
-// the time went (Total - Partner is Switchboard's own overhead: reserving, checking, settling).
+// the time went (Total - Partner is Switchboard's own overhead: reserving, checking, and
+// settling unless that is left to the batch writer).
 type Observation struct {
 	Handle  string
 	Outcome string        // an outbound.Outcome (OK, PARTNER_FAILURE, TIMEOUT, ...) or OutcomeCancelled
 	Partner time.Duration // the partner call, every try included
-	Total   time.Duration // from dispatch start (reservation) until the outcome is recorded
+	Total   time.Duration // from dispatch start (reservation) until the answer is ready (its outcome recorded, or queued for the batch writer)
 }
 
 // observe reports a call to Config.Observe; dispatch defers it once the partner has answered.

@@ -28,53 +28,18 @@ import (
 // first answer (its handler ran once) and it is settled once; a write is never sent again and
 // ends outcome_unknown, refunded. A later confirmation answers the recorded truth.
 func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
-	cluster := storetest.StartCluster(t)
 	ctx := context.Background()
-	st := storetest.OpenURL(t, cluster.DSN())
-
-	var pub ed25519.PublicKey
-	var stopDB atomic.Bool
 	var runs sync.Map // path -> *atomic.Int32: how often the partner's own handler ran
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The outcome is recorded before the answer, so the caller sees the lost database.
+	w, cluster, st, stopDB := outageWorld(t, false, func(rw http.ResponseWriter, r *http.Request) {
 		n, _ := runs.LoadOrStore(r.URL.Path, new(atomic.Int32))
 		n.(*atomic.Int32).Add(1)
-		if stopDB.CompareAndSwap(true, false) {
-			cluster.Stop() // the database is lost while the partner does the work
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"success":true,"result":{"path":%q},"providerCostMicro":500}`, r.URL.Path)
+		rw.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(rw, `{"success":true,"result":{"path":%q},"providerCostMicro":500}`, r.URL.Path)
 	})
-	verifier := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return pub, nil }))
-	partner := partnertest.Start(t, signing.Middleware(verifier, signing.DedupeMiddleware(signing.NewResponseDedupe(), handler)))
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := apptest.Start(t, apptest.Options{Store: st, Config: func(c *apptest.Config) {
-		c.AllowLocalEndpoints = true
-		c.PartnerCAFile = caFile
-		c.SettleAfterAnswer = false // the outcome is recorded before the answer, so a lost database is seen
-	}})
-	pub = env.App.SigningKey.Public().(ed25519.PublicKey)
-	publisher := env.Onboard(t, "publisher@example.com")["apiKey"].(string)
-	caller := env.Onboard(t, "caller@example.com")
-	key, callerID := caller["apiKey"].(string), caller["userId"].(string)
-	w := &world{env: env}
-	publish := func(handle, path, category string) {
-		status, out := env.REST(t, "POST", "/v1/partner/intents", publisher, map[string]any{
-			"publicIdentifier": handle, "name": handle[1:], "description": "orphan test " + path,
-			"category": category, "toolEndpoint": partner.URL + path, "timeoutMs": 1000,
-			"feeRate": 0.001, "payoutAddresses": map[string]string{"evm": payout},
-		})
-		if status != 201 {
-			t.Fatalf("publish %s: %d %v", handle, status, out)
-		}
-		if status, out := env.REST(t, "POST", "/v1/partner/intents/"+out["id"].(string)+"/active", publisher, map[string]any{"active": true}); status != 200 {
-			t.Fatalf("activate %s: %d %v", handle, status, out)
-		}
-	}
-	publish("@orphanq", "/query", "QUERY")
-	publish("@orphanw", "/write", "EXECUTE")
+	env, partner, key, callerID := w.env, w.partner, w.caller, w.callerID
+	w.publish(t, "@orphanq", "/query", nil)
+	w.publish(t, "@orphanw", "/write", map[string]any{"category": "EXECUTE"})
 	credit := func() int64 {
 		ca, err := st.Credit(ctx, callerID)
 		if err != nil {
@@ -185,57 +150,26 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 // writer records the outcome, charging it exactly once, when the database is back. No
 // sweeper is needed and the ledger balances.
 func TestOutcomeLandsWhenTheDatabaseReturns(t *testing.T) {
-	cluster := storetest.StartCluster(t)
 	ctx := context.Background()
-	st := storetest.OpenURL(t, cluster.DSN())
-	var pub ed25519.PublicKey
-	var stopDB atomic.Bool
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if stopDB.CompareAndSwap(true, false) {
-			cluster.Stop()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"success":true,"result":{"done":true},"providerCostMicro":500}`)
+	w, cluster, st, stopDB := outageWorld(t, true, func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(rw, `{"success":true,"result":{"done":true},"providerCostMicro":500}`)
 	})
-	verifier := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return pub, nil }))
-	partner := partnertest.Start(t, signing.Middleware(verifier, handler))
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := apptest.Start(t, apptest.Options{Store: st, Config: func(c *apptest.Config) {
-		c.AllowLocalEndpoints = true
-		c.PartnerCAFile = caFile
-	}})
-	pub = env.App.SigningKey.Public().(ed25519.PublicKey)
-	publisher := env.Onboard(t, "publisher@example.com")["apiKey"].(string)
-	caller := env.Onboard(t, "caller@example.com")
-	key, callerID := caller["apiKey"].(string), caller["userId"].(string)
-	status, out := env.REST(t, "POST", "/v1/partner/intents", publisher, map[string]any{
-		"publicIdentifier": "@lateq", "name": "lateq", "description": "late outcome test",
-		"category": "QUERY", "toolEndpoint": partner.URL + "/q", "timeoutMs": 1000,
-		"feeRate": 0.001, "payoutAddresses": map[string]string{"evm": payout},
-	})
-	if status != 201 {
-		t.Fatalf("publish: %d %v", status, out)
-	}
-	if status, out := env.REST(t, "POST", "/v1/partner/intents/"+out["id"].(string)+"/active", publisher, map[string]any{"active": true}); status != 200 {
-		t.Fatalf("activate: %d %v", status, out)
-	}
+	env, key, callerID := w.env, w.caller, w.callerID
+	w.publish(t, "@lateq", "/q", nil)
 	before, err := st.Credit(ctx, callerID)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	stopDB.Store(true)
-	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@lateq status"})
+	status, out := env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@lateq status"})
 	if status != 200 || out["success"] != true || charge(out)["totalMicro"] != 2500.0 {
 		t.Fatalf("the answer with the database gone: %d %v, want the partner's result and its charge", status, out)
 	}
 	requestID := out["requestId"].(string)
 	time.Sleep(300 * time.Millisecond) // the batch writer retries meanwhile
 	cluster.Start()
-	w := &world{env: env}
 	inv, err := w.settledStore(t).InvocationByID(ctx, requestID)
 	if err != nil || inv.State != store.InvSucceeded || inv.PartnerFeeMicro != 500 {
 		t.Fatalf("the outcome once the database is back: %+v %v", inv, err)
@@ -251,4 +185,36 @@ func TestOutcomeLandsWhenTheDatabaseReturns(t *testing.T) {
 		t.Fatalf("the sweeper found work: %d %d %v", n, m, err)
 	}
 	w.ledgerOK(t)
+}
+
+// outageWorld is the service on a PostgreSQL cluster of the test's own, with a TLS partner
+// (verifying and deduping) whose handler stops the cluster in the middle of the next call
+// once stopDB is set, then does work.
+func outageWorld(t *testing.T, settleAfterAnswer bool, work http.HandlerFunc) (w *world, cluster *storetest.Cluster, st *store.Store, stopDB *atomic.Bool) {
+	cluster = storetest.StartCluster(t)
+	st = storetest.OpenURL(t, cluster.DSN())
+	stopDB = new(atomic.Bool)
+	var pub ed25519.PublicKey
+	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if stopDB.CompareAndSwap(true, false) {
+			cluster.Stop() // the database is lost while the partner does the work
+		}
+		work(rw, r)
+	})
+	verifier := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return pub, nil }))
+	partner := partnertest.Start(t, signing.Middleware(verifier, signing.DedupeMiddleware(signing.NewResponseDedupe(), handler)))
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := apptest.Start(t, apptest.Options{Store: st, Config: func(c *apptest.Config) {
+		c.AllowLocalEndpoints = true
+		c.PartnerCAFile = caFile
+		c.SettleAfterAnswer = settleAfterAnswer
+	}})
+	pub = env.App.SigningKey.Public().(ed25519.PublicKey)
+	caller := env.Onboard(t, "caller@example.com")
+	w = &world{env: env, partner: partner, publisher: env.Onboard(t, "publisher@example.com")["apiKey"].(string),
+		caller: caller["apiKey"].(string), callerID: caller["userId"].(string)}
+	return w, cluster, st, stopDB
 }

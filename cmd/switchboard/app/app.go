@@ -103,38 +103,30 @@ func (a *App) Sweep(ctx context.Context) (recovered, refunded int, err error) {
 // RunReprobe re-probes active intents every minute, each at the configured interval, until
 // ctx ends (claims make it safe on every replica).
 func (a *App) RunReprobe(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := a.Partners.Reprobe(ctx, every, 4); err != nil && ctx.Err() == nil {
-				a.Log.ErrorContext(ctx, "re-probe", "err", err)
-			}
-		}
-	}
+	a.repeat(ctx, time.Minute, "re-probe", func(ctx context.Context) error {
+		_, err := a.Partners.Reprobe(ctx, every, 4)
+		return err
+	})
 }
 
 // RunPayouts pays partners' accrued per-call fees on chain every interval until ctx ends.
 func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := a.Payments.Payouts(ctx); err != nil && ctx.Err() == nil {
-				a.Log.ErrorContext(ctx, "payouts", "err", err)
-			}
-		}
-	}
+	a.repeat(ctx, every, "payouts", func(ctx context.Context) error {
+		_, err := a.Payments.Payouts(ctx)
+		return err
+	})
 }
 
 // RunSweeper sweeps every interval until ctx ends.
 func (a *App) RunSweeper(ctx context.Context, every time.Duration) {
+	a.repeat(ctx, every, "sweep", func(ctx context.Context) error {
+		_, _, err := a.Sweep(ctx)
+		return err
+	})
+}
+
+// repeat runs job every interval until ctx ends, logging its failures.
+func (a *App) repeat(ctx context.Context, every time.Duration, name string, job func(context.Context) error) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -142,8 +134,8 @@ func (a *App) RunSweeper(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, _, err := a.Sweep(ctx); err != nil && ctx.Err() == nil {
-				a.Log.ErrorContext(ctx, "sweep", "err", err)
+			if err := job(ctx); err != nil && ctx.Err() == nil {
+				a.Log.ErrorContext(ctx, name, "err", err)
 			}
 		}
 	}
@@ -392,6 +384,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		dispatchSvc.SettleInBatches(batcher)
 	}
 	kernel.Settled = func(ctx context.Context, accountID string) error {
+		if !batcher.Pending(accountID) {
+			return nil // the common case: nothing to wait for, no timer
+		}
 		// Bounded: with the database away a read answers (or fails) now rather than hang.
 		wait, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

@@ -279,6 +279,33 @@ func (q *Q) InsertReservation(ctx context.Context, r *Reservation) error {
 	return q.write(ctx, q.tx.NewInsert().Model(r).Returning("NULL"))
 }
 
+// DrawReservation moves worst micro-USD of holding out of an open reservation (a budget
+// lease) for a call's own reservation; ok is false, changing nothing, when the reservation
+// is closed or holds less.
+func (q *Q) DrawReservation(ctx context.Context, requestID string, worst int64) (ok bool, _ error) {
+	return q.affectsOne(ctx, q.tx.NewUpdate().Model((*Reservation)(nil)).
+		Set("worst_micro = worst_micro - ?", worst).
+		Where("request_id = ? AND state = ? AND worst_micro >= ?", requestID, ReservationOpen, worst))
+}
+
+// GrowReservation adds worst micro-USD of holding to an open reservation (a budget lease
+// being renewed) and moves its deadline; ok is false, changing nothing, when it is closed.
+func (q *Q) GrowReservation(ctx context.Context, requestID string, worst int64, expires time.Time) (ok bool, _ error) {
+	return q.affectsOne(ctx, q.tx.NewUpdate().Model((*Reservation)(nil)).
+		Set("worst_micro = worst_micro + ?", worst).Set("expires_at = ?", expires).
+		Where("request_id = ? AND state = ?", requestID, ReservationOpen))
+}
+
+// affectsOne runs a conditional write now and reports whether it changed one row.
+func (q *Q) affectsOne(ctx context.Context, query statement) (bool, error) {
+	res, err := q.execNow(ctx, query)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 // LockReservation loads a reservation for update.
 func (q *Q) LockReservation(ctx context.Context, requestID string) (*Reservation, error) {
 	tx, err := q.now(ctx)

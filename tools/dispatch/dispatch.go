@@ -55,6 +55,7 @@ type Service struct {
 	billing *billing.Service
 	tokens  *tokens.Service // nil: no token resolution before writes
 	batch   *store.Batcher  // nil: outcomes commit before the caller is answered
+	leases  *billing.Leases // nil: every call's reservation commits before its dispatch
 	now     func() time.Time
 	log     *slog.Logger
 
@@ -70,6 +71,11 @@ func NewService(cfg Config, st *store.Store, client *outbound.Client, bill *bill
 // SettleInBatches lets finished invocations commit through b after their callers are
 // answered (group commit); readers of an account wait for its pending ones (Batcher.Wait).
 func (s *Service) SettleInBatches(b *store.Batcher) { s.batch = b }
+
+// ReserveOnLeases lets new calls that are not writes take their reservations from budget
+// leases (billing.Leases): no transaction before the partner is called. It needs
+// SettleInBatches with the leases' batch writer.
+func (s *Service) ReserveOnLeases(l *billing.Leases) { s.leases = l }
 
 // InvokeInput is invoke_partner_message's input.
 type InvokeInput struct {
@@ -504,7 +510,13 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	bg := context.WithoutCancel(ctx)
 	res := s.billing.Reservation(inv.RequestID, c.Principal, cl.quote, time.Duration(tries)*timeout)
 	cl.settleBy = res.ExpiresAt
-	moved, err := s.start(bg, inv, from, res, c.Principal.SpendLimitMicro)
+	var moved bool
+	var err error
+	if s.leases != nil && from == "" && !partners.IsWriteCategory(intent.Category) {
+		moved, err = true, s.startOnLease(bg, c.Principal, inv, res)
+	} else {
+		moved, err = s.start(bg, inv, from, res, c.Principal.SpendLimitMicro)
+	}
 	if err != nil {
 		return InvokeOutput{}, err
 	}

@@ -590,3 +590,64 @@ func TestResolutionBeforeWrites(t *testing.T) {
 		t.Fatal("resolution failures dispatched or charged")
 	}
 }
+
+// New calls reserve from their key's budget lease: one lease transaction for many calls, each
+// invocation recorded and settled as before, and a balance read on the replica returns what
+// the lease still held. With leases off, no lease is taken.
+func TestInvocationsReserveFromABudgetLease(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			w := newWorld(t, dialect, nil)
+			w.publish(t, "@leased", "/cost", nil)
+			start := w.credit(t)
+			leases := func(state string) int64 {
+				n, err := w.env.App.Store.DB().NewSelect().Model((*store.Reservation)(nil)).
+					Where("account_id = ? AND request_id LIKE 'lease:%' AND state = ?", w.callerID, state).Count(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			var ids []string
+			for i := range 5 {
+				status, out := w.invoke(t, w.caller, map[string]any{"message": fmt.Sprintf("@leased call %d", i)})
+				if status != 200 || charge(out)["totalMicro"] != 3000.0 {
+					t.Fatalf("call %d: %d %v", i, status, out)
+				}
+				ids = append(ids, out["requestId"].(string))
+			}
+			if n := leases(store.ReservationOpen); n != 1 {
+				t.Fatalf("%d open leases after five calls, want one", n)
+			}
+			// A read of the account on this replica returns the lease and sees every call.
+			if status, _ := w.env.REST(t, "GET", "/v1/account", w.caller, nil); status != 200 {
+				t.Fatalf("account: %d", status)
+			}
+			if open, returned := leases(store.ReservationOpen), leases(store.ReservationRefunded); open != 0 || returned != 1 {
+				t.Fatalf("after a balance read: %d open leases, %d returned; want 0 and 1", open, returned)
+			}
+			ca, err := w.env.App.Store.Credit(ctx, w.callerID)
+			if err != nil || ca.HeldMicro != 0 || ca.ReservedMicro != 0 || ca.AvailableMicro != start-5*3000 {
+				t.Fatalf("balance after five calls: %+v %v, want %d available and nothing held", ca, err, start-5*3000)
+			}
+			for _, id := range ids {
+				if inv, err := w.env.App.Store.InvocationByID(ctx, id); err != nil || inv.State != store.InvSucceeded {
+					t.Fatalf("invocation %s: %+v %v", id, inv, err)
+				}
+			}
+			w.ledgerOK(t)
+
+			off := newWorld(t, dialect, func(c *apptest.Config) { c.BudgetLeases = false })
+			off.publish(t, "@unleased", "/cost", nil)
+			if status, out := off.invoke(t, off.caller, map[string]any{"message": "@unleased call"}); status != 200 {
+				t.Fatalf("call without leases: %d %v", status, out)
+			}
+			var n int64
+			n, err = off.env.App.Store.DB().NewSelect().Model((*store.Reservation)(nil)).Where("request_id LIKE 'lease:%'").Count(ctx)
+			if err != nil || n != 0 {
+				t.Fatalf("%d leases with SWITCHBOARD_BUDGET_LEASES=false (%v)", n, err)
+			}
+		})
+	}
+}

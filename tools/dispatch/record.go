@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 )
 
@@ -51,6 +52,28 @@ func (s *Service) start(ctx context.Context, inv *store.Invocation, from string,
 	return moved, err
 }
 
+// startOnLease is start for a new call whose reservation is taken from its key's budget
+// lease: nothing waits for the database unless the lease must be renewed. The invocation and
+// its reservation are written by the batch writer, ahead of the call's finish.
+func (s *Service) startOnLease(ctx context.Context, p *tools.Principal, inv *store.Invocation, r *store.Reservation) error {
+	at := r.CreatedAt
+	inv.State, inv.DispatchedAt = store.InvDispatching, &at
+	row := *inv // as it starts: the caller goes on to write its outcome into inv
+	return s.leases.Reserve(ctx, p, r, func(ctx context.Context, q *store.Q) error {
+		started := row // a batch may run a job again
+		if err := q.InsertInvocation(ctx, &started); err != nil {
+			return err
+		}
+		return q.AddEvent(ctx, row.RequestID, store.InvDispatching, "credit reserved from the key's budget lease", at)
+	}, func(err error) {
+		if err != nil {
+			// Its finish fails too (nothing to finish): nothing is charged, and the lease's
+			// budget comes back when the lease is returned.
+			s.log.Error("record a dispatched invocation", "request_id", inv.RequestID, "err", err)
+		}
+	})
+}
+
 // settleAhead is how long before its reservation's deadline a finish may still be left to
 // the batch writer: past it, the caller waits for the commit (the sweeper could otherwise
 // refund the reservation under the settlement).
@@ -68,6 +91,12 @@ const settleAhead = 5 * time.Second
 func (s *Service) finish(ctx context.Context, inv *store.Invocation, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string, by time.Time) error {
 	write := s.finishIn(inv, attempts, st, refundReason, detail)
 	if s.batch == nil || by.IsZero() || !s.now().Add(settleAhead).Before(by) {
+		if s.batch != nil && s.batch.Pending(inv.AccountID) {
+			// A start queued by startOnLease must land first.
+			if err := s.batch.Wait(ctx, inv.AccountID); err != nil {
+				return err
+			}
+		}
 		return s.store.InTx(ctx, write)
 	}
 	s.batch.Add(inv.AccountID, write, func(err error) {

@@ -79,11 +79,18 @@ type App struct {
 	redis      io.Closer         // the shared rate limiter's connection, when configured
 	stop       func()            // ends the background work Build started, and waits for it
 	batcher    *store.Batcher    // finished invocations, committed after their callers are answered
+	leases     *billing.Leases   // budget leases of new calls; nil when off
 }
 
-// Settled returns once every finished invocation this process left to the batch writer has
-// committed (callers of the API need not: each call waits for its own account's).
-func (a *App) Settled(ctx context.Context) error { return a.batcher.Idle(ctx) }
+// Settled returns budget leases and returns once every finished invocation this process left
+// to the batch writer has committed (callers of the API need not: each read waits for its own
+// account's).
+func (a *App) Settled(ctx context.Context) error {
+	if a.leases != nil {
+		a.leases.Return("")
+	}
+	return a.batcher.Idle(ctx)
+}
 
 // Sweep concludes dispatches a crashed process abandoned (sending idempotent ones again for
 // their real outcome) and refunds reservations nobody settled. It is safe on several
@@ -380,10 +387,18 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	// Finished invocations commit in batches after their callers are answered; each call
 	// waits for its own account's pending ones first.
 	batcher := st.NewBatcher(256, log)
+	var leases *billing.Leases
 	if cfg.SettleAfterAnswer {
 		dispatchSvc.SettleInBatches(batcher)
+		if cfg.BudgetLeases {
+			leases = billing.NewLeases(billSvc, batcher, billing.DefaultLeaseConfig())
+			dispatchSvc.ReserveOnLeases(leases)
+		}
 	}
 	kernel.Settled = func(ctx context.Context, accountID string) error {
+		if leases != nil && accountID != "" && leases.Open(accountID) {
+			leases.Return(accountID) // the balance read shows no budget held for calls not running
+		}
 		if !batcher.Pending(accountID) {
 			return nil // the common case: nothing to wait for, no timer
 		}
@@ -408,9 +423,31 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	var bg sync.WaitGroup
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
 	bg.Go(func() { batcher.Run(bgCtx) })
+	if leases != nil {
+		bg.Go(func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-bgCtx.Done():
+					return
+				case <-t.C:
+					leases.ReturnIdle()
+				}
+			}
+		})
+	}
 	var once sync.Once
-	stop := func() { once.Do(func() { cancelBg(); bg.Wait() }) }
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher}, nil
+	stop := func() {
+		once.Do(func() {
+			if leases != nil {
+				leases.Return("") // queued before the batch writer's last drain
+			}
+			cancelBg()
+			bg.Wait()
+		})
+	}
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases}, nil
 }
 
 // billingConfig reads the prices; production accounts start with no credit.

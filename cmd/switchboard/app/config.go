@@ -42,6 +42,7 @@ type Config struct {
 	SweepMargin         string // Go duration added to a call's timeout before the sweeper may conclude it
 	SweepInterval       string // Go duration between sweeps of a serving process
 	SettleAfterAnswer   bool   // a finished invocation commits in a batch after its caller is answered
+	BudgetLeases        bool   // new non-write calls reserve from per-key budget leases (needs SettleAfterAnswer)
 	SessionIdle         string // portal sessions end after this long unused
 	SessionMaxAge       string // portal sessions end this long after sign-in
 	OIDCProviders       string // label=...,issuer=...,client_id=...,client_secret=... entries separated by ;
@@ -89,6 +90,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_SESSION_IDLE", flag: "session-idle", usage: "a portal session unused this long ends (Go duration)", str: &c.SessionIdle},
 		{env: "SWITCHBOARD_SESSION_MAX_AGE", flag: "session-max-age", usage: "a portal session ends this long after sign-in, used or not (Go duration)", str: &c.SessionMaxAge},
 		{env: "SWITCHBOARD_OIDC_PROVIDERS", flag: "oidc-providers", usage: "OpenID Connect providers humans may sign in with: label=Google,issuer=https://accounts.google.com,client_id=...,client_secret=... (several separated by ;)", str: &c.OIDCProviders},
+		{env: "SWITCHBOARD_BUDGET_LEASES", flag: "budget-leases", usage: "with settle-after-answer: a key's calls that are not writes reserve from a budget lease this replica holds (one transaction per 64 calls instead of one per call); false: each call's reservation commits before its dispatch", boolean: &c.BudgetLeases},
 		{env: "SWITCHBOARD_SETTLE_AFTER_ANSWER", flag: "settle-after-answer", usage: "commit finished invocations in batches after their callers are answered (the reservation holds the worst case meanwhile); false: answer only after the commit", boolean: &c.SettleAfterAnswer},
 		{env: "SWITCHBOARD_SWEEP_INTERVAL", flag: "sweep-interval", usage: "how often a serving process sweeps for abandoned dispatches, reservations and payments (Go duration; every replica may sweep)", str: &c.SweepInterval},
 		{env: "SWITCHBOARD_SWEEP_MARGIN", flag: "sweep-margin", usage: "how long past a partner call's timeout (x tries) its dispatch counts as abandoned and the sweeper concludes it (Go duration)", str: &c.SweepMargin},
@@ -133,7 +135,7 @@ func Defaults() Config {
 	return Config{
 		Addr: ":8080", DataDir: "./data", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
-		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", SettleAfterAnswer: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
+		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
 		FlatFee: FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h"},

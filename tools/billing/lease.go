@@ -1,0 +1,283 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// LeaseConfig sizes budget leases.
+type LeaseConfig struct {
+	// Calls is how many worst cases of the call that opens or renews a lease it holds, when a
+	// quarter of the account's free credit and of the key's unspent limit allow.
+	Calls int64
+	// TTL is a lease's deadline in the database, moved on every renewal: past it the sweeper
+	// of any replica refunds what is left (a replica that died with a lease open).
+	TTL time.Duration
+	// Renew is how long a replica draws on a lease before renewing its deadline; well under
+	// TTL, so that calls drawn on it are recorded before the deadline.
+	Renew time.Duration
+	// Idle is how long a lease may go unused before its replica returns what is left.
+	Idle time.Duration
+}
+
+// DefaultLeaseConfig: 64 calls, a 2-minute deadline renewed every 30 s, returned after 2 s idle.
+func DefaultLeaseConfig() LeaseConfig {
+	return LeaseConfig{Calls: 64, TTL: 2 * time.Minute, Renew: 30 * time.Second, Idle: 2 * time.Second}
+}
+
+// Leases serve calls' reservations from budget leases: a lease is a reservation (reserved 0,
+// request id "lease:<uuid>") that holds a slice of an API key's spend limit and of its
+// account's credit, written in one transaction and checked under the same locks as a call's
+// own reservation. This replica then takes each call's worst case from the lease in memory,
+// and the call's reservation is written by the batch writer, drawing the same amount from the
+// lease row: the account's and key's holds do not change, so every limit stays as
+// conservative as with a reservation per call. A call that does not fit the lease renews it
+// (one transaction); one that does not fit even alone is refused as ReserveIn refuses it.
+//
+// Unused budget comes back when the lease goes idle, when the account's holder reads its
+// balance on this replica, and at shutdown; a dead replica's lease is refunded by the
+// sweeper after its deadline.
+type Leases struct {
+	svc   *Service
+	batch *store.Batcher
+	cfg   LeaseConfig
+
+	mu   sync.Mutex
+	open map[string]*lease // by key id
+}
+
+type lease struct {
+	keyID, accountID string
+	used             atomic.Int64 // unix nanoseconds of the last draw
+
+	mu      sync.Mutex // a key's calls draw and renew one at a time
+	id      string     // "" until the lease's first transaction commits
+	left    int64      // worst case micro-USD this replica may still draw
+	renewBy time.Time
+	closed  bool // returned: callers take a new lease
+}
+
+// NewLeases builds the lease holder of this replica; reservations drawn on leases are
+// written through batch.
+func NewLeases(svc *Service, batch *store.Batcher, cfg LeaseConfig) *Leases {
+	return &Leases{svc: svc, batch: batch, cfg: cfg, open: map[string]*lease{}}
+}
+
+// Reserve takes r's worst case from p's key's lease, opening or renewing the lease when it
+// holds too little, and queues the write of r (drawn from the lease) and then then's, in one
+// job of the batch writer; done gets the job's outcome. It refuses (SPEND_LIMIT,
+// INSUFFICIENT_CREDITS) what ReserveIn would refuse.
+func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Reservation, then func(ctx context.Context, q *store.Q) error, done func(error)) error {
+	for {
+		l := ls.of(p)
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			continue
+		}
+		err := ls.take(ctx, l, p, r.WorstMicro)
+		if err == nil {
+			leaseID := l.id
+			// Queued under the lease's lock: its return, queued under the same lock, comes after.
+			ls.batch.Add(r.AccountID, func(ctx context.Context, q *store.Q) error {
+				if err := ls.svc.reserveFromLeaseIn(ctx, q, leaseID, r, p.SpendLimitMicro); err != nil {
+					return err
+				}
+				return then(ctx, q)
+			}, done)
+		}
+		l.mu.Unlock()
+		return err
+	}
+}
+
+func (ls *Leases) of(p *tools.Principal) *lease {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.open[p.KeyID]
+	if l == nil {
+		l = &lease{keyID: p.KeyID, accountID: p.AccountID}
+		ls.open[p.KeyID] = l
+	}
+	return l
+}
+
+// take draws worst from l (locked), renewing it first when needed.
+func (ls *Leases) take(ctx context.Context, l *lease, p *tools.Principal, worst int64) error {
+	now := ls.svc.now()
+	if l.id == "" || l.left < worst || !now.Before(l.renewBy) {
+		if err := ls.renew(ctx, l, p, worst, now); err != nil {
+			return err
+		}
+	}
+	l.left -= worst
+	l.used.Store(now.UnixNano())
+	return nil
+}
+
+// renew grows l (or opens it) by as much as fits, at least worst, and moves its deadline, in
+// one transaction.
+func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst int64, now time.Time) error {
+	now = now.UTC()
+	expires := now.Add(ls.cfg.TTL)
+	var id string
+	var grown int64
+	err := ls.svc.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		id = l.id
+		ca, err := q.LockCredit(ctx, p.AccountID, now)
+		if err != nil {
+			return err
+		}
+		ks, err := q.LockKeySpend(ctx, p.KeyID)
+		if err != nil {
+			return err
+		}
+		var size int64 // 0: only the deadline moves, the lease still holds enough
+		grow := func(left int64) error {
+			size = ls.size(ca, ks, worst, worst-left, p.SpendLimitMicro)
+			if err := fits(ca, ks, size, p.SpendLimitMicro); err != nil {
+				// Refused as ReserveIn refuses: the call's worst case against what others hold.
+				c, k := *ca, *ks
+				c.HeldMicro, k.HeldMicro = c.HeldMicro-left, k.HeldMicro-left
+				if e := fits(&c, &k, worst, p.SpendLimitMicro); e != nil {
+					return e
+				}
+				return err
+			}
+			return nil
+		}
+		if id == "" || l.left < worst {
+			if err := grow(l.left); err != nil {
+				return err
+			}
+		}
+		ok := false
+		if id != "" {
+			if ok, err = q.GrowReservation(ctx, id, size, expires); err != nil {
+				return err
+			}
+		}
+		if !ok { // a first lease, or one the sweeper refunded (this replica lost its database)
+			if id != "" {
+				if err := grow(0); err != nil {
+					return err
+				}
+			}
+			id = "lease:" + uuid.NewString()
+			if err := q.InsertReservation(ctx, &store.Reservation{RequestID: id, AccountID: p.AccountID, KeyID: p.KeyID,
+				WorstMicro: size, ExpiresAt: expires, CreatedAt: now}); err != nil {
+				return err
+			}
+		}
+		grown = size
+		if size == 0 {
+			return nil
+		}
+		if err := q.AdjustCredit(ctx, p.AccountID, store.CreditDelta{Held: size}, now); err != nil {
+			return err
+		}
+		return q.AdjustKeySpend(ctx, p.KeyID, 0, size)
+	})
+	if err != nil {
+		return err
+	}
+	if id != l.id {
+		l.left = 0 // what a swept lease held is gone with it
+	}
+	l.id, l.left, l.renewBy = id, l.left+grown, now.Add(ls.cfg.Renew)
+	return nil
+}
+
+// size is how much a lease grows by: Calls worst cases, within a quarter of the account's
+// free credit and of the key's unspent limit, and never less than need (what the call lacks:
+// exactly what fits checks when the limit or the credit is close).
+func (ls *Leases) size(ca *store.CreditAccount, ks *store.KeySpend, worst, need, limit int64) int64 {
+	size := min(worst*ls.cfg.Calls, (ca.AvailableMicro-ca.HeldMicro)/4, (limit-ks.SpentMicro-ks.HeldMicro)/4)
+	return max(size, need)
+}
+
+// reserveFromLeaseIn writes a call's reservation r inside q's transaction, drawing its worst
+// case from the lease leaseID: the lease row holds that much less, the call's row holds it,
+// and the reserved part moves from available to reserved in the ledger, as ReserveIn moves
+// it. When the lease is gone (the sweeper refunded it while this replica had lost its
+// database), r is reserved on its own, checked as ReserveIn checks it.
+func (s *Service) reserveFromLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64) error {
+	ok, err := q.DrawReservation(ctx, leaseID, r.WorstMicro)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
+		return s.ReserveIn(ctx, q, r, spendLimitMicro)
+	}
+	if err := q.InsertReservation(ctx, r); err != nil {
+		return err
+	}
+	// The lease held worst; the call holds worst - reserved and has reserved moved out of
+	// available: the account's free credit is unchanged.
+	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: -r.ReservedMicro, Reserved: r.ReservedMicro, Held: -r.ReservedMicro}, r.CreatedAt); err != nil {
+		return err
+	}
+	return q.Post(ctx, r.RequestID, "", r.CreatedAt,
+		store.Posting{Book: store.UserAvailable(r.AccountID), Micro: -r.ReservedMicro, Kind: "reserve"},
+		store.Posting{Book: store.UserReserved(r.AccountID), Micro: r.ReservedMicro, Kind: "reserve"})
+}
+
+// ReturnIdle returns the leases unused for the configured idle time.
+func (ls *Leases) ReturnIdle() {
+	cut := ls.svc.now().Add(-ls.cfg.Idle).UnixNano()
+	ls.release(func(l *lease) bool { return l.used.Load() < cut })
+}
+
+// Return returns the leases of accountID ("": all), so that a read of its balance sees no
+// budget held for calls that are not running.
+func (ls *Leases) Return(accountID string) {
+	ls.release(func(l *lease) bool { return accountID == "" || l.accountID == accountID })
+}
+
+// Open reports whether this replica holds a lease for accountID.
+func (ls *Leases) Open(accountID string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, l := range ls.open {
+		if l.accountID == accountID {
+			return true
+		}
+	}
+	return false
+}
+
+func (ls *Leases) release(match func(*lease) bool) {
+	ls.mu.Lock()
+	var out []*lease
+	for k, l := range ls.open {
+		if match(l) {
+			delete(ls.open, k)
+			out = append(out, l)
+		}
+	}
+	ls.mu.Unlock()
+	for _, l := range out {
+		l.mu.Lock()
+		l.closed = true
+		if l.id != "" {
+			id := l.id
+			ls.batch.Add(l.accountID, func(ctx context.Context, q *store.Q) error {
+				_, err := ls.svc.RefundIn(ctx, q, id, "budget lease returned", ls.svc.now().UTC())
+				return err
+			}, func(err error) {
+				if err != nil && !errors.Is(err, context.Canceled) {
+					ls.svc.log.Error("return a budget lease; the sweeper will refund it after its deadline", "lease", id, "err", err)
+				}
+			})
+		}
+		l.mu.Unlock()
+	}
+}

@@ -1,0 +1,238 @@
+package billing_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+)
+
+// clock is a settable clock for leases' deadlines.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) now() time.Time           { return time.Unix(0, c.ns.Load()) }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// replica is what one process holds: its batch writer and its leases.
+type replica struct {
+	svc    *billing.Service
+	batch  *store.Batcher
+	leases *billing.Leases
+}
+
+func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := billing.NewService(st, billing.DefaultConfig(), c.now, log)
+	b := st.NewBatcher(64, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { b.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &replica{svc: svc, batch: b, leases: billing.NewLeases(svc, b, cfg)}
+}
+
+// call reserves a call of quote q on the replica's lease and, once recorded, settles it with
+// the platform fee it quoted.
+func (r *replica) call(ctx context.Context, p *tools.Principal, id string, q billing.Quote) error {
+	res := r.svc.Reservation(id, p, q, time.Minute)
+	noop := func(context.Context, *store.Q) error { return nil }
+	if err := r.leases.Reserve(ctx, p, res, noop, nil); err != nil {
+		return err
+	}
+	r.batch.Add(p.AccountID, func(ctx context.Context, tx *store.Q) error {
+		_, err := r.svc.SettleIn(ctx, tx, id, billing.Settlement{PlatformFeeMicro: q.PlatformFeeMicro}, res.CreatedAt)
+		return err
+	}, nil)
+	return nil
+}
+
+func leaseRows(t *testing.T, st *store.Store, accountID string) []store.Reservation {
+	t.Helper()
+	var rows []store.Reservation
+	if err := st.DB().NewSelect().Model(&rows).Where("account_id = ? AND request_id LIKE 'lease:%'", accountID).Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// Calls draw their reservations from one lease, renewed by one transaction every few calls;
+// the money moves exactly as with a reservation per call, and what the lease still holds
+// comes back when it is returned.
+func TestCallsReserveFromABudgetLease(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		c.ns.Store(time.Now().UnixNano())
+		r := newReplica(t, st, c, billing.LeaseConfig{Calls: 4, TTL: time.Minute, Renew: 30 * time.Second, Idle: 2 * time.Second})
+		p := account(t, st, "l")
+		if err := r.svc.Grant(ctx, "l", 1_000_000, "grant"); err != nil {
+			t.Fatal(err)
+		}
+		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 150, PlatformFeeMicro: 50} // worst 300
+		for i := range 10 {
+			if err := r.call(ctx, p, fmt.Sprintf("l%d", i), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.batch.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ledgerOK(t, st)
+		rows := leaseRows(t, st, "l")
+		// Four calls a lease: three grants of 1200 for ten calls of 300, on one row.
+		if len(rows) != 1 || rows[0].State != store.ReservationOpen || rows[0].WorstMicro != 3*1200-10*300 {
+			t.Fatalf("lease rows %+v, want one open lease holding 600", rows)
+		}
+		ca, _ := st.Credit(ctx, "l")
+		ks, _ := st.KeySpendOf(ctx, p.KeyID)
+		if ca.AvailableMicro != 1_000_000-10*150 || ca.ReservedMicro != 0 || ca.HeldMicro != 600 || ks.SpentMicro != 10*150 || ks.HeldMicro != 600 {
+			t.Fatalf("after ten calls: %+v %+v, want 1500 spent and the lease's 600 held", ca, ks)
+		}
+		// Idle for less than its idle time: kept; past it: returned whole.
+		r.leases.ReturnIdle()
+		c.advance(3 * time.Second)
+		r.leases.ReturnIdle()
+		if err := r.batch.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if rows := leaseRows(t, st, "l"); rows[0].State != store.ReservationRefunded {
+			t.Fatalf("idle lease not returned: %+v", rows)
+		}
+		ca, _ = st.Credit(ctx, "l")
+		ks, _ = st.KeySpendOf(ctx, p.KeyID)
+		if ca.HeldMicro != 0 || ks.HeldMicro != 0 || ca.AvailableMicro != 1_000_000-10*150 {
+			t.Fatalf("after the return: %+v %+v", ca, ks)
+		}
+		ledgerOK(t, st)
+		// The next call opens a new lease.
+		if err := r.call(ctx, p, "l10", q); err != nil {
+			t.Fatal(err)
+		}
+		r.leases.Return("l")
+		if err := r.batch.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if rows := leaseRows(t, st, "l"); len(rows) != 2 {
+			t.Fatalf("lease rows %+v, want the returned one and a new one", rows)
+		}
+		ledgerOK(t, st)
+	})
+}
+
+// Two replicas with leases on one key and one account: the spend limit and the credit hold in
+// total, and a key close to its limit is refused only for what it really lacks.
+func TestBudgetLeasesHoldLimitsAcrossReplicas(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		c.ns.Store(time.Now().UnixNano())
+		cfg := billing.DefaultLeaseConfig()
+		a, b := newReplica(t, st, c, cfg), newReplica(t, st, c, cfg)
+		p := account(t, st, "m")
+		p.SpendLimitMicro = 1_500
+		if err := a.svc.Grant(ctx, "m", 1_000_000, "grant"); err != nil {
+			t.Fatal(err)
+		}
+		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 200} // worst 300, costs 100
+		// One replica alone reaches the limit exactly: 1500 / 300 = 5 calls in flight.
+		held := 0
+		for i := range 6 {
+			res := a.svc.Reservation(fmt.Sprintf("m%d", i), p, q, time.Minute)
+			err := a.leases.Reserve(ctx, p, res, func(context.Context, *store.Q) error { return nil }, nil)
+			if err == nil {
+				held++
+			} else if e, ok := err.(*tools.Error); !ok || e.Code != tools.CodeSpendLimit {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		if held != 5 {
+			t.Fatalf("%d calls of worst 300 held under a 1500 limit, want 5", held)
+		}
+		a.leases.Return("")
+		if err := a.batch.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ledgerOK(t, st)
+		// Refund them all: the key is back to nothing spent, nothing held.
+		for i := range 5 {
+			if _, err := a.svc.Refund(ctx, fmt.Sprintf("m%d", i), "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Both replicas at once, 20 calls that settle at 100 each: never more than the limit
+		// spent or held.
+		var wg sync.WaitGroup
+		var won atomic.Int32
+		for i := range 20 {
+			r := a
+			if i%2 == 1 {
+				r = b
+			}
+			wg.Go(func() {
+				err := r.call(ctx, p, fmt.Sprintf("n%d", i), q)
+				if err == nil {
+					won.Add(1)
+				} else if e, ok := err.(*tools.Error); !ok || e.Code != tools.CodeSpendLimit {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, r := range []*replica{a, b} {
+			r.leases.Return("")
+			if err := r.batch.Idle(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ledgerOK(t, st)
+		ks, _ := st.KeySpendOf(ctx, p.KeyID)
+		if won.Load() < 1 || ks.SpentMicro != int64(won.Load())*100 || ks.SpentMicro > 1_500 || ks.HeldMicro != 0 {
+			t.Fatalf("%d calls won, key %+v: want each charged 100, within 1500, nothing held", won.Load(), ks)
+		}
+	})
+}
+
+// A replica that dies holding a lease: the sweeper refunds what the lease still held after
+// its deadline, and not before; calls it had recorded settle as usual.
+func TestSweeperRefundsADeadReplicasLease(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		c.ns.Store(time.Now().UnixNano())
+		dead := newReplica(t, st, c, billing.DefaultLeaseConfig())
+		p := account(t, st, "d")
+		if err := dead.svc.Grant(ctx, "d", 1_000_000, "grant"); err != nil {
+			t.Fatal(err)
+		}
+		if err := dead.call(ctx, p, "d1", billing.Quote{ReserveMicro: 100, PlatformFeeMicro: 50}); err != nil {
+			t.Fatal(err)
+		}
+		if err := dead.batch.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The replica is gone: nobody returns its lease.
+		if n, err := dead.svc.Sweep(ctx); n != 0 || err != nil {
+			t.Fatalf("swept a live lease: %d %v", n, err)
+		}
+		c.advance(billing.DefaultLeaseConfig().TTL + time.Second)
+		if n, err := dead.svc.Sweep(ctx); n != 1 || err != nil {
+			t.Fatalf("sweep after the lease's deadline: %d %v, want its lease refunded", n, err)
+		}
+		ca, _ := st.Credit(ctx, "d")
+		ks, _ := st.KeySpendOf(ctx, p.KeyID)
+		if ca.HeldMicro != 0 || ks.HeldMicro != 0 || ca.AvailableMicro != 1_000_000-150 {
+			t.Fatalf("after the sweep: %+v %+v", ca, ks)
+		}
+		ledgerOK(t, st)
+	})
+}

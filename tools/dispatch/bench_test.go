@@ -18,7 +18,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
-func benchWorld(b *testing.B, dialect string) *world {
+func benchWorld(b testing.TB, dialect string) *world {
 	w := newWorld(b, dialect, func(c *apptest.Config) {
 		c.DefaultRateLimit = 1 << 30
 		c.DefaultSpendLimit = "1000000"

@@ -24,13 +24,20 @@ const DefaultTier = "standard"
 
 // SetTier sets an account's fee tier; ErrNotFound when there is no such account.
 func (s *Store) SetTier(ctx context.Context, accountID, tier string) error {
-	res, err := s.db.NewUpdate().Model((*Account)(nil)).Set("tier = ?", tier).Where("id = ?", accountID).Exec(ctx)
+	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model((*Account)(nil)).Set("tier = ?", tier).Where("id = ?", accountID).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return ErrNotFound
+		}
+		return s.announce(ctx, tx, TierChange, accountID)
+	})
 	if err != nil {
 		return normalize(err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return ErrNotFound
-	}
+	s.changed(TierChange, accountID)
 	return nil
 }
 
@@ -109,6 +116,15 @@ func (s *Store) AccountByID(ctx context.Context, id string) (*Account, error) {
 		return nil, normalize(err)
 	}
 	return acct, nil
+}
+
+// TierOf returns an account's fee tier.
+func (s *Store) TierOf(ctx context.Context, accountID string) (string, error) {
+	var tier string
+	if err := s.db.NewSelect().Model((*Account)(nil)).Column("tier").Where("id = ?", accountID).Scan(ctx, &tier); err != nil {
+		return "", normalize(err)
+	}
+	return tier, nil
 }
 
 // Wallets lists an account's wallets, EVM first.

@@ -70,7 +70,7 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 			Exec(ctx); err != nil {
 			return fmt.Errorf("revoke key: %w", err)
 		}
-		if err := s.keyChanged(ctx, tx, keyID); err != nil {
+		if err := s.announce(ctx, tx, KeyChange, keyID); err != nil {
 			return err
 		}
 		return tx.NewSelect().Model(key).Where("id = ? AND account_id = ?", keyID, accountID).Scan(ctx)
@@ -78,7 +78,7 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 	if err != nil {
 		return nil, err
 	}
-	s.keyWatch.changed(keyID)
+	s.changed(KeyChange, keyID)
 	return key, nil
 }
 

@@ -99,7 +99,7 @@ type Posting struct {
 type Q struct {
 	tx      bun.Tx
 	store   *Store
-	changed []string // key ids the transaction changed, announced after it commits
+	changed []Change // what the transaction changed, fanned out after it commits
 	pending []string // PostgreSQL: queued writes, in order
 }
 
@@ -115,9 +115,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, q *Q) err
 		return last.flush(ctx)
 	})
 	if err == nil {
-		for _, id := range last.changed {
-			s.keyWatch.changed(id)
-		}
+		s.watch.changed(last.changed...)
 	}
 	return err
 }

@@ -172,8 +172,8 @@ func (q *Q) RevokeOAuthGrant(ctx context.Context, id, why string, now time.Time)
 	if _, err = q.tx.NewUpdate().Model((*APIKey)(nil)).Set("revoked_at = ?", now).Where("id = ? AND revoked_at IS NULL", g.KeyID).Exec(ctx); err != nil {
 		return err
 	}
-	q.changed = append(q.changed, g.KeyID)
-	return q.store.keyChanged(ctx, q.tx, g.KeyID)
+	q.changed = append(q.changed, Change{Kind: KeyChange, ID: g.KeyID})
+	return q.store.announce(ctx, q.tx, KeyChange, g.KeyID)
 }
 
 // OAuthAccess returns an access token and its grant (ErrNotFound: unknown or revoked).

@@ -101,6 +101,10 @@ func (e *HandlesTakenError) Is(target error) bool { return target == ErrConflict
 // handle exists. It fills in PartnerID and OwnerID of the rows and returns the Partner.
 func (s *Store) PublishIntents(ctx context.Context, accountID string, rows []*PartnerIntent, q PublishQuota) (*Partner, error) {
 	p := new(Partner)
+	handles := make([]string, len(rows))
+	for i, r := range rows {
+		handles[i] = r.PublicIdentifier
+	}
 	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if p, err = s.lockPartner(ctx, tx, accountID, q.Now); err != nil {
@@ -121,10 +125,6 @@ func (s *Store) PublishIntents(ctx context.Context, accountID string, rows []*Pa
 				return &QuotaError{Used: len(times), Limit: q.Limit, Requested: len(rows), NextSlot: next.UTC()}
 			}
 		}
-		handles := make([]string, len(rows))
-		for i, r := range rows {
-			handles[i] = r.PublicIdentifier
-		}
 		var taken []string
 		if err := tx.NewSelect().Model((*PartnerIntent)(nil)).Column("public_identifier").
 			Where("public_identifier IN (?)", bun.List(handles)).Scan(ctx, &taken); err != nil {
@@ -140,11 +140,12 @@ func (s *Store) PublishIntents(ctx context.Context, accountID string, rows []*Pa
 				return fmt.Errorf("insert intent %d (%s): %w", i, r.PublicIdentifier, normalize(err))
 			}
 		}
-		return nil
+		return s.announce(ctx, tx, IntentChange, handles...) // caches may hold "no such handle"
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.changed(IntentChange, handles...)
 	return p, nil
 }
 
@@ -220,20 +221,28 @@ var ErrStale = fmt.Errorf("%w: the intent changed since it was read", ErrConflic
 // UpdateIntent writes the mutable columns of in (name, description, tool_endpoint,
 // timeout_ms, fee_rate, sample_queries, is_active, verification_status, is_core_intent,
 // archived_at, updated_at) if the stored row still has revision in.Revision, and bumps the
-// revision. A row changed meanwhile is ErrStale; a missing row is ErrNotFound.
+// revision. A row changed meanwhile is ErrStale; a missing row is ErrNotFound. in is a row
+// read from the store: its handle names the change to caches.
 func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
-	res, err := s.db.NewUpdate().Model(in).
-		Column("name", "description", "tool_endpoint", "timeout_ms", "fee_rate", "sample_queries",
-			"is_active", "verification_status", "is_core_intent", "archived_at", "updated_at", "deactivated_reason").
-		Set("revision = revision + 1").
-		Where("id = ? AND revision = ?", in.ID, in.Revision).
-		Exec(ctx)
+	handle := in.PublicIdentifier // "" (a row not read whole): caches drop every intent
+	var n int64
+	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model(in).
+			Column("name", "description", "tool_endpoint", "timeout_ms", "fee_rate", "sample_queries",
+				"is_active", "verification_status", "is_core_intent", "archived_at", "updated_at", "deactivated_reason").
+			Set("revision = revision + 1").
+			Where("id = ? AND revision = ?", in.ID, in.Revision).
+			Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return s.announce(ctx, tx, IntentChange, handle)
+	})
 	if err != nil {
 		return normalize(err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
 	}
 	if n == 0 {
 		if _, err := s.IntentByID(ctx, in.ID); err != nil {
@@ -241,6 +250,7 @@ func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
 		}
 		return ErrStale
 	}
+	s.changed(IntentChange, handle)
 	in.Revision++
 	return nil
 }
@@ -255,13 +265,29 @@ func IsQuotaError(err error) (*QuotaError, bool) {
 // ClaimProbe takes an active intent's next probe: it moves next_probe_at to next when the probe
 // was due at now, and reports whether this caller won it (replicas race for the same rows).
 func (s *Store) ClaimProbe(ctx context.Context, id string, now, next time.Time) (bool, error) {
-	res, err := s.db.NewUpdate().Model((*PartnerIntent)(nil)).Set("next_probe_at = ?", next).
-		Where("id = ? AND is_active AND (next_probe_at IS NULL OR next_probe_at <= ?)", id, now).Exec(ctx)
-	if err != nil {
-		return false, normalize(err)
-	}
-	n, err := res.RowsAffected()
+	n, err := s.updateIntentByID(ctx, id, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("next_probe_at = ?", next).Where("is_active AND (next_probe_at IS NULL OR next_probe_at <= ?)", now)
+	})
 	return n == 1, err
+}
+
+// updateIntentByID runs an UPDATE of the intent id (set by fn), announcing the change to
+// caches when a row changed, and returns how many did.
+func (s *Store) updateIntentByID(ctx context.Context, id string, fn func(*bun.UpdateQuery) *bun.UpdateQuery) (int, error) {
+	var handles []string
+	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		handles = nil
+		q := fn(tx.NewUpdate().Model((*PartnerIntent)(nil)).Where("id = ?", id)).Returning("public_identifier")
+		if err := q.Scan(ctx, &handles); err != nil {
+			return err
+		}
+		return s.announce(ctx, tx, IntentChange, handles...)
+	})
+	if err != nil {
+		return 0, normalize(err)
+	}
+	s.changed(IntentChange, handles...)
+	return len(handles), nil
 }
 
 // DueProbes lists active intents whose probe is due, oldest first.
@@ -274,7 +300,8 @@ func (s *Store) DueProbes(ctx context.Context, now time.Time, limit int) ([]*Par
 
 // RecordProbe writes a probe's outcome (not an edit: the revision stays).
 func (s *Store) RecordProbe(ctx context.Context, id, result string, failures int, at time.Time) error {
-	_, err := s.db.NewUpdate().Model((*PartnerIntent)(nil)).Set("last_probe_at = ?", at).Set("last_probe_result = ?", result).
-		Set("probe_failures = ?", failures).Where("id = ?", id).Exec(ctx)
-	return normalize(err)
+	_, err := s.updateIntentByID(ctx, id, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("last_probe_at = ?", at).Set("last_probe_result = ?", result).Set("probe_failures = ?", failures)
+	})
+	return err
 }

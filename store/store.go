@@ -40,7 +40,7 @@ var (
 type Store struct {
 	db       *bun.DB
 	postgres bool
-	keyWatch keyWatchers // key changes, fanned out in this process after commit
+	watch    watch // changes to cached rows, fanned out in this process after commit
 }
 
 //go:embed migrations/*.sql

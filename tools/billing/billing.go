@@ -45,6 +45,8 @@ type Config struct {
 	StartingGrantMicro int64            // credit granted to a new account (test environment)
 	MaxBalanceMicro    int64            // the most an account's available + reserved credit may be
 	SweepMargin        time.Duration
+	// TierOf reads an account's fee tier (the app passes its cache); nil: the store.
+	TierOf func(ctx context.Context, accountID string) (string, error)
 }
 
 // DefaultConfig: 0.001 USD infrastructure reservation; tiers standard 30 bps, pro 15 bps,
@@ -73,6 +75,9 @@ type Service struct {
 
 // NewService builds the billing service.
 func NewService(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) *Service {
+	if cfg.TierOf == nil {
+		cfg.TierOf = st.TierOf
+	}
 	return &Service{store: st, cfg: cfg, now: now, log: log}
 }
 
@@ -134,10 +139,10 @@ var ErrNeedsRoutedValue = errors.New("the partner's fee is basis points of the r
 // QuoteFor prices a call by the caller account's tier.
 func (s *Service) QuoteFor(ctx context.Context, accountID string, t Terms) (Quote, error) {
 	tier := s.cfg.DefaultTier
-	if acct, err := s.store.AccountByID(ctx, accountID); err != nil {
+	if acctTier, err := s.cfg.TierOf(ctx, accountID); err != nil {
 		return Quote{}, err
-	} else if acct.Tier != "" {
-		tier = acct.Tier
+	} else if acctTier != "" {
+		tier = acctTier
 	}
 	return s.Price(tier, t)
 }

@@ -45,6 +45,8 @@ type Config struct {
 	Signer *signing.Signer
 	// Observe, when set, is told how each dispatched call went (metrics); it must not block.
 	Observe func(Observation)
+	// Intents reads an intent by @handle (the app passes its cache); nil: the store.
+	Intents func(ctx context.Context, handle string) (*store.PartnerIntent, error)
 }
 
 // Service dispatches invocations.
@@ -65,6 +67,9 @@ type Service struct {
 
 // NewService builds the dispatcher. tokens may be nil.
 func NewService(cfg Config, st *store.Store, client *outbound.Client, bill *billing.Service, tok *tokens.Service, now func() time.Time, log *slog.Logger) *Service {
+	if cfg.Intents == nil {
+		cfg.Intents = st.IntentByHandle
+	}
 	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log, schemas: map[string]*jsonschema.Schema{}}
 }
 
@@ -262,7 +267,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 // callable finds an intent the caller may invoke: active ones for everybody, inactive ones
 // only for their publisher; archived and unknown are NOT_FOUND.
 func (s *Service) callable(ctx context.Context, c *tools.Caller, handle string) (*store.PartnerIntent, error) {
-	intent, err := s.store.IntentByHandle(ctx, handle)
+	intent, err := s.cfg.Intents(ctx, handle)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, tools.Errorf(tools.CodeNotFound, "no partner %s; use discover to find one by what it does", handle)
 	}

@@ -45,6 +45,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit"
+	"github.com/switchboard-hq/switchboard/tools/rowcache"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
@@ -245,6 +246,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
+	// The intent and the caller's tier every invocation reads, from memory on every replica.
+	rows := rowcache.New(st, now)
+	billCfg.TierOf = rows.Tier
 	billSvc := billing.NewService(st, billCfg, now, log)
 
 	mailer, err := chooseMailer(cfg, deps, log)
@@ -301,7 +305,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain, Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke},
+	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain, Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent},
 		st, partnerOut, billSvc, tokenSvc, now, log)
 	all = append(all, dispatchSvc.Tools()...)
 
@@ -422,6 +426,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
+	bg.Go(func() { rows.Watch(bgCtx) })
 	bg.Go(func() { batcher.Run(bgCtx) })
 	if leases != nil {
 		bg.Go(func() {

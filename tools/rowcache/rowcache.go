@@ -1,0 +1,153 @@
+// Package rowcache serves the rows every invocation reads before anything else (the intent
+// named by its @handle, the caller's fee tier) from memory, kept in step with every replica's
+// writes by the store's change watch.
+package rowcache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+)
+
+const (
+	// ttl bounds how long an entry is served: a missed notification (which the watch does not
+	// expect) is stale for at most this long.
+	ttl = 5 * time.Second
+	// maxEntries bounds each map; past it, it starts again empty.
+	maxEntries = 50_000
+)
+
+// Cache holds intents by handle (and handles that do not exist) and tiers by account, but
+// serves them only while Watch runs and the store's watch is live; otherwise every lookup
+// reads the store.
+type Cache struct {
+	store *store.Store
+	now   func() time.Time
+
+	mu      sync.Mutex
+	live    bool
+	gen     uint64 // counts changes, so a lookup racing one is not cached
+	intents map[string]intent
+	tiers   map[string]tier
+}
+
+type intent struct {
+	row     *store.PartnerIntent // nil: no such handle
+	expires time.Time
+}
+
+type tier struct {
+	name    string
+	expires time.Time
+}
+
+// New builds a Cache on st; now is the clock of the entries' lifetime.
+func New(st *store.Store, now func() time.Time) *Cache {
+	return &Cache{store: st, now: now, intents: map[string]intent{}, tiers: map[string]tier{}}
+}
+
+// Watch keeps the cache in step with changes on every replica until ctx ends.
+func (c *Cache) Watch(ctx context.Context) {
+	c.store.Watch(ctx, c.forget, func(live bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.live = live
+		c.gen++
+		clear(c.intents)
+		clear(c.tiers)
+	})
+}
+
+// Live reports whether rows are being cached (the watch delivers changes).
+func (c *Cache) Live() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live
+}
+
+// forget drops what a change makes stale.
+func (c *Cache) forget(ch store.Change) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case ch.Kind == "":
+		clear(c.intents)
+		clear(c.tiers)
+	case ch.Kind == store.IntentChange && ch.ID == "":
+		clear(c.intents)
+	case ch.Kind == store.IntentChange:
+		delete(c.intents, ch.ID)
+	case ch.Kind == store.TierChange && ch.ID == "":
+		clear(c.tiers)
+	case ch.Kind == store.TierChange:
+		delete(c.tiers, ch.ID)
+	default:
+		return // not ours: nothing raced
+	}
+	c.gen++
+}
+
+// Intent returns the intent with the @handle, archived or not (store.IntentByHandle), as a
+// copy the caller may change.
+func (c *Cache) Intent(ctx context.Context, handle string) (*store.PartnerIntent, error) {
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.intents[handle]
+	live, gen := c.live, c.gen
+	c.mu.Unlock()
+	if !ok || !live || !now.Before(e.expires) {
+		row, err := c.store.IntentByHandle(ctx, handle)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		e = intent{row: row, expires: now.Add(ttl)}
+		if live {
+			c.mu.Lock()
+			if c.live && c.gen == gen {
+				if len(c.intents) >= maxEntries {
+					clear(c.intents)
+				}
+				c.intents[handle] = e
+			}
+			c.mu.Unlock()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if e.row == nil {
+		return nil, store.ErrNotFound
+	}
+	row := *e.row
+	return &row, nil
+}
+
+// Tier returns the account's fee tier.
+func (c *Cache) Tier(ctx context.Context, accountID string) (string, error) {
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.tiers[accountID]
+	live, gen := c.live, c.gen
+	c.mu.Unlock()
+	if ok && live && now.Before(e.expires) {
+		return e.name, nil
+	}
+	name, err := c.store.TierOf(ctx, accountID)
+	if err != nil {
+		return "", err
+	}
+	if live {
+		c.mu.Lock()
+		if c.live && c.gen == gen {
+			if len(c.tiers) >= maxEntries {
+				clear(c.tiers)
+			}
+			c.tiers[accountID] = tier{name: name, expires: now.Add(ttl)}
+		}
+		c.mu.Unlock()
+	}
+	return name, nil
+}

@@ -286,14 +286,6 @@ func (q *Q) DrawReservation(ctx context.Context, requestID string, worst int64) 
 		Where("request_id = ? AND state = ? AND worst_micro >= ?", requestID, ReservationOpen, worst))
 }
 
-// GrowReservation adds worst micro-USD of holding to an open reservation (a budget lease
-// being renewed) and moves its deadline; ok is false, changing nothing, when it is closed.
-func (q *Q) GrowReservation(ctx context.Context, requestID string, worst int64, expires time.Time) (ok bool, _ error) {
-	return q.affectsOne(ctx, q.tx.NewUpdate().Model((*Reservation)(nil)).
-		Set("worst_micro = worst_micro + ?", worst).Set("expires_at = ?", expires).
-		Where("request_id = ? AND state = ?", requestID, ReservationOpen))
-}
-
 // affectsOne runs a conditional write now and reports whether it changed one row.
 func (q *Q) affectsOne(ctx context.Context, query statement) (bool, error) {
 	res, err := q.execNow(ctx, query)

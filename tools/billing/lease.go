@@ -122,15 +122,32 @@ func (ls *Leases) take(ctx context.Context, l *lease, p *tools.Principal, worst 
 	return nil
 }
 
-// renew grows l (or opens it) by as much as fits, at least worst, and moves its deadline, in
-// one transaction.
+// renewWait bounds how long a renewal waits for the previous lease's return to commit.
+const renewWait = 2 * time.Second
+
+// renew replaces l's lease (locked) with a new one. The old lease is returned first, through
+// the batch writer after the draws queued on it, and the renewal waits for that (at most
+// renewWait: with the database away, what it held still counts, which is conservative), so
+// the new lease is checked against holds that no longer count the old one's unused part: a
+// key near its limit is refused only when the call itself does not fit.
+//
+// A renewal never touches a lease row that draws may be writing: a batch transaction holds a
+// lease row and then takes the balance row, and a renewal holding the balance row while
+// waiting for the lease row would deadlock with it.
 func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst int64, now time.Time) error {
+	if l.id != "" {
+		ls.giveBack(l)
+		wait, cancel := context.WithTimeout(ctx, renewWait)
+		err := ls.batch.Wait(wait, l.accountID)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			ls.svc.log.WarnContext(ctx, "a returned budget lease is not committed yet; the new one is checked with it still held", "err", err)
+		}
+	}
 	now = now.UTC()
-	expires := now.Add(ls.cfg.TTL)
-	var id string
-	var grown int64
+	r := &store.Reservation{RequestID: "lease:" + uuid.NewString(), AccountID: p.AccountID, KeyID: p.KeyID,
+		ExpiresAt: now.Add(ls.cfg.TTL), CreatedAt: now}
 	err := ls.svc.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		id = l.id
 		ca, err := q.LockCredit(ctx, p.AccountID, now)
 		if err != nil {
 			return err
@@ -139,68 +156,46 @@ func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst
 		if err != nil {
 			return err
 		}
-		var size int64 // 0: only the deadline moves, the lease still holds enough
-		grow := func(left int64) error {
-			size = ls.size(ca, ks, worst, worst-left, p.SpendLimitMicro)
-			if err := fits(ca, ks, size, p.SpendLimitMicro); err != nil {
-				// Refused as ReserveIn refuses: the call's worst case against what others hold.
-				c, k := *ca, *ks
-				c.HeldMicro, k.HeldMicro = c.HeldMicro-left, k.HeldMicro-left
-				if e := fits(&c, &k, worst, p.SpendLimitMicro); e != nil {
-					return e
-				}
-				return err
-			}
-			return nil
-		}
-		if id == "" || l.left < worst {
-			if err := grow(l.left); err != nil {
-				return err
-			}
-		}
-		ok := false
-		if id != "" {
-			if ok, err = q.GrowReservation(ctx, id, size, expires); err != nil {
-				return err
-			}
-		}
-		if !ok { // a first lease, or one the sweeper refunded (this replica lost its database)
-			if id != "" {
-				if err := grow(0); err != nil {
-					return err
-				}
-			}
-			id = "lease:" + uuid.NewString()
-			if err := q.InsertReservation(ctx, &store.Reservation{RequestID: id, AccountID: p.AccountID, KeyID: p.KeyID,
-				WorstMicro: size, ExpiresAt: expires, CreatedAt: now}); err != nil {
-				return err
-			}
-		}
-		grown = size
-		if size == 0 {
-			return nil
-		}
-		if err := q.AdjustCredit(ctx, p.AccountID, store.CreditDelta{Held: size}, now); err != nil {
+		r.WorstMicro = ls.size(ca, ks, worst, p.SpendLimitMicro)
+		if err := fits(ca, ks, r.WorstMicro, p.SpendLimitMicro); err != nil {
 			return err
 		}
-		return q.AdjustKeySpend(ctx, p.KeyID, 0, size)
+		if err := q.InsertReservation(ctx, r); err != nil {
+			return err
+		}
+		if err := q.AdjustCredit(ctx, p.AccountID, store.CreditDelta{Held: r.WorstMicro}, now); err != nil {
+			return err
+		}
+		return q.AdjustKeySpend(ctx, p.KeyID, 0, r.WorstMicro)
 	})
 	if err != nil {
 		return err
 	}
-	if id != l.id {
-		l.left = 0 // what a swept lease held is gone with it
-	}
-	l.id, l.left, l.renewBy = id, l.left+grown, now.Add(ls.cfg.Renew)
+	l.id, l.left, l.renewBy = r.RequestID, r.WorstMicro, now.Add(ls.cfg.Renew)
 	return nil
 }
 
-// size is how much a lease grows by: Calls worst cases, within a quarter of the account's
-// free credit and of the key's unspent limit, and never less than need (what the call lacks:
-// exactly what fits checks when the limit or the credit is close).
-func (ls *Leases) size(ca *store.CreditAccount, ks *store.KeySpend, worst, need, limit int64) int64 {
+// size is what a lease holds: Calls worst cases, within a quarter of the account's free
+// credit and of the key's unspent limit, and never less than worst (which fits then checks
+// exactly as for a call's own reservation).
+func (ls *Leases) size(ca *store.CreditAccount, ks *store.KeySpend, worst, limit int64) int64 {
 	size := min(worst*ls.cfg.Calls, (ca.AvailableMicro-ca.HeldMicro)/4, (limit-ks.SpentMicro-ks.HeldMicro)/4)
-	return max(size, need)
+	return max(size, worst)
+}
+
+// giveBack queues the return of l's lease (l locked) after the draws queued on it: the
+// batch writer refunds what the lease row still holds then, exactly what no call took.
+func (ls *Leases) giveBack(l *lease) {
+	id := l.id
+	l.id, l.left = "", 0
+	ls.batch.Add(l.accountID, func(ctx context.Context, q *store.Q) error {
+		_, err := ls.svc.RefundIn(ctx, q, id, "budget lease returned", ls.svc.now().UTC())
+		return err
+	}, func(err error) {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			ls.svc.log.Error("return a budget lease; the sweeper will refund it after its deadline", "lease", id, "err", err)
+		}
+	})
 }
 
 // reserveFromLeaseIn writes a call's reservation r inside q's transaction, drawing its worst
@@ -268,15 +263,7 @@ func (ls *Leases) release(match func(*lease) bool) {
 		l.mu.Lock()
 		l.closed = true
 		if l.id != "" {
-			id := l.id
-			ls.batch.Add(l.accountID, func(ctx context.Context, q *store.Q) error {
-				_, err := ls.svc.RefundIn(ctx, q, id, "budget lease returned", ls.svc.now().UTC())
-				return err
-			}, func(err error) {
-				if err != nil && !errors.Is(err, context.Canceled) {
-					ls.svc.log.Error("return a budget lease; the sweeper will refund it after its deadline", "lease", id, "err", err)
-				}
-			})
+			ls.giveBack(l)
 		}
 		l.mu.Unlock()
 	}

@@ -27,7 +27,7 @@ type Batcher struct {
 	wake  chan struct{} // a job was queued
 
 	mu        sync.Mutex
-	queue     []batchJob
+	queue     []*batchJob
 	added     uint64            // sequence number of the last job queued
 	committed uint64            // every job up to this one has committed (or failed for good)
 	lastOf    map[string]uint64 // sequence number of each key's last job
@@ -36,10 +36,29 @@ type Batcher struct {
 }
 
 type batchJob struct {
-	seq  uint64
-	key  string
-	fn   func(ctx context.Context, q *Q) error
-	done func(err error) // the job's own outcome, after its batch committed (or not)
+	seq   uint64
+	key   string
+	fn    func(ctx context.Context, q *Q) error
+	done  func(err error) // the job's own outcome, after its batch committed (or not)
+	taken bool            // a batch has it: too late to replace
+}
+
+// Job is a queued job, which its owner may replace while no batch has taken it.
+type Job struct {
+	b *Batcher
+	j *batchJob
+}
+
+// Replace swaps the job's work and outcome callback for fn and done, keeping its place in
+// the queue, and reports whether it could: false when a batch has taken the job already.
+func (j *Job) Replace(fn func(ctx context.Context, q *Q) error, done func(error)) bool {
+	j.b.mu.Lock()
+	defer j.b.mu.Unlock()
+	if j.j.taken {
+		return false
+	}
+	j.j.fn, j.j.done = fn, done
+	return true
 }
 
 // NewBatcher returns a batcher that commits up to max jobs per transaction; Run it.
@@ -51,26 +70,29 @@ func (s *Store) NewBatcher(max int, log *slog.Logger) *Batcher {
 // Add queues fn for the next batch; done (may be nil) gets fn's error once its batch has
 // committed, or the error that kept the batch from committing at shutdown. key names whose
 // write it is (an account), for Wait.
-func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) {
+func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
 	b.mu.Lock()
 	b.added++
-	j := batchJob{seq: b.added, key: key, fn: fn, done: done}
+	j := &batchJob{seq: b.added, key: key, fn: fn, done: done}
 	b.lastOf[key] = j.seq
 	stopped := b.stopped
-	if !stopped {
+	if stopped {
+		j.taken = true
+	} else {
 		b.queue = append(b.queue, j)
 	}
 	b.mu.Unlock()
 	if stopped {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		b.commit(ctx, []batchJob{j})
-		return
+		b.commit(ctx, []*batchJob{j})
+		return &Job{b: b, j: j}
 	}
 	select {
 	case b.wake <- struct{}{}:
 	default:
 	}
+	return &Job{b: b, j: j}
 }
 
 // Pending reports whether key has jobs queued or committing ("": any key).
@@ -133,12 +155,15 @@ func (b *Batcher) Run(ctx context.Context) {
 }
 
 // take removes up to max queued jobs, oldest first.
-func (b *Batcher) take() []batchJob {
+func (b *Batcher) take() []*batchJob {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := min(len(b.queue), b.max)
 	batch := slices.Clone(b.queue[:n])
 	b.queue = slices.Delete(b.queue, 0, n)
+	for _, j := range batch {
+		j.taken = true
+	}
 	return batch
 }
 
@@ -156,10 +181,10 @@ func (b *Batcher) drain() {
 
 // commit writes one batch, retrying while the database is unavailable (until ctx ends): a
 // job's outcome is final only once its batch committed.
-func (b *Batcher) commit(ctx context.Context, batch []batchJob) {
+func (b *Batcher) commit(ctx context.Context, batch []*batchJob) {
 	// One order of locks for every batch on every replica: batches cannot deadlock each other.
 	ordered := slices.Clone(batch)
-	slices.SortStableFunc(ordered, func(x, y batchJob) int { return strings.Compare(x.key, y.key) })
+	slices.SortStableFunc(ordered, func(x, y *batchJob) int { return strings.Compare(x.key, y.key) })
 	errs := make([]error, len(ordered))
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -206,7 +231,7 @@ func (b *Batcher) commit(ctx context.Context, batch []batchJob) {
 
 // commitAlone commits one job in a transaction of its own (retried while the database is
 // unavailable), reporting its outcome.
-func (b *Batcher) commitAlone(ctx context.Context, j batchJob) {
+func (b *Batcher) commitAlone(ctx context.Context, j *batchJob) {
 	var jobErr error
 	err := b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var dbErr error
@@ -222,7 +247,7 @@ func (b *Batcher) commitAlone(ctx context.Context, j batchJob) {
 }
 
 // flushedUpTo records that batch (a run of consecutive jobs) is done and wakes the waiters.
-func (b *Batcher) flushedUpTo(batch []batchJob) {
+func (b *Batcher) flushedUpTo(batch []*batchJob) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.committed = max(b.committed, batch[len(batch)-1].seq)
@@ -238,7 +263,7 @@ func (b *Batcher) flushedUpTo(batch []batchJob) {
 // run runs job j of a batch under its own savepoint: jobErr is the job's failure (rolled back
 // alone), err a failure of the database that sinks the batch. On PostgreSQL the savepoint's
 // statements travel with the job's first and last round trips.
-func (b *Batcher) run(ctx context.Context, tx bun.Tx, i int, j batchJob) (jobErr, err error) {
+func (b *Batcher) run(ctx context.Context, tx bun.Tx, i int, j *batchJob) (jobErr, err error) {
 	sp := fmt.Sprintf("SAVEPOINT job%d", i)
 	q := &Q{tx: tx, store: b.store}
 	if b.store.postgres {

@@ -325,21 +325,27 @@ func (s *Service) SettleIn(ctx context.Context, q *store.Q, requestID string, st
 	if err != nil || !ok {
 		return false, err
 	}
+	return true, s.settleReleased(ctx, q, r, st, now)
+}
+
+// settleReleased is SettleIn's money, for a reservation r closed in q's transaction.
+func (s *Service) settleReleased(ctx context.Context, q *store.Q, r *store.Reservation, st Settlement, now time.Time) error {
+	requestID := r.RequestID
 	charged := st.PartnerFeeMicro + st.PlatformFeeMicro + st.GasMicro
 	if charged > r.WorstMicro-r.ReservedMicro {
-		return false, fmt.Errorf("charges %d exceed the worst case %d held for %s", charged, r.WorstMicro-r.ReservedMicro, requestID)
+		return fmt.Errorf("charges %d exceed the worst case %d held for %s", charged, r.WorstMicro-r.ReservedMicro, requestID)
 	}
 	if st.PartnerFeeMicro > 0 && st.PartnerBook == "" {
-		return false, fmt.Errorf("partner fee without a payout book for %s", requestID)
+		return fmt.Errorf("partner fee without a payout book for %s", requestID)
 	}
 	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: -charged, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)}, now); err != nil {
-		return false, err
+		return err
 	}
 	if err := q.AdjustKeySpend(ctx, r.KeyID, r.ReservedMicro+charged, -r.WorstMicro); err != nil {
-		return false, err
+		return err
 	}
 	avail := store.UserAvailable(r.AccountID)
-	return true, q.Post(ctx, requestID, "settlement", now,
+	return q.Post(ctx, requestID, "settlement", now,
 		store.Posting{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "consume"},
 		store.Posting{Book: BookPlatformInfra, Micro: r.ReservedMicro, Kind: "consume"},
 		store.Posting{Book: avail, Micro: -st.PartnerFeeMicro, Kind: "partner_fee"},
@@ -357,13 +363,19 @@ func (s *Service) RefundIn(ctx context.Context, q *store.Q, requestID, reason st
 	if err != nil || !ok {
 		return false, err
 	}
+	return true, s.refundReleased(ctx, q, r, reason, now)
+}
+
+// refundReleased is RefundIn's money, for a reservation r closed in q's transaction.
+func (s *Service) refundReleased(ctx context.Context, q *store.Q, r *store.Reservation, reason string, now time.Time) error {
+	requestID := r.RequestID
 	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: r.ReservedMicro, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)}, now); err != nil {
-		return false, err
+		return err
 	}
 	if err := q.AdjustKeySpend(ctx, r.KeyID, 0, -r.WorstMicro); err != nil {
-		return false, err
+		return err
 	}
-	return true, q.Post(ctx, requestID, reason, now,
+	return q.Post(ctx, requestID, reason, now,
 		store.Posting{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "refund"},
 		store.Posting{Book: store.UserAvailable(r.AccountID), Micro: r.ReservedMicro, Kind: "refund"})
 }

@@ -31,14 +31,24 @@ type replica struct {
 
 func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
 	t.Helper()
+	r := newStoppedReplica(st, c, cfg)
+	r.run(t)
+	return r
+}
+
+// newStoppedReplica is a replica whose batch writer does not run yet: what is queued waits.
+func newStoppedReplica(st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := billing.NewService(st, billing.DefaultConfig(), c.now, log)
 	b := st.NewBatcher(64, log)
+	return &replica{svc: svc, batch: b, leases: billing.NewLeases(svc, b, cfg)}
+}
+
+func (r *replica) run(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { b.Run(ctx); close(done) }()
+	go func() { r.batch.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &replica{svc: svc, batch: b, leases: billing.NewLeases(svc, b, cfg)}
 }
 
 // call reserves a call of quote q on the replica's lease and, once recorded, settles it with
@@ -46,7 +56,7 @@ func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig
 func (r *replica) call(ctx context.Context, p *tools.Principal, id string, q billing.Quote) error {
 	res := r.svc.Reservation(id, p, q, time.Minute)
 	noop := func(context.Context, *store.Q) error { return nil }
-	if err := r.leases.Reserve(ctx, p, res, noop, nil); err != nil {
+	if _, err := r.leases.Reserve(ctx, p, res, noop, nil); err != nil {
 		return err
 	}
 	r.batch.Add(p.AccountID, func(ctx context.Context, tx *store.Q) error {
@@ -160,7 +170,7 @@ func TestBudgetLeasesHoldLimitsAcrossReplicas(t *testing.T) {
 		held := 0
 		for i := range 6 {
 			res := a.svc.Reservation(fmt.Sprintf("m%d", i), p, q, time.Minute)
-			err := a.leases.Reserve(ctx, p, res, func(context.Context, *store.Q) error { return nil }, nil)
+			_, err := a.leases.Reserve(ctx, p, res, func(context.Context, *store.Q) error { return nil }, nil)
 			if err == nil {
 				held++
 			} else if e, ok := err.(*tools.Error); !ok || e.Code != tools.CodeSpendLimit {
@@ -246,5 +256,79 @@ func TestSweeperRefundsADeadReplicasLease(t *testing.T) {
 			t.Fatalf("after the sweep: %+v %+v", ca, ks)
 		}
 		ledgerOK(t, st)
+	})
+}
+
+// A call whose reservation write is still queued when it ends is recorded in one write
+// (ConcludeOnLeaseIn): the same balances, spend and ledger as a start and a finish.
+func TestConcludeOnALeaseInOneWrite(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		c.ns.Store(time.Now().UnixNano())
+		r := newStoppedReplica(st, c, billing.DefaultLeaseConfig())
+		p := account(t, st, "o")
+		if err := r.svc.Grant(ctx, "o", 1_000_000, "grant"); err != nil {
+			t.Fatal(err)
+		}
+		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 150, PlatformFeeMicro: 50}
+		noop := func(context.Context, *store.Q) error { return nil }
+		var failed []error
+		for i := range 6 {
+			res := r.svc.Reservation(fmt.Sprintf("o%d", i), p, q, time.Minute)
+			d, err := r.leases.Reserve(ctx, p, res, noop, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stl *billing.Settlement // odd calls fail and are refunded
+			if i%2 == 0 {
+				stl = &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: store.PartnerPayable("p", "evm:0xabc")}
+			}
+			if !d.Job.Replace(func(ctx context.Context, tx *store.Q) error {
+				return r.svc.ConcludeOnLeaseIn(ctx, tx, d.LeaseID, res, p.SpendLimitMicro, stl, "partner failed", res.CreatedAt)
+			}, func(err error) {
+				if err != nil {
+					failed = append(failed, err)
+				}
+			}) {
+				t.Fatal("a job of a stopped batch writer could not be replaced")
+			}
+		}
+		r.run(t)
+		r.leases.Return("")
+		if err := r.batch.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(failed) > 0 {
+			t.Fatal(failed)
+		}
+		ledgerOK(t, st)
+		ca, _ := st.Credit(ctx, "o")
+		ks, _ := st.KeySpendOf(ctx, p.KeyID)
+		const each = 100 + 120 + 50 // three settled calls; three refunded ones cost nothing
+		if ca.AvailableMicro != 1_000_000-3*each || ca.HeldMicro != 0 || ca.ReservedMicro != 0 || ks.SpentMicro != 3*each || ks.HeldMicro != 0 {
+			t.Fatalf("after six calls: %+v %+v", ca, ks)
+		}
+		for i := range 6 {
+			var state string
+			if err := st.DB().NewSelect().Model((*store.Reservation)(nil)).Column("state").Where("request_id = ?", fmt.Sprintf("o%d", i)).Scan(ctx, &state); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{true: store.ReservationSettled, false: store.ReservationRefunded}[i%2 == 0]; state != want {
+				t.Fatalf("reservation o%d is %s, want %s", i, state, want)
+			}
+		}
+		// A job a batch has taken cannot be replaced.
+		res := r.svc.Reservation("o6", p, q, time.Minute)
+		d, err := r.leases.Reserve(ctx, p, res, noop, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.batch.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d.Job.Replace(noop, nil) {
+			t.Fatal("replaced a committed job")
+		}
 	})
 }

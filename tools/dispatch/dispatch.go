@@ -223,6 +223,9 @@ type call struct {
 	// it: finishing well before it may commit after the caller has its answer. Zero: the
 	// outcome is committed before anyone is answered (the sweeper's own conclusions).
 	settleBy time.Time
+	// onLease is the call's reservation drawn from its key's budget lease (startOnLease); nil
+	// when the reservation was written before the dispatch.
+	onLease *leased
 }
 
 func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (InvokeOutput, error) {
@@ -518,7 +521,8 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	var moved bool
 	var err error
 	if s.leases != nil && from == "" && !partners.IsWriteCategory(intent.Category) {
-		moved, err = true, s.startOnLease(bg, c.Principal, inv, res)
+		cl.onLease, err = s.startOnLease(bg, c.Principal, inv, res)
+		moved = err == nil
 	} else {
 		moved, err = s.start(bg, inv, from, res, c.Principal.SpendLimitMicro)
 	}
@@ -587,7 +591,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 		inv.Answer = &stored
 		s.outcome(inv, store.InvFailed, answer, refunded)
 		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
-		if err := s.finish(ctx, inv, attempts, nil, detail, detail, cl.settleBy); err != nil {
+		if err := s.finish(ctx, inv, cl, attempts, nil, detail, detail); err != nil {
 			return InvokeOutput{}, err
 		}
 		return out, nil
@@ -610,7 +614,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 		stored := string(raw)
 		inv.Answer, inv.OutputSchemaValid = &stored, out.OutputSchemaValid
 		s.outcome(inv, store.InvSucceeded, answer, out.Charge)
-		return s.finish(ctx, inv, attempts, st, "", detail, cl.settleBy)
+		return s.finish(ctx, inv, cl, attempts, st, "", detail)
 	}
 	err := record(&settlement, fmt.Sprintf("charged %d micro-USD: infrastructure %d, partner fee %d, platform fee %d, gas %d",
 		charge.TotalMicro, charge.ReservedMicro, charge.PartnerFeeMicro, charge.PlatformFeeMicro, charge.GasMicro))
@@ -635,7 +639,7 @@ func (s *Service) fail(ctx context.Context, inv *store.Invocation, cl *call, sta
 	raw, _ := json.Marshal(tools.Body{Error: e})
 	stored := string(raw)
 	inv.Answer = &stored
-	if err := s.finish(ctx, inv, attempts, nil, detail, detail, cl.settleBy); err != nil {
+	if err := s.finish(ctx, inv, cl, attempts, nil, detail, detail); err != nil {
 		return err
 	}
 	return e

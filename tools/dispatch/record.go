@@ -52,26 +52,66 @@ func (s *Service) start(ctx context.Context, inv *store.Invocation, from string,
 	return moved, err
 }
 
+// leased is a call's reservation drawn from its key's budget lease.
+type leased struct {
+	billing.Drawn
+	res             *store.Reservation
+	spendLimitMicro int64
+}
+
 // startOnLease is start for a new call whose reservation is taken from its key's budget
 // lease: nothing waits for the database unless the lease must be renewed. The invocation and
-// its reservation are written by the batch writer, ahead of the call's finish.
-func (s *Service) startOnLease(ctx context.Context, p *tools.Principal, inv *store.Invocation, r *store.Reservation) error {
+// its reservation are written by the batch writer, ahead of the call's finish (which may
+// replace that write with the whole record while it still waits in the queue).
+func (s *Service) startOnLease(ctx context.Context, p *tools.Principal, inv *store.Invocation, r *store.Reservation) (*leased, error) {
 	at := r.CreatedAt
 	inv.State, inv.DispatchedAt = store.InvDispatching, &at
 	row := *inv // as it starts: the caller goes on to write its outcome into inv
-	return s.leases.Reserve(ctx, p, r, func(ctx context.Context, q *store.Q) error {
+	d, err := s.leases.Reserve(ctx, p, r, func(ctx context.Context, q *store.Q) error {
 		started := row // a batch may run a job again
 		if err := q.InsertInvocation(ctx, &started); err != nil {
 			return err
 		}
-		return q.AddEvent(ctx, row.RequestID, store.InvDispatching, "credit reserved from the key's budget lease", at)
+		return q.AddEvent(ctx, row.RequestID, store.InvDispatching, leaseEvent, at)
 	}, func(err error) {
 		if err != nil {
 			// Its finish fails too (nothing to finish): nothing is charged, and the lease's
 			// budget comes back when the lease is returned.
-			s.log.Error("record a dispatched invocation", "request_id", inv.RequestID, "err", err)
+			s.log.Error("record a dispatched invocation", "request_id", row.RequestID, "err", err)
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &leased{Drawn: d, res: r, spendLimitMicro: p.SpendLimitMicro}, nil
+}
+
+const leaseEvent = "credit reserved from the key's budget lease"
+
+// finishOnLeaseIn is the whole record of a call drawn on a lease whose start was never
+// written: the reservation drawn and settled or refunded (billing.ConcludeOnLeaseIn), the
+// invocation inserted in its final state, and the events a start and a finish would write.
+func (s *Service) finishOnLeaseIn(inv *store.Invocation, l *leased, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) func(ctx context.Context, q *store.Q) error {
+	inv.Attempts = len(attempts)
+	row := *inv
+	return func(ctx context.Context, q *store.Q) error {
+		if err := s.billing.ConcludeOnLeaseIn(ctx, q, l.LeaseID, l.res, l.spendLimitMicro, st, refundReason, *row.FinishedAt); err != nil {
+			return err
+		}
+		final := row
+		if err := q.InsertInvocation(ctx, &final); err != nil {
+			return err
+		}
+		if err := q.AddEvent(ctx, row.RequestID, store.InvDispatching, leaseEvent, *row.DispatchedAt); err != nil {
+			return err
+		}
+		for _, a := range attempts {
+			if err := q.AddEvent(ctx, row.RequestID, "attempt", a.Detail, a.At); err != nil {
+				return err
+			}
+		}
+		return q.AddEvent(ctx, row.RequestID, row.State, detail, *row.FinishedAt)
+	}
 }
 
 // settleAhead is how long before its reservation's deadline a finish may still be left to
@@ -84,12 +124,26 @@ const settleAhead = 5 * time.Second
 // transaction. Only one process finishes an invocation: the others get ErrAlreadyFinished and
 // nothing they wrote lands, so a call is never settled twice.
 //
-// With a batch writer and well before by (the reservation's deadline), the transaction is
-// queued and committed with others after the caller has its answer: the reservation already
-// holds the worst case, so no money rule waits on it. A finish that fails there leaves the
-// invocation dispatching, for the sweeper to conclude.
-func (s *Service) finish(ctx context.Context, inv *store.Invocation, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string, by time.Time) error {
+// With a batch writer and well before cl.settleBy (the reservation's deadline), the
+// transaction is queued and committed with others after the caller has its answer: the
+// reservation already holds the worst case, so no money rule waits on it. A finish that fails
+// there leaves the invocation dispatching, for the sweeper to conclude. A call drawn on a
+// lease whose start is still queued has that start replaced by its whole record.
+func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) error {
+	logged := func(err error) {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrAlreadyFinished):
+			s.log.Info("invocation finished by another process first", "request_id", inv.RequestID)
+		default:
+			s.log.Error("record invocation outcome; the sweeper will conclude it", "request_id", inv.RequestID, "err", err)
+		}
+	}
+	if l := cl.onLease; l != nil && l.Job.Replace(s.finishOnLeaseIn(inv, l, attempts, st, refundReason, detail), logged) {
+		return nil // its start was still queued: one write records the whole call
+	}
 	write := s.finishIn(inv, attempts, st, refundReason, detail)
+	by := cl.settleBy
 	if s.batch == nil || by.IsZero() || !s.now().Add(settleAhead).Before(by) {
 		if s.batch != nil && s.batch.Pending(inv.AccountID) {
 			// A start queued by startOnLease must land first.
@@ -99,15 +153,7 @@ func (s *Service) finish(ctx context.Context, inv *store.Invocation, attempts []
 		}
 		return s.store.InTx(ctx, write)
 	}
-	s.batch.Add(inv.AccountID, write, func(err error) {
-		switch {
-		case err == nil:
-		case errors.Is(err, ErrAlreadyFinished):
-			s.log.Info("invocation finished by another process first", "request_id", inv.RequestID)
-		default:
-			s.log.Error("record invocation outcome; the sweeper will conclude it", "request_id", inv.RequestID, "err", err)
-		}
-	})
+	s.batch.Add(inv.AccountID, write, logged)
 	return nil
 }
 

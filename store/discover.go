@@ -59,19 +59,25 @@ func (s *Store) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, 
 		for i, w := range q.Words {
 			terms[i] = `"` + w + `"`
 		}
-		// bm25 is negative, lower is better; the column weights mirror PostgreSQL's A/B/C.
+		// bm25 is negative, lower is better; the column weights mirror PostgreSQL's A/B/C. Each
+		// match joins intent_search (narrow, integer key), not partner_intents: see migration
+		// discover_speed. Its columns carry the names ranking reads from pi on PostgreSQL.
 		query = s.db.NewSelect().TableExpr("intent_fts AS f").
-			Join("JOIN partner_intents AS pi ON pi.id = f.intent_id").
-			ColumnExpr("pi.id").
-			ColumnExpr("-bm25(intent_fts, 0.0, 10.0, 10.0, 4.0, 4.0, 2.0) * "+verificationBoost+" AS rel").
+			Join("JOIN intent_search AS pi ON pi.doc = f.rowid").
+			ColumnExpr("pi.intent_id AS id").
+			ColumnExpr("-bm25(intent_fts, 10.0, 10.0, 4.0, 4.0, 2.0) * "+verificationBoost+" AS rel").
 			Where("intent_fts MATCH ?", strings.Join(terms, " OR "))
+	}
+	handle := "pi.public_identifier"
+	if !s.postgres {
+		handle = "pi.handle"
 	}
 	query = query.Where("pi.archived_at IS NULL").
 		Where("(pi.is_active = ? OR pi.owner_id = ?)", true, q.AccountID)
 	if q.Category != "" {
 		query = query.Where("pi.category = ?", q.Category)
 	}
-	if err := query.OrderExpr("rel DESC, pi.public_identifier ASC").Limit(int64(q.Limit)).Scan(ctx, &rows); err != nil {
+	if err := query.OrderExpr("rel DESC, "+handle+" ASC").Limit(int64(q.Limit)).Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("search intents: %w", normalize(err))
 	}
 	if len(rows) == 0 {

@@ -72,6 +72,11 @@ func (s *Store) NewBatcher(max int, log *slog.Logger) *Batcher {
 // write it is (an account), for Wait.
 func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
 	b.mu.Lock()
+	if len(b.queue) >= maxQueued && !b.stopped {
+		b.mu.Unlock()
+		b.backOff()
+		b.mu.Lock()
+	}
 	b.added++
 	j := &batchJob{seq: b.added, key: key, fn: fn, done: done}
 	b.lastOf[key] = j.seq
@@ -93,6 +98,33 @@ func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done
 	default:
 	}
 	return &Job{b: b, j: j}
+}
+
+// maxQueued is how many jobs may wait before Add holds its caller back (at most backOffFor):
+// callers then go at the pace the database commits, instead of queueing without bound.
+const (
+	maxQueued  = 4096
+	backOffFor = time.Second
+)
+
+// backOff waits until the queue is below maxQueued, or backOffFor has passed (the database
+// is away: memory grows, but no caller hangs).
+func (b *Batcher) backOff() {
+	timeout := time.NewTimer(backOffFor)
+	defer timeout.Stop()
+	for {
+		b.mu.Lock()
+		full, ch := len(b.queue) >= maxQueued && !b.stopped, b.flushed
+		b.mu.Unlock()
+		if !full {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout.C:
+			return
+		}
+	}
 }
 
 // Pending reports whether key has jobs queued or committing ("": any key).

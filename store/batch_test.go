@@ -78,3 +78,32 @@ func TestBatcherCommitsJobsTogetherAndFailuresAlone(t *testing.T) {
 		}
 	})
 }
+
+// A full queue holds the adding caller back until the batch writer catches up, so callers go
+// at the database's pace instead of queueing without bound.
+func TestBatcherHoldsCallersBackWhenFull(t *testing.T) {
+	st := storetest.Open(t, "sqlite")
+	b := st.NewBatcher(256, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var ran sync.WaitGroup
+	noop := func(context.Context, *store.Q) error { return nil }
+	for range 4096 {
+		ran.Add(1)
+		b.Add("k", noop, func(error) { ran.Done() })
+	}
+	added := make(chan struct{})
+	go func() {
+		ran.Add(1)
+		b.Add("k", noop, func(error) { ran.Done() })
+		close(added)
+	}()
+	select {
+	case <-added:
+		t.Fatal("a job was queued beyond the bound while nothing committed")
+	case <-time.After(100 * time.Millisecond):
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go b.Run(ctx)
+	<-added
+	ran.Wait()
+}

@@ -286,6 +286,25 @@ func (q *Q) DrawReservation(ctx context.Context, requestID string, worst int64) 
 		Where("request_id = ? AND state = ? AND worst_micro >= ?", requestID, ReservationOpen, worst))
 }
 
+// OpenReservations reports which of ids are open reservations, as committed: a plain read
+// that waits for no row lock.
+func (q *Q) OpenReservations(ctx context.Context, ids []string) (map[string]bool, error) {
+	tx, err := q.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var open []string
+	if err := tx.NewSelect().Model((*Reservation)(nil)).Column("request_id").
+		Where("request_id IN (?) AND state = ?", bun.In(ids), ReservationOpen).Scan(ctx, &open); err != nil {
+		return nil, normalize(err)
+	}
+	out := make(map[string]bool, len(open))
+	for _, id := range open {
+		out[id] = true
+	}
+	return out, nil
+}
+
 // affectsOne runs a conditional write now and reports whether it changed one row.
 func (q *Q) affectsOne(ctx context.Context, query statement) (bool, error) {
 	res, err := q.execNow(ctx, query)

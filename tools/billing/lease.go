@@ -3,6 +3,8 @@ package billing
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +64,9 @@ type lease struct {
 	left    int64      // worst case micro-USD this replica may still draw
 	renewBy time.Time
 	closed  bool // returned: callers take a new lease
+	// returning are this lease's predecessors, returned through the batch writer and perhaps
+	// not yet committed, with what they held undrawn: never to be drawn again.
+	returning map[string]int64
 }
 
 // NewLeases builds the lease holder of this replica; reservations drawn on leases are
@@ -129,32 +134,27 @@ func (ls *Leases) take(ctx context.Context, l *lease, p *tools.Principal, worst 
 	return nil
 }
 
-// renewWait bounds how long a renewal waits for the previous lease's return to commit.
-const renewWait = 2 * time.Second
-
-// renew replaces l's lease (locked) with a new one. The old lease is returned first, through
-// the batch writer after the draws queued on it, and the renewal waits for that (at most
-// renewWait: with the database away, what it held still counts, which is conservative), so
-// the new lease is checked against holds that no longer count the old one's unused part: a
-// key near its limit is refused only when the call itself does not fit.
+// renew replaces l's lease (locked) with a new one. The old lease is returned through the
+// batch writer, after the draws queued on it; until that commits, what it still holds counts
+// in the database, and the new lease's check leaves out exactly what this replica will never
+// draw from the leases it returned (their undrawn parts), so that a key near its limit is
+// refused only when the call itself does not fit. Whether a return has committed is read
+// under the balance row's lock, which the return needs too: it is either visible or not yet
+// begun.
 //
-// A renewal never touches a lease row that draws may be writing: a batch transaction holds a
+// A renewal never locks a lease row that draws may be writing: a batch transaction holds a
 // lease row and then takes the balance row, and a renewal holding the balance row while
 // waiting for the lease row would deadlock with it.
 func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst int64, now time.Time) error {
 	if l.id != "" {
 		ls.giveBack(l)
-		wait, cancel := context.WithTimeout(ctx, renewWait)
-		err := ls.batch.Wait(wait, l.accountID)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			ls.svc.log.WarnContext(ctx, "a returned budget lease is not committed yet; the new one is checked with it still held", "err", err)
-		}
 	}
+	var closed []string // returns seen committed: forgotten once this renewal commits
 	now = now.UTC()
 	r := &store.Reservation{RequestID: "lease:" + uuid.NewString(), AccountID: p.AccountID, KeyID: p.KeyID,
 		ExpiresAt: now.Add(ls.cfg.TTL), CreatedAt: now}
 	err := ls.svc.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		closed = closed[:0]
 		ca, err := q.LockCredit(ctx, p.AccountID, now)
 		if err != nil {
 			return err
@@ -162,6 +162,21 @@ func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst
 		ks, err := q.LockKeySpend(ctx, p.KeyID)
 		if err != nil {
 			return err
+		}
+		if len(l.returning) > 0 {
+			open, err := q.OpenReservations(ctx, slices.Collect(maps.Keys(l.returning)))
+			if err != nil {
+				return err
+			}
+			c, k := *ca, *ks
+			for id, undrawn := range l.returning {
+				if open[id] {
+					c.HeldMicro, k.HeldMicro = c.HeldMicro-undrawn, k.HeldMicro-undrawn
+				} else {
+					closed = append(closed, id)
+				}
+			}
+			ca, ks = &c, &k
 		}
 		r.WorstMicro = ls.size(ca, ks, worst, p.SpendLimitMicro)
 		if err := fits(ca, ks, r.WorstMicro, p.SpendLimitMicro); err != nil {
@@ -177,6 +192,9 @@ func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst
 	})
 	if err != nil {
 		return err
+	}
+	for _, id := range closed {
+		delete(l.returning, id)
 	}
 	l.id, l.left, l.renewBy = r.RequestID, r.WorstMicro, now.Add(ls.cfg.Renew)
 	return nil
@@ -194,6 +212,10 @@ func (ls *Leases) size(ca *store.CreditAccount, ks *store.KeySpend, worst, limit
 // batch writer refunds what the lease row still holds then, exactly what no call took.
 func (ls *Leases) giveBack(l *lease) {
 	id := l.id
+	if l.returning == nil {
+		l.returning = map[string]int64{}
+	}
+	l.returning[id] = l.left
 	l.id, l.left = "", 0
 	ls.batch.Add(l.accountID, func(ctx context.Context, q *store.Q) error {
 		_, err := ls.svc.RefundIn(ctx, q, id, "budget lease returned", ls.svc.now().UTC())

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
 // MaxBody bounds every request body, REST and MCP.
@@ -280,32 +281,27 @@ func x402Args(r *http.Request, args json.RawMessage) (json.RawMessage, *tools.Er
 	return out, nil
 }
 
+// x402Payment is an answer that may carry an on-chain payment (dispatch.InvokeOutput).
+type x402Payment interface {
+	X402Payment() (p *payments.Receipt)
+}
+
 // x402Response sets PAYMENT-RESPONSE (base64 SettlementResponse) on an answer that carries an
-// on-chain payment.
+// on-chain payment; other answers are left alone, without being encoded an extra time.
 func x402Response(w http.ResponseWriter, out any) {
-	raw, err := json.Marshal(out)
-	if err != nil {
+	c, ok := out.(x402Payment)
+	if !ok {
 		return
 	}
-	var o struct {
-		Success bool `json:"success"`
-		Payment *struct {
-			State    string `json:"state"`
-			Network  string `json:"network"`
-			Payer    string `json:"payer"`
-			PayTx    string `json:"payTx"`
-			SettleTx string `json:"settleTx"`
-			RefundTx string `json:"refundTx"`
-		} `json:"payment"`
-	}
-	if json.Unmarshal(raw, &o) != nil || o.Payment == nil {
+	p := c.X402Payment()
+	if p == nil {
 		return
 	}
-	tx := o.Payment.SettleTx
+	tx := p.SettleTx
 	if tx == "" {
-		tx = o.Payment.PayTx
+		tx = p.PayTx
 	}
-	sr, _ := json.Marshal(map[string]any{"success": o.Payment.State == "settled", "transaction": tx, "network": o.Payment.Network,
-		"payer": o.Payment.Payer, "state": o.Payment.State, "refundTransaction": o.Payment.RefundTx})
+	sr, _ := json.Marshal(map[string]any{"success": p.State == "settled", "transaction": tx, "network": p.Network,
+		"payer": p.Payer, "state": p.State, "refundTransaction": p.RefundTx})
 	w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(sr))
 }

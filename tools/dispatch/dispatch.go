@@ -127,6 +127,9 @@ type InvokeOutput struct {
 	Attempts          int                    `json:"attempts"`
 }
 
+// X402Payment is the call's on-chain payment, for the REST adapter's PAYMENT-RESPONSE header.
+func (o InvokeOutput) X402Payment() *payments.Receipt { return o.Payment }
+
 // PartnerError is a partner's failure answer, relayed to the caller as the partner's words.
 type PartnerError struct {
 	Code    string `json:"code" jsonschema_description:"the partner's short code, e.g. BAD_INPUT"`

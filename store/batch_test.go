@@ -91,8 +91,8 @@ func TestBatcherHoldsCallersBackWhenFull(t *testing.T) {
 		b.Add("k", noop, func(error) { ran.Done() })
 	}
 	added := make(chan struct{})
+	ran.Add(1)
 	go func() {
-		ran.Add(1)
 		b.Add("k", noop, func(error) { ran.Done() })
 		close(added)
 	}()

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -74,6 +76,27 @@ func (q *Q) AddEvent(ctx context.Context, requestID, state, detail string, at ti
 	return q.write(ctx, q.tx.NewRaw(`INSERT INTO invocation_events (id, request_id, seq, state, detail, at)
 		SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM invocation_events WHERE request_id = ?`,
 		uuid.NewString(), requestID, state, detail, at, requestID))
+}
+
+// Event is one step of an invocation's history.
+type Event struct {
+	State, Detail string
+	At            time.Time
+}
+
+// AddFirstEvents writes the history of an invocation inserted in this transaction, which has
+// none yet, in one statement.
+func (q *Q) AddFirstEvents(ctx context.Context, requestID string, events ...Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	values := make([]string, len(events))
+	args := make([]any, 0, 5*len(events))
+	for i, e := range events {
+		values[i] = fmt.Sprintf("(?, ?, %d, ?, ?, ?)", i+1)
+		args = append(args, uuid.NewString(), requestID, e.State, e.Detail, e.At)
+	}
+	return q.write(ctx, q.tx.NewRaw("INSERT INTO invocation_events (id, request_id, seq, state, detail, at) VALUES "+strings.Join(values, ", "), args...))
 }
 
 // InsertInvocation writes a new invocation row.

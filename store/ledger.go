@@ -190,25 +190,43 @@ func (q *Q) forUpdate(sq *bun.SelectQuery) *bun.SelectQuery {
 
 // Post writes one balanced ledger transaction: its legs sum to zero or nothing is written.
 func (q *Q) Post(ctx context.Context, requestID, memo string, now time.Time, legs ...Posting) error {
-	var sum int64
-	for _, l := range legs {
-		sum += l.Micro
-	}
-	if sum != 0 {
-		return fmt.Errorf("unbalanced ledger transaction: legs sum to %d", sum)
-	}
-	txn := uuid.NewString()
+	return q.PostAll(ctx, requestID, now, Txn{Memo: memo, Legs: legs})
+}
+
+// Txn is one balanced ledger transaction of PostAll.
+type Txn struct {
+	Memo string
+	At   time.Time // zero: PostAll's now
+	Legs []Posting
+}
+
+// PostAll writes balanced ledger transactions of one request in one statement: each sums to
+// zero or nothing is written.
+func (q *Q) PostAll(ctx context.Context, requestID string, now time.Time, txns ...Txn) error {
 	var rid *string
 	if requestID != "" {
 		rid = &requestID
 	}
-	rows := make([]LedgerEntry, 0, len(legs))
-	for _, l := range legs {
-		if l.Micro == 0 {
-			continue
+	var rows []LedgerEntry
+	for _, t := range txns {
+		var sum int64
+		for _, l := range t.Legs {
+			sum += l.Micro
 		}
-		rows = append(rows, LedgerEntry{ID: uuid.NewString(), TxnID: txn, RequestID: rid, Book: l.Book,
-			AmountMicro: l.Micro, Kind: l.Kind, Memo: memo, CreatedAt: now})
+		if sum != 0 {
+			return fmt.Errorf("unbalanced ledger transaction: legs sum to %d", sum)
+		}
+		txn, at := uuid.NewString(), now
+		if !t.At.IsZero() {
+			at = t.At
+		}
+		for _, l := range t.Legs {
+			if l.Micro == 0 {
+				continue
+			}
+			rows = append(rows, LedgerEntry{ID: uuid.NewString(), TxnID: txn, RequestID: rid, Book: l.Book,
+				AmountMicro: l.Micro, Kind: l.Kind, Memo: t.Memo, CreatedAt: at})
+		}
 	}
 	if len(rows) == 0 {
 		return nil
@@ -275,6 +293,13 @@ func (q *Q) AdjustKeySpend(ctx context.Context, keyID string, spent, held int64)
 func (q *Q) InsertReservation(ctx context.Context, r *Reservation) error {
 	r.State = ReservationOpen
 	return q.write(ctx, q.tx.NewInsert().Model(r).Returning("NULL"))
+}
+
+// InsertClosedReservation writes a reservation opened and closed in this transaction.
+func (q *Q) InsertClosedReservation(ctx context.Context, r *Reservation, state string, now time.Time) error {
+	closed := *r
+	closed.State, closed.ClosedAt = state, &now
+	return q.write(ctx, q.tx.NewInsert().Model(&closed).Returning("NULL"))
 }
 
 // DrawReservation moves worst micro-USD of holding out of an open reservation (a budget

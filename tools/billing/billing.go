@@ -285,15 +285,95 @@ func (s *Service) ReserveIn(ctx context.Context, q *store.Q, r *store.Reservatio
 	if err := q.InsertReservation(ctx, r); err != nil {
 		return err
 	}
-	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: -r.ReservedMicro, Reserved: r.ReservedMicro, Held: r.WorstMicro - r.ReservedMicro}, r.CreatedAt); err != nil {
+	return apply(ctx, q, r, r.CreatedAt, reserveMove(r))
+}
+
+// A move is one step of a reservation's money: what it does to the account's balance row and
+// the key's spend row, and its balanced ledger transaction. Every path that moves credit
+// applies these, alone or several in one write (apply), so each rule has one home.
+type move struct {
+	credit      store.CreditDelta
+	spent, held int64 // the key's spend row
+	txn         store.Txn
+}
+
+// reserveMove opens r: its reserved part moves from available to reserved, the rest of its
+// worst case is held, and the key holds all of it.
+func reserveMove(r *store.Reservation) move {
+	return move{
+		credit: store.CreditDelta{Available: -r.ReservedMicro, Reserved: r.ReservedMicro, Held: r.WorstMicro - r.ReservedMicro},
+		held:   r.WorstMicro,
+		txn: store.Txn{At: r.CreatedAt, Legs: []store.Posting{
+			{Book: store.UserAvailable(r.AccountID), Micro: -r.ReservedMicro, Kind: "reserve"},
+			{Book: store.UserReserved(r.AccountID), Micro: r.ReservedMicro, Kind: "reserve"}}},
+	}
+}
+
+// drawMove opens r on a budget lease's hold: as reserveMove, less what the lease held.
+func drawMove(r *store.Reservation) move {
+	m := reserveMove(r)
+	m.credit.Held -= r.WorstMicro
+	m.held = 0
+	return m
+}
+
+// settleMove charges a successful call: the reservation is consumed as infrastructure, and
+// the partner fee, platform fee and gas are charged from available credit.
+func settleMove(r *store.Reservation, st Settlement) (move, error) {
+	charged := st.PartnerFeeMicro + st.PlatformFeeMicro + st.GasMicro
+	if charged > r.WorstMicro-r.ReservedMicro {
+		return move{}, fmt.Errorf("charges %d exceed the worst case %d held for %s", charged, r.WorstMicro-r.ReservedMicro, r.RequestID)
+	}
+	if st.PartnerFeeMicro > 0 && st.PartnerBook == "" {
+		return move{}, fmt.Errorf("partner fee without a payout book for %s", r.RequestID)
+	}
+	avail := store.UserAvailable(r.AccountID)
+	return move{
+		credit: store.CreditDelta{Available: -charged, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)},
+		spent:  r.ReservedMicro + charged, held: -r.WorstMicro,
+		txn: store.Txn{Memo: "settlement", Legs: []store.Posting{
+			{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "consume"},
+			{Book: BookPlatformInfra, Micro: r.ReservedMicro, Kind: "consume"},
+			{Book: avail, Micro: -st.PartnerFeeMicro, Kind: "partner_fee"},
+			{Book: st.PartnerBook, Micro: st.PartnerFeeMicro, Kind: "partner_fee"},
+			{Book: avail, Micro: -st.PlatformFeeMicro, Kind: "platform_fee"},
+			{Book: BookPlatformFees, Micro: st.PlatformFeeMicro, Kind: "platform_fee"},
+			{Book: avail, Micro: -st.GasMicro, Kind: "gas"},
+			{Book: BookGas, Micro: st.GasMicro, Kind: "gas"}}},
+	}, nil
+}
+
+// refundMove returns r: its reserved part back to available, its hold released.
+func refundMove(r *store.Reservation, reason string) move {
+	return move{
+		credit: store.CreditDelta{Available: r.ReservedMicro, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)},
+		held:   -r.WorstMicro,
+		txn: store.Txn{Memo: reason, Legs: []store.Posting{
+			{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "refund"},
+			{Book: store.UserAvailable(r.AccountID), Micro: r.ReservedMicro, Kind: "refund"}}},
+	}
+}
+
+// apply writes moves of r inside q's transaction: one update of the balance row, one of the
+// key's row (when it changes) and one insert of their ledger transactions.
+func apply(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time, moves ...move) error {
+	var d store.CreditDelta
+	var spent, held int64
+	txns := make([]store.Txn, len(moves))
+	for i, m := range moves {
+		d.Available, d.Reserved, d.Held = d.Available+m.credit.Available, d.Reserved+m.credit.Reserved, d.Held+m.credit.Held
+		spent, held = spent+m.spent, held+m.held
+		txns[i] = m.txn
+	}
+	if err := q.AdjustCredit(ctx, r.AccountID, d, now); err != nil {
 		return err
 	}
-	if err := q.AdjustKeySpend(ctx, r.KeyID, 0, r.WorstMicro); err != nil {
-		return err
+	if spent != 0 || held != 0 {
+		if err := q.AdjustKeySpend(ctx, r.KeyID, spent, held); err != nil {
+			return err
+		}
 	}
-	return q.Post(ctx, r.RequestID, "", r.CreatedAt,
-		store.Posting{Book: store.UserAvailable(r.AccountID), Micro: -r.ReservedMicro, Kind: "reserve"},
-		store.Posting{Book: store.UserReserved(r.AccountID), Micro: r.ReservedMicro, Kind: "reserve"})
+	return q.PostAll(ctx, r.RequestID, now, txns...)
 }
 
 // Reserve writes a reservation in its own transaction (the dispatcher writes it with the
@@ -330,30 +410,11 @@ func (s *Service) SettleIn(ctx context.Context, q *store.Q, requestID string, st
 
 // settleReleased is SettleIn's money, for a reservation r closed in q's transaction.
 func (s *Service) settleReleased(ctx context.Context, q *store.Q, r *store.Reservation, st Settlement, now time.Time) error {
-	requestID := r.RequestID
-	charged := st.PartnerFeeMicro + st.PlatformFeeMicro + st.GasMicro
-	if charged > r.WorstMicro-r.ReservedMicro {
-		return fmt.Errorf("charges %d exceed the worst case %d held for %s", charged, r.WorstMicro-r.ReservedMicro, requestID)
-	}
-	if st.PartnerFeeMicro > 0 && st.PartnerBook == "" {
-		return fmt.Errorf("partner fee without a payout book for %s", requestID)
-	}
-	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: -charged, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)}, now); err != nil {
+	m, err := settleMove(r, st)
+	if err != nil {
 		return err
 	}
-	if err := q.AdjustKeySpend(ctx, r.KeyID, r.ReservedMicro+charged, -r.WorstMicro); err != nil {
-		return err
-	}
-	avail := store.UserAvailable(r.AccountID)
-	return q.Post(ctx, requestID, "settlement", now,
-		store.Posting{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "consume"},
-		store.Posting{Book: BookPlatformInfra, Micro: r.ReservedMicro, Kind: "consume"},
-		store.Posting{Book: avail, Micro: -st.PartnerFeeMicro, Kind: "partner_fee"},
-		store.Posting{Book: st.PartnerBook, Micro: st.PartnerFeeMicro, Kind: "partner_fee"},
-		store.Posting{Book: avail, Micro: -st.PlatformFeeMicro, Kind: "platform_fee"},
-		store.Posting{Book: BookPlatformFees, Micro: st.PlatformFeeMicro, Kind: "platform_fee"},
-		store.Posting{Book: avail, Micro: -st.GasMicro, Kind: "gas"},
-		store.Posting{Book: BookGas, Micro: st.GasMicro, Kind: "gas"})
+	return apply(ctx, q, r, now, m)
 }
 
 // RefundIn returns a call's reservation to available credit inside q's transaction. It
@@ -368,16 +429,7 @@ func (s *Service) RefundIn(ctx context.Context, q *store.Q, requestID, reason st
 
 // refundReleased is RefundIn's money, for a reservation r closed in q's transaction.
 func (s *Service) refundReleased(ctx context.Context, q *store.Q, r *store.Reservation, reason string, now time.Time) error {
-	requestID := r.RequestID
-	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: r.ReservedMicro, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)}, now); err != nil {
-		return err
-	}
-	if err := q.AdjustKeySpend(ctx, r.KeyID, 0, -r.WorstMicro); err != nil {
-		return err
-	}
-	return q.Post(ctx, requestID, reason, now,
-		store.Posting{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "refund"},
-		store.Posting{Book: store.UserAvailable(r.AccountID), Micro: r.ReservedMicro, Kind: "refund"})
+	return apply(ctx, q, r, now, refundMove(r, reason))
 }
 
 // Refund refunds a reservation in its own transaction.

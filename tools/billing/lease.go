@@ -233,47 +233,54 @@ func (ls *Leases) giveBack(l *lease) {
 // it. When the lease is gone (the sweeper refunded it while this replica had lost its
 // database), r is reserved on its own, checked as ReserveIn checks it.
 func (s *Service) reserveFromLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64) error {
-	ok, err := q.DrawReservation(ctx, leaseID, r.WorstMicro)
-	if err != nil {
+	drawn, err := s.drawIn(ctx, q, leaseID, r, spendLimitMicro)
+	if err != nil || !drawn {
 		return err
-	}
-	if !ok {
-		s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
-		return s.ReserveIn(ctx, q, r, spendLimitMicro)
 	}
 	if err := q.InsertReservation(ctx, r); err != nil {
 		return err
 	}
-	// The lease held worst; the call holds worst - reserved and has reserved moved out of
-	// available: the account's free credit is unchanged.
-	if err := q.AdjustCredit(ctx, r.AccountID, store.CreditDelta{Available: -r.ReservedMicro, Reserved: r.ReservedMicro, Held: -r.ReservedMicro}, r.CreatedAt); err != nil {
-		return err
+	return apply(ctx, q, r, r.CreatedAt, drawMove(r))
+}
+
+// drawIn draws r's worst case from the lease row; when the lease is gone it reserves r on its
+// own (ReserveIn) and reports false.
+func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64) (bool, error) {
+	ok, err := q.DrawReservation(ctx, leaseID, r.WorstMicro)
+	if err != nil || ok {
+		return ok, err
 	}
-	return q.Post(ctx, r.RequestID, "", r.CreatedAt,
-		store.Posting{Book: store.UserAvailable(r.AccountID), Micro: -r.ReservedMicro, Kind: "reserve"},
-		store.Posting{Book: store.UserReserved(r.AccountID), Micro: r.ReservedMicro, Kind: "reserve"})
+	s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
+	return false, s.ReserveIn(ctx, q, r, spendLimitMicro)
 }
 
 // ConcludeOnLeaseIn writes inside q's transaction all the money of a call whose reservation
 // was drawn from the lease leaseID and never written (its queued write was replaced): the
-// reservation drawn as reserveFromLeaseIn draws it, then settled (st non-nil) or refunded
-// as SettleIn or RefundIn would: the same rows and ledger entries as a start and a finish,
-// in fewer round trips.
+// draw, the reservation and its settlement (st non-nil) or refund, with the same rows and
+// ledger transactions as a start and a finish, in one update of each balance row.
 func (s *Service) ConcludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64, st *Settlement, refundReason string, now time.Time) error {
-	if err := s.reserveFromLeaseIn(ctx, q, leaseID, r, spendLimitMicro); err != nil {
-		return err
-	}
-	open := *r
-	if st == nil {
-		if err := q.CloseReservation(ctx, r.RequestID, store.ReservationRefunded, now); err != nil {
+	end, state := refundMove(r, refundReason), store.ReservationRefunded
+	if st != nil {
+		m, err := settleMove(r, *st)
+		if err != nil {
 			return err
 		}
-		return s.refundReleased(ctx, q, &open, refundReason, now)
+		end, state = m, store.ReservationSettled
 	}
-	if err := q.CloseReservation(ctx, r.RequestID, store.ReservationSettled, now); err != nil {
+	drawn, err := s.drawIn(ctx, q, leaseID, r, spendLimitMicro)
+	if err != nil {
 		return err
 	}
-	return s.settleReleased(ctx, q, &open, *st, now)
+	if !drawn { // reserved on its own: closed as a finish closes it
+		if err := q.CloseReservation(ctx, r.RequestID, state, now); err != nil {
+			return err
+		}
+		return apply(ctx, q, r, now, end)
+	}
+	if err := q.InsertClosedReservation(ctx, r, state, now); err != nil {
+		return err
+	}
+	return apply(ctx, q, r, now, drawMove(r), end)
 }
 
 // ReturnIdle returns the leases unused for the configured idle time.

@@ -102,15 +102,11 @@ func (s *Service) finishOnLeaseIn(inv *store.Invocation, l *leased, attempts []s
 		if err := q.InsertInvocation(ctx, &final); err != nil {
 			return err
 		}
-		if err := q.AddEvent(ctx, row.RequestID, store.InvDispatching, leaseEvent, *row.DispatchedAt); err != nil {
-			return err
-		}
+		events := []store.Event{{State: store.InvDispatching, Detail: leaseEvent, At: *row.DispatchedAt}}
 		for _, a := range attempts {
-			if err := q.AddEvent(ctx, row.RequestID, "attempt", a.Detail, a.At); err != nil {
-				return err
-			}
+			events = append(events, store.Event{State: "attempt", Detail: a.Detail, At: a.At})
 		}
-		return q.AddEvent(ctx, row.RequestID, row.State, detail, *row.FinishedAt)
+		return q.AddFirstEvents(ctx, row.RequestID, append(events, store.Event{State: row.State, Detail: detail, At: *row.FinishedAt})...)
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -12,15 +13,15 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Batcher commits writes from many goroutines together (group commit): whatever arrives while
+// A lane commits writes from many goroutines together (group commit): whatever arrives while
 // one batch commits goes into the next, in one transaction with one commit, so a burst of N
 // writes costs one durable commit instead of N. Each job runs under a savepoint of its own: a
 // job that fails rolls back alone and the batch commits the rest. Jobs must be safe to run
 // again (a batch is retried whole when the database is unavailable or its commit fails).
 //
-// Jobs commit in the order they were added, so Wait and Idle can tell a reader when what was
-// queued before it has landed.
-type Batcher struct {
+// A lane's jobs commit in the order they were added, so Wait and Idle can tell a reader when
+// what was queued before it has landed.
+type lane struct {
 	store *Store
 	max   int
 	log   *slog.Logger
@@ -45,7 +46,7 @@ type batchJob struct {
 
 // Job is a queued job, which its owner may replace while no batch has taken it.
 type Job struct {
-	b *Batcher
+	b *lane
 	j *batchJob
 }
 
@@ -61,16 +62,81 @@ func (j *Job) Replace(fn func(ctx context.Context, q *Q) error, done func(error)
 	return true
 }
 
-// NewBatcher returns a batcher that commits up to max jobs per transaction; Run it.
+// Batcher is a set of lanes, each a batch writer of its own over its own connection; a key's
+// jobs always go to the same lane, so they commit in order, and lanes hold disjoint keys'
+// rows (each key is an account), so their batches never wait for each other. PostgreSQL gets
+// several lanes (round trips overlap), SQLite one (it has one writer).
+type Batcher struct {
+	lanes []*lane
+}
+
+// NewBatcher returns a batcher that commits up to max jobs per transaction in each lane; Run it.
 func (s *Store) NewBatcher(max int, log *slog.Logger) *Batcher {
-	return &Batcher{store: s, max: max, log: log, wake: make(chan struct{}, 1),
-		lastOf: map[string]uint64{}, flushed: make(chan struct{})}
+	n := 1
+	if s.postgres {
+		n = batchLanes
+	}
+	b := &Batcher{}
+	for range n {
+		b.lanes = append(b.lanes, &lane{store: s, max: max, log: log, wake: make(chan struct{}, 1),
+			lastOf: map[string]uint64{}, flushed: make(chan struct{})})
+	}
+	return b
+}
+
+// batchLanes is how many lanes a batcher has on PostgreSQL.
+const batchLanes = 4
+
+func (b *Batcher) lane(key string) *lane {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return b.lanes[h.Sum32()%uint32(len(b.lanes))]
+}
+
+// Add queues fn for key's lane (see lane.Add).
+func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
+	return b.lane(key).Add(key, fn, done)
+}
+
+// Pending reports whether key has jobs queued or committing ("": any key).
+func (b *Batcher) Pending(key string) bool {
+	if key != "" {
+		return b.lane(key).Pending(key)
+	}
+	for _, l := range b.lanes {
+		if l.Pending("") {
+			return true
+		}
+	}
+	return false
+}
+
+// Wait returns when every job of key queued before the call has committed (or ctx ended).
+func (b *Batcher) Wait(ctx context.Context, key string) error { return b.lane(key).Wait(ctx, key) }
+
+// Idle returns when every job queued before the call has committed (or ctx ended).
+func (b *Batcher) Idle(ctx context.Context) error {
+	for _, l := range b.lanes {
+		if err := l.Idle(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run commits batches in every lane until ctx ends, then commits what is still queued.
+func (b *Batcher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, l := range b.lanes {
+		wg.Go(func() { l.Run(ctx) })
+	}
+	wg.Wait()
 }
 
 // Add queues fn for the next batch; done (may be nil) gets fn's error once its batch has
 // committed, or the error that kept the batch from committing at shutdown. key names whose
 // write it is (an account), for Wait.
-func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
+func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
 	b.mu.Lock()
 	if len(b.queue) >= maxQueued && !b.stopped {
 		b.mu.Unlock()
@@ -109,7 +175,7 @@ const (
 
 // backOff waits until the queue is below maxQueued, or backOffFor has passed (the database
 // is away: memory grows, but no caller hangs).
-func (b *Batcher) backOff() {
+func (b *lane) backOff() {
 	timeout := time.NewTimer(backOffFor)
 	defer timeout.Stop()
 	for {
@@ -128,7 +194,7 @@ func (b *Batcher) backOff() {
 }
 
 // Pending reports whether key has jobs queued or committing ("": any key).
-func (b *Batcher) Pending(key string) bool {
+func (b *lane) Pending(key string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if key == "" {
@@ -138,7 +204,7 @@ func (b *Batcher) Pending(key string) bool {
 }
 
 // Wait returns when every job of key queued before the call has committed (or ctx ended).
-func (b *Batcher) Wait(ctx context.Context, key string) error {
+func (b *lane) Wait(ctx context.Context, key string) error {
 	b.mu.Lock()
 	target := b.lastOf[key]
 	b.mu.Unlock()
@@ -146,14 +212,14 @@ func (b *Batcher) Wait(ctx context.Context, key string) error {
 }
 
 // Idle returns when every job queued before the call has committed (or ctx ended).
-func (b *Batcher) Idle(ctx context.Context) error {
+func (b *lane) Idle(ctx context.Context) error {
 	b.mu.Lock()
 	target := b.added
 	b.mu.Unlock()
 	return b.waitFor(ctx, target)
 }
 
-func (b *Batcher) waitFor(ctx context.Context, seq uint64) error {
+func (b *lane) waitFor(ctx context.Context, seq uint64) error {
 	for {
 		b.mu.Lock()
 		done, ch := b.committed >= seq, b.flushed
@@ -170,7 +236,7 @@ func (b *Batcher) waitFor(ctx context.Context, seq uint64) error {
 }
 
 // Run commits batches until ctx ends, then commits what is still queued.
-func (b *Batcher) Run(ctx context.Context) {
+func (b *lane) Run(ctx context.Context) {
 	for {
 		batch := b.take()
 		if len(batch) > 0 {
@@ -187,7 +253,7 @@ func (b *Batcher) Run(ctx context.Context) {
 }
 
 // take removes up to max queued jobs, oldest first.
-func (b *Batcher) take() []*batchJob {
+func (b *lane) take() []*batchJob {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := min(len(b.queue), b.max)
@@ -200,7 +266,7 @@ func (b *Batcher) take() []*batchJob {
 }
 
 // drain commits what was queued before shutdown, giving the database a few seconds.
-func (b *Batcher) drain() {
+func (b *lane) drain() {
 	b.mu.Lock()
 	b.stopped = true
 	b.mu.Unlock()
@@ -213,7 +279,7 @@ func (b *Batcher) drain() {
 
 // commit writes one batch, retrying while the database is unavailable (until ctx ends): a
 // job's outcome is final only once its batch committed.
-func (b *Batcher) commit(ctx context.Context, batch []*batchJob) {
+func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 	// One order of locks for every batch on every replica: batches cannot deadlock each other.
 	ordered := slices.Clone(batch)
 	slices.SortStableFunc(ordered, func(x, y *batchJob) int { return strings.Compare(x.key, y.key) })
@@ -263,7 +329,7 @@ func (b *Batcher) commit(ctx context.Context, batch []*batchJob) {
 
 // commitAlone commits one job in a transaction of its own (retried while the database is
 // unavailable), reporting its outcome.
-func (b *Batcher) commitAlone(ctx context.Context, j *batchJob) {
+func (b *lane) commitAlone(ctx context.Context, j *batchJob) {
 	var jobErr error
 	err := b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var dbErr error
@@ -279,7 +345,7 @@ func (b *Batcher) commitAlone(ctx context.Context, j *batchJob) {
 }
 
 // flushedUpTo records that batch (a run of consecutive jobs) is done and wakes the waiters.
-func (b *Batcher) flushedUpTo(batch []*batchJob) {
+func (b *lane) flushedUpTo(batch []*batchJob) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.committed = max(b.committed, batch[len(batch)-1].seq)
@@ -295,7 +361,7 @@ func (b *Batcher) flushedUpTo(batch []*batchJob) {
 // run runs job j of a batch under its own savepoint: jobErr is the job's failure (rolled back
 // alone), err a failure of the database that sinks the batch. On PostgreSQL the savepoint's
 // statements travel with the job's first and last round trips.
-func (b *Batcher) run(ctx context.Context, tx bun.Tx, i int, j *batchJob) (jobErr, err error) {
+func (b *lane) run(ctx context.Context, tx bun.Tx, i int, j *batchJob) (jobErr, err error) {
 	sp := fmt.Sprintf("SAVEPOINT job%d", i)
 	q := &Q{tx: tx, store: b.store}
 	if b.store.postgres {

@@ -31,6 +31,7 @@ func TestObservedOutcomes(t *testing.T) {
 				t.Fatal("no platform fee was charged")
 			}
 
+			w.settledStore(t) // ledger totals are read from the database, after the batch writer
 			m := w.env.Scrape(t)
 			for outcome, want := range map[string]float64{"OK": 1, "PARTNER_FAILURE": 1, "SERVER_ERROR": 1, "TIMEOUT": 0} {
 				got, _ := m.Value("switchboard_invoke_outcomes_total", map[string]string{"outcome": outcome})

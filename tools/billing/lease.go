@@ -56,7 +56,7 @@ type Leases struct {
 	cfg   LeaseConfig
 
 	mu   sync.Mutex
-	open map[string]*lease // by key id
+	open map[string]*lease // by account and key id
 }
 
 type lease struct {
@@ -90,6 +90,9 @@ type Drawn struct {
 // job of the batch writer; done gets the job's outcome. It refuses (SPEND_LIMIT,
 // INSUFFICIENT_CREDITS) what ReserveIn would refuse.
 func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Reservation, then func(ctx context.Context, q *store.Q) error, done func(error)) (Drawn, error) {
+	if p.KeyID == "" {
+		return Drawn{}, errors.New("budget leases are per API key; this caller has none")
+	}
 	for {
 		l := ls.of(p)
 		l.mu.Lock()
@@ -100,10 +103,11 @@ func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Rese
 		var d Drawn
 		err := ls.take(ctx, l, p, r.WorstMicro)
 		if err == nil {
-			d.LeaseID = l.id
+			leaseID := l.id
+			d.LeaseID = leaseID
 			// Queued under the lease's lock: its return, queued under the same lock, comes after.
 			d.Job = ls.batch.AddAfter(r.AccountID, ls.cfg.Linger, func(ctx context.Context, q *store.Q) error {
-				if err := ls.svc.reserveFromLeaseIn(ctx, q, d.LeaseID, r, p.SpendLimitMicro); err != nil {
+				if err := ls.svc.reserveFromLeaseIn(ctx, q, leaseID, r, p.SpendLimitMicro); err != nil {
 					return err
 				}
 				return then(ctx, q)
@@ -117,10 +121,11 @@ func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Rese
 func (ls *Leases) of(p *tools.Principal) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	l := ls.open[p.KeyID]
+	k := p.AccountID + "/" + p.KeyID
+	l := ls.open[k]
 	if l == nil {
 		l = &lease{keyID: p.KeyID, accountID: p.AccountID}
-		ls.open[p.KeyID] = l
+		ls.open[k] = l
 	}
 	return l
 }

@@ -77,8 +77,8 @@ func NewService(cfg Config, st *store.Store, client *outbound.Client, bill *bill
 // answered (group commit); readers of an account wait for its pending ones (Batcher.Wait).
 func (s *Service) SettleInBatches(b *store.Batcher) { s.batch = b }
 
-// ReserveOnLeases lets new calls that are not writes take their reservations from budget
-// leases (billing.Leases): no transaction before the partner is called. It needs
+// ReserveOnLeases lets new calls made with an API key that are not writes take their
+// reservations from budget leases (billing.Leases): no transaction before the partner is called. It needs
 // SettleInBatches with the leases' batch writer.
 func (s *Service) ReserveOnLeases(l *billing.Leases) { s.leases = l }
 
@@ -523,7 +523,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	cl.settleBy = res.ExpiresAt
 	var moved bool
 	var err error
-	if s.leases != nil && from == "" && !partners.IsWriteCategory(intent.Category) {
+	if s.leases != nil && from == "" && !partners.IsWriteCategory(intent.Category) && c.Principal.KeyID != "" {
 		cl.onLease, err = s.startOnLease(bg, c.Principal, inv, res)
 		moved = err == nil
 	} else {

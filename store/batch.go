@@ -42,7 +42,6 @@ type batchJob struct {
 	fn    func(ctx context.Context, q *Q) error
 	done  func(err error) // the job's own outcome, after its batch committed (or not)
 	taken bool            // a batch has it: too late to replace
-	after time.Time       // not taken before (unless replaced): a chance to replace it first
 }
 
 // Job is a queued job, which its owner may replace while no batch has taken it.
@@ -59,11 +58,7 @@ func (j *Job) Replace(fn func(ctx context.Context, q *Q) error, done func(error)
 	if j.j.taken {
 		return false
 	}
-	j.j.fn, j.j.done, j.j.after = fn, done, time.Time{}
-	select {
-	case j.b.wake <- struct{}{}:
-	default:
-	}
+	j.j.fn, j.j.done = fn, done
 	return true
 }
 
@@ -100,14 +95,7 @@ func (b *Batcher) lane(key string) *lane {
 
 // Add queues fn for key's lane (see lane.Add).
 func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
-	return b.lane(key).Add(key, 0, fn, done)
-}
-
-// AddAfter is Add for a job that its owner will likely replace within linger (a call's start,
-// replaced by its whole record when the call ends first): no batch takes it, nor the jobs
-// queued after it in its lane, before linger has passed or it was replaced.
-func (b *Batcher) AddAfter(key string, linger time.Duration, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
-	return b.lane(key).Add(key, linger, fn, done)
+	return b.lane(key).Add(key, fn, done)
 }
 
 // Pending reports whether key has jobs queued or committing ("": any key).
@@ -148,7 +136,7 @@ func (b *Batcher) Run(ctx context.Context) {
 // Add queues fn for the next batch; done (may be nil) gets fn's error once its batch has
 // committed, or the error that kept the batch from committing at shutdown. key names whose
 // write it is (an account), for Wait.
-func (b *lane) Add(key string, linger time.Duration, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
+func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
 	b.mu.Lock()
 	if len(b.queue) >= maxQueued && !b.stopped {
 		b.mu.Unlock()
@@ -157,9 +145,6 @@ func (b *lane) Add(key string, linger time.Duration, fn func(ctx context.Context
 	}
 	b.added++
 	j := &batchJob{seq: b.added, key: key, fn: fn, done: done}
-	if linger > 0 {
-		j.after = time.Now().Add(linger)
-	}
 	b.lastOf[key] = j.seq
 	stopped := b.stopped
 	if stopped {
@@ -252,20 +237,14 @@ func (b *lane) waitFor(ctx context.Context, seq uint64) error {
 
 // Run commits batches until ctx ends, then commits what is still queued.
 func (b *lane) Run(ctx context.Context) {
-	linger := time.NewTimer(time.Hour)
-	defer linger.Stop()
 	for {
-		batch, wait := b.take(false)
+		batch := b.take()
 		if len(batch) > 0 {
 			b.commit(ctx, batch)
 			continue
 		}
-		if wait > 0 {
-			linger.Reset(wait)
-		}
 		select {
 		case <-b.wake:
-		case <-linger.C:
 		case <-ctx.Done():
 			b.drain()
 			return
@@ -273,24 +252,17 @@ func (b *lane) Run(ctx context.Context) {
 	}
 }
 
-// take removes up to max queued jobs, oldest first, stopping at one that lingers (unless
-// all); with none to take, wait is how long the head still lingers.
-func (b *lane) take(all bool) (_ []*batchJob, wait time.Duration) {
+// take removes up to max queued jobs, oldest first.
+func (b *lane) take() []*batchJob {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n, now := 0, time.Now()
-	for n < min(len(b.queue), b.max) && (all || !b.queue[n].after.After(now)) {
-		n++
-	}
-	if n == 0 && len(b.queue) > 0 {
-		return nil, b.queue[0].after.Sub(now) // the head lingers: nothing behind it goes first
-	}
+	n := min(len(b.queue), b.max)
 	batch := slices.Clone(b.queue[:n])
 	b.queue = slices.Delete(b.queue, 0, n)
 	for _, j := range batch {
 		j.taken = true
 	}
-	return batch, 0
+	return batch
 }
 
 // drain commits what was queued before shutdown, giving the database a few seconds.
@@ -300,7 +272,7 @@ func (b *lane) drain() {
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for batch, _ := b.take(true); len(batch) > 0; batch, _ = b.take(true) {
+	for batch := b.take(); len(batch) > 0; batch = b.take() {
 		b.commit(ctx, batch)
 	}
 }

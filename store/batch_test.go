@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -107,46 +106,4 @@ func TestBatcherHoldsCallersBackWhenFull(t *testing.T) {
 	go b.Run(ctx)
 	<-added
 	ran.Wait()
-}
-
-// A lingering job is not taken before its owner replaces it, nor is anything queued behind
-// it; replaced, it commits at once as its replacement; not replaced, it commits after lingering.
-func TestBatcherLingeringJobs(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		b := st.NewBatcher(256, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go b.Run(ctx)
-		var mu sync.Mutex
-		var ran []string
-		job := func(name string) func(context.Context, *store.Q) error {
-			return func(context.Context, *store.Q) error {
-				mu.Lock()
-				defer mu.Unlock()
-				ran = append(ran, name)
-				return nil
-			}
-		}
-		j := b.AddAfter("k", time.Hour, job("start"), nil)
-		b.Add("k", job("behind"), nil)
-		time.Sleep(50 * time.Millisecond)
-		if !b.Pending("k") {
-			t.Fatal("a lingering job, or the one behind it, was committed before its time")
-		}
-		if !j.Replace(job("whole"), nil) {
-			t.Fatal("a lingering job could not be replaced")
-		}
-		if err := b.Idle(ctx); err != nil {
-			t.Fatal(err)
-		}
-		b.AddAfter("k", 10*time.Millisecond, job("late"), nil)
-		if err := b.Idle(ctx); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if fmt.Sprint(ran) != "[whole behind late]" {
-			t.Fatalf("ran %v, want [whole behind late]", ran)
-		}
-	})
 }

@@ -27,15 +27,11 @@ type LeaseConfig struct {
 	Renew time.Duration
 	// Idle is how long a lease may go unused before its replica returns what is left.
 	Idle time.Duration
-	// Linger is how long a call's queued start waits for the call's end, which replaces it
-	// with the call's whole record in one write; a longer call's start is written after it.
-	Linger time.Duration
 }
 
-// DefaultLeaseConfig: 64 calls, a 2-minute deadline renewed every 30 s, returned after 2 s
-// idle; a call's start lingers 20 ms.
+// DefaultLeaseConfig: 64 calls, a 2-minute deadline renewed every 30 s, returned after 2 s idle.
 func DefaultLeaseConfig() LeaseConfig {
-	return LeaseConfig{Calls: 64, TTL: 2 * time.Minute, Renew: 30 * time.Second, Idle: 2 * time.Second, Linger: 20 * time.Millisecond}
+	return LeaseConfig{Calls: 64, TTL: 2 * time.Minute, Renew: 30 * time.Second, Idle: 2 * time.Second}
 }
 
 // Leases serve calls' reservations from budget leases: a lease is a reservation (reserved 0,
@@ -106,7 +102,7 @@ func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Rese
 			leaseID := l.id
 			d.LeaseID = leaseID
 			// Queued under the lease's lock: its return, queued under the same lock, comes after.
-			d.Job = ls.batch.AddAfter(r.AccountID, ls.cfg.Linger, func(ctx context.Context, q *store.Q) error {
+			d.Job = ls.batch.Add(r.AccountID, func(ctx context.Context, q *store.Q) error {
 				if err := ls.svc.reserveFromLeaseIn(ctx, q, leaseID, r, p.SpendLimitMicro); err != nil {
 					return err
 				}

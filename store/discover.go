@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // SearchQuery asks for intents matching words.
@@ -136,12 +137,13 @@ type Quality struct {
 	Succeeded     int     // of which the partner succeeded
 	SchemaChecked int     // results checked against an outputSchema
 	SchemaValid   int     // of which matched
-	LatenciesMs   []int64 // of the calls that got an answer, newest first
+	LatenciesMs   []int64 // of the calls that got an answer
 }
 
 // IntentQuality gathers the finished calls of intents since `since` (at most 500 per intent,
 // newest first).
 func (s *Store) IntentQuality(ctx context.Context, ids []string, since time.Time) (map[string]*Quality, error) {
+	const qualityCalls = 500
 	out := make(map[string]*Quality, len(ids))
 	if len(ids) == 0 {
 		return out, nil
@@ -152,10 +154,23 @@ func (s *Store) IntentQuality(ctx context.Context, ids []string, since time.Time
 		Latency  *int64 `bun:"latency_ms"`
 		Valid    *bool  `bun:"output_schema_valid"`
 	}
-	err := s.db.NewSelect().Model((*Invocation)(nil)).Column("intent_id", "state", "latency_ms", "output_schema_valid").
-		Where("intent_id IN (?)", bun.List(ids)).Where("finished_at IS NOT NULL AND created_at >= ?", since).
-		OrderExpr("created_at DESC").Limit(int64(500*len(ids))).Scan(ctx, &rows)
-	if err != nil {
+	// Each intent's own latest calls, so that a busy intent does not crowd the others out.
+	var query *bun.RawQuery
+	if s.postgres {
+		// One index walk (invocations_intent_idx, backwards) per intent.
+		query = s.db.NewRaw(`SELECT r.intent_id, r.state, r.latency_ms, r.output_schema_valid
+			FROM unnest(?::text[]) AS ids(id) CROSS JOIN LATERAL (
+				SELECT intent_id, state, latency_ms, output_schema_valid FROM invocations
+				WHERE intent_id = ids.id AND created_at >= ? AND finished_at IS NOT NULL
+				ORDER BY created_at DESC LIMIT ?) AS r`, pgdialect.Array(ids), since, qualityCalls)
+	} else {
+		query = s.db.NewRaw(`SELECT intent_id, state, latency_ms, output_schema_valid FROM (
+				SELECT intent_id, state, latency_ms, output_schema_valid,
+					ROW_NUMBER() OVER (PARTITION BY intent_id ORDER BY created_at DESC) AS n
+				FROM invocations WHERE intent_id IN (?) AND created_at >= ? AND finished_at IS NOT NULL)
+			WHERE n <= ?`, bun.List(ids), since, qualityCalls)
+	}
+	if err := query.Scan(ctx, &rows); err != nil {
 		return nil, normalize(err)
 	}
 	for _, r := range rows {
@@ -163,9 +178,6 @@ func (s *Store) IntentQuality(ctx context.Context, ids []string, since time.Time
 		if q == nil {
 			q = &Quality{}
 			out[r.IntentID] = q
-		}
-		if q.Calls >= 500 {
-			continue
 		}
 		q.Calls++
 		if r.State == InvSucceeded {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -87,6 +88,56 @@ func TestSearchFollowsUpdates(t *testing.T) {
 		}
 		if got := find("pub", "city"); len(got) != 0 {
 			t.Fatalf("archived intent found: %v", got)
+		}
+	})
+}
+
+// Each intent's quality counts its own latest calls: a busy intent does not crowd a quiet one
+// out, and calls before the window or unfinished do not count.
+func TestIntentQualityPerIntent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		mustAccount(t, s, "caller")
+		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		var invs []*store.Invocation
+		add := func(intent string, n int, at time.Time, state string, finished bool) {
+			for i := range n {
+				inv := &store.Invocation{RequestID: fmt.Sprintf("%s-%s-%d-%d", intent, state, at.Unix(), i), AccountID: "caller", KeyID: "k",
+					IntentID: intent, Handle: "@" + intent, Category: "QUERY", Args: "{}", State: state,
+					CreatedAt: at.Add(time.Duration(i) * time.Millisecond)}
+				if finished {
+					f := inv.CreatedAt.Add(time.Second)
+					inv.FinishedAt = &f
+				}
+				invs = append(invs, inv)
+			}
+		}
+		add("busy", 1600, now.Add(-time.Hour), store.InvSucceeded, true) // more than 500 per intent asked for, all newer
+		add("quiet", 3, now.Add(-2*time.Hour), store.InvFailed, true)
+		add("quiet", 2, now.Add(-48*time.Hour), store.InvSucceeded, true) // before the window
+		add("quiet", 1, now.Add(-time.Hour), store.InvDispatching, false) // not finished
+		if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+			for _, inv := range invs {
+				if err := q.InsertInvocation(ctx, inv); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.IntentQuality(ctx, []string{"busy", "quiet", "unused"}, now.Add(-24*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := got["busy"]; b == nil || b.Calls != 500 || b.Succeeded != 500 {
+			t.Fatalf("busy: %+v, want its latest 500 calls", b)
+		}
+		if q := got["quiet"]; q == nil || q.Calls != 3 || q.Succeeded != 0 {
+			t.Fatalf("quiet: %+v, want its 3 finished calls in the window", q)
+		}
+		if got["unused"] != nil {
+			t.Fatalf("unused: %+v, want none", got["unused"])
 		}
 	})
 }

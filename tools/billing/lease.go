@@ -52,12 +52,12 @@ type Leases struct {
 	cfg   LeaseConfig
 
 	mu   sync.Mutex
-	open map[string]*lease // by account and key id
+	open map[string]map[string]*lease // by account, then key id
 }
 
 type lease struct {
-	keyID, accountID string
-	used             atomic.Int64 // unix nanoseconds of the last draw
+	accountID string
+	used      atomic.Int64 // unix nanoseconds of the last draw
 
 	mu      sync.Mutex // a key's calls draw and renew one at a time
 	id      string     // "" until the lease's first transaction commits
@@ -72,7 +72,7 @@ type lease struct {
 // NewLeases builds the lease holder of this replica; reservations drawn on leases are
 // written through batch.
 func NewLeases(svc *Service, batch *store.Batcher, cfg LeaseConfig) *Leases {
-	return &Leases{svc: svc, batch: batch, cfg: cfg, open: map[string]*lease{}}
+	return &Leases{svc: svc, batch: batch, cfg: cfg, open: map[string]map[string]*lease{}}
 }
 
 // Drawn is a call's reservation taken from a lease, its write queued.
@@ -117,11 +117,15 @@ func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Rese
 func (ls *Leases) of(p *tools.Principal) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	k := p.AccountID + "/" + p.KeyID
-	l := ls.open[k]
+	keys := ls.open[p.AccountID]
+	if keys == nil {
+		keys = map[string]*lease{}
+		ls.open[p.AccountID] = keys
+	}
+	l := keys[p.KeyID]
 	if l == nil {
-		l = &lease{keyID: p.KeyID, accountID: p.AccountID}
-		ls.open[k] = l
+		l = &lease{accountID: p.AccountID}
+		keys[p.KeyID] = l
 	}
 	return l
 }
@@ -288,40 +292,64 @@ func (s *Service) ConcludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 	return apply(ctx, q, r, now, drawMove(r), end)
 }
 
+// Run returns idle leases every second until ctx ends.
+func (ls *Leases) Run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			ls.ReturnIdle()
+		}
+	}
+}
+
 // ReturnIdle returns the leases unused for the configured idle time.
 func (ls *Leases) ReturnIdle() {
 	cut := ls.svc.now().Add(-ls.cfg.Idle).UnixNano()
-	ls.release(func(l *lease) bool { return l.used.Load() < cut })
+	ls.mu.Lock()
+	var out []*lease
+	for account, keys := range ls.open {
+		for k, l := range keys {
+			if l.used.Load() < cut {
+				delete(keys, k)
+				out = append(out, l)
+			}
+		}
+		if len(keys) == 0 {
+			delete(ls.open, account)
+		}
+	}
+	ls.mu.Unlock()
+	ls.close(out)
 }
 
 // Return returns the leases of accountID ("": all), so that a read of its balance sees no
 // budget held for calls that are not running.
 func (ls *Leases) Return(accountID string) {
-	ls.release(func(l *lease) bool { return accountID == "" || l.accountID == accountID })
-}
-
-// Open reports whether this replica holds a lease for accountID.
-func (ls *Leases) Open(accountID string) bool {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	for _, l := range ls.open {
-		if l.accountID == accountID {
-			return true
-		}
-	}
-	return false
-}
-
-func (ls *Leases) release(match func(*lease) bool) {
 	ls.mu.Lock()
 	var out []*lease
-	for k, l := range ls.open {
-		if match(l) {
-			delete(ls.open, k)
+	take := func(account string) {
+		for _, l := range ls.open[account] {
 			out = append(out, l)
+		}
+		delete(ls.open, account)
+	}
+	if accountID != "" {
+		take(accountID)
+	} else {
+		for account := range ls.open {
+			take(account)
 		}
 	}
 	ls.mu.Unlock()
+	ls.close(out)
+}
+
+// close marks leases taken out of the map closed and gives back what they hold.
+func (ls *Leases) close(out []*lease) {
 	for _, l := range out {
 		l.mu.Lock()
 		l.closed = true

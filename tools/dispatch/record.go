@@ -141,8 +141,8 @@ func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, a
 	write := s.finishIn(inv, attempts, st, refundReason, detail)
 	by := cl.settleBy
 	if s.batch == nil || by.IsZero() || !s.now().Add(settleAhead).Before(by) {
-		if s.batch != nil && s.batch.Pending(inv.AccountID) {
-			// A start queued by startOnLease must land first.
+		if cl.onLease != nil {
+			// Its start, queued by startOnLease and taken by a batch, must land first.
 			if err := s.batch.Wait(ctx, inv.AccountID); err != nil {
 				return err
 			}

@@ -29,24 +29,19 @@ type Cache struct {
 
 	mu      sync.Mutex
 	live    bool
-	gen     uint64 // counts changes, so a lookup racing one is not cached
-	intents map[string]intent
-	tiers   map[string]tier
+	gen     uint64                                 // counts changes, so a lookup racing one is not cached
+	intents map[string]entry[*store.PartnerIntent] // nil: no such handle
+	tiers   map[string]entry[string]
 }
 
-type intent struct {
-	row     *store.PartnerIntent // nil: no such handle
-	expires time.Time
-}
-
-type tier struct {
-	name    string
+type entry[V any] struct {
+	v       V
 	expires time.Time
 }
 
 // New builds a Cache on st; now is the clock of the entries' lifetime.
 func New(st *store.Store, now func() time.Time) *Cache {
-	return &Cache{store: st, now: now, intents: map[string]intent{}, tiers: map[string]tier{}}
+	return &Cache{store: st, now: now, intents: map[string]entry[*store.PartnerIntent]{}, tiers: map[string]entry[string]{}}
 }
 
 // Watch keeps the cache in step with changes on every replica until ctx ends.
@@ -93,61 +88,50 @@ func (c *Cache) forget(ch store.Change) {
 // Intent returns the intent with the @handle, archived or not (store.IntentByHandle), as a
 // copy the caller may change.
 func (c *Cache) Intent(ctx context.Context, handle string) (*store.PartnerIntent, error) {
-	now := c.now()
-	c.mu.Lock()
-	e, ok := c.intents[handle]
-	live, gen := c.live, c.gen
-	c.mu.Unlock()
-	if !ok || !live || !now.Before(e.expires) {
+	row, err := lookup(c, c.intents, handle, func() (*store.PartnerIntent, error) {
 		row, err := c.store.IntentByHandle(ctx, handle)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, err
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil // cached too: a publish of the handle announces itself
 		}
-		e = intent{row: row, expires: now.Add(ttl)}
-		if live {
-			c.mu.Lock()
-			if c.live && c.gen == gen {
-				if len(c.intents) >= maxEntries {
-					clear(c.intents)
-				}
-				c.intents[handle] = e
-			}
-			c.mu.Unlock()
-		}
-		if err != nil {
-			return nil, err
-		}
+		return row, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if e.row == nil {
+	if row == nil {
 		return nil, store.ErrNotFound
 	}
-	row := *e.row
-	return &row, nil
+	cp := *row
+	return &cp, nil
 }
 
 // Tier returns the account's fee tier.
 func (c *Cache) Tier(ctx context.Context, accountID string) (string, error) {
+	return lookup(c, c.tiers, accountID, func() (string, error) { return c.store.TierOf(ctx, accountID) })
+}
+
+// lookup serves key from m while the watch is live and the entry fresh; otherwise it loads
+// it, and caches it unless the watch is down or a change came in meanwhile.
+func lookup[V any](c *Cache, m map[string]entry[V], key string, load func() (V, error)) (V, error) {
 	now := c.now()
 	c.mu.Lock()
-	e, ok := c.tiers[accountID]
+	e, ok := m[key]
 	live, gen := c.live, c.gen
 	c.mu.Unlock()
 	if ok && live && now.Before(e.expires) {
-		return e.name, nil
+		return e.v, nil
 	}
-	name, err := c.store.TierOf(ctx, accountID)
-	if err != nil {
-		return "", err
+	v, err := load()
+	if err != nil || !live {
+		return v, err
 	}
-	if live {
-		c.mu.Lock()
-		if c.live && c.gen == gen {
-			if len(c.tiers) >= maxEntries {
-				clear(c.tiers)
-			}
-			c.tiers[accountID] = tier{name: name, expires: now.Add(ttl)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live && c.gen == gen {
+		if len(m) >= maxEntries {
+			clear(m)
 		}
-		c.mu.Unlock()
+		m[key] = entry[V]{v: v, expires: now.Add(ttl)}
 	}
-	return name, nil
+	return v, nil
 }

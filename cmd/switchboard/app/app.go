@@ -400,7 +400,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		}
 	}
 	kernel.Settled = func(ctx context.Context, accountID string) error {
-		if leases != nil && accountID != "" && leases.Open(accountID) {
+		if leases != nil && accountID != "" {
 			leases.Return(accountID) // the balance read shows no budget held for calls not running
 		}
 		if !batcher.Pending(accountID) {
@@ -429,18 +429,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	bg.Go(func() { rows.Watch(bgCtx) })
 	bg.Go(func() { batcher.Run(bgCtx) })
 	if leases != nil {
-		bg.Go(func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-bgCtx.Done():
-					return
-				case <-t.C:
-					leases.ReturnIdle()
-				}
-			}
-		})
+		bg.Go(func() { leases.Run(bgCtx) })
 	}
 	var once sync.Once
 	stop := func() {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -42,6 +43,7 @@ type batchJob struct {
 	fn    func(ctx context.Context, q *Q) error
 	done  func(err error) // the job's own outcome, after its batch committed (or not)
 	taken bool            // a batch has it: too late to replace
+	merge bool            // write-only: merged with its batch's other such jobs (merge.go)
 }
 
 // Job is a queued job, which its owner may replace while no batch has taken it.
@@ -51,7 +53,8 @@ type Job struct {
 }
 
 // Replace swaps the job's work and outcome callback for fn and done, keeping its place in
-// the queue, and reports whether it could: false when a batch has taken the job already.
+// the queue (and its kind: fn of a job queued with AddWrites must only write), and reports
+// whether it could: false when a batch has taken the job already.
 func (j *Job) Replace(fn func(ctx context.Context, q *Q) error, done func(error)) bool {
 	j.b.mu.Lock()
 	defer j.b.mu.Unlock()
@@ -95,7 +98,14 @@ func (b *Batcher) lane(key string) *lane {
 
 // Add queues fn for key's lane (see lane.Add).
 func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
-	return b.lane(key).Add(key, fn, done)
+	return b.lane(key).Add(key, fn, done, false)
+}
+
+// AddWrites is Add for a job that only writes: inserts, balance and key deltas, ledger
+// postings, first events and draws from a lease. Such jobs are merged with the others of
+// their batch; one that reaches for anything else (a read, a conditional write) runs alone.
+func (b *Batcher) AddWrites(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
+	return b.lane(key).Add(key, fn, done, true)
 }
 
 // Pending reports whether key has jobs queued or committing ("": any key).
@@ -136,7 +146,7 @@ func (b *Batcher) Run(ctx context.Context) {
 // Add queues fn for the next batch; done (may be nil) gets fn's error once its batch has
 // committed, or the error that kept the batch from committing at shutdown. key names whose
 // write it is (an account), for Wait.
-func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
+func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error), merge bool) *Job {
 	b.mu.Lock()
 	if len(b.queue) >= maxQueued && !b.stopped {
 		b.mu.Unlock()
@@ -144,7 +154,7 @@ func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done fu
 		b.mu.Lock()
 	}
 	b.added++
-	j := &batchJob{seq: b.added, key: key, fn: fn, done: done}
+	j := &batchJob{seq: b.added, key: key, fn: fn, done: done, merge: merge}
 	b.lastOf[key] = j.seq
 	stopped := b.stopped
 	if stopped {
@@ -287,14 +297,7 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			for i, j := range ordered {
-				jobErr, dbErr := b.run(ctx, tx, i, j)
-				if dbErr != nil {
-					return dbErr
-				}
-				errs[i] = jobErr
-			}
-			return nil
+			return b.runAll(ctx, tx, ordered, errs)
 		})
 		if err == nil || ctx.Err() != nil {
 			break
@@ -325,6 +328,60 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 		}
 	}
 	b.flushedUpTo(batch)
+}
+
+// runAll runs a batch's jobs in order inside tx, recording each job's own failure in errs.
+// Consecutive write-only jobs are gathered and written merged (merge.go); a merge that fails
+// as a whole is undone and its jobs run alone, each under its own savepoint.
+func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs []error) error {
+	clear(errs) // a batch retried whole starts again
+	seg, segJobs := newMerged(), []int(nil)
+	flush := func() error {
+		if len(segJobs) == 0 {
+			return nil
+		}
+		jobs := segJobs
+		err := b.store.writeMerged(ctx, tx, seg, fmt.Sprintf("merged%d", jobs[0]))
+		seg, segJobs = newMerged(), nil
+		if err == nil || IsUnavailable(err) {
+			return err
+		}
+		if !errors.Is(err, errDrawsMissed) {
+			b.log.WarnContext(ctx, "merged batch writes failed; writing their jobs one by one", "jobs", len(jobs), "err", err)
+		}
+		for _, i := range jobs {
+			jobErr, dbErr := b.run(ctx, tx, i, ordered[i])
+			if dbErr != nil {
+				return dbErr
+			}
+			errs[i] = jobErr
+		}
+		return nil
+	}
+	for i, j := range ordered {
+		if j.merge {
+			m := newMerged()
+			err := j.fn(ctx, &Q{tx: tx, store: b.store, m: m})
+			switch {
+			case err == nil:
+				seg.add(m)
+				segJobs = append(segJobs, i)
+				continue
+			case !errors.Is(err, errNotMerged):
+				errs[i] = err // it failed before reaching the database
+				continue
+			}
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		jobErr, dbErr := b.run(ctx, tx, i, j)
+		if dbErr != nil {
+			return dbErr
+		}
+		errs[i] = jobErr
+	}
+	return flush()
 }
 
 // commitAlone commits one job in a transaction of its own (retried while the database is

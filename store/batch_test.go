@@ -107,3 +107,141 @@ func TestBatcherHoldsCallersBackWhenFull(t *testing.T) {
 	<-added
 	ran.Wait()
 }
+
+// Write-only jobs (AddWrites) are merged with the others of their batch: their rows, deltas
+// and draws all land, as they would one by one. A job that reaches for a read runs alone in
+// its place; a job's own failure fails it alone; and a merged draw that misses its lease
+// undoes the merge, so each job runs alone and takes its own way around.
+func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		billingAccount(t, s, "m1")
+		billingAccount(t, s, "m2")
+		now := time.Now().UTC()
+		lease := func(id string, worst int64) {
+			t.Helper()
+			err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+				if _, err := q.LockCredit(ctx, "m1", now); err != nil {
+					return err
+				}
+				if err := q.AdjustCredit(ctx, "m1", store.CreditDelta{Available: 1000, Held: worst}, now); err != nil {
+					return err
+				}
+				if _, err := q.LockKeySpend(ctx, "key-m1"); err != nil {
+					return err
+				}
+				if err := q.AdjustKeySpend(ctx, "key-m1", 0, worst); err != nil {
+					return err
+				}
+				return q.InsertReservation(ctx, &store.Reservation{RequestID: id, AccountID: "m1", KeyID: "key-m1", WorstMicro: worst,
+					ExpiresAt: now.Add(time.Hour), CreatedAt: now})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A call drawn from lease: its own reservation, the hold moved from the lease, the
+		// reserved part posted, its invocation and first event.
+		call := func(lease, id string, worst int64) func(context.Context, *store.Q) error {
+			return func(ctx context.Context, q *store.Q) error {
+				ok, err := q.DrawReservation(ctx, lease, worst)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errors.New("lease missed")
+				}
+				r := &store.Reservation{RequestID: id, AccountID: "m1", KeyID: "key-m1", ReservedMicro: 1, WorstMicro: worst, ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+				if err := q.InsertReservation(ctx, r); err != nil {
+					return err
+				}
+				if err := q.AdjustCredit(ctx, "m1", store.CreditDelta{Available: -1, Reserved: 1}, now); err != nil {
+					return err
+				}
+				if err := q.Post(ctx, id, "", now, store.Posting{Book: store.UserAvailable("m1"), Micro: -1, Kind: "reserve"},
+					store.Posting{Book: store.UserReserved("m1"), Micro: 1, Kind: "reserve"}); err != nil {
+					return err
+				}
+				inv := &store.Invocation{RequestID: id, AccountID: "m1", KeyID: "key-m1", IntentID: "i", Handle: "@h", Category: "DATA",
+					Args: "{}", State: store.InvDispatching, CreatedAt: now}
+				if err := q.InsertInvocation(ctx, inv); err != nil {
+					return err
+				}
+				return q.AddFirstEvents(ctx, id, store.Event{State: store.InvDispatching, Detail: "drawn", At: now})
+			}
+		}
+		run := func(jobs map[string]func(context.Context, *store.Q) error, order ...string) map[string]error {
+			t.Helper()
+			b := s.NewBatcher(64, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			var mu sync.Mutex
+			outcome := map[string]error{}
+			for _, id := range order { // queued before the writer runs: one batch
+				b.AddWrites("m1", jobs[id], func(err error) {
+					mu.Lock()
+					outcome[id] = err
+					mu.Unlock()
+				})
+			}
+			bctx, stop := context.WithCancel(ctx)
+			go b.Run(bctx)
+			if err := b.Idle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			stop()
+			return outcome
+		}
+		lease("lease:a", 100)
+		refuse := errors.New("the job's own refusal")
+		out := run(map[string]func(context.Context, *store.Q) error{
+			"c1": call("lease:a", "c1", 30),
+			"c2": call("lease:a", "c2", 30),
+			"read": func(ctx context.Context, q *store.Q) error { // not write-only: runs alone
+				if _, err := q.LockCredit(ctx, "m2", now); err != nil {
+					return err
+				}
+				return q.Post(ctx, "read", "", now, store.Posting{Book: "x", Micro: 1, Kind: "t"}, store.Posting{Book: "y", Micro: -1, Kind: "t"})
+			},
+			"refused": func(ctx context.Context, q *store.Q) error { return refuse },
+			"c3":      call("lease:a", "c3", 30),
+		}, "c1", "c2", "read", "refused", "c3")
+		if out["c1"] != nil || out["c2"] != nil || out["c3"] != nil || out["read"] != nil || !errors.Is(out["refused"], refuse) {
+			t.Fatalf("outcomes: %v", out)
+		}
+		// The lease is missed by the merged draws of d1 and d2 (60 > 50): each then runs
+		// alone, d1 draws, d2 finds the lease short; e1, drawing nothing, lands either way.
+		lease("lease:b", 50)
+		out = run(map[string]func(context.Context, *store.Q) error{
+			"d1": call("lease:b", "d1", 30),
+			"d2": call("lease:b", "d2", 30),
+			"e1": func(ctx context.Context, q *store.Q) error {
+				return q.Post(ctx, "e1", "", now, store.Posting{Book: "x", Micro: 2, Kind: "t"}, store.Posting{Book: "y", Micro: -2, Kind: "t"})
+			},
+		}, "d1", "d2", "e1")
+		if out["d1"] != nil || out["d2"] == nil || out["e1"] != nil {
+			t.Fatalf("outcomes with a missed draw: %v", out)
+		}
+		for id, want := range map[string]int{"c1": 2, "c2": 2, "c3": 2, "read": 2, "refused": 0, "d1": 2, "d2": 0, "e1": 2} {
+			rows, err := s.LedgerEntries(ctx, id)
+			if err != nil || len(rows) != want {
+				t.Fatalf("%s: %d ledger rows (%v), want %d", id, len(rows), err, want)
+			}
+		}
+		for id, want := range map[string]int64{"lease:a": 10, "lease:b": 20, "c2": 30, "d1": 30} {
+			var worst int64
+			if err := s.DB().NewSelect().Model((*store.Reservation)(nil)).Column("worst_micro").Where("request_id = ?", id).Scan(ctx, &worst); err != nil || worst != want {
+				t.Fatalf("reservation %s holds %d (%v), want %d", id, worst, err, want)
+			}
+		}
+		ca, err := s.Credit(ctx, "m1")
+		if err != nil || ca.AvailableMicro != 2000-4 || ca.ReservedMicro != 4 {
+			t.Fatalf("balance after four draws: %+v (%v)", ca, err)
+		}
+		for _, id := range []string{"c1", "c2", "c3", "d1"} {
+			evs, err := s.InvocationEvents(ctx, id)
+			if err != nil || len(evs) != 1 || evs[0].Seq != 1 {
+				t.Fatalf("%s events: %+v (%v)", id, evs, err)
+			}
+		}
+	})
+}

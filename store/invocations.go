@@ -90,6 +90,12 @@ func (q *Q) AddFirstEvents(ctx context.Context, requestID string, events ...Even
 	if len(events) == 0 {
 		return nil
 	}
+	if q.m != nil {
+		for i, e := range events {
+			q.m.events = append(q.m.events, eventRow{requestID: requestID, seq: i + 1, e: e})
+		}
+		return nil
+	}
 	values := make([]string, len(events))
 	args := make([]any, 0, 5*len(events))
 	for i, e := range events {
@@ -101,6 +107,10 @@ func (q *Q) AddFirstEvents(ctx context.Context, requestID string, events ...Even
 
 // InsertInvocation writes a new invocation row.
 func (q *Q) InsertInvocation(ctx context.Context, inv *Invocation) error {
+	if q.m != nil {
+		q.m.invocations = append(q.m.invocations, *inv)
+		return nil
+	}
 	return q.write(ctx, q.tx.NewInsert().Model(inv).Returning("NULL"))
 }
 

@@ -101,6 +101,7 @@ type Q struct {
 	store   *Store
 	changed []Change // what the transaction changed, fanned out after it commits
 	pending []string // PostgreSQL: queued writes, in order
+	m       *merged  // a batch's write-only job: its writes are gathered, to merge (merge.go)
 }
 
 // InTx runs fn in one transaction with a Q (see Tx for retries: fn must only touch the
@@ -136,6 +137,9 @@ func (q *Q) render(query statement) (string, error) {
 // write runs a statement whose result is not needed: on PostgreSQL it is queued for the next
 // round trip; elsewhere it runs now.
 func (q *Q) write(ctx context.Context, query statement) error {
+	if q.m != nil {
+		return q.mergeErr("a statement")
+	}
 	if !q.store.postgres {
 		_, err := query.Exec(ctx)
 		return err
@@ -164,6 +168,9 @@ func (q *Q) flush(ctx context.Context) error {
 // execNow runs a statement whose result is needed now (a conditional write): on PostgreSQL
 // the queued writes go ahead of it in the same round trip, and the result is the statement's.
 func (q *Q) execNow(ctx context.Context, query statement) (sql.Result, error) {
+	if q.m != nil {
+		return nil, q.mergeErr("a conditional write")
+	}
 	if !q.store.postgres || len(q.pending) == 0 {
 		return query.Exec(ctx)
 	}
@@ -178,6 +185,9 @@ func (q *Q) execNow(ctx context.Context, query statement) (sql.Result, error) {
 
 // now returns the transaction for a read or a conditional write, after the queued writes.
 func (q *Q) now(ctx context.Context) (bun.Tx, error) {
+	if q.m != nil {
+		return bun.Tx{}, q.mergeErr("a read")
+	}
 	return q.tx, q.flush(ctx)
 }
 
@@ -231,6 +241,10 @@ func (q *Q) PostAll(ctx context.Context, requestID string, now time.Time, txns .
 	if len(rows) == 0 {
 		return nil
 	}
+	if q.m != nil {
+		q.m.ledger = append(q.m.ledger, rows...)
+		return nil
+	}
 	return q.write(ctx, q.tx.NewInsert().Model(&rows).Returning("NULL"))
 }
 
@@ -274,6 +288,10 @@ type CreditDelta struct{ Available, Reserved, Held int64 }
 
 // AdjustCredit adds d to a locked balance row.
 func (q *Q) AdjustCredit(ctx context.Context, accountID string, d CreditDelta, now time.Time) error {
+	if q.m != nil {
+		q.m.adjustCredit(accountID, d, now)
+		return nil
+	}
 	return q.write(ctx, q.tx.NewUpdate().Model((*CreditAccount)(nil)).
 		Set("available_micro = available_micro + ?", d.Available).
 		Set("reserved_micro = reserved_micro + ?", d.Reserved).
@@ -284,6 +302,10 @@ func (q *Q) AdjustCredit(ctx context.Context, accountID string, d CreditDelta, n
 
 // AdjustKeySpend adds to a locked key spend row.
 func (q *Q) AdjustKeySpend(ctx context.Context, keyID string, spent, held int64) error {
+	if q.m != nil {
+		q.m.adjustKey(keyID, spent, held)
+		return nil
+	}
 	return q.write(ctx, q.tx.NewUpdate().Model((*KeySpend)(nil)).
 		Set("spent_micro = spent_micro + ?", spent).Set("held_micro = held_micro + ?", held).
 		Where("key_id = ?", keyID))
@@ -292,6 +314,10 @@ func (q *Q) AdjustKeySpend(ctx context.Context, keyID string, spent, held int64)
 // InsertReservation writes a new reservation in state open.
 func (q *Q) InsertReservation(ctx context.Context, r *Reservation) error {
 	r.State = ReservationOpen
+	if q.m != nil {
+		q.m.reservations = append(q.m.reservations, *r)
+		return nil
+	}
 	return q.write(ctx, q.tx.NewInsert().Model(r).Returning("NULL"))
 }
 
@@ -299,13 +325,24 @@ func (q *Q) InsertReservation(ctx context.Context, r *Reservation) error {
 func (q *Q) InsertClosedReservation(ctx context.Context, r *Reservation, state string, now time.Time) error {
 	closed := *r
 	closed.State, closed.ClosedAt = state, &now
+	if q.m != nil {
+		q.m.reservations = append(q.m.reservations, closed)
+		return nil
+	}
 	return q.write(ctx, q.tx.NewInsert().Model(&closed).Returning("NULL"))
 }
 
 // DrawReservation moves worst micro-USD of holding out of an open reservation (a budget
 // lease) for a call's own reservation; ok is false, changing nothing, when the reservation
 // is closed or holds less.
+//
+// A merged draw reports true: it is checked when the merge is written, and a miss undoes the
+// merge and runs its jobs alone.
 func (q *Q) DrawReservation(ctx context.Context, requestID string, worst int64) (ok bool, _ error) {
+	if q.m != nil {
+		q.m.draws[requestID] += worst
+		return true, nil
+	}
 	return q.affectsOne(ctx, q.tx.NewUpdate().Model((*Reservation)(nil)).
 		Set("worst_micro = worst_micro - ?", worst).
 		Where("request_id = ? AND state = ? AND worst_micro >= ?", requestID, ReservationOpen, worst))

@@ -83,8 +83,9 @@ type Drawn struct {
 
 // Reserve takes r's worst case from p's key's lease, opening or renewing the lease when it
 // holds too little, and queues the write of r (drawn from the lease) and then then's, in one
-// job of the batch writer; done gets the job's outcome. It refuses (SPEND_LIMIT,
-// INSUFFICIENT_CREDITS) what ReserveIn would refuse.
+// write-only job of the batch writer (then must only write: store.Batcher.AddWrites); done
+// gets the job's outcome. It refuses (SPEND_LIMIT, INSUFFICIENT_CREDITS) what ReserveIn
+// would refuse.
 func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Reservation, then func(ctx context.Context, q *store.Q) error, done func(error)) (Drawn, error) {
 	if p.KeyID == "" {
 		return Drawn{}, errors.New("budget leases are per API key; this caller has none")
@@ -102,7 +103,7 @@ func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Rese
 			leaseID := l.id
 			d.LeaseID = leaseID
 			// Queued under the lease's lock: its return, queued under the same lock, comes after.
-			d.Job = ls.batch.Add(r.AccountID, func(ctx context.Context, q *store.Q) error {
+			d.Job = ls.batch.AddWrites(r.AccountID, func(ctx context.Context, q *store.Q) error {
 				if err := ls.svc.reserveFromLeaseIn(ctx, q, leaseID, r, p.SpendLimitMicro); err != nil {
 					return err
 				}

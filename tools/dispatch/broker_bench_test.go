@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +36,8 @@ const (
 //   - latency: p50 of a signed call straight to a loopback TLS partner against p50 of
 //     POST /v1/invoke of a free intent at the same partner, one caller;
 //   - throughput: the same two with 32 concurrent callers, calls per second;
+//   - beside both, the floor: a bare signing relay (relayServer) doing only what no broker
+//     of this contract can skip, so the figures show what Switchboard adds over it;
 //   - resolve: resolve_token ("usdc on base", a registry hit) over MCP against a bare go-sdk
 //     server with one trivial tool, same client, stateless Streamable HTTP with JSON
 //     responses on both, 8 concurrent sessions, calls per second.
@@ -72,15 +76,20 @@ func brokerLatency(b *testing.B, w *world) {
 	call := direct(w)
 	invoke := invoker(w, &http.Client{})
 	viaSwitchboard := func() error { return invoke(w.caller) }
+	relay := relayServer(b, w)
+	viaRelay := func() error { return post(http.DefaultClient, relay.URL, "", invokeBody()) }
 	p50(b, 50, call) // warm connections and caches
 	p50(b, 50, viaSwitchboard)
-	var d, i []float64
+	p50(b, 50, viaRelay)
+	var d, i, r []float64
 	for range brokerRounds {
 		d = append(d, us(p50(b, latencySamples, call)))
 		i = append(i, us(p50(b, latencySamples, viaSwitchboard)))
+		r = append(r, us(p50(b, latencySamples, viaRelay)))
 	}
-	b.Logf("p50 per round, µs: direct %.0f, invoke %.0f", d, i)
-	report(b, map[string]float64{"direct-p50-µs": median(d), "invoke-p50-µs": median(i), "invoke/direct": median(i) / median(d)})
+	b.Logf("p50 per round, µs: direct %.0f, invoke %.0f, bare relay %.0f", d, i, r)
+	report(b, map[string]float64{"direct-p50-µs": median(d), "invoke-p50-µs": median(i), "invoke/direct": median(i) / median(d),
+		"relay/direct": median(r) / median(d)})
 }
 
 func brokerThroughput(b *testing.B, w *world) {
@@ -89,15 +98,63 @@ func brokerThroughput(b *testing.B, w *world) {
 	invoke := invoker(w, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * parallelCallers}})
 	viaDirect := func(int) error { return call() }
 	viaSwitchboard := func(i int) error { return invoke(keys[i]) }
+	relay, relayClient := relayServer(b, w), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * parallelCallers}}
+	viaRelay := func(int) error { return post(relayClient, relay.URL, "", invokeBody()) }
 	rate(b, parallelCallers, 200*time.Millisecond, viaDirect) // warm connections
 	rate(b, parallelCallers, 200*time.Millisecond, viaSwitchboard)
-	var d, i []float64
+	rate(b, parallelCallers, 200*time.Millisecond, viaRelay)
+	var d, i, r []float64
 	for range brokerRounds {
 		d = append(d, rate(b, parallelCallers, throughputFor, viaDirect))
 		i = append(i, rate(b, parallelCallers, throughputFor, viaSwitchboard))
+		r = append(r, rate(b, parallelCallers, throughputFor, viaRelay))
 	}
-	b.Logf("calls/s per round, %d callers: direct %.0f, invoke %.0f", parallelCallers, d, i)
-	report(b, map[string]float64{"direct/s": median(d), "invoke/s": median(i), "invoke÷direct": median(i) / median(d)})
+	b.Logf("calls/s per round, %d callers: direct %.0f, invoke %.0f, bare relay %.0f", parallelCallers, d, i, r)
+	report(b, map[string]float64{"direct/s": median(d), "invoke/s": median(i), "invoke÷direct": median(i) / median(d),
+		"relay÷direct": median(r) / median(d)})
+}
+
+// relayServer is the least a broker of Switchboard's contract can be, as the floor under the
+// broker figures: one more HTTP hop in front of the partner, the envelope signed with the
+// service key, the partner's answer relayed with a signed receipt of it. No keys, limits,
+// schemas, prices or records: every other cost of an invocation is Switchboard's own.
+func relayServer(b *testing.B, w *world) *httptest.Server {
+	signer := signing.NewSigner(w.env.App.SigningKey)
+	tr := w.partner.Client().Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2 * parallelCallers
+	target := w.partner.URL + "/free"
+	s := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var in struct{ Message string }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(rw, err.Error(), 400)
+			return
+		}
+		args, _ := json.Marshal(map[string]string{"query": strings.TrimPrefix(in.Message, "@bench ")})
+		fields := signing.CallFields{RequestID: signing.NewRequestID(), IntentDefinitionID: "i", UserID: "u", Args: args}
+		req, _ := http.NewRequestWithContext(r.Context(), "POST", target, http.NoBody)
+		resp, err := signing.NewRESTRoundTripper(signer, fields, tr).RoundTrip(req)
+		if err != nil {
+			http.Error(rw, err.Error(), 502)
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			http.Error(rw, fmt.Sprint(resp.StatusCode, err), 502)
+			return
+		}
+		now := time.Now().UTC().Format(time.RFC3339)
+		receipt, err := signer.SignReceipt(signing.Receipt{RequestID: fields.RequestID, Handle: "@bench", IntentID: "i", UserID: "u",
+			Success: true, CreatedAt: now, FinishedAt: now, ResultSHA256: signing.ResultHash(body)})
+		if err != nil {
+			http.Error(rw, err.Error(), 500)
+			return
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(rw).Encode(map[string]any{"result": json.RawMessage(body), "receipt": receipt})
+	}))
+	b.Cleanup(s.Close)
+	return s
 }
 
 func brokerResolve(b *testing.B, w *world) {

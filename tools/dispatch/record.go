@@ -72,7 +72,7 @@ func (s *Service) startOnLease(ctx context.Context, p *tools.Principal, inv *sto
 		if err := q.InsertInvocation(ctx, &started); err != nil {
 			return err
 		}
-		return q.AddEvent(ctx, row.RequestID, store.InvDispatching, leaseEvent, at)
+		return q.AddFirstEvents(ctx, row.RequestID, store.Event{State: store.InvDispatching, Detail: leaseEvent, At: at})
 	}, func(err error) {
 		if err != nil {
 			// Its finish fails too (nothing to finish): nothing is charged, and the lease's

@@ -78,13 +78,16 @@ func New(o Options) (*Client, error) {
 	}
 	g := &Guard{AllowLocal: o.AllowLocal, Resolver: o.Resolver}
 	tr := &http.Transport{
-		Proxy:                  nil, // a proxy would dial for us, around the guard
-		DialContext:            g.DialContext,
-		TLSClientConfig:        &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    10 * time.Second,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    16,
+		Proxy:               nil, // a proxy would dial for us, around the guard
+		DialContext:         g.DialContext,
+		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
+		// A broker calls few hosts with many callers at once: with fewer idle connections
+		// kept per host than calls in flight, every burst closes some and opens new ones,
+		// and each new one pays a TLS handshake (measured: 16 under 32 callers churned).
+		MaxIdleConns:           512,
+		MaxIdleConnsPerHost:    128,
 		IdleConnTimeout:        90 * time.Second,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: 64 << 10,

@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// A batch's write-only jobs (a call recorded on a budget lease: inserts, balance deltas and a
+// draw from the lease) are merged: their rows go in one INSERT per table, their deltas in one
+// UPDATE per balance row, their draws in one checked UPDATE. A batch of N such jobs then
+// costs a few statements and two round trips instead of several of each per job, which is
+// what bounds an invocation's database cost under load.
+
+// errNotMerged is a merged job reaching for something a merge cannot hold (a read, a
+// conditional write, any other statement): the job runs alone instead.
+var errNotMerged = errors.New("this write cannot be merged with others")
+
+// merged gathers the writes of write-only jobs.
+type merged struct {
+	invocations  []Invocation
+	reservations []Reservation
+	ledger       []LedgerEntry
+	events       []eventRow
+	credit       map[string]creditChange
+	keys         map[string]keyChange
+	draws        map[string]int64 // reservation (lease) -> worst micro-USD drawn out of it
+}
+
+type eventRow struct {
+	requestID string
+	seq       int
+	e         Event
+}
+
+type creditChange struct {
+	d  CreditDelta
+	at time.Time
+}
+
+type keyChange struct{ spent, held int64 }
+
+func newMerged() *merged {
+	return &merged{credit: map[string]creditChange{}, keys: map[string]keyChange{}, draws: map[string]int64{}}
+}
+
+func (m *merged) empty() bool {
+	return len(m.invocations)+len(m.reservations)+len(m.ledger)+len(m.events)+len(m.credit)+len(m.keys)+len(m.draws) == 0
+}
+
+// add folds o (one job's writes) into m.
+func (m *merged) add(o *merged) {
+	m.invocations = append(m.invocations, o.invocations...)
+	m.reservations = append(m.reservations, o.reservations...)
+	m.ledger = append(m.ledger, o.ledger...)
+	m.events = append(m.events, o.events...)
+	for id, c := range o.credit {
+		m.adjustCredit(id, c.d, c.at)
+	}
+	for id, k := range o.keys {
+		m.adjustKey(id, k.spent, k.held)
+	}
+	for id, w := range o.draws {
+		m.draws[id] += w
+	}
+}
+
+func (m *merged) adjustCredit(accountID string, d CreditDelta, at time.Time) {
+	c := m.credit[accountID]
+	c.d.Available, c.d.Reserved, c.d.Held = c.d.Available+d.Available, c.d.Reserved+d.Reserved, c.d.Held+d.Held
+	if at.After(c.at) {
+		c.at = at
+	}
+	m.credit[accountID] = c
+}
+
+func (m *merged) adjustKey(keyID string, spent, held int64) {
+	k := m.keys[keyID]
+	k.spent, k.held = k.spent+spent, k.held+held
+	m.keys[keyID] = k
+}
+
+// statements renders m: draws is the checked UPDATE of the leases (empty when there are
+// none), which must change exactly len(m.draws) rows; writes are the rest, in the order
+// every writer locks rows (balance rows by account, then key rows by key).
+func (m *merged) statements(s *Store, tx bun.Tx) (draws string, writes []string, err error) {
+	render := func(q bun.Query) (string, error) {
+		text, err := q.AppendQuery(s.db.QueryGen(), nil)
+		return string(text), err
+	}
+	if len(m.draws) > 0 {
+		ids := slices.Sorted(maps.Keys(m.draws))
+		rows := make([]string, len(ids))
+		args := make([]any, 0, 2*len(ids))
+		for i, id := range ids {
+			rows[i] = "SELECT ? AS id, CAST(? AS BIGINT) AS d"
+			args = append(args, id, m.draws[id])
+		}
+		args = append(args, ReservationOpen)
+		draws, err = render(tx.NewRaw(`UPDATE reservations SET worst_micro = worst_micro - v.d
+			FROM (`+strings.Join(rows, " UNION ALL ")+`) AS v
+			WHERE reservations.request_id = v.id AND reservations.state = ? AND reservations.worst_micro >= v.d`, args...))
+		if err != nil {
+			return "", nil, err
+		}
+	}
+	add := func(q bun.Query) {
+		if err != nil {
+			return
+		}
+		var text string
+		if text, err = render(q); err == nil {
+			writes = append(writes, text)
+		}
+	}
+	if len(m.reservations) > 0 {
+		add(tx.NewInsert().Model(&m.reservations).Returning("NULL"))
+	}
+	if len(m.invocations) > 0 {
+		add(tx.NewInsert().Model(&m.invocations).Returning("NULL"))
+	}
+	for _, id := range slices.Sorted(maps.Keys(m.credit)) {
+		c := m.credit[id]
+		add(tx.NewUpdate().Model((*CreditAccount)(nil)).
+			Set("available_micro = available_micro + ?", c.d.Available).
+			Set("reserved_micro = reserved_micro + ?", c.d.Reserved).
+			Set("held_micro = held_micro + ?", c.d.Held).
+			Set("updated_at = ?", c.at).
+			Where("account_id = ?", id))
+	}
+	for _, id := range slices.Sorted(maps.Keys(m.keys)) {
+		k := m.keys[id]
+		if k.spent == 0 && k.held == 0 {
+			continue
+		}
+		add(tx.NewUpdate().Model((*KeySpend)(nil)).
+			Set("spent_micro = spent_micro + ?", k.spent).Set("held_micro = held_micro + ?", k.held).
+			Where("key_id = ?", id))
+	}
+	if len(m.ledger) > 0 {
+		add(tx.NewInsert().Model(&m.ledger).Returning("NULL"))
+	}
+	if len(m.events) > 0 {
+		values := make([]string, len(m.events))
+		args := make([]any, 0, 6*len(m.events))
+		for i, e := range m.events {
+			values[i] = "(?, ?, ?, ?, ?, ?)"
+			args = append(args, uuid.NewString(), e.requestID, e.seq, e.e.State, e.e.Detail, e.e.At)
+		}
+		add(tx.NewRaw("INSERT INTO invocation_events (id, request_id, seq, state, detail, at) VALUES "+strings.Join(values, ", "), args...))
+	}
+	return draws, writes, err
+}
+
+// errDrawsMissed is a merged draw that found its lease closed or short: the merge is undone
+// and its jobs run alone, each taking its own way around.
+var errDrawsMissed = errors.New("a merged draw missed its lease")
+
+// writeMerged writes m under savepoint sp, undoing all of it when any part fails: a draw
+// missed its lease (errDrawsMissed) or a statement failed.
+func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string) error {
+	draws, writes, err := m.statements(s, tx)
+	if err != nil {
+		return err
+	}
+	undo := func(cause error) error {
+		if IsUnavailable(cause) {
+			return cause
+		}
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO "+sp); err != nil {
+			return err
+		}
+		return cause
+	}
+	if s.postgres {
+		// Round trip one: the savepoint and the draws, whose count is the last statement's.
+		first := "SAVEPOINT " + sp
+		if draws != "" {
+			first += ";\n" + draws
+		}
+		res, err := tx.ExecContext(ctx, first)
+		if err != nil {
+			return undo(err)
+		}
+		if draws != "" {
+			if n, err := res.RowsAffected(); err != nil || n != int64(len(m.draws)) {
+				return undo(errors.Join(errDrawsMissed, err))
+			}
+		}
+		// Round trip two: everything else.
+		if _, err := tx.ExecContext(ctx, strings.Join(append(writes, "RELEASE "+sp), ";\n")); err != nil {
+			return undo(err)
+		}
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+		return err
+	}
+	if draws != "" {
+		res, err := tx.ExecContext(ctx, draws)
+		if err != nil {
+			return undo(err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(m.draws)) {
+			return undo(errors.Join(errDrawsMissed, err))
+		}
+	}
+	for _, w := range writes {
+		if _, err := tx.ExecContext(ctx, w); err != nil {
+			return undo(err)
+		}
+	}
+	_, err = tx.ExecContext(ctx, "RELEASE "+sp)
+	return err
+}
+
+// mergeErr is what a Q method that cannot merge returns while q merges.
+func (q *Q) mergeErr(what string) error {
+	return fmt.Errorf("%w: %s", errNotMerged, what)
+}

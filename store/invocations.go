@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 )
 
@@ -75,7 +74,7 @@ type InvocationEvent struct {
 func (q *Q) AddEvent(ctx context.Context, requestID, state, detail string, at time.Time) error {
 	return q.write(ctx, q.tx.NewRaw(`INSERT INTO invocation_events (id, request_id, seq, state, detail, at)
 		SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM invocation_events WHERE request_id = ?`,
-		uuid.NewString(), requestID, state, detail, at, requestID))
+		rowID(), requestID, state, detail, at, requestID))
 }
 
 // Event is one step of an invocation's history.
@@ -100,7 +99,7 @@ func (q *Q) AddFirstEvents(ctx context.Context, requestID string, events ...Even
 	args := make([]any, 0, 5*len(events))
 	for i, e := range events {
 		values[i] = fmt.Sprintf("(?, ?, %d, ?, ?, ?)", i+1)
-		args = append(args, uuid.NewString(), requestID, e.State, e.Detail, e.At)
+		args = append(args, rowID(), requestID, e.State, e.Detail, e.At)
 	}
 	return q.write(ctx, q.tx.NewRaw("INSERT INTO invocation_events (id, request_id, seq, state, detail, at) VALUES "+strings.Join(values, ", "), args...))
 }

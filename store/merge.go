@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 )
 
@@ -152,7 +151,7 @@ func (m *merged) statements(s *Store, tx bun.Tx) (draws string, writes []string,
 		args := make([]any, 0, 6*len(m.events))
 		for i, e := range m.events {
 			values[i] = "(?, ?, ?, ?, ?, ?)"
-			args = append(args, uuid.NewString(), e.requestID, e.seq, e.e.State, e.e.Detail, e.e.At)
+			args = append(args, rowID(), e.requestID, e.seq, e.e.State, e.e.Detail, e.e.At)
 		}
 		add(tx.NewRaw("INSERT INTO invocation_events (id, request_id, seq, state, detail, at) VALUES "+strings.Join(values, ", "), args...))
 	}

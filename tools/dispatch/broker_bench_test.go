@@ -25,7 +25,7 @@ import (
 // sides, and reported as the median of the rounds.
 const (
 	brokerRounds    = 3
-	latencySamples  = 300             // sequential calls per side and round
+	latencySamples  = 1000            // sequential calls per side and round
 	throughputFor   = 2 * time.Second // per side and round
 	parallelCallers = 32              // concurrent invoke callers, each its own account
 	mcpCallers      = 8               // concurrent MCP callers, each its own session
@@ -78,18 +78,24 @@ func brokerLatency(b *testing.B, w *world) {
 	viaSwitchboard := func() error { return invoke(w.caller) }
 	relay := relayServer(b, w)
 	viaRelay := func() error { return post(http.DefaultClient, relay.URL, "", invokeBody()) }
-	p50(b, 50, call) // warm connections and caches
-	p50(b, 50, viaSwitchboard)
-	p50(b, 50, viaRelay)
-	var d, i, r []float64
+	latencies(b, 50, call) // warm connections and caches
+	latencies(b, 50, viaSwitchboard)
+	latencies(b, 50, viaRelay)
+	var d, i, r, d99, i99, r99 []float64
 	for range brokerRounds {
-		d = append(d, us(p50(b, latencySamples, call)))
-		i = append(i, us(p50(b, latencySamples, viaSwitchboard)))
-		r = append(r, us(p50(b, latencySamples, viaRelay)))
+		for _, side := range []struct {
+			call     func() error
+			p50, p99 *[]float64
+		}{{call, &d, &d99}, {viaSwitchboard, &i, &i99}, {viaRelay, &r, &r99}} {
+			took := latencies(b, latencySamples, side.call)
+			*side.p50 = append(*side.p50, us(took[len(took)/2]))
+			*side.p99 = append(*side.p99, us(took[len(took)*99/100]))
+		}
 	}
 	b.Logf("p50 per round, µs: direct %.0f, invoke %.0f, bare relay %.0f", d, i, r)
+	b.Logf("p99 per round, µs: direct %.0f, invoke %.0f, bare relay %.0f", d99, i99, r99)
 	report(b, map[string]float64{"direct-p50-µs": median(d), "invoke-p50-µs": median(i), "invoke/direct": median(i) / median(d),
-		"relay/direct": median(r) / median(d)})
+		"relay/direct": median(r) / median(d), "invoke-p99-µs": median(i99), "relay-p99-µs": median(r99)})
 }
 
 func brokerThroughput(b *testing.B, w *world) {
@@ -211,8 +217,8 @@ func callOK(cs *mcp.ClientSession, tool string, args any) error {
 	return nil
 }
 
-// p50 makes n calls one after the other and returns their median latency.
-func p50(b *testing.B, n int, call func() error) time.Duration {
+// latencies makes n calls one after the other and returns their latencies, sorted.
+func latencies(b *testing.B, n int, call func() error) []time.Duration {
 	took := make([]time.Duration, n)
 	for i := range took {
 		start := time.Now()
@@ -222,7 +228,7 @@ func p50(b *testing.B, n int, call func() error) time.Duration {
 		took[i] = time.Since(start)
 	}
 	slices.Sort(took)
-	return took[n/2]
+	return took
 }
 
 // rate runs call from callers goroutines (call(i) in the i-th) for d and returns the calls

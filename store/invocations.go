@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -89,19 +88,33 @@ func (q *Q) AddFirstEvents(ctx context.Context, requestID string, events ...Even
 	if len(events) == 0 {
 		return nil
 	}
+	rows := make([]eventRow, len(events))
+	for i, e := range events {
+		rows[i] = eventRow{requestID: requestID, seq: i + 1, e: e}
+	}
 	if q.m != nil {
-		for i, e := range events {
-			q.m.events = append(q.m.events, eventRow{requestID: requestID, seq: i + 1, e: e})
-		}
+		q.m.events = append(q.m.events, rows...)
 		return nil
 	}
-	values := make([]string, len(events))
-	args := make([]any, 0, 5*len(events))
-	for i, e := range events {
-		values[i] = fmt.Sprintf("(?, ?, %d, ?, ?, ?)", i+1)
-		args = append(args, rowID(), requestID, e.State, e.Detail, e.At)
+	return q.write(ctx, insertEvents(q.tx, rows))
+}
+
+// eventRow is one invocation event with its number.
+type eventRow struct {
+	requestID string
+	seq       int
+	e         Event
+}
+
+// insertEvents inserts numbered events in one statement.
+func insertEvents(tx bun.Tx, rows []eventRow) *bun.RawQuery {
+	values := make([]string, len(rows))
+	args := make([]any, 0, 6*len(rows))
+	for i, r := range rows {
+		values[i] = "(?, ?, ?, ?, ?, ?)"
+		args = append(args, rowID(), r.requestID, r.seq, r.e.State, r.e.Detail, r.e.At)
 	}
-	return q.write(ctx, q.tx.NewRaw("INSERT INTO invocation_events (id, request_id, seq, state, detail, at) VALUES "+strings.Join(values, ", "), args...))
+	return tx.NewRaw("INSERT INTO invocation_events (id, request_id, seq, state, detail, at) VALUES "+strings.Join(values, ", "), args...)
 }
 
 // InsertInvocation writes a new invocation row.

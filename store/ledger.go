@@ -138,7 +138,7 @@ func (q *Q) render(query statement) (string, error) {
 // round trip; elsewhere it runs now.
 func (q *Q) write(ctx context.Context, query statement) error {
 	if q.m != nil {
-		return q.mergeErr("a statement")
+		return notMerged("a statement")
 	}
 	if !q.store.postgres {
 		_, err := query.Exec(ctx)
@@ -169,7 +169,7 @@ func (q *Q) flush(ctx context.Context) error {
 // the queued writes go ahead of it in the same round trip, and the result is the statement's.
 func (q *Q) execNow(ctx context.Context, query statement) (sql.Result, error) {
 	if q.m != nil {
-		return nil, q.mergeErr("a conditional write")
+		return nil, notMerged("a conditional write")
 	}
 	if !q.store.postgres || len(q.pending) == 0 {
 		return query.Exec(ctx)
@@ -186,7 +186,7 @@ func (q *Q) execNow(ctx context.Context, query statement) (sql.Result, error) {
 // now returns the transaction for a read or a conditional write, after the queued writes.
 func (q *Q) now(ctx context.Context) (bun.Tx, error) {
 	if q.m != nil {
-		return bun.Tx{}, q.mergeErr("a read")
+		return bun.Tx{}, notMerged("a read")
 	}
 	return q.tx, q.flush(ctx)
 }
@@ -297,12 +297,16 @@ func (q *Q) AdjustCredit(ctx context.Context, accountID string, d CreditDelta, n
 		q.m.adjustCredit(accountID, d, now)
 		return nil
 	}
-	return q.write(ctx, q.tx.NewUpdate().Model((*CreditAccount)(nil)).
+	return q.write(ctx, adjustCredit(q.tx, accountID, d, now))
+}
+
+func adjustCredit(tx bun.Tx, accountID string, d CreditDelta, now time.Time) *bun.UpdateQuery {
+	return tx.NewUpdate().Model((*CreditAccount)(nil)).
 		Set("available_micro = available_micro + ?", d.Available).
 		Set("reserved_micro = reserved_micro + ?", d.Reserved).
 		Set("held_micro = held_micro + ?", d.Held).
 		Set("updated_at = ?", now).
-		Where("account_id = ?", accountID))
+		Where("account_id = ?", accountID)
 }
 
 // AdjustKeySpend adds to a locked key spend row.
@@ -311,9 +315,13 @@ func (q *Q) AdjustKeySpend(ctx context.Context, keyID string, spent, held int64)
 		q.m.adjustKey(keyID, spent, held)
 		return nil
 	}
-	return q.write(ctx, q.tx.NewUpdate().Model((*KeySpend)(nil)).
+	return q.write(ctx, adjustKeySpend(q.tx, keyID, spent, held))
+}
+
+func adjustKeySpend(tx bun.Tx, keyID string, spent, held int64) *bun.UpdateQuery {
+	return tx.NewUpdate().Model((*KeySpend)(nil)).
 		Set("spent_micro = spent_micro + ?", spent).Set("held_micro = held_micro + ?", held).
-		Where("key_id = ?", keyID))
+		Where("key_id = ?", keyID)
 }
 
 // InsertReservation writes a new reservation in state open.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -33,12 +34,6 @@ type merged struct {
 	draws        map[string]int64 // reservation (lease) -> worst micro-USD drawn out of it
 }
 
-type eventRow struct {
-	requestID string
-	seq       int
-	e         Event
-}
-
 type creditChange struct {
 	d  CreditDelta
 	at time.Time
@@ -48,10 +43,6 @@ type keyChange struct{ spent, held int64 }
 
 func newMerged() *merged {
 	return &merged{credit: map[string]creditChange{}, keys: map[string]keyChange{}, draws: map[string]int64{}}
-}
-
-func (m *merged) empty() bool {
-	return len(m.invocations)+len(m.reservations)+len(m.ledger)+len(m.events)+len(m.credit)+len(m.keys)+len(m.draws) == 0
 }
 
 // add folds o (one job's writes) into m.
@@ -127,33 +118,18 @@ func (m *merged) statements(s *Store, tx bun.Tx) (draws string, writes []string,
 	}
 	for _, id := range slices.Sorted(maps.Keys(m.credit)) {
 		c := m.credit[id]
-		add(tx.NewUpdate().Model((*CreditAccount)(nil)).
-			Set("available_micro = available_micro + ?", c.d.Available).
-			Set("reserved_micro = reserved_micro + ?", c.d.Reserved).
-			Set("held_micro = held_micro + ?", c.d.Held).
-			Set("updated_at = ?", c.at).
-			Where("account_id = ?", id))
+		add(adjustCredit(tx, id, c.d, c.at))
 	}
 	for _, id := range slices.Sorted(maps.Keys(m.keys)) {
-		k := m.keys[id]
-		if k.spent == 0 && k.held == 0 {
-			continue
+		if k := m.keys[id]; k.spent != 0 || k.held != 0 {
+			add(adjustKeySpend(tx, id, k.spent, k.held))
 		}
-		add(tx.NewUpdate().Model((*KeySpend)(nil)).
-			Set("spent_micro = spent_micro + ?", k.spent).Set("held_micro = held_micro + ?", k.held).
-			Where("key_id = ?", id))
 	}
 	if len(m.ledger) > 0 {
 		add(tx.NewInsert().Model(&m.ledger).Returning("NULL"))
 	}
 	if len(m.events) > 0 {
-		values := make([]string, len(m.events))
-		args := make([]any, 0, 6*len(m.events))
-		for i, e := range m.events {
-			values[i] = "(?, ?, ?, ?, ?, ?)"
-			args = append(args, rowID(), e.requestID, e.seq, e.e.State, e.e.Detail, e.e.At)
-		}
-		add(tx.NewRaw("INSERT INTO invocation_events (id, request_id, seq, state, detail, at) VALUES "+strings.Join(values, ", "), args...))
+		add(insertEvents(tx, m.events))
 	}
 	return draws, writes, err
 }
@@ -178,49 +154,40 @@ func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string
 		}
 		return cause
 	}
-	if s.postgres {
-		// Round trip one: the savepoint and the draws, whose count is the last statement's.
-		first := "SAVEPOINT " + sp
-		if draws != "" {
-			first += ";\n" + draws
+	// On PostgreSQL each step is one round trip (its result is its last statement's).
+	exec := func(stmts ...string) (sql.Result, error) {
+		if s.postgres {
+			return tx.ExecContext(ctx, strings.Join(stmts, ";\n"))
 		}
-		res, err := tx.ExecContext(ctx, first)
-		if err != nil {
-			return undo(err)
-		}
-		if draws != "" {
-			if n, err := res.RowsAffected(); err != nil || n != int64(len(m.draws)) {
-				return undo(errors.Join(errDrawsMissed, err))
+		var res sql.Result
+		for _, st := range stmts {
+			var err error
+			if res, err = tx.ExecContext(ctx, st); err != nil {
+				return nil, err
 			}
 		}
-		// Round trip two: everything else.
-		if _, err := tx.ExecContext(ctx, strings.Join(append(writes, "RELEASE "+sp), ";\n")); err != nil {
-			return undo(err)
-		}
-		return nil
+		return res, nil
 	}
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
-		return err
+	first := []string{"SAVEPOINT " + sp}
+	if draws != "" {
+		first = append(first, draws)
+	}
+	res, err := exec(first...)
+	if err != nil {
+		return undo(err)
 	}
 	if draws != "" {
-		res, err := tx.ExecContext(ctx, draws)
-		if err != nil {
-			return undo(err)
-		}
 		if n, err := res.RowsAffected(); err != nil || n != int64(len(m.draws)) {
 			return undo(errors.Join(errDrawsMissed, err))
 		}
 	}
-	for _, w := range writes {
-		if _, err := tx.ExecContext(ctx, w); err != nil {
-			return undo(err)
-		}
+	if _, err := exec(append(writes, "RELEASE "+sp)...); err != nil {
+		return undo(err)
 	}
-	_, err = tx.ExecContext(ctx, "RELEASE "+sp)
-	return err
+	return nil
 }
 
-// mergeErr is what a Q method that cannot merge returns while q merges.
-func (q *Q) mergeErr(what string) error {
+// notMerged is what a Q method that cannot merge returns while its Q merges.
+func notMerged(what string) error {
 	return fmt.Errorf("%w: %s", errNotMerged, what)
 }

@@ -293,20 +293,6 @@ func (s *Service) ConcludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 	return apply(ctx, q, r, now, drawMove(r), end)
 }
 
-// Run returns idle leases every second until ctx ends.
-func (ls *Leases) Run(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			ls.ReturnIdle()
-		}
-	}
-}
-
 // ReturnIdle returns the leases unused for the configured idle time.
 func (ls *Leases) ReturnIdle() {
 	cut := ls.svc.now().Add(-ls.cfg.Idle).UnixNano()

@@ -111,7 +111,7 @@ func (a *App) Sweep(ctx context.Context) (recovered, refunded int, err error) {
 // RunReprobe re-probes active intents every minute, each at the configured interval, until
 // ctx ends (claims make it safe on every replica).
 func (a *App) RunReprobe(ctx context.Context, every time.Duration) {
-	a.repeat(ctx, time.Minute, "re-probe", func(ctx context.Context) error {
+	repeat(ctx, a.Log, time.Minute, "re-probe", func(ctx context.Context) error {
 		_, err := a.Partners.Reprobe(ctx, every, 4)
 		return err
 	})
@@ -119,7 +119,7 @@ func (a *App) RunReprobe(ctx context.Context, every time.Duration) {
 
 // RunPayouts pays partners' accrued per-call fees on chain every interval until ctx ends.
 func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
-	a.repeat(ctx, every, "payouts", func(ctx context.Context) error {
+	repeat(ctx, a.Log, every, "payouts", func(ctx context.Context) error {
 		_, err := a.Payments.Payouts(ctx)
 		return err
 	})
@@ -127,14 +127,14 @@ func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
 
 // RunSweeper sweeps every interval until ctx ends.
 func (a *App) RunSweeper(ctx context.Context, every time.Duration) {
-	a.repeat(ctx, every, "sweep", func(ctx context.Context) error {
+	repeat(ctx, a.Log, every, "sweep", func(ctx context.Context) error {
 		_, _, err := a.Sweep(ctx)
 		return err
 	})
 }
 
 // repeat runs job every interval until ctx ends, logging its failures.
-func (a *App) repeat(ctx context.Context, every time.Duration, name string, job func(context.Context) error) {
+func repeat(ctx context.Context, log *slog.Logger, every time.Duration, name string, job func(context.Context) error) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -143,7 +143,7 @@ func (a *App) repeat(ctx context.Context, every time.Duration, name string, job 
 			return
 		case <-t.C:
 			if err := job(ctx); err != nil && ctx.Err() == nil {
-				a.Log.ErrorContext(ctx, name, "err", err)
+				log.ErrorContext(ctx, name, "err", err)
 			}
 		}
 	}
@@ -429,7 +429,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	bg.Go(func() { rows.Watch(bgCtx) })
 	bg.Go(func() { batcher.Run(bgCtx) })
 	if leases != nil {
-		bg.Go(func() { leases.Run(bgCtx) })
+		bg.Go(func() {
+			repeat(bgCtx, log, time.Second, "return idle leases", func(context.Context) error { leases.ReturnIdle(); return nil })
+		})
 	}
 	var once sync.Once
 	stop := func() {

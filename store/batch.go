@@ -35,6 +35,8 @@ type lane struct {
 	lastOf    map[string]uint64 // sequence number of each key's last job
 	flushed   chan struct{}     // closed and replaced after every batch
 	stopped   bool              // Run has returned: Add commits at once
+
+	beforeCommit func() // nil, or the tests' failpoint (Batcher.BeforeCommit)
 }
 
 type batchJob struct {
@@ -71,6 +73,14 @@ func (j *Job) Replace(fn func(ctx context.Context, q *Q) error, done func(error)
 // several lanes (round trips overlap), SQLite one (it has one writer).
 type Batcher struct {
 	lanes []*lane
+}
+
+// BeforeCommit sets fn to run in every batch's transaction after its writes, before its
+// commit (the crash-consistency tests kill the process there); call it before Run.
+func (b *Batcher) BeforeCommit(fn func()) {
+	for _, l := range b.lanes {
+		l.beforeCommit = fn
+	}
 }
 
 // NewBatcher returns a batcher that commits up to max jobs per transaction in each lane; Run it.
@@ -297,7 +307,13 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			return b.runAll(ctx, tx, ordered, errs)
+			if err := b.runAll(ctx, tx, ordered, errs); err != nil {
+				return err
+			}
+			if b.beforeCommit != nil {
+				b.beforeCommit()
+			}
+			return nil
 		})
 		if err == nil || ctx.Err() != nil {
 			break

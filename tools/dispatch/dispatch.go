@@ -47,6 +47,10 @@ type Config struct {
 	Observe func(Observation)
 	// Intents reads an intent by @handle (the app passes its cache); nil: the store.
 	Intents func(ctx context.Context, handle string) (*store.PartnerIntent, error)
+	// Failpoint, when set, is told each step an invoke reaches ("reserve": the reservation is
+	// written, not committed; "answered": the partner answered, nothing is recorded yet); the
+	// crash-consistency tests kill the process there.
+	Failpoint func(step string)
 }
 
 // Service dispatches invocations.
@@ -58,6 +62,7 @@ type Service struct {
 	tokens  *tokens.Service // nil: no token resolution before writes
 	batch   *store.Batcher  // nil: outcomes commit before the caller is answered
 	leases  *billing.Leases // nil: every call's reservation commits before its dispatch
+	journal *store.Journal  // nil: a write's outcome waits for the database alone
 	now     func() time.Time
 	log     *slog.Logger
 
@@ -70,6 +75,9 @@ func NewService(cfg Config, st *store.Store, client *outbound.Client, bill *bill
 	if cfg.Intents == nil {
 		cfg.Intents = st.IntentByHandle
 	}
+	if cfg.Failpoint == nil {
+		cfg.Failpoint = func(string) {}
+	}
 	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log, schemas: map[string]*jsonschema.Schema{}}
 }
 
@@ -81,6 +89,10 @@ func (s *Service) SettleInBatches(b *store.Batcher) { s.batch = b }
 // reservations from budget leases (billing.Leases): no transaction before the partner is called. It needs
 // SettleInBatches with the leases' batch writer.
 func (s *Service) ReserveOnLeases(l *billing.Leases) { s.leases = l }
+
+// UseJournal keeps each write's outcome in j until the database has it (finishDurable), and
+// replays what j holds before every sweep (ReplayJournal).
+func (s *Service) UseJournal(j *store.Journal) { s.journal = j }
 
 // InvokeInput is invoke_partner_message's input.
 type InvokeInput struct {
@@ -229,6 +241,8 @@ type call struct {
 	// onLease is the call's reservation drawn from its key's budget lease (startOnLease); nil
 	// when the reservation was written before the dispatch.
 	onLease *leased
+	// durable: a write or a flat-fee call, answered only once its outcome has committed.
+	durable bool
 }
 
 func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (InvokeOutput, error) {
@@ -464,6 +478,16 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.Pa
 	if err != nil {
 		return InvokeOutput{}, err
 	}
+	if inv.State == store.InvDispatching && s.journal != nil && s.journal.Has(inv.RequestID) {
+		// Its outcome waits in this replica's journal (the database was away): record it now.
+		if ok, err := s.replayOne(ctx, inv.RequestID); err != nil {
+			return InvokeOutput{}, err
+		} else if ok {
+			if inv, err = s.store.Invocation(ctx, c.Principal.AccountID, in.ConfirmRequestID); err != nil {
+				return InvokeOutput{}, err
+			}
+		}
+	}
 	switch inv.State {
 	case store.InvSucceeded, store.InvFailed, store.InvCancelled, store.InvOutcomeUnknown:
 		return s.withPayment(replay(inv))
@@ -521,6 +545,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	bg := context.WithoutCancel(ctx)
 	res := s.billing.Reservation(inv.RequestID, c.Principal, cl.quote, time.Duration(tries)*timeout)
 	cl.settleBy = res.ExpiresAt
+	cl.durable = partners.IsWriteCategory(intent.Category) || partners.IsFlatFee(intent.FeeRateUnit)
 	var moved bool
 	var err error
 	if s.leases != nil && from == "" && !partners.IsWriteCategory(intent.Category) && c.Principal.KeyID != "" {
@@ -552,6 +577,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 		}
 	}
 	partnerTime := time.Since(called)
+	s.cfg.Failpoint("answered")
 	defer s.observe(intent.PublicIdentifier, outcomeOf(ctx, answer, err), partnerTime, began)
 	if ctx.Err() != nil {
 		refunded := cl.quote.Refunded()
@@ -567,11 +593,20 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 			return replay(done)
 		}
 	case store.IsUnavailable(err):
+		// True whatever happens next: nothing is charged before the record lands, and the
+		// record, when it lands, is what a confirmation with the requestId answers.
+		kept := "it is recorded (and charged, if it succeeded) when the database is back, or, if this replica stops first, concluded by the sweeper, which asks the partner again with the same requestId"
+		switch {
+		case cl.onLease != nil:
+			kept = "it is recorded (and charged, if it succeeded) when the database is back, or never, if this replica stops first"
+		case cl.durable && s.journal != nil:
+			kept = "it is kept in this replica's journal and recorded (and charged, if it succeeded) as soon as the database is back"
+		}
 		return InvokeOutput{}, tools.Errorf(tools.CodeUnavailable,
-			"%s answered, but the outcome could not be recorded because the database is unavailable; nothing is charged twice: "+
-				"it will be reconciled (request %s). Call again later with confirmRequestId %q to learn the outcome",
-			intent.PublicIdentifier, inv.RequestID, inv.RequestID).
-			WithDetails(map[string]any{"requestId": inv.RequestID, "handle": intent.PublicIdentifier}).Wrap(err)
+			"%s answered, but the database is unavailable, so the outcome of request %s is not recorded yet: %s. "+
+				"Nothing is charged before then, and never twice. Call again later with confirmRequestId %q to read the outcome",
+			intent.PublicIdentifier, inv.RequestID, kept, inv.RequestID).
+			WithDetails(map[string]any{"requestId": inv.RequestID, "handle": intent.PublicIdentifier, "outcome": "not recorded yet"}).Wrap(err)
 	}
 	return out, err
 }

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
@@ -47,7 +49,11 @@ func (s *Service) start(ctx context.Context, inv *store.Invocation, from string,
 			}
 		}
 		moved = true
-		return q.AddEvent(ctx, inv.RequestID, store.InvDispatching, "credit reserved", at)
+		if err := q.AddEvent(ctx, inv.RequestID, store.InvDispatching, "credit reserved", at); err != nil {
+			return err
+		}
+		s.cfg.Failpoint("reserve")
+		return nil
 	})
 	return moved, err
 }
@@ -57,6 +63,8 @@ type leased struct {
 	billing.Drawn
 	res             *store.Reservation
 	spendLimitMicro int64
+	started         chan struct{} // closed once the batch writer wrote the call's start (or failed to)
+	startErr        *error        // why it failed, read after started is closed
 }
 
 // startOnLease is start for a new call whose reservation is taken from its key's budget
@@ -67,23 +75,30 @@ func (s *Service) startOnLease(ctx context.Context, p *tools.Principal, inv *sto
 	at := r.CreatedAt
 	inv.State, inv.DispatchedAt = store.InvDispatching, &at
 	row := *inv // as it starts: the caller goes on to write its outcome into inv
+	started, startErr := make(chan struct{}), new(error)
 	d, err := s.leases.Reserve(ctx, p, r, func(ctx context.Context, q *store.Q) error {
 		started := row // a batch may run a job again
 		if err := q.InsertInvocation(ctx, &started); err != nil {
 			return err
 		}
-		return q.AddFirstEvents(ctx, row.RequestID, store.Event{State: store.InvDispatching, Detail: leaseEvent, At: at})
+		if err := q.AddFirstEvents(ctx, row.RequestID, store.Event{State: store.InvDispatching, Detail: leaseEvent, At: at}); err != nil {
+			return err
+		}
+		s.cfg.Failpoint("reserve")
+		return nil
 	}, func(err error) {
 		if err != nil {
 			// Its finish fails too (nothing to finish): nothing is charged, and the lease's
 			// budget comes back when the lease is returned.
 			s.log.Error("record a dispatched invocation", "request_id", row.RequestID, "err", err)
 		}
+		*startErr = err
+		close(started)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &leased{Drawn: d, res: r, spendLimitMicro: p.SpendLimitMicro}, nil
+	return &leased{Drawn: d, res: r, spendLimitMicro: p.SpendLimitMicro, started: started, startErr: startErr}, nil
 }
 
 const leaseEvent = "credit reserved from the key's budget lease"
@@ -115,16 +130,30 @@ func (s *Service) finishOnLeaseIn(inv *store.Invocation, l *leased, attempts []s
 // refund the reservation under the settlement).
 const settleAhead = 5 * time.Second
 
+// recordWait bounds how long a caller whose answer waits for its record waits for the
+// database; past it the caller is told the outcome is not recorded yet (UNAVAILABLE).
+const recordWait = 5 * time.Second
+
+// errNotRecorded is a finish that has not reached the database within recordWait.
+var errNotRecorded = fmt.Errorf("%w: the call's record did not land within %s", store.ErrUnavailable, recordWait)
+
 // finish records the attempts, settles (st non-nil) or refunds the reservation of a
 // dispatched invocation, and writes its outcome with its final transition, in one
 // transaction. Only one process finishes an invocation: the others get ErrAlreadyFinished and
 // nothing they wrote lands, so a call is never settled twice.
 //
-// With a batch writer and well before cl.settleBy (the reservation's deadline), the
-// transaction is queued and committed with others after the caller has its answer: the
-// reservation already holds the worst case, so no money rule waits on it. A finish that fails
-// there leaves the invocation dispatching, for the sweeper to conclude. A call drawn on a
-// lease whose start is still queued has that start replaced by its whole record.
+// What the caller may be told before the commit (the answer never runs ahead of a record a
+// crash could lose):
+//   - a write or a flat-fee call (cl.durable) is answered only once its outcome has
+//     committed; while the database is away its outcome waits in the journal, replayed by
+//     this replica's sweeper (finishDurable);
+//   - a read whose dispatching record has committed may have its outcome committed by the
+//     batch writer after the answer (well before cl.settleBy, the reservation's deadline): a
+//     crash then leaves it dispatching, and the sweeper sends it again with the same
+//     requestId (it is idempotent; the partner dedupes) and records that answer;
+//   - a read drawn on a budget lease, whose dispatching record the batch writer may not have
+//     written yet, is answered once that record (or its whole record, which replaces a start
+//     still queued) has committed.
 func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) error {
 	logged := func(err error) {
 		switch {
@@ -135,22 +164,134 @@ func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, a
 			s.log.Error("record invocation outcome; the sweeper will conclude it", "request_id", inv.RequestID, "err", err)
 		}
 	}
-	if l := cl.onLease; l != nil && l.Job.Replace(s.finishOnLeaseIn(inv, l, attempts, st, refundReason, detail), logged) {
-		return nil // its start was still queued: one write records the whole call
+	if cl.durable {
+		return s.finishDurable(ctx, journaled{Invocation: *inv, Attempts: attempts, Settlement: st, RefundReason: refundReason, Detail: detail})
+	}
+	if l := cl.onLease; l != nil {
+		done := make(chan error, 1)
+		if l.Job.Replace(s.finishOnLeaseIn(inv, l, attempts, st, refundReason, detail), func(err error) { logged(err); done <- err }) {
+			return awaitRecord(done) // its start was still queued: one write records the whole call
+		}
+		// Its start, taken by a batch, must land before the answer (and before the finish).
+		t := time.NewTimer(recordWait)
+		defer t.Stop()
+		select {
+		case <-l.started:
+			if err := *l.startErr; err != nil {
+				return fmt.Errorf("the call's start was not recorded: %w", err)
+			}
+		case <-t.C:
+			return errNotRecorded
+		}
 	}
 	write := s.finishIn(inv, attempts, st, refundReason, detail)
 	by := cl.settleBy
 	if s.batch == nil || by.IsZero() || !s.now().Add(settleAhead).Before(by) {
-		if cl.onLease != nil {
-			// Its start, queued by startOnLease and taken by a batch, must land first.
-			if err := s.batch.Wait(ctx, inv.AccountID); err != nil {
-				return err
-			}
-		}
 		return s.store.InTx(ctx, write)
 	}
 	s.batch.Add(inv.AccountID, write, logged)
 	return nil
+}
+
+// awaitRecord waits (at most recordWait) for a queued record's outcome.
+func awaitRecord(done <-chan error) error {
+	t := time.NewTimer(recordWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return errNotRecorded
+	}
+}
+
+// journaled is a write's outcome on its way to the database (Service.UseJournal).
+type journaled struct {
+	Invocation   store.Invocation
+	Attempts     []store.Attempt
+	Settlement   *billing.Settlement
+	RefundReason string
+	Detail       string
+}
+
+// finishDurable commits a write's outcome before its caller is answered. The outcome is put
+// in the journal first, so neither a database outage nor a crash before the commit loses what
+// the partner answered: the journal's entry leaves once the database has the outcome (or has
+// another process's conclusion), and stays while the database is away, for ReplayJournal.
+// The database is retried for up to recordWait before the caller is told it is not recorded
+// yet.
+func (s *Service) finishDurable(ctx context.Context, e journaled) error {
+	id := e.Invocation.RequestID
+	if s.journal != nil {
+		if err := s.journal.Put(id, e); err != nil {
+			// The database commit below still makes the outcome durable before the answer.
+			s.log.ErrorContext(ctx, "journal a write's outcome", "request_id", id, "err", err)
+		}
+	}
+	deadline := time.Now().Add(recordWait)
+	for attempt := 1; ; attempt++ {
+		inv := e.Invocation
+		err := s.store.InTx(ctx, s.finishIn(&inv, e.Attempts, e.Settlement, e.RefundReason, e.Detail))
+		if !store.IsUnavailable(err) || time.Now().After(deadline) {
+			if !store.IsUnavailable(err) && s.journal != nil {
+				if derr := s.journal.Delete(id); derr != nil {
+					s.log.ErrorContext(ctx, "journal: remove a recorded outcome", "request_id", id, "err", derr)
+				}
+			}
+			return err
+		}
+		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, time.Second))
+	}
+}
+
+// ReplayJournal commits the outcomes this replica's journal holds (writes answered by their
+// partners whose records did not reach the database: an outage, a crash) and reports how many
+// landed. It runs before every sweep, so a write the journal holds is never concluded as
+// outcome unknown by this replica.
+func (s *Service) ReplayJournal(ctx context.Context) (int, error) {
+	if s.journal == nil {
+		return 0, nil
+	}
+	ids, err := s.journal.IDs()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		ok, err := s.replayOne(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// replayOne commits journal entry id; ok when its outcome is now the recorded one.
+func (s *Service) replayOne(ctx context.Context, id string) (ok bool, err error) {
+	var e journaled
+	if err := s.journal.Get(id, &e); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // another process replayed it
+		}
+		return false, err
+	}
+	inv := e.Invocation
+	err = s.store.InTx(ctx, s.finishIn(&inv, e.Attempts, e.Settlement, e.RefundReason, e.Detail))
+	switch {
+	case store.IsUnavailable(err):
+		return false, err
+	case errors.Is(err, ErrAlreadyFinished):
+		s.log.WarnContext(ctx, "journal: the invocation was concluded elsewhere first; its recorded outcome stands", "request_id", id)
+	case err != nil:
+		s.log.ErrorContext(ctx, "journal: replay an outcome", "request_id", id, "err", err)
+	default:
+		s.log.InfoContext(ctx, "journal: outcome recorded", "request_id", id, "state", inv.State)
+		ok = true
+	}
+	return ok, s.journal.Delete(id)
 }
 
 // finishIn is finish's transaction.

@@ -25,11 +25,16 @@ const RecoveryHorizon = 10 * time.Minute
 // ends outcome_unknown, refunded, with an answer that says the partner may have acted. Several
 // replicas may run Recover at once: each invocation is concluded by exactly one of them.
 func (s *Service) Recover(ctx context.Context) (int, error) {
+	// What this replica's journal holds lands first: those writes have known outcomes.
+	replayed, err := s.ReplayJournal(ctx)
+	if err != nil {
+		return replayed, fmt.Errorf("replay the journal: %w", err)
+	}
 	stuck, err := s.store.StuckInvocations(ctx, s.now().UTC(), 100)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	n := replayed
 	for _, inv := range stuck {
 		err := s.recoverOne(ctx, inv)
 		switch {
@@ -79,7 +84,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 func (s *Service) unknown(ctx context.Context, inv *store.Invocation, cl *call, age time.Duration, attempts ...store.Attempt) error {
 	h := cl.intent.PublicIdentifier
 	e := tools.Errorf(tools.CodeUpstream,
-		"outcome unknown: %s may have executed request %s (it dedupes on that requestId), but its answer never reached Switchboard; nothing was charged. Check with the partner before trying again",
+		"outcome unknown: %s may have executed request %s (it dedupes on that requestId), but Switchboard holds no record of its answer; nothing was charged. Check with the partner before trying again",
 		h, inv.RequestID).
 		WithDetails(map[string]any{"handle": h, "requestId": inv.RequestID, "outcome": "unknown",
 			"charge": cl.quote.Refunded()})

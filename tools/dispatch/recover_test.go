@@ -22,11 +22,15 @@ import (
 
 // TestDispatchOrphanedByADatabaseLossIsConcluded reproduces the defect end to end: the
 // partner runs the call, and the database goes down before the outcome is recorded (a stopped
-// PostgreSQL cluster of the test's own). The caller is told the truth at once; once the
-// database is back, the sweeper (two replicas racing) concludes each invocation exactly once:
-// an idempotent call is sent again with the same requestId, the partner's dedupe replays its
-// first answer (its handler ran once) and it is settled once; a write is never sent again and
-// ends outcome_unknown, refunded. A later confirmation answers the recorded truth.
+// PostgreSQL cluster of the test's own). The caller is told the truth at once: the outcome is
+// not recorded yet, nothing is charged before it is. Once the database is back:
+//   - a write's outcome, kept in the replica's journal, is recorded as the partner gave it
+//     (charged once, with its partner fee), and confirming again answers it;
+//   - a write whose journal was lost with its replica's disk is never sent again: the sweeper
+//     ends it outcome_unknown, refunded;
+//   - an idempotent call is sent again by the sweeper (two replicas racing) with the same
+//     requestId, the partner's dedupe replays its first answer (its handler ran once) and it is
+//     settled once.
 func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 	ctx := context.Background()
 	var runs sync.Map // path -> *atomic.Int32: how often the partner's own handler ran
@@ -40,6 +44,7 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 	env, partner, key, callerID := w.env, w.partner, w.caller, w.callerID
 	w.publish(t, "@orphanq", "/query", nil)
 	w.publish(t, "@orphanw", "/write", map[string]any{"category": "EXECUTE"})
+	w.publish(t, "@orphanx", "/lost", map[string]any{"category": "EXECUTE"})
 	credit := func() int64 {
 		ca, err := st.Credit(ctx, callerID)
 		if err != nil {
@@ -48,36 +53,55 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 		return ca.AvailableMicro
 	}
 	start := credit()
+	notRecorded := func(status int, out map[string]any) string {
+		t.Helper()
+		e, _ := out["error"].(map[string]any)
+		if status != 503 || e["code"] != "UNAVAILABLE" || !strings.Contains(e["message"].(string), "not recorded yet") {
+			t.Fatalf("outcome lost with the database: %d %v, want 503 saying it is not recorded yet", status, out)
+		}
+		return e["details"].(map[string]any)["requestId"].(string)
+	}
 
 	// An idempotent call whose outcome is lost with the database.
 	stopDB.Store(true)
 	status, out := env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanq status"})
-	e, _ := out["error"].(map[string]any)
-	if status != 503 || e["code"] != "UNAVAILABLE" || !strings.Contains(e["message"].(string), "reconciled") {
-		t.Fatalf("outcome lost with the database: %d %v, want 503 saying it will be reconciled", status, out)
-	}
-	queryID := e["details"].(map[string]any)["requestId"].(string)
+	queryID := notRecorded(status, out)
 	cluster.Start()
 
-	// A confirmed write whose outcome is lost the same way.
-	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it"})
-	if status != 409 {
-		t.Fatalf("write quote: %d %v", status, out)
+	// Confirmed writes whose outcomes the database does not get.
+	quote := func(msg string) string {
+		status, out := env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": msg})
+		if status != 409 {
+			t.Fatalf("write quote: %d %v", status, out)
+		}
+		return out["error"].(map[string]any)["details"].(map[string]any)["requestId"].(string)
 	}
-	writeID := out["error"].(map[string]any)["details"].(map[string]any)["requestId"].(string)
-	stopDB.Store(true)
-	if status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it", "confirmRequestId": writeID}); status != 503 {
-		t.Fatalf("confirmed write with the database lost: %d %v", status, out)
+	writeID, lostID := quote("@orphanw do it"), quote("@orphanx do it")
+	for _, c := range []struct{ msg, id string }{{"@orphanw do it", writeID}, {"@orphanx do it", lostID}} {
+		stopDB.Store(true)
+		status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": c.msg, "confirmRequestId": c.id})
+		if notRecorded(status, out) != c.id || !strings.Contains(fmt.Sprint(out), "journal") {
+			t.Fatalf("confirmed write with the database lost: %d %v, want its outcome kept in the journal", status, out)
+		}
+		cluster.Start()
 	}
-	cluster.Start()
-	for _, id := range []string{queryID, writeID} {
+	// The second write's journal goes with its replica's disk.
+	if err := os.Remove(filepath.Join(env.App.Config.DataDir, "journal", lostID+".json")); err != nil {
+		t.Fatalf("the write's outcome is not in the journal: %v", err)
+	}
+	for _, id := range []string{queryID, writeID, lostID} {
 		inv, err := st.InvocationByID(ctx, id)
 		if err != nil || inv.State != store.InvDispatching {
 			t.Fatalf("%s before the sweep: %+v %v, want dispatching", id, inv, err)
 		}
 	}
-	if status, out := env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it", "confirmRequestId": writeID}); status != 409 || !strings.Contains(fmt.Sprint(out), "sweeper") {
+	if status, out := env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanx do it", "confirmRequestId": lostID}); status != 409 || !strings.Contains(fmt.Sprint(out), "sweeper") {
 		t.Fatalf("confirm while undecided: %d %v", status, out)
+	}
+	// Asking about the journaled write records it and answers the partner's result.
+	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it", "confirmRequestId": writeID})
+	if status != 200 || out["success"] != true || charge(out)["partnerFeeMicro"] != 500.0 {
+		t.Fatalf("confirm of the journaled write: %d %v, want the partner's result, charged", status, out)
 	}
 
 	// Past the deadline, two replicas sweep at once.
@@ -108,31 +132,42 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 	if got := n.(*atomic.Int32).Load(); got != 1 {
 		t.Fatalf("the partner's handler ran %d times for the query: the re-send must be deduped", got)
 	}
-	if hits := len(partner.Hits()); hits < 3 {
+	if hits := len(partner.Hits()); hits < 4 {
 		t.Fatalf("%d requests reached the partner: the query was not sent again", hits)
 	}
 	wr, _ := st.InvocationByID(ctx, writeID)
-	if wr.State != store.InvOutcomeUnknown || wr.PartnerFeeMicro != 0 {
-		t.Fatalf("write after the sweep: %+v", wr)
+	if wr.State != store.InvSucceeded || wr.PartnerFeeMicro != 500 {
+		t.Fatalf("the journaled write: %+v, want succeeded with its partner fee", wr)
 	}
-	n, _ = runs.Load("/write")
-	if got := n.(*atomic.Int32).Load(); got != 1 {
-		t.Fatalf("the write ran %d times: it must never be sent again", got)
+	lost, _ := st.InvocationByID(ctx, lostID)
+	if lost.State != store.InvOutcomeUnknown || lost.PartnerFeeMicro != 0 {
+		t.Fatalf("the write whose journal was lost, after the sweep: %+v", lost)
 	}
-	events, _ := st.InvocationEvents(ctx, writeID)
+	for _, path := range []string{"/write", "/lost"} {
+		n, _ = runs.Load(path)
+		if got := n.(*atomic.Int32).Load(); got != 1 {
+			t.Fatalf("the write %s ran %d times: it must never be sent again", path, got)
+		}
+	}
+	events, _ := st.InvocationEvents(ctx, lostID)
 	if last := events[len(events)-1]; last.State != store.InvOutcomeUnknown || !strings.Contains(last.Detail, "sweeper") {
 		t.Fatalf("the terminal transition is not recorded: %+v", last)
 	}
-	// Charged once for the query (reservation 1000 + fee 500 + platform floor 1000), nothing for the write.
-	if got := start - credit(); got != 2500 {
-		t.Fatalf("credit went down by %d, want 2500", got)
+	// Charged once for the query and once for the journaled write (reservation 1000 + fee 500
+	// + platform floor 1000 each), nothing for the lost one.
+	if got := start - credit(); got != 5000 {
+		t.Fatalf("credit went down by %d, want 5000", got)
 	}
 	w.ledgerOK(t)
 
 	// Asking again answers the recorded truth.
-	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it", "confirmRequestId": writeID})
-	if status != 502 || !strings.Contains(fmt.Sprint(out), "outcome unknown") || !strings.Contains(fmt.Sprint(out), writeID) {
+	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanx do it", "confirmRequestId": lostID})
+	if status != 502 || !strings.Contains(fmt.Sprint(out), "outcome unknown") || !strings.Contains(fmt.Sprint(out), lostID) {
 		t.Fatalf("confirm after the sweep: %d %v", status, out)
+	}
+	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanw do it", "confirmRequestId": writeID})
+	if status != 200 || out["success"] != true || out["requestId"] != writeID {
+		t.Fatalf("the journaled write's outcome, asked again: %d %v", status, out)
 	}
 	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@orphanq status", "confirmRequestId": queryID})
 	if status != 200 || out["success"] != true {
@@ -146,9 +181,9 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 }
 
 // With settlement after the answer (the default), a database lost while the partner works
-// does not cost the caller the answer: it gets the partner's result at once, and the batch
-// writer records the outcome, charging it exactly once, when the database is back. No
-// sweeper is needed and the ledger balances.
+// on a read whose dispatch is recorded does not cost the caller the answer: it gets the
+// partner's result at once, and the batch writer records the outcome, charging it exactly
+// once, when the database is back. No sweeper is needed and the ledger balances.
 func TestOutcomeLandsWhenTheDatabaseReturns(t *testing.T) {
 	ctx := context.Background()
 	w, cluster, st, stopDB := outageWorld(t, true, func(rw http.ResponseWriter, r *http.Request) {
@@ -197,6 +232,11 @@ func outageWorld(t *testing.T, settleAfterAnswer bool, work http.HandlerFunc) (w
 	var pub ed25519.PublicKey
 	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if stopDB.CompareAndSwap(true, false) {
+			if settleAfterAnswer {
+				// The batch writer records the dispatch first (a call is answered only once
+				// a crash can no longer lose it: TestCrashMatrix covers the other order).
+				time.Sleep(300 * time.Millisecond)
+			}
 			cluster.Stop() // the database is lost while the partner does the work
 		}
 		work(rw, r)

@@ -125,8 +125,14 @@ func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
 	})
 }
 
-// RunSweeper sweeps every interval until ctx ends.
+// RunSweeper sweeps every interval until ctx ends. It first records the outcomes a previous
+// run of this data directory journaled and could not commit (a crash, a database outage).
 func (a *App) RunSweeper(ctx context.Context, every time.Duration) {
+	if n, err := a.Dispatch.ReplayJournal(ctx); err != nil {
+		a.Log.WarnContext(ctx, "journal replay; the sweeper retries", "err", err)
+	} else if n > 0 {
+		a.Log.InfoContext(ctx, "journal replayed", "outcomes", n)
+	}
 	repeat(ctx, a.Log, every, "sweep", func(ctx context.Context) error {
 		_, _, err := a.Sweep(ctx)
 		return err
@@ -305,8 +311,15 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain, Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent},
+	failpoint := failpointOf(cfg.Failpoint, log)
+	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain, Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint},
 		st, partnerOut, billSvc, tokenSvc, now, log)
+	// A write's outcome is journaled in the data directory until the database has it.
+	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
+	if err != nil {
+		return nil, err
+	}
+	dispatchSvc.UseJournal(journal)
 	all = append(all, dispatchSvc.Tools()...)
 
 	disc, err := discover.NewService(ctx, st, now, all)
@@ -391,6 +404,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	// Finished invocations commit in batches after their callers are answered; each call
 	// waits for its own account's pending ones first.
 	batcher := st.NewBatcher(256, log)
+	batcher.BeforeCommit(func() { failpoint("batch") })
 	var leases *billing.Leases
 	if cfg.SettleAfterAnswer {
 		dispatchSvc.SettleInBatches(batcher)
@@ -611,4 +625,22 @@ func flatFee(ctx context.Context, cfg Config, st *store.Store, now func() time.T
 	}
 	return payments.New(ctx, payments.Config{RPCURL: f.RPCURL, ChainID: int64(f.ChainID), Token: common.HexToAddress(f.Token),
 		Payer: common.HexToAddress(f.Payer), RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey}, st, now, log)
+}
+
+// failpointOf is the tests' failpoint: the process kills itself (SIGKILL, no cleanup) at the
+// first step named step; a no-op when step is empty (Config.Validate refuses it in production).
+func failpointOf(step string, log *slog.Logger) func(string) {
+	if step == "" {
+		return func(string) {}
+	}
+	return func(at string) {
+		if at != step {
+			return
+		}
+		log.Warn("failpoint reached: killing this process", "step", at)
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			p.Kill()
+		}
+		select {} // the signal is on its way
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,9 @@ import (
 
 // Config is every setting, read from SWITCHBOARD_* environment variables; the common ones are
 // also flags of `switchboard serve`.
+// Failpoints are the steps SWITCHBOARD_FAILPOINT may name (the crash-consistency tests).
+var Failpoints = []string{"reserve", "answered", "batch"}
+
 type Config struct {
 	Addr                string
 	MetricsAddr         string // the operator's listener: /metrics and /debug/pprof/; empty: off
@@ -55,6 +59,7 @@ type Config struct {
 	ReprobeFailures     int           // re-probes in a row that may fail before an intent is deactivated
 	Tokens              tokens.Config // token lookups: RPC endpoints, price providers
 	FlatFee             FlatFeeConfig // the network flat-fee intents are paid on
+	Failpoint           string        // tests only: the invoke step at which this process kills itself
 }
 
 type setting struct {
@@ -110,6 +115,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
+		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed)", str: &c.Failpoint},
 		{env: "SWITCHBOARD_LOG_LEVEL", flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
 		{env: "SWITCHBOARD_RPC_ETHEREUM", flag: "rpc-ethereum", usage: "Ethereum JSON-RPC URL (balances, token metadata)", str: &c.Tokens.RPCEthereum},
 		{env: "SWITCHBOARD_RPC_ARBITRUM", flag: "rpc-arbitrum", usage: "Arbitrum One JSON-RPC URL", str: &c.Tokens.RPCArbitrum},
@@ -209,6 +215,13 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultRateLimit < 1 {
 		return fmt.Errorf("SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE must be at least 1")
+	}
+	switch {
+	case c.Failpoint == "":
+	case c.Env == "production":
+		return fmt.Errorf("SWITCHBOARD_FAILPOINT is for tests: unset it in production")
+	case !slices.Contains(Failpoints, c.Failpoint):
+		return fmt.Errorf("SWITCHBOARD_FAILPOINT=%q: want one of %v", c.Failpoint, Failpoints)
 	}
 	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
 		return fmt.Errorf("SWITCHBOARD_METRICS_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)

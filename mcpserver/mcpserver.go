@@ -43,9 +43,9 @@ func New(k *tools.Kernel, opts Options) *mcp.Server {
 
 const (
 	about            = "Switchboard: onboarding, API keys, token lookups and partner intents for AI agents. "
-	httpInstructions = about + "Without an API key, call agent_signup with an e-mail inbox you can read, then agent_verify with the 6-digit code; " +
+	httpInstructions = about + "Without an API key, call agent_signup with an e-mail inbox you can read, then agent_verify with the 8-digit code; " +
 		"send the key as the x-api-key header. Without an inbox, ask a human for a key."
-	stdioInstructions = about + "Without an API key, call agent_signup with an e-mail inbox you can read, then agent_verify with the 6-digit code, " +
+	stdioInstructions = about + "Without an API key, call agent_signup with an e-mail inbox you can read, then agent_verify with the 8-digit code, " +
 		"and ask the human to put the key in SWITCHBOARD_API_KEY in this server's configuration. Without an inbox, ask a human for a key."
 )
 

@@ -94,7 +94,7 @@ func (h *human) csrf() string {
 
 func (h *human) signIn(email string) {
 	h.t.Helper()
-	if st, body := h.post("/developer/sign-in", url.Values{"email": {email}}, false); st != 200 || !strings.Contains(body, "We e-mailed a 6-digit code") {
+	if st, body := h.post("/developer/sign-in", url.Values{"email": {email}}, false); st != 200 || !strings.Contains(body, "We e-mailed an 8-digit code") {
 		h.t.Fatalf("send code: %d %s", st, body)
 	}
 	n := 0

@@ -28,9 +28,9 @@ func llmsTxt(o Docs) string {
 	}
 	if o.EmailSignup {
 		fmt.Fprintf(&b, "E-mail one-time code (needs an inbox you can read):\n\n")
-		fmt.Fprintf(&b, "1. MCP tool `agent_signup {\"email\": \"you@example.com\"}` or `POST %s/v1/agents/signup` — always answers {\"ok\":true} and e-mails a 6-digit code valid 10 minutes.\n", base)
-		fmt.Fprintf(&b, "2. MCP tool `agent_verify {\"email\": ..., \"code\": \"123456\"}` or `POST %s/v1/agents/verify` — returns userId, wallets (evm, svm), apiKey (shown once: store it), scopes, spendLimitUsd, rateLimitPerMinute.\n", base)
-		fmt.Fprintf(&b, "3. 5 wrong codes void a code; ask for a new one with agent_signup. Verifying again later recovers the same account with a new key.\n\n")
+		fmt.Fprintf(&b, "1. MCP tool `agent_signup {\"email\": \"you@example.com\"}` or `POST %s/v1/agents/signup` — always answers {\"ok\":true} and e-mails a 8-digit code valid 10 minutes.\n", base)
+		fmt.Fprintf(&b, "2. MCP tool `agent_verify {\"email\": ..., \"code\": \"12345678\"}` or `POST %s/v1/agents/verify` — returns userId, wallets (evm, svm), apiKey (shown once: store it), scopes, spendLimitUsd, rateLimitPerMinute.\n", base)
+		fmt.Fprintf(&b, "3. Each client address has 5 guesses at a code (then 429 until the code expires); wrong guesses never void it, and signing up again while it is valid re-sends the same code. Verifying again later recovers the same account with a new key.\n\n")
 		fmt.Fprintf(&b, "Without an inbox you can read, do not retry signup: ask a human for a key (they can get one with the same two calls from their own inbox) and use the key they paste to you.\n")
 	} else {
 		fmt.Fprintf(&b, "None: this deployment has no self-service onboarding. Do not retry signup: ask a human (the operator) for an API key and use the key they paste to you.\n")

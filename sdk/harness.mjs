@@ -68,7 +68,7 @@ export async function startServer() {
     async code(email) {
       for (let i = 0; i < 100; i++) {
         const lines = log.split("\n").filter((l) => l.includes("DEVELOPMENT MAILER") && l.includes(email));
-        const m = lines.length && /\b(\d{6})\b/.exec(JSON.parse(lines.at(-1)).text);
+        const m = lines.length && /\b(\d{8})\b/.exec(JSON.parse(lines.at(-1)).text);
         if (m) return m[1];
         await new Promise((r) => setTimeout(r, 50));
       }

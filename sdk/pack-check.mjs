@@ -45,7 +45,7 @@ try {
   const client = install(join(sdk, "typescript"), `
 import { Client, SwitchboardError, type Account, type Invocation } from "@switchboard-hq/client";
 const c = new Client({ apiKey: "k", baseUrl: "https://switchboard.example" });
-const a: Promise<Account> = c.verify({ email: "a@example.com", code: "123456" });
+const a: Promise<Account> = c.verify({ email: "a@example.com", code: "12345678" });
 const i: Promise<Invocation> = c.invoke({ message: "@x hi" });
 const code: string | undefined = new SwitchboardError({ code: "BAD_INPUT", message: "m", status: 400, operation: "x" }).requestId;
 void a; void i; void code;

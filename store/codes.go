@@ -8,13 +8,15 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// EmailCode is the live one-time code for an e-mail address; a new signup replaces it.
+// EmailCode is the live one-time code for an e-mail address. Nothing replaces it while it is
+// live: only its use or its expiry ends it.
 type EmailCode struct {
-	bun.BaseModel `bun:"table:email_codes"`
+	bun.BaseModel `bun:"table:email_codes,alias:email_codes"`
 
 	Email     string    `bun:"email,pk"`
 	CodeHash  string    `bun:"code_hash,notnull"`
-	Attempts  int       `bun:"attempts,notnull"`
+	Seed      string    `bun:"code_seed,notnull"` // the code is derived from it under the server secret, to re-send it
+	Attempts  int       `bun:"attempts,notnull"`  // unused since guesses are counted per source address
 	ExpiresAt time.Time `bun:"expires_at,notnull"`
 	CreatedAt time.Time `bun:"created_at,notnull"`
 }
@@ -29,23 +31,56 @@ type EmailSend struct {
 	SentAt     time.Time `bun:"sent_at,notnull"`
 }
 
-// PutCode replaces the e-mail's live code and records the send, in one transaction, and
-// prunes send records older than pruneBefore.
-func (s *Store) PutCode(ctx context.Context, code *EmailCode, send *EmailSend, pruneBefore time.Time) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewInsert().Model(code).
-			On("CONFLICT (email) DO UPDATE").
-			Set("code_hash = EXCLUDED.code_hash").
-			Set("attempts = 0").
-			Set("expires_at = EXCLUDED.expires_at").
-			Set("created_at = EXCLUDED.created_at").
-			Exec(ctx); err != nil {
-			return err
+// IssueCode stores code as the e-mail's code unless a live one (unexpired at now, with a
+// seed) is there already, and returns the live code: the new one (issued true) or the one
+// found. A new code starts with fresh guess counts.
+func (s *Store) IssueCode(ctx context.Context, code *EmailCode, now time.Time) (live *EmailCode, issued bool, err error) {
+	for range 3 { // a live code found can be consumed before it is read: look again
+		err = s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			issued = false
+			res, err := tx.NewInsert().Model(code).
+				On("CONFLICT (email) DO UPDATE").
+				Set("code_hash = EXCLUDED.code_hash").
+				Set("code_seed = EXCLUDED.code_seed").
+				Set("attempts = 0").
+				Set("expires_at = EXCLUDED.expires_at").
+				Set("created_at = EXCLUDED.created_at").
+				Where("email_codes.expires_at <= ? OR email_codes.code_seed = ''", now).
+				Exec(ctx)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				issued = true
+				_, err := tx.NewDelete().Model((*EmailCodeAttempts)(nil)).Where("email = ?", code.Email).Exec(ctx)
+				return err
+			}
+			live = new(EmailCode)
+			return tx.NewSelect().Model(live).Where("email = ?", code.Email).Scan(ctx)
+		})
+		switch {
+		case err == nil && issued:
+			return code, true, nil
+		case err == nil:
+			return live, false, nil
+		case !errors.Is(err, ErrNotFound):
+			return nil, false, err
 		}
+	}
+	return nil, false, err
+}
+
+// RecordSend records a code e-mail sent and prunes send records older than pruneBefore.
+func (s *Store) RecordSend(ctx context.Context, send *EmailSend, pruneBefore time.Time) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(send).Exec(ctx); err != nil {
 			return err
 		}
-		if _, err := tx.NewDelete().Model((*EmailCodeAttempts)(nil)).Where("email = ?", code.Email).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model((*EmailCodeSource)(nil)).Where("window_start < ?", pruneBefore).Exec(ctx); err != nil {
 			return err
 		}
 		_, err := tx.NewDelete().Model((*EmailSend)(nil)).Where("sent_at < ?", pruneBefore).Exec(ctx)
@@ -53,7 +88,7 @@ func (s *Store) PutCode(ctx context.Context, code *EmailCode, send *EmailSend, p
 	})
 }
 
-// CodeByEmail returns the e-mail's live code, or ErrNotFound.
+// CodeByEmail returns the e-mail's code (live or expired), or ErrNotFound.
 func (s *Store) CodeByEmail(ctx context.Context, email string) (*EmailCode, error) {
 	code := new(EmailCode)
 	if err := s.db.NewSelect().Model(code).Where("email = ?", email).Scan(ctx); err != nil {
@@ -62,54 +97,93 @@ func (s *Store) CodeByEmail(ctx context.Context, email string) (*EmailCode, erro
 	return code, nil
 }
 
-// EmailCodeAttempts counts one client's guesses at one e-mail's current code.
+// EmailCodeAttempts counts one source address's guesses at one e-mail's current code.
 type EmailCodeAttempts struct {
 	bun.BaseModel `bun:"table:email_code_attempts"`
 
 	Email      string `bun:"email,pk"`
-	ClientAddr string `bun:"client_addr,pk"`
+	ClientAddr string `bun:"client_addr,pk"` // the source address the guesses are counted for
 	CodeHash   string `bun:"code_hash,notnull"`
 	Attempts   int    `bun:"attempts,notnull"`
 }
 
-// Refusals of TakeAttempt.
+// EmailCodeSource counts one source address's guesses at any e-mail's code in a fixed window.
+type EmailCodeSource struct {
+	bun.BaseModel `bun:"table:email_code_sources,alias:email_code_sources"`
+
+	Source      string    `bun:"source,pk"`
+	WindowStart time.Time `bun:"window_start,notnull"`
+	Guesses     int       `bun:"guesses,notnull"`
+}
+
+// Refusals of TakeGuess. Nothing is counted for a refused guess.
 var (
-	ErrCodeNotLive    = errors.New("no live code (used, voided, replaced or expired)")
-	ErrClientAttempts = errors.New("this client used all its attempts at this code")
+	ErrPairGuesses   = errors.New("this source address used all its guesses at this code")
+	ErrSourceGuesses = errors.New("this source address used all its guesses in this window")
 )
 
-// TakeAttempt counts one guess at the e-mail's code codeHash before it is compared, for the
-// client and in total, each with a conditional increment in one transaction, so parallel
-// guesses can never pass the caps: ErrClientAttempts when the client already made perClient
-// guesses at this code, ErrCodeNotLive when the code is gone or reached total (nothing is
-// counted then). It returns the counts after this guess.
-func (s *Store) TakeAttempt(ctx context.Context, email, codeHash, clientAddr string, perClient, total int) (byClient, overall int, err error) {
-	err = s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var mine []int
-		if _, err := tx.NewInsert().Model(&EmailCodeAttempts{Email: email, ClientAddr: clientAddr, CodeHash: codeHash, Attempts: 1}).
+// Guesses are the counts after a guess TakeGuess allowed; after ErrSourceGuesses,
+// SourceWindow is when the source's full window started.
+type Guesses struct {
+	Pair, Source int
+	SourceWindow time.Time
+}
+
+// TakeGuess counts one guess before it is compared, for the source address across e-mails
+// (perSource in a window starting at its first guess and lasting window) and, when codeHash is
+// not empty, for the source at that e-mail's code (perCode). Each is a conditional increment in
+// one transaction, so parallel guesses can never pass a cap, and a refused guess counts
+// nothing. Only the guessing source's own counts are touched: no one else's guesses refuse it.
+func (s *Store) TakeGuess(ctx context.Context, email, codeHash, source string, perCode, perSource int, window time.Duration, now time.Time) (Guesses, error) {
+	var g Guesses
+	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		g = Guesses{}
+		cutoff := now.Add(-window)
+		var counts []int
+		if _, err := tx.NewInsert().Model(&EmailCodeSource{Source: source, WindowStart: now, Guesses: 1}).
+			On("CONFLICT (source) DO UPDATE").
+			Set("guesses = CASE WHEN email_code_sources.window_start <= ? THEN 1 ELSE email_code_sources.guesses + 1 END", cutoff).
+			Set("window_start = CASE WHEN email_code_sources.window_start <= ? THEN EXCLUDED.window_start ELSE email_code_sources.window_start END", cutoff).
+			Where("email_code_sources.window_start <= ? OR email_code_sources.guesses < ?", cutoff, perSource).
+			Returning("guesses").Exec(ctx, &counts); err != nil {
+			return err
+		}
+		if len(counts) == 0 {
+			var src EmailCodeSource
+			if err := tx.NewSelect().Model(&src).Where("source = ?", source).Scan(ctx); err != nil {
+				return err
+			}
+			g.SourceWindow = src.WindowStart
+			return ErrSourceGuesses
+		}
+		g.Source = counts[0]
+		if codeHash == "" {
+			return nil
+		}
+		counts = counts[:0]
+		if _, err := tx.NewInsert().Model(&EmailCodeAttempts{Email: email, ClientAddr: source, CodeHash: codeHash, Attempts: 1}).
 			On("CONFLICT (email, client_addr) DO UPDATE").
 			Set("attempts = CASE WHEN email_code_attempts.code_hash = EXCLUDED.code_hash THEN email_code_attempts.attempts + 1 ELSE 1 END").
 			Set("code_hash = EXCLUDED.code_hash").
-			Where("email_code_attempts.code_hash <> EXCLUDED.code_hash OR email_code_attempts.attempts < ?", perClient).
-			Returning("attempts").Exec(ctx, &mine); err != nil {
+			Where("email_code_attempts.code_hash <> EXCLUDED.code_hash OR email_code_attempts.attempts < ?", perCode).
+			Returning("attempts").Exec(ctx, &counts); err != nil {
 			return err
 		}
-		if len(mine) == 0 {
-			return ErrClientAttempts
+		if len(counts) == 0 {
+			return ErrPairGuesses
 		}
-		var all []int
-		if _, err := tx.NewUpdate().Model((*EmailCode)(nil)).Set("attempts = attempts + 1").
-			Where("email = ? AND code_hash = ? AND attempts < ?", email, codeHash, total).
-			Returning("attempts").Exec(ctx, &all); err != nil {
-			return err
-		}
-		if len(all) == 0 {
-			return ErrCodeNotLive
-		}
-		byClient, overall = mine[0], all[0]
+		g.Pair = counts[0]
 		return nil
 	})
-	return byClient, overall, err
+	return g, err
+}
+
+// ReturnGuess gives a source back the guess a right code took from its window, so signing
+// in does not use up an address shared by many people.
+func (s *Store) ReturnGuess(ctx context.Context, source string) error {
+	_, err := s.db.NewUpdate().Model((*EmailCodeSource)(nil)).Set("guesses = guesses - 1").
+		Where("source = ? AND guesses > 0", source).Exec(ctx)
+	return normalize(err)
 }
 
 // SendStats are the code e-mails sent since a moment, for signup's limits.

@@ -90,42 +90,64 @@ func TestKeysRoundTripAndRevoke(t *testing.T) {
 	})
 }
 
-func TestCodeAttemptsAndSingleUse(t *testing.T) {
+func TestCodeGuessesAndSingleUse(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		now := time.Now().UTC()
-		code := &store.EmailCode{Email: "a@example.com", CodeHash: "c1", ExpiresAt: now.Add(10 * time.Minute), CreatedAt: now}
-		send := &store.EmailSend{ID: "s1", EmailHash: "eh", ClientAddr: "1.2.3.4", SentAt: now}
-		if err := s.PutCode(ctx, code, send, now.Add(-time.Hour)); err != nil {
-			t.Fatal(err)
+		code := &store.EmailCode{Email: "a@example.com", CodeHash: "c1", Seed: "s1", ExpiresAt: now.Add(10 * time.Minute), CreatedAt: now}
+		if got, issued, err := s.IssueCode(ctx, code, now); err != nil || !issued || got.CodeHash != "c1" {
+			t.Fatalf("first code: %+v %v %v", got, issued, err)
+		}
+		// While it is live, nothing replaces it.
+		other := &store.EmailCode{Email: "a@example.com", CodeHash: "c2", Seed: "s2", ExpiresAt: now.Add(10 * time.Minute), CreatedAt: now}
+		if got, issued, err := s.IssueCode(ctx, other, now.Add(time.Minute)); err != nil || issued || got.CodeHash != "c1" || got.Seed != "s1" {
+			t.Fatalf("second code while the first is live: %+v %v %v", got, issued, err)
 		}
 		for want := 1; want <= 2; want++ {
-			mine, all, err := s.TakeAttempt(ctx, "a@example.com", "c1", "1.2.3.4", 2, 3)
-			if err != nil || mine != want || all != want {
-				t.Fatalf("attempt %d: got %d %d, %v", want, mine, all, err)
+			g, err := s.TakeGuess(ctx, "a@example.com", "c1", "1.2.3.4", 2, 3, 10*time.Minute, now)
+			if err != nil || g.Pair != want || g.Source != want {
+				t.Fatalf("guess %d: got %+v, %v", want, g, err)
 			}
 		}
-		// This client is done with this code; another client is not, until the total.
-		if _, _, err := s.TakeAttempt(ctx, "a@example.com", "c1", "1.2.3.4", 2, 3); !errors.Is(err, store.ErrClientAttempts) {
-			t.Fatalf("third attempt from one client: %v", err)
+		// This source is done with this code, and the refusal counted nothing; other sources
+		// are not touched by it.
+		if _, err := s.TakeGuess(ctx, "a@example.com", "c1", "1.2.3.4", 2, 3, 10*time.Minute, now); !errors.Is(err, store.ErrPairGuesses) {
+			t.Fatalf("third guess from one source: %v", err)
 		}
-		if _, all, err := s.TakeAttempt(ctx, "a@example.com", "c1", "5.6.7.8", 2, 3); err != nil || all != 3 {
-			t.Fatalf("another client: %d %v", all, err)
+		if g, err := s.TakeGuess(ctx, "a@example.com", "c1", "5.6.7.8", 2, 3, 10*time.Minute, now); err != nil || g.Pair != 1 || g.Source != 1 {
+			t.Fatalf("another source: %+v %v", g, err)
 		}
-		if _, _, err := s.TakeAttempt(ctx, "a@example.com", "c1", "9.9.9.9", 2, 3); !errors.Is(err, store.ErrCodeNotLive) {
-			t.Fatalf("past the total: %v", err)
+		// The source's window across e-mails: its third guess is its last in the window.
+		if g, err := s.TakeGuess(ctx, "b@example.com", "", "1.2.3.4", 2, 3, 10*time.Minute, now.Add(time.Minute)); err != nil || g.Source != 3 {
+			t.Fatalf("a guess at an e-mail without a code: %+v %v", g, err)
 		}
-		if _, _, err := s.TakeAttempt(ctx, "a@example.com", "stale", "9.9.9.9", 2, 3); !errors.Is(err, store.ErrCodeNotLive) {
-			t.Fatalf("a replaced code: %v", err)
+		g, err := s.TakeGuess(ctx, "c@example.com", "x", "1.2.3.4", 2, 3, 10*time.Minute, now.Add(2*time.Minute))
+		if !errors.Is(err, store.ErrSourceGuesses) || !g.SourceWindow.Equal(now.Truncate(time.Microsecond)) {
+			t.Fatalf("past the source's window: %+v %v", g, err)
 		}
-		// A new code resets the attempts.
-		code2 := &store.EmailCode{Email: "a@example.com", CodeHash: "c2", ExpiresAt: now.Add(10 * time.Minute), CreatedAt: now}
-		if err := s.PutCode(ctx, code2, &store.EmailSend{ID: "s2", EmailHash: "eh", ClientAddr: "1.2.3.4", SentAt: now}, now.Add(-time.Hour)); err != nil {
+		if err := s.ReturnGuess(ctx, "1.2.3.4"); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.CodeByEmail(ctx, "a@example.com")
-		if err != nil || got.CodeHash != "c2" || got.Attempts != 0 {
-			t.Fatalf("replaced code: %+v %v", got, err)
+		if g, err := s.TakeGuess(ctx, "c@example.com", "x", "1.2.3.4", 2, 3, 10*time.Minute, now.Add(2*time.Minute)); err != nil || g.Source != 3 {
+			t.Fatalf("after a returned guess: %+v %v", g, err)
+		}
+		// The window ends 10 minutes after it started.
+		if g, err := s.TakeGuess(ctx, "d@example.com", "", "1.2.3.4", 2, 3, 10*time.Minute, now.Add(10*time.Minute)); err != nil || g.Source != 1 {
+			t.Fatalf("a new window: %+v %v", g, err)
+		}
+		// An expired code is replaced, with fresh counts.
+		later := now.Add(10 * time.Minute)
+		other.ExpiresAt = later.Add(10 * time.Minute)
+		if got, issued, err := s.IssueCode(ctx, other, later); err != nil || !issued || got.CodeHash != "c2" {
+			t.Fatalf("a code after expiry: %+v %v %v", got, issued, err)
+		}
+		if g, err := s.TakeGuess(ctx, "a@example.com", "c2", "5.6.7.8", 2, 3, 10*time.Minute, later); err != nil || g.Pair != 1 {
+			t.Fatalf("a guess at the new code: %+v %v", g, err)
+		}
+		for i, send := range []*store.EmailSend{{ID: "s1", EmailHash: "eh", ClientAddr: "1.2.3.4", SentAt: now}, {ID: "s2", EmailHash: "eh", ClientAddr: "1.2.3.4", SentAt: later}} {
+			if err := s.RecordSend(ctx, send, now.Add(-time.Hour)); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
 		}
 		sends, err := s.Sends(ctx, "eh", "1.2.3.4", now.Add(-time.Minute))
 		if err != nil || sends.ToEmail != 2 || sends.FromClient != 2 || sends.Pair != 2 {

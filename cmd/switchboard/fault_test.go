@@ -105,7 +105,7 @@ func (s *server) do(method, path, key string, body any) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
-var codeRe = regexp.MustCompile(`\b(\d{6})\b`)
+var codeRe = regexp.MustCompile(`\b(\d{8})\b`)
 
 // onboard signs email up with the development mailer and reads the code from the log.
 func (s *server) onboard(email string) string {

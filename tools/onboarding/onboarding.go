@@ -7,10 +7,12 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/big"
+	"math"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -22,28 +24,34 @@ import (
 )
 
 // Config holds the onboarding limits. They are counted so that someone who cannot read the
-// inbox cannot keep its owner out: a client's guesses lock out that client only, and sends to
-// one address are spaced (at most MaxSendGap apart) rather than blocked for the hour.
+// inbox can neither void the owner's code nor keep the owner from using it: nothing ends a live
+// code but its use or its expiry, and every guess limit counts the guessing address's own
+// guesses only (README, "E-mail codes", has the arithmetic behind the figures).
 type Config struct {
-	CodeSecret      []byte        // HMAC key for stored code hashes
-	CodeTTL         time.Duration // 10 minutes
-	MaxAttempts     int           // guesses one client may make at one code: 5
-	MaxCodeAttempts int           // guesses at one code from all clients before it is void: 10
-	SendsPerPair    int           // code e-mails to one address from one client per SendWindow: 5
-	SendsPerClient  int           // code e-mails from one client address per SendWindow: 20
-	FreeSends       int           // sends to one address per SendWindow before spacing applies: 3
-	MaxSendGap      time.Duration // the longest spacing between sends to one address: 5 minutes
-	SendWindow      time.Duration // 1 hour
-	ServiceName     string
-	OnCreate        store.CreateOption // runs in the account-creating transaction (billing's starting credit); nil: nothing
-	Now             func() time.Time
+	CodeSecret       []byte        // HMAC key for stored code hashes and for deriving codes from their seeds
+	CodeTTL          time.Duration // 10 minutes
+	GuessesPerCode   int           // guesses one source address may make at one e-mail's code: 5
+	GuessesPerSource int           // guesses one source address may make at any codes per GuessWindow: 20
+	GuessWindow      time.Duration // 10 minutes
+	SendsPerPair     int           // code e-mails to one address from one client per SendWindow: 5
+	SendsPerClient   int           // code e-mails from one client address per SendWindow: 20
+	FreeSends        int           // sends to one address per SendWindow before spacing applies: 3
+	MaxSendGap       time.Duration // the longest spacing between sends to one address: 5 minutes
+	SendWindow       time.Duration // 1 hour
+	ServiceName      string
+	OnCreate         store.CreateOption // runs in the account-creating transaction (billing's starting credit); nil: nothing
+	Now              func() time.Time
 }
+
+// codeDigits is the length of a code: 10^8 codes, so that 1,000 addresses with 5 guesses each
+// find a live code with probability at most 5e-5. VerifyInput's pattern says the same.
+const codeDigits = 8
 
 // DefaultConfig returns the documented limits.
 func DefaultConfig(codeSecret []byte, now func() time.Time) Config {
-	return Config{CodeSecret: codeSecret, CodeTTL: 10 * time.Minute, MaxAttempts: 5, MaxCodeAttempts: 10,
-		SendsPerPair: 5, SendsPerClient: 20, FreeSends: 3, MaxSendGap: 5 * time.Minute, SendWindow: time.Hour,
-		ServiceName: "Switchboard", Now: now}
+	return Config{CodeSecret: codeSecret, CodeTTL: 10 * time.Minute, GuessesPerCode: 5, GuessesPerSource: 20,
+		GuessWindow: 10 * time.Minute, SendsPerPair: 5, SendsPerClient: 20, FreeSends: 3, MaxSendGap: 5 * time.Minute,
+		SendWindow: time.Hour, ServiceName: "Switchboard", Now: now}
 }
 
 // Service runs signup and verify.
@@ -73,7 +81,7 @@ type SignupOutput struct {
 // VerifyInput is agent_verify's input.
 type VerifyInput struct {
 	Email string `json:"email" jsonschema:"format=email,minLength=3,maxLength=254" jsonschema_description:"the e-mail given to agent_signup"`
-	Code  string `json:"code" jsonschema:"pattern=^[0-9]{6}$" jsonschema_description:"the 6-digit code from the e-mail"`
+	Code  string `json:"code" jsonschema:"pattern=^[0-9]{8}$" jsonschema_description:"the 8-digit code from the e-mail"`
 }
 
 // Wallets are an account's embedded wallet addresses.
@@ -98,8 +106,9 @@ func (s *Service) Tools() []*tools.Tool {
 		tools.New(tools.Def{
 			Name:  "agent_signup",
 			Title: "Sign up by e-mail",
-			Description: "Start onboarding: e-mails a 6-digit one-time code (valid 10 minutes) to an inbox you can read, " +
-				"then call agent_verify with it. Always answers {ok:true}. Use it also to recover an account or get a new code. " +
+			Description: "Start onboarding: e-mails an 8-digit one-time code (valid 10 minutes) to an inbox you can read, " +
+				"then call agent_verify with it. Always answers {ok:true}. Use it also to recover an account. " +
+				"Calling it again while a code is valid re-sends that same code (spaced out), never a new one. " +
 				"If you cannot read an inbox, do not retry: ask a human for an API key instead.",
 			Access:      tools.Public,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
@@ -127,34 +136,59 @@ func (s *Service) hash(parts ...string) string {
 func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (SignupOutput, error) {
 	email := normalizeEmail(in.Email)
 	now := s.cfg.Now().UTC()
+	src := Source(c.ClientAddr)
 	emailHash := s.hash("send", email)
 	since := now.Add(-s.cfg.SendWindow)
-	st, err := s.store.Sends(ctx, emailHash, c.ClientAddr, since)
+	st, err := s.store.Sends(ctx, emailHash, src, since)
 	if err != nil {
 		return SignupOutput{}, err
 	}
-	if e := s.sendLimit(ctx, email, st, now); e != nil {
+	rec, err := s.store.CodeByEmail(ctx, email)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return SignupOutput{}, err
+	}
+	live := err == nil && now.Before(rec.ExpiresAt) && rec.Seed != ""
+	if e := s.clientLimit(st, live, rec, now); e != nil {
 		return SignupOutput{}, e
 	}
-	code, err := sixDigits()
-	if err != nil {
-		return SignupOutput{}, err
+	wait := st.LastToEmail.Add(s.sendGap(st.ToEmail)).Sub(now)
+	switch {
+	case live && wait > 0:
+		// Idempotent: the code in the inbox is this very code, so there is nothing to send yet.
+		return SignupOutput{OK: true}, nil
+	case wait > 0:
+		wait = max(wait.Round(time.Second), time.Second)
+		e := tools.Errorf(tools.CodeRateLimited, "a code was sent to this address %d s ago and has since been used or expired; a new code can be requested in %d s",
+			int(now.Sub(st.LastToEmail).Seconds()), int(wait.Seconds()))
+		e.RetryAfter = wait
+		return SignupOutput{}, e
+	case !live:
+		seed, err := newSeed()
+		if err != nil {
+			return SignupOutput{}, err
+		}
+		fresh := &store.EmailCode{Email: email, CodeHash: s.hash("code", email, s.codeOf(email, seed)), Seed: seed,
+			ExpiresAt: now.Add(s.cfg.CodeTTL), CreatedAt: now}
+		// A code issued by a concurrent signup in between wins: it is the one (re-)sent.
+		if rec, _, err = s.store.IssueCode(ctx, fresh, now); err != nil {
+			return SignupOutput{}, err
+		}
 	}
+	code := s.codeOf(email, rec.Seed)
 	msg := Message{
 		To:      email,
 		Subject: fmt.Sprintf("Your %s code: %s", s.cfg.ServiceName, code),
 		Text: fmt.Sprintf("Your %s verification code is %s.\n\n"+
 			"It signs you in to %s (creating your account if you have none) and expires in %d minutes, at %s.\n"+
 			"Enter it with agent_verify. If you did not ask for it, ignore this e-mail.\n",
-			s.cfg.ServiceName, code, s.cfg.ServiceName, int(s.cfg.CodeTTL.Minutes()), now.Add(s.cfg.CodeTTL).Format("15:04 MST")),
+			s.cfg.ServiceName, code, s.cfg.ServiceName, int(math.Ceil(rec.ExpiresAt.Sub(now).Minutes())), rec.ExpiresAt.Format("15:04 MST")),
 	}
-	// Send first: a code that never reached the inbox must not replace one that did.
 	if err := s.mailer.Send(ctx, msg); err != nil {
+		// The code stays: the next signup re-sends it (an unsent e-mail is not counted).
 		return SignupOutput{}, tools.Errorf(tools.CodeUnavailable, "the code e-mail could not be sent; try again shortly").Wrap(err)
 	}
-	rec := &store.EmailCode{Email: email, CodeHash: s.hash("code", email, code), ExpiresAt: now.Add(s.cfg.CodeTTL), CreatedAt: now}
-	send := &store.EmailSend{ID: uuid.NewString(), EmailHash: emailHash, ClientAddr: c.ClientAddr, SentAt: now}
-	if err := s.store.PutCode(ctx, rec, send, since); err != nil {
+	send := &store.EmailSend{ID: uuid.NewString(), EmailHash: emailHash, ClientAddr: src, SentAt: now}
+	if err := s.store.RecordSend(ctx, send, since); err != nil {
 		return SignupOutput{}, err
 	}
 	return SignupOutput{OK: true}, nil
@@ -173,8 +207,9 @@ func (s *Service) sendGap(n int) time.Duration {
 	return min(gap, s.cfg.MaxSendGap)
 }
 
-// sendLimit refuses a send over a limit with RATE_LIMITED, a true message and Retry-After.
-func (s *Service) sendLimit(ctx context.Context, email string, st store.SendStats, now time.Time) *tools.Error {
+// clientLimit refuses a client past its own send limits with RATE_LIMITED, a true message and
+// Retry-After. Only the client's own sends count here, so no one else can bring it to them.
+func (s *Service) clientLimit(st store.SendStats, live bool, rec *store.EmailCode, now time.Time) *tools.Error {
 	var wait time.Duration
 	var why string
 	switch {
@@ -182,27 +217,58 @@ func (s *Service) sendLimit(ctx context.Context, email string, st store.SendStat
 		wait, why = st.OldestFromClient.Add(s.cfg.SendWindow).Sub(now), fmt.Sprintf("this client requested %d codes in the last hour (all addresses)", st.FromClient)
 	case st.Pair >= s.cfg.SendsPerPair:
 		wait, why = st.OldestPair.Add(s.cfg.SendWindow).Sub(now), fmt.Sprintf("this client requested %d codes for this address in the last hour", st.Pair)
-	case now.Sub(st.LastToEmail) < s.sendGap(st.ToEmail):
-		wait, why = st.LastToEmail.Add(s.sendGap(st.ToEmail)).Sub(now), fmt.Sprintf("a code was sent to this address %d s ago", int(now.Sub(st.LastToEmail).Seconds()))
 	default:
 		return nil
 	}
 	wait = max(wait.Round(time.Second), time.Second)
-	live := ""
-	if rec, err := s.store.CodeByEmail(ctx, email); err == nil && now.Before(rec.ExpiresAt) && rec.Attempts < s.cfg.MaxCodeAttempts {
-		live = fmt.Sprintf("; the latest code e-mailed is valid until %s", rec.ExpiresAt.Format("15:04:05 MST"))
+	valid := ""
+	if live {
+		valid = fmt.Sprintf("; the code already e-mailed is valid until %s", rec.ExpiresAt.Format("15:04:05 MST"))
 	}
-	e := tools.Errorf(tools.CodeRateLimited, "%s; a new code can be requested in %d s%s", why, int(wait.Seconds()), live)
+	e := tools.Errorf(tools.CodeRateLimited, "%s; another can be requested in %d s%s", why, int(wait.Seconds()), valid)
 	e.RetryAfter = wait
 	return e
 }
 
-func sixDigits() (string, error) {
-	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
-	if err != nil {
-		return "", fmt.Errorf("generate code: %w", err)
+// newSeed is a code's random seed: 256 bits from crypto/rand.
+func newSeed() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate code seed: %w", err)
 	}
-	return fmt.Sprintf("%06d", n.Int64()), nil
+	return hex.EncodeToString(b), nil
+}
+
+// codeOf derives the e-mail's code from its seed under the secret: re-sending a live code
+// needs no stored code, and a stolen database alone cannot compute one. 64 bits of HMAC
+// reduced mod 10^8 are uniform to within 10^8/2^64 (about 5e-12).
+func (s *Service) codeOf(email, seed string) string {
+	m := hmac.New(sha256.New, s.cfg.CodeSecret)
+	m.Write([]byte("code seed\x00" + email + "\x00" + seed))
+	n := binary.BigEndian.Uint64(m.Sum(nil)) % codeSpace
+	return fmt.Sprintf("%0*d", codeDigits, n)
+}
+
+// codeSpace is 10^codeDigits.
+const codeSpace = 100_000_000
+
+// Source is the address guesses and sends are counted for: an IPv4 address, or the /64 of an
+// IPv6 address (one host is commonly given a whole /64, so counting single IPv6 addresses
+// would hand it 2^64 budgets). Anything else (stdio) counts as itself.
+func Source(clientAddr string) string {
+	ip, err := netip.ParseAddr(clientAddr)
+	if err != nil {
+		return clientAddr
+	}
+	ip = ip.Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, err := ip.WithZone("").Prefix(64)
+	if err != nil {
+		return clientAddr
+	}
+	return p.String()
 }
 
 func (s *Service) verify(ctx context.Context, c *tools.Caller, in VerifyInput) (Account, error) {
@@ -254,38 +320,50 @@ func (s *Service) AccountForEmail(ctx context.Context, email string) (string, er
 }
 
 // consumeCode checks a guess at the e-mail's live code and consumes the code when it is right.
+// A guess is counted against the guessing source address's own budgets before it is compared;
+// a wrong guess never voids the code, so strangers cannot take it from its owner.
 func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr string) error {
 	now := s.cfg.Now().UTC()
+	src := Source(clientAddr)
 	rec, err := s.store.CodeByEmail(ctx, email)
-	if errors.Is(err, store.ErrNotFound) {
-		return tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (never requested, already used, expired or voided); call agent_signup for a new one")
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if !now.Before(rec.ExpiresAt) {
-		s.store.DeleteCode(ctx, email, rec.CodeHash)
-		return tools.Errorf(tools.CodeUnauthenticated, "this code expired (codes last %d minutes); call agent_signup for a new one", int(s.cfg.CodeTTL.Minutes()))
+	live := err == nil && now.Before(rec.ExpiresAt)
+	codeHash := ""
+	if live {
+		codeHash = rec.CodeHash
 	}
-	// The guess is counted before it is compared, so parallel guesses cannot pass the caps.
-	mine, overall, err := s.store.TakeAttempt(ctx, email, rec.CodeHash, clientAddr, s.cfg.MaxAttempts, s.cfg.MaxCodeAttempts)
+	// Guesses at e-mails without a live code count for the source too: spraying is bounded.
+	g, err := s.store.TakeGuess(ctx, email, codeHash, src, s.cfg.GuessesPerCode, s.cfg.GuessesPerSource, s.cfg.GuessWindow, now)
 	switch {
-	case errors.Is(err, store.ErrClientAttempts):
-		return tools.Errorf(tools.CodeUnauthenticated, "this client has used its %d attempts at the current code; call agent_signup for a new one (it arrives in the same inbox)", s.cfg.MaxAttempts)
-	case errors.Is(err, store.ErrCodeNotLive):
-		return tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (used, replaced by a newer one, voided or expired); check the latest e-mail, or call agent_signup for a new code")
+	case errors.Is(err, store.ErrSourceGuesses):
+		wait := max(g.SourceWindow.Add(s.cfg.GuessWindow).Sub(now).Round(time.Second), time.Second)
+		e := tools.Errorf(tools.CodeRateLimited, "this client address made %d code guesses (all e-mails) in the last %d minutes; retry in %d s",
+			s.cfg.GuessesPerSource, int(s.cfg.GuessWindow.Minutes()), int(wait.Seconds()))
+		e.RetryAfter = wait
+		return e
+	case errors.Is(err, store.ErrPairGuesses):
+		wait := max(rec.ExpiresAt.Sub(now).Round(time.Second), time.Second)
+		e := tools.Errorf(tools.CodeRateLimited, "this client address has used its %d guesses at this e-mail's current code; the code stays valid for whoever reads the inbox until %s. "+
+			"After that, agent_signup e-mails a new code (retry in %d s)", s.cfg.GuessesPerCode, rec.ExpiresAt.Format("15:04:05 MST"), int(wait.Seconds()))
+		e.RetryAfter = wait
+		return e
 	case err != nil:
 		return err
 	}
+	if !live {
+		if rec != nil {
+			return tools.Errorf(tools.CodeUnauthenticated, "this code expired (codes last %d minutes); call agent_signup for a new one", int(s.cfg.CodeTTL.Minutes()))
+		}
+		return tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (never requested, already used or expired); call agent_signup for a new one")
+	}
 	if !hmac.Equal([]byte(s.hash("code", email, code)), []byte(rec.CodeHash)) {
-		if overall >= s.cfg.MaxCodeAttempts {
-			s.store.DeleteCode(ctx, email, rec.CodeHash)
-			return tools.Errorf(tools.CodeUnauthenticated, "wrong code, and the code has now had %d wrong attempts: it is void; call agent_signup for a new one", s.cfg.MaxCodeAttempts)
+		if left := s.cfg.GuessesPerCode - g.Pair; left > 0 {
+			return tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d guesses left from this client address. Check the latest e-mail", left)
 		}
-		if mine >= s.cfg.MaxAttempts {
-			return tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was this client's last of %d attempts at this code; call agent_signup for a new one", s.cfg.MaxAttempts)
-		}
-		return tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d attempts left. Check the latest e-mail (a new signup replaces the previous code)", s.cfg.MaxAttempts-mine)
+		return tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was this client address's last of %d guesses at this code; it stays valid until %s, then agent_signup e-mails a new one",
+			s.cfg.GuessesPerCode, rec.ExpiresAt.Format("15:04:05 MST"))
 	}
 	// Consuming the code is the race's single winner: a second verify with it finds nothing.
 	won, err := s.store.DeleteCode(ctx, email, rec.CodeHash)
@@ -295,6 +373,8 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 	if !won {
 		return tools.Errorf(tools.CodeUnauthenticated, "this code was just used; call agent_signup for a new one")
 	}
+	// Best effort: the code is consumed, so this sign-in must go on whatever happens here.
+	_ = s.store.ReturnGuess(ctx, src)
 	return nil
 }
 

@@ -27,10 +27,13 @@ func errOf(t *testing.T, body map[string]any) (tools.Code, string) {
 
 func wrongCode(code string) string {
 	n, _ := strconv.Atoi(code)
-	return fmt.Sprintf("%06d", (n+1)%1_000_000)
+	return fmt.Sprintf("%08d", (n+1)%100_000_000)
 }
 
-func TestWrongCodesVoidTheCode(t *testing.T) {
+// Wrong guesses count for the guessing address only and never void the code: the address's
+// sixth guess, even the right code, is 429 with Retry-After until the code expires; the code
+// still works from another address.
+func TestWrongCodesUseUpOnlyTheirAddress(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	const email = "guess@example.com"
 	doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": email})
@@ -41,17 +44,92 @@ func TestWrongCodesVoidTheCode(t *testing.T) {
 		if status != 401 || c != tools.CodeUnauthenticated {
 			t.Fatalf("wrong code %d: %d %v", i, status, body)
 		}
-		if i < 5 && !strings.Contains(msg, fmt.Sprintf("%d attempts left", 5-i)) {
+		if i < 5 && !strings.Contains(msg, fmt.Sprintf("%d guesses left", 5-i)) {
 			t.Fatalf("wrong code %d: message %q does not count down", i, msg)
 		}
 		if i == 5 && !strings.Contains(msg, "last of 5") {
 			t.Fatalf("fifth wrong code: %q", msg)
 		}
 	}
-	// The sixth try from the same client, even with the right code, is refused.
-	status, _, body := doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": email, "code": code})
-	if _, msg := errOf(t, body); status != 401 || !strings.Contains(msg, "agent_signup") {
-		t.Fatalf("right code after 5 wrong: %d %v", status, body)
+	env.Clock.Advance(time.Minute)
+	status, hdr, body := doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": email, "code": code})
+	if c, msg := errOf(t, body); status != 429 || c != tools.CodeRateLimited || hdr.Get("Retry-After") != "540" || !strings.Contains(msg, "agent_signup") {
+		t.Fatalf("right code after 5 wrong: %d %v %v", status, hdr, body)
+	}
+	// A repeat signup does not give this address new guesses (the code is the same).
+	doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": email})
+	if status, _, body := doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": email, "code": code}); status != 429 {
+		t.Fatalf("right code after a repeat signup: %d %v", status, body)
+	}
+	if status, _, body := post(t, from("127.0.0.9"), env.URL+"/v1/agents/verify", map[string]any{"email": email, "code": code}); status != 200 {
+		t.Fatalf("the code from another address: %d %v", status, body)
+	}
+}
+
+// Spec: signup is idempotent per e-mail. While a code is live a repeat signup answers
+// {ok:true} and re-sends that same code, spaced out (3 at once, then 30 s doubling); only a
+// client's own send limit refuses it. The next code, after expiry, is a new one.
+func TestRepeatSignupResendsTheLiveCode(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	const email = "again@example.com"
+	for i := 1; i <= 6; i++ {
+		status, _, body := doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": email})
+		if status != 200 || body["ok"] != true {
+			t.Fatalf("signup %d: %d %v", i, status, body)
+		}
+	}
+	codes := codesTo(t, env, email)
+	code := sameCode(t, codes)
+	if len(codes) != 3 {
+		t.Fatalf("6 signups at once sent %d e-mails, want 3 (then spaced)", len(codes))
+	}
+	env.Clock.Advance(30 * time.Second)
+	doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": email})
+	if codes = codesTo(t, env, email); len(codes) != 4 || sameCode(t, codes) != code {
+		t.Fatalf("after 30 s: %v, want a 4th e-mail with the same code", codes)
+	}
+	if m := env.Inbox.Messages(); !strings.Contains(m[3].Text, "expires in 10 minutes") {
+		t.Fatalf("re-sent code e-mail: %q", m[3].Text)
+	}
+	// A code from another client is the same one too.
+	if status, _, body := post(t, from("127.0.0.7"), env.URL+"/v1/agents/signup", map[string]any{"email": email}); status != 200 {
+		t.Fatalf("signup from another client: %d %v", status, body)
+	}
+	env.Clock.Advance(10 * time.Minute)
+	if status, _, body := doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": email, "code": code}); status != 401 {
+		t.Fatalf("the code after expiry: %d %v", status, body)
+	}
+	doREST(t, "POST", env.URL+"/v1/agents/signup", "", map[string]any{"email": email})
+	codes = codesTo(t, env, email)
+	fresh := codes[len(codes)-1]
+	if fresh == code {
+		t.Fatal("the code after expiry is the expired one")
+	}
+	if status, _, body := doREST(t, "POST", env.URL+"/v1/agents/verify", "", map[string]any{"email": email, "code": fresh}); status != 200 {
+		t.Fatalf("the new code: %d %v", status, body)
+	}
+}
+
+// One address guessing at many e-mails (with or without a live code) is held to 20 guesses
+// per 10 minutes; other addresses are not.
+func TestGuessesPerAddressAcrossEmails(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	sprayer := from("127.0.0.5")
+	for i := 1; i <= 20; i++ {
+		if status, _, body := post(t, sprayer, env.URL+"/v1/agents/verify", map[string]any{"email": fmt.Sprintf("s%d@example.com", i), "code": "12345678"}); status != 401 {
+			t.Fatalf("guess %d: %d %v", i, status, body)
+		}
+	}
+	status, hdr, body := post(t, sprayer, env.URL+"/v1/agents/verify", map[string]any{"email": "s21@example.com", "code": "12345678"})
+	if ra, _ := strconv.Atoi(hdr.Get("Retry-After")); status != 429 || ra < 590 || ra > 600 {
+		t.Fatalf("21st guess: %d %v %v", status, hdr, body)
+	}
+	if status, _, body := post(t, from("127.0.0.6"), env.URL+"/v1/agents/verify", map[string]any{"email": "s21@example.com", "code": "12345678"}); status != 401 {
+		t.Fatalf("another address: %d %v", status, body)
+	}
+	env.Clock.Advance(10 * time.Minute)
+	if status, _, body := post(t, sprayer, env.URL+"/v1/agents/verify", map[string]any{"email": "s21@example.com", "code": "12345678"}); status != 401 {
+		t.Fatalf("after the window: %d %v", status, body)
 	}
 }
 

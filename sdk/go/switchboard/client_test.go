@@ -153,7 +153,7 @@ func TestOnboardingKeysAccount(t *testing.T) {
 
 	// A wrong code is UNAUTHENTICATED; a malformed e-mail is BAD_INPUT with details.
 	anon := switchboard.New(switchboard.Live.URL, "")
-	_, err = anon.Verify(ctx, "nobody@example.com", "000000")
+	_, err = anon.Verify(ctx, "nobody@example.com", "00000000")
 	asError(t, err, switchboard.CodeUnauthenticated, 401)
 	err = anon.Signup(ctx, "not an e-mail")
 	asError(t, err, switchboard.CodeBadInput, 400)

@@ -155,7 +155,7 @@ func runLive(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-var codeRe = regexp.MustCompile(`\b(\d{6})\b`)
+var codeRe = regexp.MustCompile(`\b(\d{8})\b`)
 
 // MailedCode returns the newest one-time code the development mailer logged for email
 // (as an operator reads it from the log).

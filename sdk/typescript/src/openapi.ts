@@ -33,7 +33,7 @@ export interface paths {
         put?: never;
         /**
          * Sign up by e-mail
-         * @description Start onboarding: e-mails a 6-digit one-time code (valid 10 minutes) to an inbox you can read, then call agent_verify with it. Always answers {ok:true}. Use it also to recover an account or get a new code. If you cannot read an inbox, do not retry: ask a human for an API key instead.
+         * @description Start onboarding: e-mails an 8-digit one-time code (valid 10 minutes) to an inbox you can read, then call agent_verify with it. Always answers {ok:true}. Use it also to recover an account. Calling it again while a code is valid re-sends that same code (spaced out), never a new one. If you cannot read an inbox, do not retry: ask a human for an API key instead.
          */
         post: operations["agent_signup"];
         delete?: never;
@@ -656,7 +656,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description the 6-digit code from the e-mail */
+                    /** @description the 8-digit code from the e-mail */
                     code: string;
                     /**
                      * Format: email

@@ -80,7 +80,7 @@ test("onboarding, keys and the account", async () => {
   await rejects(client.revokeKey("no-such-key"), "NOT_FOUND", 404);
 
   const anon = new Client({ baseUrl: server.url });
-  await rejects(anon.verify({ email: "nobody@example.com", code: "000000" }), "UNAUTHENTICATED", 401);
+  await rejects(anon.verify({ email: "nobody@example.com", code: "00000000" }), "UNAUTHENTICATED", 401);
   const bad = await rejects(anon.signup({ email: "not an e-mail" }), "BAD_INPUT", 400);
   assert.ok(bad.details, "BAD_INPUT carries details");
   assert.match((await rejects(anon.account(), "UNAUTHENTICATED", 401)).message, /agent_signup/);

@@ -168,7 +168,7 @@ func (in *Inbox) Messages() []Received {
 	return append([]Received(nil), in.msgs...)
 }
 
-var codeRe = regexp.MustCompile(`code is (\d{6})`)
+var codeRe = regexp.MustCompile(`code is (\d{8})`)
 
 // Code waits up to 10 s for the n-th (1-based) message to `to` and returns the code in it.
 func (in *Inbox) Code(t testing.TB, to string, n int) string {

@@ -75,7 +75,11 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 		}
 		if req.Extra != nil && req.Extra.Header != nil {
 			h := req.Extra.Header
-			if key := tools.KeyFromHeader(h); key != "" {
+			key, e := tools.KeyFromHeader(h)
+			if e != nil {
+				return errorResult(e), nil
+			}
+			if key != "" {
 				call.APIKey = key
 			}
 			call.ClientAddr = h.Get(tools.HeaderClientAddr)
@@ -86,8 +90,7 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 		}
 		out, e := k.Call(ctx, call)
 		if e != nil {
-			body, _ := json.Marshal(tools.Body{Error: e})
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil
+			return errorResult(e), nil
 		}
 		raw, err := json.Marshal(out)
 		if err != nil {
@@ -98,6 +101,12 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 			Content:           []mcp.Content{&mcp.TextContent{Text: string(raw)}},
 		}, nil
 	}
+}
+
+// errorResult is a tool error: isError with the error model object as its text.
+func errorResult(e *tools.Error) *mcp.CallToolResult {
+	body, _ := json.Marshal(tools.Body{Error: e})
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
 }
 
 // HTTPHandler serves srv over stateless Streamable HTTP with JSON responses.

@@ -109,7 +109,8 @@ func errorResult(e *tools.Error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
 }
 
-// HTTPHandler serves srv over stateless Streamable HTTP with JSON responses.
+// HTTPHandler serves srv over stateless Streamable HTTP with JSON responses. Bodies reach the
+// go-sdk as sent: serve it behind a check of CheckMessage (the app's front does this).
 func HTTPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})

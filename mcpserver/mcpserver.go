@@ -75,7 +75,11 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 		}
 		if req.Extra != nil && req.Extra.Header != nil {
 			h := req.Extra.Header
-			if key := tools.KeyFromHeader(h); key != "" {
+			key, e := tools.KeyFromHeader(h)
+			if e != nil {
+				return errorResult(e), nil
+			}
+			if key != "" {
 				call.APIKey = key
 			}
 			call.ClientAddr = h.Get(tools.HeaderClientAddr)
@@ -86,8 +90,7 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 		}
 		out, e := k.Call(ctx, call)
 		if e != nil {
-			body, _ := json.Marshal(tools.Body{Error: e})
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil
+			return errorResult(e), nil
 		}
 		raw, err := json.Marshal(out)
 		if err != nil {
@@ -100,7 +103,14 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 	}
 }
 
-// HTTPHandler serves srv over stateless Streamable HTTP with JSON responses.
+// errorResult is a tool error: isError with the error model object as its text.
+func errorResult(e *tools.Error) *mcp.CallToolResult {
+	body, _ := json.Marshal(tools.Body{Error: e})
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
+}
+
+// HTTPHandler serves srv over stateless Streamable HTTP with JSON responses. Bodies reach the
+// go-sdk as sent: serve it behind a check of CheckMessage (the app's front does this).
 func HTTPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})

@@ -17,14 +17,18 @@ import (
 // requests it had already sent (a partner call may take its whole timeoutMs).
 const DrainTimeout = 3 * time.Minute
 
-// maxCountedLine is the longest line whose request is counted for draining; the go-sdk refuses
-// longer frames anyway.
-const maxCountedLine = 4 << 20
+// maxCheckedLine is the longest line that is checked (CheckMessage) and whose requests are
+// counted for draining: the go-sdk's own frame limit, past which it ends the session anyway.
+const maxCheckedLine = mcp.DefaultMaxLineLength
 
 // ServeStdio serves srv on in/out until ctx ends or the host closes in. Requests already read
 // when in closes are answered before it returns, so a host that pipes a batch and closes stdin
 // gets every answer: the end of input is held back from the go-sdk (which drops in-flight
 // calls when its connection closes) until every request read has had its response written.
+//
+// Each line is one message (as the MCP stdio transport says: newline-delimited, no embedded
+// newlines) and is checked like an HTTP body (CheckMessage); a refused line is answered with
+// a JSON-RPC parse error and never reaches the go-sdk, and the session goes on.
 func ServeStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer) error {
 	d := &drain{in: bufio.NewReaderSize(in, 64<<10), out: out}
 	d.idle = sync.NewCond(&d.mu)
@@ -41,9 +45,12 @@ func ServeStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Write
 type drain struct {
 	in      *bufio.Reader
 	out     io.Writer
+	line    []byte // the line being read
 	pending []byte // the rest of the line being handed to the reader
 	readErr error  // an error that came with the last bytes
-	long    bool   // inside a line longer than maxCountedLine
+	long    bool   // inside a line longer than maxCheckedLine: passed on unchecked
+
+	wmu sync.Mutex // one message at a time on out
 
 	mu       sync.Mutex
 	idle     *sync.Cond
@@ -94,13 +101,20 @@ func (r drainReader) Read(p []byte) (int, error) {
 			}
 			return 0, err
 		}
-		line, err := d.in.ReadSlice('\n')
+		line, err := d.readLine()
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
-			err, d.long = nil, true // pass a long line through uncounted
+			err, d.long = nil, true // pass a long line through unchecked; the go-sdk refuses it
 		case d.long:
 			d.long = false
+		case err != nil && !errors.Is(err, io.EOF): // a broken read ends the session anyway
 		default:
+			if t := bytes.TrimSpace(line); len(t) > 0 {
+				if e := CheckMessage(t); e != nil {
+					d.write(append(ParseError(e), '\n'))
+					line = nil
+				}
+			}
 			d.add(countRequests(line))
 		}
 		d.pending = append(d.pending[:0], line...)
@@ -111,12 +125,34 @@ func (r drainReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readLine returns the next whole line, or with bufio.ErrBufferFull its first maxCheckedLine
+// bytes (or, inside a long line, the next piece of it).
+func (d *drain) readLine() ([]byte, error) {
+	d.line = d.line[:0]
+	for {
+		piece, err := d.in.ReadSlice('\n')
+		if d.long {
+			return piece, err
+		}
+		d.line = append(d.line, piece...)
+		if !errors.Is(err, bufio.ErrBufferFull) || len(d.line) >= maxCheckedLine {
+			return d.line, err
+		}
+	}
+}
+
+func (d *drain) write(p []byte) (int, error) {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	return d.out.Write(p)
+}
+
 func (drainReader) Close() error { return nil }
 
 type drainWriter struct{ d *drain }
 
 func (w drainWriter) Write(p []byte) (int, error) {
-	n, err := w.d.out.Write(p)
+	n, err := w.d.write(p)
 	// The go-sdk writes one message (or batch) and its newline per call.
 	w.d.add(-countResponses(p))
 	return n, err

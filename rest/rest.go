@@ -59,6 +59,11 @@ func LLMsTxt(d Docs) string { return llmsTxt(d) }
 func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 	types := propertyTypes(t.InputSchema)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, e := tools.KeyFromHeader(r.Header)
+		if e != nil {
+			WriteError(w, e)
+			return
+		}
 		args, e := buildArgs(r, rt, types)
 		if e == nil && rt.X402 {
 			args, e = x402Args(r, args)
@@ -68,7 +73,7 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 			return
 		}
 		out, e := k.Call(r.Context(), tools.Request{
-			Tool: rt.Tool, Args: args, APIKey: tools.KeyFromHeader(r.Header),
+			Tool: rt.Tool, Args: args, APIKey: key,
 			ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID),
 		})
 		if e != nil {

@@ -12,13 +12,36 @@ const (
 	HeaderRequestID  = "X-Request-Id"
 )
 
-// KeyFromHeader reads the API key from x-api-key or Authorization: Bearer.
-func KeyFromHeader(h http.Header) string {
-	if k := strings.TrimSpace(h.Get("X-Api-Key")); k != "" {
-		return k
+// KeyFromHeader reads the credential (an API key or an OAuth access token) from every
+// x-api-key header and every Authorization: Bearer header; "" when there is none. Two
+// different credentials in one request are refused, never resolved by picking one: a proxy
+// or filter that read the other would see another caller than the one acting (RFC 6750 §2
+// allows one method per request; its invalid_request is a 400). Repeats of the same
+// credential pass. Authorization headers of other schemes are not credentials here.
+func KeyFromHeader(h http.Header) (string, *Error) {
+	var key string
+	add := func(k string) *Error {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "" || k == key:
+		case key == "":
+			key = k
+		default:
+			return Errorf(CodeBadInput, "two different credentials in one request: send exactly one API key or access token, in x-api-key or in Authorization: Bearer")
+		}
+		return nil
 	}
-	if auth := h.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
-		return strings.TrimSpace(auth[7:])
+	for _, v := range h.Values("X-Api-Key") {
+		if e := add(v); e != nil {
+			return "", e
+		}
 	}
-	return ""
+	for _, auth := range h.Values("Authorization") {
+		if len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+			if e := add(auth[7:]); e != nil {
+				return "", e
+			}
+		}
+	}
+	return key, nil
 }

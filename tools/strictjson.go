@@ -30,6 +30,17 @@ func CheckText(where, s string) *Error {
 //
 // Syntax errors are left to the decoder, which reports them; CheckJSON stops at the first one.
 func CheckJSON(what string, raw []byte) *Error {
+	c := jsonChecker{data: raw, what: what, nul: true}
+	c.space()
+	c.value("")
+	return c.err
+}
+
+// CheckJSONUnambiguous is CheckJSON without the NUL rule: it refuses only what decoders read
+// differently or lossily (duplicate keys, invalid UTF-8, unpaired surrogate escapes). The MCP
+// envelope check uses it, so a NUL inside a tool's arguments still reaches the kernel, which
+// refuses it as a tool error naming the field.
+func CheckJSONUnambiguous(what string, raw []byte) *Error {
 	c := jsonChecker{data: raw, what: what}
 	c.space()
 	c.value("")
@@ -40,6 +51,7 @@ type jsonChecker struct {
 	data []byte
 	pos  int
 	what string
+	nul  bool // refuse NUL (\u0000) too
 	err  *Error
 }
 
@@ -170,7 +182,7 @@ func (c *jsonChecker) str(path string, want bool) (string, bool) {
 			}
 			i += 6
 			switch {
-			case r == 0:
+			case r == 0 && c.nul:
 				c.fail(path, "contains a NUL character (\\u0000); remove it")
 				return "", false
 			case r >= 0xD800 && r < 0xDC00:

@@ -33,6 +33,13 @@ func TestCheckJSON(t *testing.T) {
 			t.Errorf("%s: refused: %v", in, e)
 		}
 	}
+	// Without the NUL rule, NUL passes and the rest is refused alike.
+	if e := tools.CheckJSONUnambiguous("message", []byte(`{"a":"\u0000","\u0000":1}`)); e != nil {
+		t.Errorf("CheckJSONUnambiguous refused NUL: %v", e)
+	}
+	if e := tools.CheckJSONUnambiguous("message", []byte(`{"a":{"b":1,"b":"\u0000"}}`)); e == nil || !strings.Contains(e.Message, `message: /a has the key "b" twice`) {
+		t.Errorf("CheckJSONUnambiguous duplicate: %v", e)
+	}
 	if e := tools.CheckText("path parameter id", "a\x00"); e == nil || !strings.Contains(e.Message, "path parameter id contains a NUL") {
 		t.Errorf("CheckText NUL: %v", e)
 	}

@@ -32,8 +32,11 @@ func mcpChallenge(next http.Handler, k *tools.Kernel, o *oauth.Service) http.Han
 		rest.WriteError(w, tools.Errorf(tools.CodeUnauthenticated, "%s", msg))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cred := tools.KeyFromHeader(r.Header)
+		cred, e := tools.KeyFromHeader(r.Header)
 		switch {
+		case e != nil:
+			rest.WriteError(w, e)
+			return
 		case strings.HasPrefix(cred, oauth.AccessPrefix):
 			if _, err := o.Authenticate(r.Context(), cred); err != nil && !store.IsUnavailable(err) {
 				challenge(w, "invalid_token", fmt.Sprintf("the access token is not valid (%v): refresh it or connect again", err))
@@ -62,31 +65,31 @@ func mcpChallenge(next http.Handler, k *tools.Kernel, o *oauth.Service) http.Han
 }
 
 // keyedCall returns the tool of a tools/call (single or in a batch) that needs a key, or "".
+// Keys are matched exactly, as the go-sdk matches them (encoding/json's structs would also
+// take "Name" for "name"), so this reads the call the go-sdk runs.
 func keyedCall(body []byte, k *tools.Kernel) string {
-	type msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	var msgs []msg
+	var msgs []map[string]json.RawMessage
 	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
 		if json.Unmarshal(t, &msgs) != nil {
 			return ""
 		}
 	} else {
-		var m msg
+		var m map[string]json.RawMessage
 		if json.Unmarshal(body, &m) != nil {
 			return ""
 		}
-		msgs = []msg{m}
+		msgs = append(msgs, m)
 	}
 	for _, m := range msgs {
-		if m.Method != "tools/call" {
+		var method string
+		var params map[string]json.RawMessage
+		if json.Unmarshal(m["method"], &method) != nil || method != "tools/call" || json.Unmarshal(m["params"], &params) != nil {
 			continue
 		}
-		if t := k.Tool(m.Params.Name); t != nil && t.Access.NeedsKey() {
-			return m.Params.Name
+		var name string
+		json.Unmarshal(params["name"], &name)
+		if t := k.Tool(name); t != nil && t.Access.NeedsKey() {
+			return name
 		}
 	}
 	return ""
@@ -96,7 +99,7 @@ func keyedCall(body []byte, k *tools.Kernel) string {
 // resource (RFC 8707); REST takes API keys.
 func accessTokensNotHere(next http.Handler, o *oauth.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(tools.KeyFromHeader(r.Header), oauth.AccessPrefix) {
+		if cred, _ := tools.KeyFromHeader(r.Header); strings.HasPrefix(cred, oauth.AccessPrefix) { // two credentials: refused by the REST door
 			rest.WriteError(w, tools.Errorf(tools.CodeUnauthenticated, "this access token was issued for %s, not the REST API; use an API key on /v1", o.Config().Resource))
 			return
 		}

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/mcpserver"
 	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -44,8 +47,8 @@ func front(o frontOptions) (http.Handler, error) {
 			mux.Handle(path, o.OAuthAPI)
 		}
 	}
-	mux.Handle("/mcp", mcpDoor)
-	mux.Handle("/v1/", v1)
+	mux.Handle("/mcp", oneCredential(mcpEnvelope(mcpDoor)))
+	mux.Handle("/v1/", oneCredential(v1))
 	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize"}
 	if o.Portal != nil {
 		for _, path := range portalPaths {
@@ -154,6 +157,52 @@ func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Reques
 			observe(r, sw.status, time.Since(start))
 		}
 		log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status)
+	})
+}
+
+// oneCredential refuses a request to a door that takes keys (/mcp, /v1) carrying two different
+// credentials (tools.KeyFromHeader), before any of it runs: 400 BAD_INPUT, as RFC 6750 answers
+// a request that uses more than one method to send a token.
+func oneCredential(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, e := tools.KeyFromHeader(r.Header); e != nil {
+			rest.WriteError(w, e)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// mcpEnvelope refuses a /mcp POST body that JSON readers could read differently
+// (mcpserver.CheckMessage: duplicate keys, invalid UTF-8, unpaired surrogates, trailing data)
+// with HTTP 400 and a JSON-RPC parse error, before the OAuth challenge or the go-sdk reads it:
+// whatever reads the body after this sees the one call that runs.
+func mcpEnvelope(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body) // bounded by middleware
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				rest.WriteError(w, rest.TooLarge())
+				return
+			}
+			rest.WriteError(w, tools.Errorf(tools.CodeBadInput, "could not read the request body: %v", err))
+			return
+		}
+		if len(body) > 0 { // the go-sdk answers an empty body
+			if e := mcpserver.CheckMessage(body); e != nil {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				w.Write(mcpserver.ParseError(e))
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -36,7 +36,9 @@ func rawPOST(t *testing.T, url, key, body string, headers ...string) (int, strin
 }
 
 // mcpCall is a raw JSON-RPC tools/call on the stateless /mcp endpoint with args written as
-// given, so duplicate keys, lone surrogates and invalid UTF-8 reach the server unchanged.
+// given, so duplicate keys, lone surrogates and invalid UTF-8 reach the server unchanged. A
+// JSON-RPC error (a refused envelope answers 400 with one) comes back as isError with its
+// message.
 func mcpCall(t *testing.T, env *apptest.Env, key, tool, args string) (isError bool, text string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, args)
@@ -52,7 +54,7 @@ func mcpCall(t *testing.T, env *apptest.Env, key, tool, args string) (isError bo
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(out), &resp); err != nil || status != 200 {
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || (status != 200 && (status != 400 || resp.Error == nil)) {
 		t.Fatalf("MCP %s: %d %q", tool, status, out)
 	}
 	if resp.Error != nil {
@@ -99,18 +101,21 @@ func TestHostileInputIsRefusedAtEveryDoor(t *testing.T) {
 				}
 			}
 
-			mcp := []struct{ tool, args, want string }{
-				{"api_key_create", `{"name":"a\u0000b","scopes":["read"]}`, "/name contains a NUL"},
-				{"api_key_revoke", `{"keyId":"\u0000"}`, "/keyId contains a NUL"},
-				{"resolve_token", `{"query":"usdc\u0000"}`, "/query contains a NUL"},
-				{"invoke_partner_message", `{"message":"@a hi","message":"@pricey hi"}`, `has the key \"message\" twice`},
-				{"invoke_partner_message", `{"message":"@a \udc00"}`, "unpaired UTF-16 surrogate"},
-				{"invoke_partner_message", "{\"message\":\"@a \xc3\x28\"}", "not valid UTF-8"},
+			// NUL is unambiguous JSON: the kernel refuses it as a tool error naming the field. What
+			// readers would read differently is refused whole by the envelope check, as a
+			// JSON-RPC parse error (TestMCPEnvelopeIsReadOneWay).
+			mcp := []struct{ tool, args, kind, want string }{
+				{"api_key_create", `{"name":"a\u0000b","scopes":["read"]}`, "BAD_INPUT", "/name contains a NUL"},
+				{"api_key_revoke", `{"keyId":"\u0000"}`, "BAD_INPUT", "/keyId contains a NUL"},
+				{"resolve_token", `{"query":"usdc\u0000"}`, "BAD_INPUT", "/query contains a NUL"},
+				{"invoke_partner_message", `{"message":"@a hi","message":"@pricey hi"}`, "Parse error", `/params/arguments has the key "message" twice`},
+				{"invoke_partner_message", `{"message":"@a \udc00"}`, "Parse error", "/params/arguments/message has an unpaired UTF-16 surrogate"},
+				{"invoke_partner_message", "{\"message\":\"@a \xc3\x28\"}", "Parse error", "not valid UTF-8"},
 			}
 			for _, c := range mcp {
 				isErr, text := mcpCall(t, env, key, c.tool, c.args)
-				if !isErr || !strings.Contains(text, "BAD_INPUT") || !strings.Contains(text, c.want) {
-					t.Errorf("MCP %s %s: isError=%v %s, want BAD_INPUT saying %q", c.tool, c.args, isErr, text, c.want)
+				if !isErr || !strings.Contains(text, c.kind) || !strings.Contains(text, c.want) {
+					t.Errorf("MCP %s %s: isError=%v %s, want %s saying %q", c.tool, c.args, isErr, text, c.kind, c.want)
 				}
 			}
 			// Nothing was written: the account still has only its first key.

@@ -93,10 +93,15 @@ func newCrashWorld(t *testing.T, bin, dialect string) *crashWorld {
 		"SWITCHBOARD_SWEEP_MARGIN=1s", "SWITCHBOARD_SWEEP_INTERVAL=200ms", "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE=100000"}
 	s := w.start("")
 	w.key = s.onboard("crash@example.com")
-	for _, in := range []struct{ handle, category string }{{"@crashread", "QUERY"}, {"@crashwrite", "EXECUTE"}} {
+	// The read's timeout puts its reservation's deadline far enough out (2 tries × 3.5 s) for
+	// its outcome to be committed after the answer, the path a crash could otherwise lose.
+	for _, in := range []struct {
+		handle, category string
+		timeoutMs        int
+	}{{"@crashread", "QUERY", 3500}, {"@crashwrite", "EXECUTE", 1000}} {
 		st, out := s.do("POST", "/v1/partner/intents", w.key, map[string]any{
 			"publicIdentifier": in.handle, "name": in.handle, "description": "crash matrix", "category": in.category,
-			"toolEndpoint": partner.URL + "/" + strings.TrimPrefix(in.handle, "@"), "timeoutMs": 1000, "feeRate": 0.001,
+			"toolEndpoint": partner.URL + "/" + strings.TrimPrefix(in.handle, "@"), "timeoutMs": in.timeoutMs, "feeRate": 0.001,
 			"payoutAddresses": map[string]string{"evm": "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"}})
 		if st != 201 {
 			t.Fatalf("publish %s: %d %v", in.handle, st, out)

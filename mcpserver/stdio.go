@@ -26,7 +26,7 @@ const maxCountedLine = 4 << 20
 // gets every answer: the end of input is held back from the go-sdk (which drops in-flight
 // calls when its connection closes) until every request read has had its response written.
 func ServeStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer) error {
-	d := &drain{in: bufio.NewReaderSize(in, 64<<10), out: out}
+	d := &drain{in: bufio.NewReaderSize(in, maxCountedLine), out: out}
 	d.idle = sync.NewCond(&d.mu)
 	stop := context.AfterFunc(ctx, d.wake)
 	defer stop()

@@ -70,7 +70,7 @@ func (q *Q) MovePayment(ctx context.Context, p *FlatPayment, from ...string) (mo
 		return false, err
 	}
 	res, err := q.tx.NewUpdate().Model(p).Column("state", "payer_address", "pay_tx", "close_tx", "reason", "updated_at").
-		WherePK().Where("state IN (?)", bun.In(from)).Exec(ctx)
+		WherePK().Where("state IN (?)", bun.List(from)).Exec(ctx)
 	if err != nil {
 		return false, err
 	}

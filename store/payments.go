@@ -124,6 +124,18 @@ func (s *Store) UpdatePayout(ctx context.Context, p *Payout) error {
 	return normalize(err)
 }
 
+// MovePayout moves a payout from state `from` to p.State, writing its tx and reason, inside
+// q's transaction; moved is false when it was not in `from` (another run moved it first).
+func (q *Q) MovePayout(ctx context.Context, p *Payout, from string) (moved bool, _ error) {
+	res, err := q.execNow(ctx, q.tx.NewUpdate().Model(p).Column("state", "tx", "reason", "updated_at").
+		WherePK().Where("state = ?", from))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 // Payouts lists payouts in a state.
 func (s *Store) Payouts(ctx context.Context, state string) ([]*Payout, error) {
 	var out []*Payout

@@ -182,10 +182,6 @@ func (p *portal) intentView(r *http.Request, pr *tools.Principal, id string) (vi
 func (p *portal) intent(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
 	v, e := p.intentView(r, pr, r.PathValue("id"))
 	if e != nil {
-		if e.Code == tools.CodeNotFound {
-			http.NotFound(w, r)
-			return
-		}
 		p.fail(w, r, e)
 		return
 	}
@@ -231,7 +227,11 @@ func (p *portal) intentAction(w http.ResponseWriter, r *http.Request, pr *tools.
 		_, e = p.call(r, pr, "partner_update_intent", args)
 		flash = "Saved."
 	default:
-		http.Error(w, "unknown action", http.StatusBadRequest)
+		p.fail(w, r, tools.Errorf(tools.CodeBadInput, "unknown action %q; use the intent page's buttons", r.PostFormValue("action")))
+		return
+	}
+	if e != nil && e.Code == tools.CodeNotFound { // another account's intent, or none
+		p.fail(w, r, e)
 		return
 	}
 	v, ve := p.intentView(r, pr, id)

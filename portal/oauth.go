@@ -2,7 +2,6 @@ package portal
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -250,7 +249,7 @@ type connectionRow struct {
 
 func (p *portal) connections(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
 	if p.o.OAuth == nil {
-		http.NotFound(w, r)
+		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "MCP connections are not enabled on this service"))
 		return
 	}
 	grants, err := p.o.OAuth.Grants(r.Context(), pr.AccountID)
@@ -281,13 +280,11 @@ func (p *portal) connections(w http.ResponseWriter, r *http.Request, pr *tools.P
 }
 
 func (p *portal) revokeConnection(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
-	err := p.o.OAuth.RevokeGrant(r.Context(), pr.AccountID, r.PathValue("id"))
-	var te *tools.Error
-	if errors.As(err, &te) && te.Code == tools.CodeNotFound {
-		http.NotFound(w, r)
+	if p.o.OAuth == nil {
+		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "MCP connections are not enabled on this service"))
 		return
 	}
-	if err != nil {
+	if err := p.o.OAuth.RevokeGrant(r.Context(), pr.AccountID, r.PathValue("id")); err != nil {
 		p.fail(w, r, tools.Translate(err))
 		return
 	}

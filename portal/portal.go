@@ -82,7 +82,7 @@ func New(o Options) (http.Handler, error) {
 		"field":   fieldOf,
 		"str":     str,
 	}
-	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections"} {
+	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error"} {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -194,7 +194,7 @@ func (p *portal) authed(h authedHandler) http.Handler {
 			return
 		}
 		if r.Method == http.MethodPost && !p.validForm(r, pr) {
-			http.Error(w, "this form is stale or was not sent from this site; reload the page and try again", http.StatusForbidden)
+			p.fail(w, r, tools.Errorf(tools.CodeForbidden, "this form is stale or was not sent from this site; reload the page and try again"))
 			return
 		}
 		h(w, r, pr)
@@ -231,9 +231,20 @@ func (p *portal) validForm(r *http.Request, pr *tools.Principal) bool {
 	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(p.csrf(pr.SessionID)))
 }
 
+// fail answers with the error page, at the HTTP status of the error's code: a request the
+// tools refused (another account's id, a stale form: 4xx) is logged at INFO, our own failure
+// (5xx) at ERROR.
 func (p *portal) fail(w http.ResponseWriter, r *http.Request, e *tools.Error) {
-	p.o.Log.ErrorContext(r.Context(), "portal", "code", e.Code, "err", e.Error())
-	http.Error(w, e.Message, http.StatusInternalServerError)
+	status := e.Code.HTTPStatus()
+	level := slog.LevelInfo
+	if status >= http.StatusInternalServerError {
+		level = slog.LevelError
+	}
+	p.o.Log.Log(r.Context(), level, "portal", "path", r.URL.Path, "status", status, "code", e.Code, "err", e.Error())
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
+	p.render(w, status, "error", view{Title: http.StatusText(status), Data: e})
 }
 
 // call runs a kernel tool as the principal and returns its JSON object result.

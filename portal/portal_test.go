@@ -113,6 +113,13 @@ func (h *human) signIn(email string) {
 // example partner) it trusts, so intents can be tested, activated and invoked.
 func withPartner(t *testing.T, more func(c *apptest.Config)) (*apptest.Env, *partnertest.Partner) {
 	t.Helper()
+	return withPartnerOn(t, apptest.Options{Config: more})
+}
+
+// withPartnerOn is withPartner with the rest of the options (dialect, logs) given.
+func withPartnerOn(t *testing.T, o apptest.Options) (*apptest.Env, *partnertest.Partner) {
+	t.Helper()
+	more := o.Config
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "signing-key.pem")
 	key, _, err := signing.LoadOrCreatePrivateKey(keyFile)
@@ -124,12 +131,13 @@ func withPartner(t *testing.T, more func(c *apptest.Config)) (*apptest.Env, *par
 	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) {
+	o.Config = func(c *apptest.Config) {
 		c.AllowLocalEndpoints, c.PartnerCAFile, c.SigningKeyFile = true, caFile, keyFile
 		if more != nil {
 			more(c)
 		}
-	}})
+	}
+	env := apptest.Start(t, o)
 	return env, partner
 }
 

@@ -196,32 +196,7 @@ func propertyTypes(schema json.RawMessage) map[string]string {
 }
 
 // Status maps an error code to its HTTP status.
-func Status(c tools.Code) int {
-	switch c {
-	case tools.CodeBadInput:
-		return http.StatusBadRequest
-	case tools.CodePayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case tools.CodeUnauthenticated:
-		return http.StatusUnauthorized
-	case tools.CodeForbidden:
-		return http.StatusForbidden
-	case tools.CodeNotFound:
-		return http.StatusNotFound
-	case tools.CodeConflict, tools.CodeConfirmationRequired:
-		return http.StatusConflict
-	case tools.CodeSpendLimit, tools.CodeInsufficientCredits, tools.CodePaymentRequired:
-		return http.StatusPaymentRequired
-	case tools.CodeRateLimited:
-		return http.StatusTooManyRequests
-	case tools.CodeUpstream:
-		return http.StatusBadGateway
-	case tools.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
-	}
-}
+func Status(c tools.Code) int { return c.HTTPStatus() }
 
 // WriteError writes e as the error model with its HTTP status (and Retry-After when set).
 func WriteError(w http.ResponseWriter, e *tools.Error) {

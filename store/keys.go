@@ -97,6 +97,6 @@ func (s *Store) TouchKeys(ctx context.Context, uses map[string]time.Time) error 
 		}
 	}
 	_, err := s.db.NewUpdate().Model((*APIKey)(nil)).Set("last_used_at = ?", latest).
-		Where("id IN (?)", bun.In(ids)).Where("(last_used_at IS NULL OR last_used_at < ?)", latest).Exec(ctx)
+		Where("id IN (?)", bun.List(ids)).Where("(last_used_at IS NULL OR last_used_at < ?)", latest).Exec(ctx)
 	return normalize(err)
 }

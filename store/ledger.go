@@ -370,7 +370,7 @@ func (q *Q) OpenReservations(ctx context.Context, ids []string) (map[string]bool
 	}
 	var open []string
 	if err := tx.NewSelect().Model((*Reservation)(nil)).Column("request_id").
-		Where("request_id IN (?) AND state = ?", bun.In(ids), ReservationOpen).Scan(ctx, &open); err != nil {
+		Where("request_id IN (?) AND state = ?", bun.List(ids), ReservationOpen).Scan(ctx, &open); err != nil {
 		return nil, normalize(err)
 	}
 	out := make(map[string]bool, len(open))

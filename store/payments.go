@@ -70,7 +70,7 @@ func (q *Q) MovePayment(ctx context.Context, p *FlatPayment, from ...string) (mo
 		return false, err
 	}
 	res, err := q.tx.NewUpdate().Model(p).Column("state", "payer_address", "pay_tx", "close_tx", "reason", "updated_at").
-		WherePK().Where("state IN (?)", bun.In(from)).Exec(ctx)
+		WherePK().Where("state IN (?)", bun.List(from)).Exec(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -122,6 +122,18 @@ func (q *Q) InsertPayout(ctx context.Context, p *Payout) error {
 func (s *Store) UpdatePayout(ctx context.Context, p *Payout) error {
 	_, err := s.db.NewUpdate().Model(p).Column("state", "tx", "reason", "updated_at").WherePK().Exec(ctx)
 	return normalize(err)
+}
+
+// MovePayout moves a payout from state `from` to p.State, writing its tx and reason, inside
+// q's transaction; moved is false when it was not in `from` (another run moved it first).
+func (q *Q) MovePayout(ctx context.Context, p *Payout, from string) (moved bool, _ error) {
+	res, err := q.execNow(ctx, q.tx.NewUpdate().Model(p).Column("state", "tx", "reason", "updated_at").
+		WherePK().Where("state = ?", from))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // Payouts lists payouts in a state.

@@ -31,7 +31,7 @@ func (s *Store) LedgerTotals(ctx context.Context, books ...string) (Totals, erro
 	}
 	var sums []BookBalance
 	if err := s.db.NewSelect().Model((*LedgerEntry)(nil)).ColumnExpr("book, SUM(amount_micro) AS micro").
-		Where("book IN (?)", bun.In(books)).Group("book").Scan(ctx, &sums); err != nil {
+		Where("book IN (?)", bun.List(books)).Group("book").Scan(ctx, &sums); err != nil {
 		return t, normalize(err)
 	}
 	for _, b := range sums {

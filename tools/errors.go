@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
@@ -12,7 +13,7 @@ import (
 // Code is a machine-readable error code; every door (MCP, REST) shows the same ones.
 type Code string
 
-// The error codes of DESIGN.md. HTTP statuses live in the REST adapter.
+// The error codes of DESIGN.md; HTTPStatus is each one's HTTP status at every HTTP door.
 const (
 	CodeBadInput             Code = "BAD_INPUT"
 	CodePayloadTooLarge      Code = "PAYLOAD_TOO_LARGE"
@@ -29,6 +30,35 @@ const (
 	CodeUnavailable          Code = "UNAVAILABLE"
 	CodeInternal             Code = "INTERNAL"
 )
+
+// HTTPStatus is the code's HTTP status (DESIGN.md's table): REST answers with it, and the
+// portal's error page too.
+func (c Code) HTTPStatus() int {
+	switch c {
+	case CodeBadInput:
+		return http.StatusBadRequest
+	case CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeUnauthenticated:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeConflict, CodeConfirmationRequired:
+		return http.StatusConflict
+	case CodeSpendLimit, CodeInsufficientCredits, CodePaymentRequired:
+		return http.StatusPaymentRequired
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
+	case CodeUpstream:
+		return http.StatusBadGateway
+	case CodeUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
 
 // UnavailableRetryAfter is how long callers are asked to wait when the database is down.
 const UnavailableRetryAfter = 2 * time.Second

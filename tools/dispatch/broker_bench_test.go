@@ -140,13 +140,13 @@ func relayServer(b *testing.B, w *world) *httptest.Server {
 		req, _ := http.NewRequestWithContext(r.Context(), "POST", target, http.NoBody)
 		resp, err := signing.NewRESTRoundTripper(signer, fields, tr).RoundTrip(req)
 		if err != nil {
-			http.Error(rw, err.Error(), 502)
+			http.Error(rw, err.Error(), http.StatusBadGateway)
 			return
 		}
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 {
-			http.Error(rw, fmt.Sprint(resp.StatusCode, err), 502)
+			http.Error(rw, fmt.Sprint(resp.StatusCode, err), http.StatusBadGateway)
 			return
 		}
 		now := time.Now().UTC().Format(time.RFC3339)

@@ -418,8 +418,11 @@ func (s *Service) RevokeGrant(ctx context.Context, accountID, grantID string) er
 	now := s.cfg.Now().UTC()
 	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		g, err := q.OAuthGrant(ctx, grantID)
-		if err != nil || g.AccountID != accountID {
-			return tools.Errorf(tools.CodeNotFound, "no connection %s in this account", grantID)
+		if errors.Is(err, store.ErrNotFound) || err == nil && g.AccountID != accountID {
+			return tools.Errorf(tools.CodeNotFound, "no connection %s in this account; the Connections page lists yours", grantID)
+		}
+		if err != nil {
+			return err // a database failure is not "no such connection"
 		}
 		return q.RevokeOAuthGrant(ctx, grantID, "revoked by the account", now)
 	})

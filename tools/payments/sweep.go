@@ -162,7 +162,10 @@ func (s *Service) payOne(ctx context.Context, b store.BookBalance, addr common.A
 		return s.store.UpdatePayout(ctx, p)
 	}, "transfer", addr, bigInt(b.Micro))
 	if err != nil && p.Tx == "" || errors.Is(err, contracts.ErrReverted) {
-		return p, s.failPayout(ctx, p, err)
+		if ferr := s.failPayout(ctx, p, err); ferr != nil {
+			return p, fmt.Errorf("payout to %s failed (%v), and recording that failed too: %w", p.Address, err, ferr)
+		}
+		return p, fmt.Errorf("payout to %s: %w", p.Address, err)
 	}
 	if err != nil {
 		return p, err // sent, outcome unknown: resumePayouts reads its receipt next run
@@ -172,29 +175,35 @@ func (s *Service) payOne(ctx context.Context, b store.BookBalance, addr common.A
 
 func (s *Service) donePayout(ctx context.Context, p *store.Payout, tx string) error {
 	p.State, p.Tx, p.UpdatedAt = store.PayoutDone, tx, s.now().UTC()
-	if err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		return q.Post(ctx, "", "payout "+p.ID+" "+tx, p.UpdatedAt,
-			store.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
-			store.Posting{Book: "external:payouts:" + p.Address, Micro: p.AmountAtomic, Kind: "payout"})
-	}); err != nil {
-		return err
-	}
-	return s.store.UpdatePayout(ctx, p)
+	return s.closePayout(ctx, p, "payout "+p.ID+" "+tx,
+		store.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
+		store.Posting{Book: "external:payouts:" + p.Address, Micro: p.AmountAtomic, Kind: "payout"})
 }
 
+// failPayout records that a payout never reached the chain: its amount goes back to the
+// partner's book. The error is the recording's only (nil once it is recorded).
 func (s *Service) failPayout(ctx context.Context, p *store.Payout, cause error) error {
 	p.State, p.Reason, p.UpdatedAt = store.PayoutFailed, fmt.Sprint(cause), s.now().UTC()
-	if err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		return q.Post(ctx, "", "payout "+p.ID+" failed", p.UpdatedAt,
-			store.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
-			store.Posting{Book: p.Book, Micro: p.AmountAtomic, Kind: "payout"})
-	}); err != nil {
-		return err
+	return s.closePayout(ctx, p, "payout "+p.ID+" failed",
+		store.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
+		store.Posting{Book: p.Book, Micro: p.AmountAtomic, Kind: "payout"})
+}
+
+// closePayout moves a pending payout to p.State and posts its ledger legs in one transaction,
+// only if it was still pending: a payout half-recorded, or concluded by another run first, is
+// never posted twice.
+func (s *Service) closePayout(ctx context.Context, p *store.Payout, memo string, legs ...store.Posting) error {
+	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		moved, err := q.MovePayout(ctx, p, store.PayoutPending)
+		if err != nil || !moved {
+			return err
+		}
+		return q.Post(ctx, "", memo, p.UpdatedAt, legs...)
+	})
+	if err != nil {
+		return fmt.Errorf("record payout %s as %s: %w", p.ID, p.State, err)
 	}
-	if err := s.store.UpdatePayout(ctx, p); err != nil {
-		return err
-	}
-	return fmt.Errorf("payout to %s: %w", p.Address, cause)
+	return nil
 }
 
 // resumePayouts settles the pending payouts of an interrupted run by their receipts.
@@ -205,9 +214,10 @@ func (s *Service) resumePayouts(ctx context.Context) error {
 	}
 	for _, p := range pending {
 		if p.Tx == "" {
-			if err := s.failPayout(ctx, p, errors.New("the run stopped before the transfer was signed")); err != nil && p.Tx != "" {
+			if err := s.failPayout(ctx, p, errors.New("the run stopped before the transfer was signed")); err != nil {
 				return err
 			}
+			s.log.WarnContext(ctx, "payout never signed: its amount went back to the partner's book", "payout", p.ID)
 			continue
 		}
 		rc, ok, err := s.chain.Receipt(ctx, common.HexToHash(p.Tx))
@@ -224,7 +234,9 @@ func (s *Service) resumePayouts(ctx context.Context) error {
 				return err
 			}
 		default:
-			s.failPayout(ctx, p, errors.New("the transfer reverted"))
+			if err := s.failPayout(ctx, p, errors.New("the transfer reverted")); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -119,9 +119,20 @@ func (s *Service) List(ctx context.Context, accountID string) ([]Info, error) {
 	return live, nil
 }
 
-// Revoke ends one of the account's sessions (id) or, with id "", all of them.
+// Revoke ends one of the account's sessions (id) or, with id "", all of them. An id that is
+// not one of the account's sessions (another account's, or none) is NOT_FOUND; one already
+// ended is ended.
 func (s *Service) Revoke(ctx context.Context, accountID, id string) (int, error) {
-	return s.store.RevokeSessions(ctx, accountID, id, s.now().UTC())
+	n, err := s.store.RevokeSessions(ctx, accountID, id, s.now().UTC())
+	if err != nil || n > 0 || id == "" {
+		return n, err
+	}
+	if _, err := s.store.SessionByID(ctx, accountID, id); errors.Is(err, store.ErrNotFound) {
+		return 0, tools.Errorf(tools.CodeNotFound, "no session %q in this account; the settings page lists your sessions", id)
+	} else if err != nil {
+		return 0, err
+	}
+	return 0, nil
 }
 
 // FreshWindow is how recent a sign-in must be for a sensitive change (turning signing on).

@@ -22,7 +22,7 @@ func TestReadmeQuickstartIsTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := regexp.MustCompile("(?s)func ExampleClient_Verify\\(\\) \\{\\n(.*?)\\t// Output:").FindSubmatch(src)
+	body := regexp.MustCompile(`(?s)func ExampleClient_Verify\(\) \{\n(.*?)\t// Output:`).FindSubmatch(src)
 	if body == nil {
 		t.Fatal("no ExampleClient_Verify")
 	}

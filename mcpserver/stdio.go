@@ -30,7 +30,7 @@ const maxCheckedLine = mcp.DefaultMaxLineLength
 // newlines) and is checked like an HTTP body (CheckMessage); a refused line is answered with
 // a JSON-RPC parse error and never reaches the go-sdk, and the session goes on.
 func ServeStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer) error {
-	d := &drain{in: bufio.NewReaderSize(in, maxCountedLine), out: out}
+	d := &drain{in: bufio.NewReader(in), out: out}
 	d.idle = sync.NewCond(&d.mu)
 	stop := context.AfterFunc(ctx, d.wake)
 	defer stop()

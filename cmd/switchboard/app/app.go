@@ -89,6 +89,17 @@ type App struct {
 // stop sending it new calls while the ones in flight finish (serve's SIGTERM path).
 func (a *App) Drain() { a.draining.Store(true) }
 
+// closeWhenDraining ends each connection after its answer once the replica drains, so no
+// client holds a kept-alive connection to a listener about to close.
+func closeWhenDraining(next http.Handler, draining *atomic.Bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // readiness is /readyz: the database answers, every migration this binary knows is applied,
 // the signing key is loaded, and the replica is not draining. Logged reasons carry the
 // error; the answer says only which.
@@ -422,6 +433,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
+	handler = closeWhenDraining(handler, draining)
 	// Keys are cached while the key watch runs (revocations reach every replica within
 	// milliseconds), and their uses are written every 5 s.
 	// Finished invocations commit in batches after their callers are answered; each call

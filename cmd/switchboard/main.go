@@ -138,6 +138,17 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	if err != nil || shutdownTimeout < time.Second {
 		return fmt.Errorf("SWITCHBOARD_SHUTDOWN_TIMEOUT=%q: want a Go duration of at least 1s, e.g. 250s", cfg.ShutdownTimeout)
 	}
+	stopTracing, err := app.StartTracing(ctx, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	}()
 	a, err := app.Build(ctx, cfg, app.Deps{Log: log})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/tracing"
 )
 
 // The invocation state machine: quoted (awaiting_confirmation) -> dispatching -> succeeded,
@@ -126,7 +127,9 @@ const settleAhead = 5 * time.Second
 // there leaves the invocation dispatching, for the sweeper to conclude. A call drawn on a
 // lease whose start is still queued has that start replaced by its whole record.
 func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) error {
+	committed := tracing.Committed(ctx, "batch.commit", nil) // the call's span of its batch commit
 	logged := func(err error) {
+		committed(err)
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrAlreadyFinished):

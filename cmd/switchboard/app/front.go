@@ -17,6 +17,8 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keyring"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // frontOptions are the doors and documents the HTTP front composes.
@@ -157,6 +159,8 @@ func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Reques
 		id := uuid.NewString()
 		r.Header.Set(tools.HeaderRequestID, id)
 		r.Header.Set(tools.HeaderClientAddr, clientAddr(r))
+		// A caller's W3C traceparent parents the call's spans (a no-op with tracing off).
+		r = r.WithContext(otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 		w.Header().Set("X-Request-Id", id)
 		if r.ContentLength > rest.MaxBody { // the same answer on every door, before any reads it
 			rest.WriteError(w, rest.TooLarge())

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -37,8 +39,11 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var slowStarted atomic.Int32
+	var slowStarted, traced atomic.Int32
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("traceparent") != "" {
+			traced.Add(1)
+		}
 		if r.URL.Path == "/slow" {
 			slowStarted.Add(1)
 			time.Sleep(1500 * time.Millisecond) // still running when SIGTERM arrives
@@ -100,7 +105,9 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	var answers []answer
 	var signalled atomic.Bool
 	call := func(handle string) {
-		st, out := s.do("POST", "/v1/invoke", apiKey, map[string]any{"message": handle + " go"})
+		// Callers send a traceparent; with no OTEL_EXPORTER_OTLP_ENDPOINT it goes no further.
+		st, out := s.doWith("POST", "/v1/invoke", apiKey, map[string]any{"message": handle + " go"},
+			map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
 		a := answer{status: st, after: signalled.Load()}
 		a.requestID, _ = out["requestId"].(string)
 		if e, ok := out["transport"].(string); ok {
@@ -156,6 +163,9 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			afterSignal++
 		}
 	}
+	if n := traced.Load(); n != 0 {
+		t.Errorf("%d partner requests carried a traceparent with tracing off", n)
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -200,4 +210,24 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	}
 	t.Logf("SIGTERM under load: %d calls answered (%d of them after SIGTERM, %d slow ones in flight at the partner when it came), 0 resets, 0 5xx, all recorded; exit 0 %s after SIGTERM (1 s drain delay)",
 		len(answers), afterSignal, slow, drained.Round(10*time.Millisecond))
+}
+
+// doWith is do with extra request headers.
+func (s *server) doWith(method, path, key string, body any, headers map[string]string) (int, map[string]any) {
+	s.t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, s.url+path, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", key)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, map[string]any{"transport": err.Error()}
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
 }

@@ -17,7 +17,11 @@ import (
 // Name is the instrumentation scope of every span.
 const Name = "github.com/switchboard-hq/switchboard"
 
-func tracer() trace.Tracer { return otel.Tracer(Name) }
+// The global provider's tracer, looked up once: it delegates to the provider the app installs
+// later (a lookup per span would take the global provider's lock on every call).
+var global = otel.Tracer(Name)
+
+func tracer() trace.Tracer { return global }
 
 // Call starts the span of one tool call, a server span: its parent is the caller's W3C
 // traceparent when one came (the front extracts it into ctx).

@@ -127,15 +127,10 @@ type dialectTypes struct {
 // Migrate applies every embedded migration not yet applied. Each migration runs in its own
 // transaction and is recorded only when it succeeded.
 func (s *Store) Migrate(ctx context.Context) (applied []string, err error) {
-	ms := migrate.NewMigrations()
-	if err := ms.Discover(migrationFiles); err != nil {
-		return nil, fmt.Errorf("load migrations: %w", err)
+	m, err := s.migrator()
+	if err != nil {
+		return nil, err
 	}
-	types := dialectTypes{TS: "TIMESTAMP", Bytes: "BLOB", JSON: "TEXT"}
-	if s.postgres {
-		types = dialectTypes{Postgres: true, TS: "TIMESTAMPTZ", Bytes: "BYTEA", JSON: "JSONB"}
-	}
-	m := migrate.NewMigrator(s.db, ms, migrate.WithMarkAppliedOnSuccess(true), migrate.WithTemplateData(types))
 	if err := m.Init(ctx); err != nil {
 		return nil, fmt.Errorf("init migrations: %w", err)
 	}
@@ -155,6 +150,37 @@ func (s *Store) Migrate(ctx context.Context) (applied []string, err error) {
 		applied = append(applied, mig.Name+"_"+mig.Comment)
 	}
 	return applied, nil
+}
+
+// Unapplied lists the embedded migrations the database has not recorded as applied: a
+// replica is not ready while any is missing (a migration Job still running, or a database
+// restored from before it).
+func (s *Store) Unapplied(ctx context.Context) ([]string, error) {
+	m, err := s.migrator()
+	if err != nil {
+		return nil, err
+	}
+	all, err := m.MigrationsWithStatus(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read applied migrations: %w", err)
+	}
+	var names []string
+	for _, mig := range all.Unapplied() {
+		names = append(names, mig.Name+"_"+mig.Comment)
+	}
+	return names, nil
+}
+
+func (s *Store) migrator() (*migrate.Migrator, error) {
+	ms := migrate.NewMigrations()
+	if err := ms.Discover(migrationFiles); err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	types := dialectTypes{TS: "TIMESTAMP", Bytes: "BLOB", JSON: "TEXT"}
+	if s.postgres {
+		types = dialectTypes{Postgres: true, TS: "TIMESTAMPTZ", Bytes: "BYTEA", JSON: "JSONB"}
+	}
+	return migrate.NewMigrator(s.db, ms, migrate.WithMarkAppliedOnSuccess(true), migrate.WithTemplateData(types)), nil
 }
 
 // txAttempts bounds how often a transaction that lost a serialization conflict or a deadlock

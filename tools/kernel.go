@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/switchboard-hq/switchboard/tools/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 )
 
 // Request is one tool call as a door received it.
@@ -69,9 +73,17 @@ func (k *Kernel) Tool(name string) *Tool { return k.byName[name] }
 // Call runs one tool call end to end. The error, if any, is already in the error model.
 func (k *Kernel) Call(ctx context.Context, req Request) (any, *Error) {
 	start := k.now()
+	ctx, span := tracing.Call(ctx, req.Tool, attribute.String("switchboard.request_id", req.RequestID))
 	caller := &Caller{ClientAddr: req.ClientAddr, RequestID: req.RequestID}
 	out, err := k.call(ctx, caller, req)
 	e := Translate(err)
+	if e != nil {
+		span.SetAttributes(attribute.String("switchboard.error_code", string(e.Code)))
+		if e.Code == CodeInternal {
+			span.SetStatus(codes.Error, e.Message)
+		}
+	}
+	span.End()
 	attrs := []any{"tool", req.Tool, "request_id", req.RequestID, "ms", k.now().Sub(start).Milliseconds()}
 	if p := caller.Principal; p != nil {
 		attrs = append(attrs, "principal", p.ID(), "auth", p.Method)
@@ -105,8 +117,11 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 			return nil, Errorf(CodeUnauthenticated, "%s needs an API key: %s. No key yet? Call agent_signup with an e-mail inbox you can read, then agent_verify with the code; without an inbox, ask a human for a key", t.Name, help)
 		}
 		if p == nil {
+			actx, span := tracing.Child(ctx, "auth")
 			var err error
-			if p, err = k.auth.Authenticate(ctx, req.APIKey); err != nil {
+			p, err = k.auth.Authenticate(actx, req.APIKey)
+			tracing.End(span, err)
+			if err != nil {
 				return nil, err
 			}
 		}

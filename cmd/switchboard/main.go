@@ -130,6 +130,25 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	if err != nil || sweepEvery < 100*time.Millisecond {
 		return fmt.Errorf("SWITCHBOARD_SWEEP_INTERVAL=%q: want a Go duration of at least 100ms, e.g. 30s", cfg.SweepInterval)
 	}
+	drainDelay, err := time.ParseDuration(cfg.DrainDelay)
+	if err != nil || drainDelay < 0 {
+		return fmt.Errorf("SWITCHBOARD_DRAIN_DELAY=%q: want a Go duration (0 for none), e.g. 3s", cfg.DrainDelay)
+	}
+	shutdownTimeout, err := time.ParseDuration(cfg.ShutdownTimeout)
+	if err != nil || shutdownTimeout < time.Second {
+		return fmt.Errorf("SWITCHBOARD_SHUTDOWN_TIMEOUT=%q: want a Go duration of at least 1s, e.g. 250s", cfg.ShutdownTimeout)
+	}
+	stopTracing, err := app.StartTracing(ctx, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flush); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	}()
 	a, err := app.Build(ctx, cfg, app.Deps{Log: log})
 	if err != nil {
 		return err
@@ -169,14 +188,41 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return drain(a, srv, metricsSrv, drainDelay, shutdownTimeout, log)
+}
+
+// drain is serve's SIGTERM path: readiness turns false at once; the listener stays open for
+// the drain delay (answers say Connection: close) so a proxy's health check takes this
+// replica out before it stops accepting; then calls in flight finish, up to their timeouts;
+// then the budget leases are returned and the batch writer commits what it holds. It returns
+// nil, and serve exits 0, only when every answered call is recorded.
+func drain(a *app.App, srv, metricsSrv *http.Server, delay, timeout time.Duration, log *slog.Logger) error {
+	start := time.Now()
+	a.Drain()
+	log.Info("draining: /readyz answers 503", "drain_delay", delay.String(), "shutdown_timeout", timeout.String())
+	time.Sleep(delay)
+	shutdown, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	log.Info("shutting down")
-	err = srv.Shutdown(shutdown) // the metrics listener stays up while requests drain
+	// Shutdown stops accepting and waits for every request in flight; the metrics listener
+	// stays up meanwhile.
+	var err error
+	if serr := srv.Shutdown(shutdown); serr != nil {
+		err = fmt.Errorf("calls still in flight after SWITCHBOARD_SHUTDOWN_TIMEOUT=%s: %w", timeout, serr)
+	}
+	flush, cancelFlush := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelFlush()
+	if serr := a.Settled(flush); serr != nil {
+		err = errors.Join(err, fmt.Errorf("flush the batch writer: %w", serr))
+	}
 	if metricsSrv != nil {
 		err = errors.Join(err, metricsSrv.Shutdown(shutdown))
 	}
-	return err
+	if err != nil {
+		log.Error("drained with errors", "elapsed", time.Since(start).String(), "err", err)
+		return err
+	}
+	log.Info("drained: calls finished, budget leases returned, batch writer flushed", "elapsed", time.Since(start).String())
+	return nil
 }
 
 // httpServer is a server with the service's timeouts.

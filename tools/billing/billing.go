@@ -18,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/tracing"
 )
 
 // Fee units of a partner's feeRate that dispatch charges from credit. The flat-fee units are
@@ -243,7 +244,9 @@ func fits(ca *store.CreditAccount, ks *store.KeySpend, worst, limit int64) error
 
 // Check refuses, without writing anything, a call whose worst case does not fit right now
 // (a quote the caller could not pay). The reservation checks again under the locks.
-func (s *Service) Check(ctx context.Context, p *tools.Principal, q Quote) error {
+func (s *Service) Check(ctx context.Context, p *tools.Principal, q Quote) (err error) {
+	ctx, span := tracing.Child(ctx, "billing.check")
+	defer func() { tracing.End(span, err) }()
 	ks, err := s.store.KeySpendOf(ctx, p.KeyID)
 	if err != nil {
 		return err
@@ -270,7 +273,9 @@ func (s *Service) Reservation(requestID string, p *tools.Principal, q Quote, cal
 // ReserveIn writes r inside q's transaction, or refuses it (SPEND_LIMIT, INSUFFICIENT_CREDITS,
 // nothing written) when its worst case does not fit, counting what other calls in flight may
 // still take. The locks make concurrent calls, on any replica, queue for the check.
-func (s *Service) ReserveIn(ctx context.Context, q *store.Q, r *store.Reservation, spendLimitMicro int64) error {
+func (s *Service) ReserveIn(ctx context.Context, q *store.Q, r *store.Reservation, spendLimitMicro int64) (err error) {
+	ctx, span := tracing.Child(ctx, "billing.reserve")
+	defer func() { tracing.End(span, err) }()
 	ca, err := q.LockCredit(ctx, r.AccountID, r.CreatedAt)
 	if err != nil {
 		return err
@@ -400,7 +405,9 @@ func release(ctx context.Context, q *store.Q, requestID, state string, now time.
 // infrastructure, and the partner fee, platform fee and gas are charged from available credit,
 // all in one balanced ledger transaction. It reports false when the reservation was closed
 // already (settled, or refunded by a sweeper), changing nothing.
-func (s *Service) SettleIn(ctx context.Context, q *store.Q, requestID string, st Settlement, now time.Time) (bool, error) {
+func (s *Service) SettleIn(ctx context.Context, q *store.Q, requestID string, st Settlement, now time.Time) (_ bool, err error) {
+	ctx, span := tracing.Child(ctx, "billing.settle")
+	defer func() { tracing.End(span, err) }()
 	r, ok, err := release(ctx, q, requestID, store.ReservationSettled, now)
 	if err != nil || !ok {
 		return false, err
@@ -419,7 +426,9 @@ func (s *Service) settleReleased(ctx context.Context, q *store.Q, r *store.Reser
 
 // RefundIn returns a call's reservation to available credit inside q's transaction. It
 // reports false when the reservation was closed already.
-func (s *Service) RefundIn(ctx context.Context, q *store.Q, requestID, reason string, now time.Time) (bool, error) {
+func (s *Service) RefundIn(ctx context.Context, q *store.Q, requestID, reason string, now time.Time) (_ bool, err error) {
+	ctx, span := tracing.Child(ctx, "billing.refund")
+	defer func() { tracing.End(span, err) }()
 	r, ok, err := release(ctx, q, requestID, store.ReservationRefunded, now)
 	if err != nil || !ok {
 		return false, err

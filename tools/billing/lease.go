@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/tracing"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // LeaseConfig sizes budget leases.
@@ -86,7 +88,10 @@ type Drawn struct {
 // write-only job of the batch writer (then must only write: store.Batcher.AddWrites); done
 // gets the job's outcome. It refuses (SPEND_LIMIT, INSUFFICIENT_CREDITS) what ReserveIn
 // would refuse.
-func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Reservation, then func(ctx context.Context, q *store.Q) error, done func(error)) (Drawn, error) {
+func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Reservation, then func(ctx context.Context, q *store.Q) error, done func(error)) (_ Drawn, err error) {
+	callCtx := ctx // the batch commit is the call's child, beside this span
+	ctx, span := tracing.Child(ctx, "billing.reserve", attribute.Bool("switchboard.budget_lease", true))
+	defer func() { tracing.End(span, err) }()
 	if p.KeyID == "" {
 		return Drawn{}, errors.New("budget leases are per API key; this caller has none")
 	}
@@ -108,7 +113,7 @@ func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Rese
 					return err
 				}
 				return then(ctx, q)
-			}, done)
+			}, tracing.Committed(callCtx, "batch.commit", done))
 		}
 		l.mu.Unlock()
 		return d, err
@@ -268,7 +273,9 @@ func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *sto
 // was drawn from the lease leaseID and never written (its queued write was replaced): the
 // draw, the reservation and its settlement (st non-nil) or refund, with the same rows and
 // ledger transactions as a start and a finish, in one update of each balance row.
-func (s *Service) ConcludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64, st *Settlement, refundReason string, now time.Time) error {
+func (s *Service) ConcludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64, st *Settlement, refundReason string, now time.Time) (err error) {
+	ctx, span := tracing.Child(ctx, "billing.conclude")
+	defer func() { tracing.End(span, err) }()
 	end, state := refundMove(r, refundReason), store.ReservationRefunded
 	if st != nil {
 		m, err := settleMove(r, *st)

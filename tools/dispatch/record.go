@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/tracing"
 )
 
 // The invocation state machine: quoted (awaiting_confirmation) -> dispatching -> succeeded,
@@ -155,7 +156,9 @@ var errNotRecorded = fmt.Errorf("%w: the call's record did not land within %s", 
 //     written yet, is answered once that record (or its whole record, which replaces a start
 //     still queued) has committed.
 func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) error {
+	committed := tracing.Committed(ctx, "batch.commit", nil) // the call's span of its batch commit
 	logged := func(err error) {
+		committed(err)
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrAlreadyFinished):

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -81,6 +82,51 @@ type App struct {
 	stop       func()            // ends the background work Build started, and waits for it
 	batcher    *store.Batcher    // finished invocations, committed after their callers are answered
 	leases     *billing.Leases   // budget leases of new calls; nil when off
+	draining   *atomic.Bool      // set by Drain: /readyz answers 503 from then on
+}
+
+// Drain marks the replica as leaving: /readyz answers 503 at once, so proxies and Kubernetes
+// stop sending it new calls while the ones in flight finish (serve's SIGTERM path).
+func (a *App) Drain() { a.draining.Store(true) }
+
+// closeWhenDraining ends each connection after its answer once the replica drains, so no
+// client holds a kept-alive connection to a listener about to close.
+func closeWhenDraining(next http.Handler, draining *atomic.Bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readiness is /readyz: the database answers, every migration this binary knows is applied,
+// the signing key is loaded, and the replica is not draining. Logged reasons carry the
+// error; the answer says only which.
+func readiness(st *store.Store, ring *keyring.Ring, draining *atomic.Bool, log *slog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if draining.Load() {
+			return errors.New("draining")
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := st.Ping(ctx); err != nil {
+			log.WarnContext(ctx, "readiness: database", "err", err)
+			return errors.New("database unreachable")
+		}
+		pending, err := st.Unapplied(ctx)
+		if err != nil {
+			log.WarnContext(ctx, "readiness: migrations", "err", err)
+			return errors.New("migrations unreadable")
+		}
+		if len(pending) > 0 {
+			return fmt.Errorf("migrations not applied: %s", strings.Join(pending, ", "))
+		}
+		if len(ring.CurrentPEM()) == 0 {
+			return errors.New("signing key not loaded")
+		}
+		return nil
+	}
 }
 
 // Settled returns budget leases and returns once every finished invocation this process left
@@ -391,14 +437,16 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		}
 		oauthAPI = portal.OAuthAPI(popts)
 	}
+	draining := new(atomic.Bool)
 	handler, err := front(frontOptions{
 		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
-		Keys: ring, Ready: st.Ping, Log: log, Observe: mx.ObserveHTTP,
+		Keys: ring, Ready: st.Ping, Readiness: readiness(st, ring, draining, log), Log: log, Observe: mx.ObserveHTTP,
 		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil},
 	})
 	if err != nil {
 		return nil, err
 	}
+	handler = closeWhenDraining(handler, draining)
 	// Keys are cached while the key watch runs (revocations reach every replica within
 	// milliseconds), and their uses are written every 5 s.
 	// Finished invocations commit in batches after their callers are answered; each call
@@ -457,7 +505,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			bg.Wait()
 		})
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
 }
 
 // billingConfig reads the prices; production accounts start with no credit.

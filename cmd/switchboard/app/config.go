@@ -45,6 +45,8 @@ type Config struct {
 	SettlementChain     string
 	SweepMargin         string // Go duration added to a call's timeout before the sweeper may conclude it
 	SweepInterval       string // Go duration between sweeps of a serving process
+	DrainDelay          string // Go duration serve keeps accepting after SIGTERM, readiness off
+	ShutdownTimeout     string // Go duration serve waits for in-flight calls after it stops accepting
 	SettleAfterAnswer   bool   // a finished invocation commits in a batch after its caller is answered
 	BudgetLeases        bool   // new non-write calls reserve from per-key budget leases (needs SettleAfterAnswer)
 	SessionIdle         string // portal sessions end after this long unused
@@ -98,6 +100,8 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_BUDGET_LEASES", flag: "budget-leases", usage: "with settle-after-answer: a key's calls that are not writes reserve from a budget lease this replica holds (one transaction per 64 calls instead of one per call); false: each call's reservation commits before its dispatch", boolean: &c.BudgetLeases},
 		{env: "SWITCHBOARD_SETTLE_AFTER_ANSWER", flag: "settle-after-answer", usage: "commit finished invocations in batches after their callers are answered (the reservation holds the worst case meanwhile); false: answer only after the commit", boolean: &c.SettleAfterAnswer},
 		{env: "SWITCHBOARD_SWEEP_INTERVAL", flag: "sweep-interval", usage: "how often a serving process sweeps for abandoned dispatches, reservations and payments (Go duration; every replica may sweep)", str: &c.SweepInterval},
+		{env: "SWITCHBOARD_DRAIN_DELAY", flag: "drain-delay", usage: "after SIGTERM, how long serve keeps accepting calls with /readyz answering 503, so a proxy's health check takes it out before it stops listening (Go duration; 0 when Kubernetes' preStop does this)", str: &c.DrainDelay},
+		{env: "SWITCHBOARD_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", usage: "after it stops accepting, how long serve waits for calls in flight (a partner call takes up to its timeoutMs x tries) before it flushes the batch writer and exits (Go duration)", str: &c.ShutdownTimeout},
 		{env: "SWITCHBOARD_SWEEP_MARGIN", flag: "sweep-margin", usage: "how long past a partner call's timeout (x tries) its dispatch counts as abandoned and the sweeper concludes it (Go duration)", str: &c.SweepMargin},
 		{env: "SWITCHBOARD_PARTNER_CA_FILE", flag: "partner-ca-file", usage: "PEM certificates trusted for partner endpoints besides the system roots (a private CA, tests)", str: &c.PartnerCAFile},
 		{env: "SWITCHBOARD_REDIS_URL", flag: "redis-url", usage: "redis://host:port/db: rate limits shared by every replica (GCRA in Redis); empty: in this process. When Redis is unreachable, calls that write or cost money are refused (UNAVAILABLE), reads pass", str: &c.RedisURL, common: true},
@@ -141,7 +145,7 @@ func Defaults() Config {
 	return Config{
 		Addr: ":8080", DataDir: "./data", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
-		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
+		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
 		FlatFee: FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h"},

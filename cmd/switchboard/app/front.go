@@ -20,6 +20,8 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keyring"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // frontOptions are the doors and documents the HTTP front composes.
@@ -30,10 +32,13 @@ type frontOptions struct {
 	OAuthAPI http.Handler // OAuth metadata, registration, token, revocation; nil with no portal
 	OAuth    *oauth.Service
 	Docs     rest.Docs
-	Keys     *keyring.Ring // the current public key and the published key set
-	Ready    func(ctx context.Context) error
-	Log      *slog.Logger
-	Observe  func(route string, status int, elapsed time.Duration) // metrics; route is from a fixed set
+	Keys     *keyring.Ring                   // the current public key and the published key set
+	Ready    func(ctx context.Context) error // /healthz: the database answers
+	// Readiness is /readyz: nil when this replica should get traffic, else why not (a short
+	// phrase, no internals: the probe is public).
+	Readiness func(ctx context.Context) error
+	Log       *slog.Logger
+	Observe   func(route string, status int, elapsed time.Duration) // metrics; route is from a fixed set
 }
 
 // front is the one HTTP surface: every door mounted on one mux behind one middleware.
@@ -89,6 +94,22 @@ func front(o frontOptions) (http.Handler, error) {
 		}
 		io.WriteString(w, `{"status":"ok"}`)
 	})
+	// Liveness is the process answering HTTP: an outage of the database is not cured by a
+	// restart, so it belongs to readiness only.
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"ok"}`)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := o.Readiness(r.Context()); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			json.NewEncoder(w).Encode(map[string]string{"status": "not ready", "reason": err.Error()})
+			return
+		}
+		io.WriteString(w, `{"status":"ready"}`)
+	})
 	mux.HandleFunc("/", rest.NotFound)
 	var observe func(*http.Request, int, time.Duration)
 	if o.Observe != nil {
@@ -141,6 +162,8 @@ func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Reques
 		id := uuid.NewString()
 		r.Header.Set(tools.HeaderRequestID, id)
 		r.Header.Set(tools.HeaderClientAddr, clientAddr(r))
+		// A caller's W3C traceparent parents the call's spans (a no-op with tracing off).
+		r = r.WithContext(otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 		w.Header().Set("X-Request-Id", id)
 		if r.ContentLength > rest.MaxBody { // the same answer on every door, before any reads it
 			rest.WriteError(w, rest.TooLarge())

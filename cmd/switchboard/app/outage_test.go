@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -33,6 +34,12 @@ func TestPostgresOutageAnswers503AndRecovers(t *testing.T) {
 	key := env.Onboard(t, "outage@example.com")["apiKey"].(string)
 
 	c.Stop()
+	if st, body := probe(t, env, "/readyz"); st != 503 || !strings.Contains(body, "database unreachable") {
+		t.Errorf("readyz during the outage: %d %s, want 503 database unreachable", st, body)
+	}
+	if st, _ := probe(t, env, "/livez"); st != 200 {
+		t.Errorf("livez during the outage: %d, want 200 (a restart cures nothing)", st)
+	}
 	checkUnavailable(t, env, "GET", "/v1/account", key, nil)
 	checkUnavailable(t, env, "GET", "/v1/keys", key, nil)
 	checkUnavailable(t, env, "POST", "/v1/keys", key, map[string]any{"name": "k", "scopes": []string{"read"}})
@@ -44,6 +51,9 @@ func TestPostgresOutageAnswers503AndRecovers(t *testing.T) {
 	c.Start()
 	if status, out := env.REST(t, "GET", "/v1/account", key, nil); status != 200 {
 		t.Fatalf("after the database came back: %d %v", status, out)
+	}
+	if st, body := probe(t, env, "/readyz"); st != 200 {
+		t.Errorf("readyz after the outage: %d %s", st, body)
 	}
 	if status, out := env.REST(t, "POST", "/v1/keys", key, map[string]any{"name": "k", "scopes": []string{"read"}}); status != 201 {
 		t.Fatalf("a write after the database came back: %d %v", status, out)

@@ -9,12 +9,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/tools/tracing"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Target is where and how to call a partner.
@@ -81,13 +84,22 @@ func IsTimeout(err error) bool {
 // invocation. The error is non-nil only when no answer came (timeout, network, TLS, SSRF
 // guard: see IsTimeout and IsBlocked); an answer that is not a valid envelope is a Result
 // with ParseError.
-func (c *Client) Call(ctx context.Context, t Target, f signing.CallFields) (*Result, error) {
+func (c *Client) Call(ctx context.Context, t Target, f signing.CallFields) (res *Result, err error) {
 	if c.signer == nil {
 		return nil, errors.New("outbound: client has no signer")
 	}
 	if f.RequestID == "" {
 		return nil, errors.New("outbound: call has no requestId")
 	}
+	// One span per attempt; the transport sends its traceparent to the partner.
+	ctx, span := tracing.Client(ctx, "partner.call", attribute.String("server.address", hostOf(t.Endpoint)),
+		attribute.Bool("switchboard.partner.mcp", t.mcp()), attribute.String("switchboard.request_id", f.RequestID))
+	defer func() {
+		if res != nil {
+			span.SetAttributes(attribute.Int("http.response.status_code", res.Status))
+		}
+		tracing.End(span, err)
+	}()
 	ctx, cancel := context.WithTimeout(ctx, t.timeout())
 	defer cancel()
 	if t.mcp() {
@@ -120,6 +132,15 @@ func (c *Client) callREST(ctx context.Context, t Target, f signing.CallFields) (
 	}
 	res.Envelope, res.ParseError = ParseResponse(body)
 	return res, nil
+}
+
+// hostOf is an endpoint's host, for spans (never its path or query).
+func hostOf(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // unwrapURLError drops net/http's *url.Error wrapper ("Post \"https://...\": ...") so

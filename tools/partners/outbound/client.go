@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/signing"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of the partner client.
@@ -128,6 +131,11 @@ type capTransport struct {
 }
 
 func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// A traced call tells the partner its trace (W3C traceparent), beside the signed headers.
+	if trace.SpanContextFromContext(req.Context()).IsValid() {
+		req = req.Clone(req.Context())
+		otel.GetTextMapPropagator().Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, err

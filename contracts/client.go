@@ -78,6 +78,15 @@ func (c *Client) Now(ctx context.Context) (time.Time, error) {
 	return time.Unix(int64(h.Time), 0).UTC(), nil
 }
 
+// BlockTime is the timestamp of block n.
+func (c *Client) BlockTime(ctx context.Context, n uint64) (time.Time, error) {
+	h, err := c.eth.HeaderByNumber(ctx, new(big.Int).SetUint64(n))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(int64(h.Time), 0).UTC(), nil
+}
+
 func (c *Client) bound(at common.Address, ct Contract) *bind.BoundContract {
 	return bind.NewBoundContract(at, ct.ABI, c.eth, c.eth, c.eth)
 }

@@ -263,46 +263,16 @@ func x402Args(r *http.Request, args json.RawMessage) (json.RawMessage, *tools.Er
 	if err := json.Unmarshal(args, &m); err != nil {
 		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
 	}
-	X402Into(m, pp.Accepted, pp.Payload)
+	payments.X402Into(m, pp.Accepted, pp.Payload)
 	out, _ := json.Marshal(m)
 	return out, nil
-}
-
-// X402Into puts an x402 PaymentPayload's parts into invoke's input, unless the input has its
-// own: payload becomes `payment` (x402's exact scheme signs TransferWithAuthorization), the
-// echoed requirement rides along to be checked against the quote, and its extra.requestId
-// names the quote paid (`confirmRequestId`), so the paid retry is the same request.
-func X402Into(m, accepted, payload map[string]any) {
-	extra, _ := accepted["extra"].(map[string]any)
-	if _, ok := m["payment"]; !ok {
-		if _, ok := payload["primaryType"]; !ok {
-			payload["primaryType"] = "TransferWithAuthorization"
-			if pt, _ := extra["primaryType"].(string); pt != "" {
-				payload["primaryType"] = pt
-			}
-		}
-		if accepted != nil {
-			payload["accepted"] = accepted
-		}
-		m["payment"] = payload
-	}
-	if rid, _ := extra["requestId"].(string); rid != "" {
-		if _, ok := m["confirmRequestId"]; !ok {
-			m["confirmRequestId"] = rid
-		}
-	}
 }
 
 // x402Refusal sets PAYMENT-RESPONSE on a refused or refunded flat-fee call: the refund's
 // transaction when the payment was taken and returned, or x402's errorReason when it was
 // refused before anything was taken.
 func x402Refusal(w http.ResponseWriter, e *tools.Error) {
-	if r, ok := e.Details["payment"].(*payments.Receipt); ok && r != nil {
-		w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(SettlementResponse(r)))
-		return
-	}
-	if reason, ok := e.Details["invalidReason"].(string); ok {
-		sr, _ := json.Marshal(map[string]any{"success": false, "errorReason": reason, "transaction": "", "network": ""})
+	if sr := payments.Refused(e); sr != nil {
 		w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(sr))
 	}
 }
@@ -323,21 +293,6 @@ func x402Response(w http.ResponseWriter, out any) {
 	if p == nil {
 		return
 	}
-	w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(SettlementResponse(p)))
+	w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(payments.SettlementResponse(p)))
 }
 
-// SettlementResponse is x402's SettlementResponse of a flat-fee payment: success with the
-// settlement's transaction, or (refunded) success false with the refund's, the payment's
-// transaction beside it.
-func SettlementResponse(p *payments.Receipt) []byte {
-	sr := map[string]any{"success": p.State == "settled", "transaction": p.SettleTx, "network": p.Network, "payer": p.Payer,
-		"state": p.State, "payTransaction": p.PayTx}
-	switch p.State {
-	case "refunded":
-		sr["transaction"], sr["errorReason"], sr["refundTransaction"] = p.RefundTx, "refunded: the partner call failed, the payment was returned to the payer", p.RefundTx
-	case "held":
-		sr["transaction"], sr["errorReason"] = p.PayTx, "held in escrow: the outcome is not known yet"
-	}
-	raw, _ := json.Marshal(sr)
-	return raw
-}

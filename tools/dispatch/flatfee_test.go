@@ -251,7 +251,9 @@ func TestFlatFeeBadPayments(t *testing.T) {
 	}
 	// Nonce reuse: an authorization that paid one quote cannot pay another.
 	q1, _ := w.quote(t, "@flatbad one")
-	p1 := sign(t, chain, q1, payer, func(f *signed) { f.primary, f.nonce = contracts.TransferWithAuthorization, hexutil.Encode(bytes.Repeat([]byte{9}, 32)) })
+	p1 := sign(t, chain, q1, payer, func(f *signed) {
+		f.primary, f.nonce = contracts.TransferWithAuthorization, hexutil.Encode(bytes.Repeat([]byte{9}, 32))
+	})
 	if status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatbad one", "confirmRequestId": q1["requestId"], "payment": p1}); status != 200 {
 		t.Fatalf("first use of the nonce: %d %v", status, out)
 	}

@@ -295,4 +295,3 @@ func x402Response(w http.ResponseWriter, out any) {
 	}
 	w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(payments.SettlementResponse(p)))
 }
-

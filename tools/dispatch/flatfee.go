@@ -118,6 +118,15 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *s
 	if intent.Revision != inv.IntentRevision {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the quote; call without confirmRequestId for a new quote", intent.PublicIdentifier)
 	}
+	// The paid retry is the same request: a payment bound to this quote (by x402's echoed
+	// requestId or by confirmRequestId) pays for the quoted message only.
+	if _, rest, err := FindHandle(in.Message); err == nil {
+		args, _ := json.Marshal(map[string]string{"query": rest})
+		if canon, err := signing.Canonicalize(args); err == nil && string(canon) != inv.Args {
+			return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the message differs from the one quoted in %s; send the quoted message again, or call without payment for a new quote", inv.RequestID).
+				WithDetails(map[string]any{"invalidReason": "invalid_payment_requirements"})
+		}
+	}
 	pay := in.Payment
 	if pay == nil && in.PayWithWallet {
 		var err error

@@ -236,6 +236,10 @@ func TestFlatFeeBadPayments(t *testing.T) {
 			t.Errorf("%s: %d %v, want 400 %s", tc.name, status, out, tc.reason)
 		}
 	}
+	// The paid retry must be the quoted request.
+	if status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatbad something else", "confirmRequestId": q["requestId"], "payment": sign(t, chain, q, payer, nil)}); status != 409 || !strings.Contains(fmt.Sprint(out), "differs from the one quoted") {
+		t.Errorf("another message: %d %v", status, out)
+	}
 	if status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatbad hi", "confirmRequestId": q["requestId"]}); status != 402 {
 		t.Errorf("confirming without a payment: %d %v", status, out)
 	}

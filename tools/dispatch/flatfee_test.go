@@ -21,6 +21,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts"
@@ -503,6 +504,77 @@ func TestFlatFeeSubmissionAnswerLost(t *testing.T) {
 	}
 	if chain.Balance(t, from) != 1_000_000-410_000 || chain.Balance(t, partnerWallet) != 400_000 {
 		t.Fatalf("paid twice? payer %d, partner %d", chain.Balance(t, from), chain.Balance(t, partnerWallet))
+	}
+	w.ledgerOK(t)
+}
+
+// x402's MCP transport: the unpaid call is an error result whose structuredContent (and first
+// text) is the PaymentRequired; a retry with _meta["x402/payment"] pays as a stock client
+// signs (TransferWithAuthorization, its own nonce, validAfter 0), and the result carries
+// _meta["x402/payment-response"], on success and on a refund.
+func TestFlatFeeOverMCP(t *testing.T) {
+	w, chain := flatWorld(t)
+	w.publish(t, "@mcpflat", "/free", map[string]any{"feeRate": 0.2, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	w.publish(t, "@mcpflatfail", "/fail", map[string]any{"feeRate": 0.2, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	payer := chain.NewKey(t)
+	from := crypto.PubkeyToAddress(payer.PublicKey)
+	chain.Mint(t, from, 1_000_000)
+	cs := w.env.MCP(t, w.caller)
+	ctx := context.Background()
+
+	pay := func(message string, nonce byte) (*mcp.CallToolResult, map[string]any) {
+		t.Helper()
+		args := map[string]any{"message": message}
+		first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "invoke_partner_message", Arguments: args})
+		if err != nil || !first.IsError {
+			t.Fatalf("unpaid call: %+v %v", first, err)
+		}
+		raw, _ := json.Marshal(first.StructuredContent)
+		var pr struct {
+			X402Version int              `json:"x402Version"`
+			Resource    map[string]any   `json:"resource"`
+			Accepts     []map[string]any `json:"accepts"`
+			Extensions  struct {
+				Bazaar struct {
+					Info struct {
+						Input map[string]any `json:"input"`
+					} `json:"info"`
+				} `json:"bazaar"`
+			} `json:"extensions"`
+		}
+		if json.Unmarshal(raw, &pr) != nil || pr.X402Version != 2 || len(pr.Accepts) != 1 || pr.Extensions.Bazaar.Info.Input["tool"] != "invoke_partner_message" ||
+			!strings.HasSuffix(pr.Resource["url"].(string), "/mcp") {
+			t.Fatalf("structuredContent: %s", raw)
+		}
+		if text := first.Content[0].(*mcp.TextContent).Text; text != string(raw) {
+			t.Fatalf("content[0].text %s, want the PaymentRequired %s", text, raw)
+		}
+		accepted := pr.Accepts[0]
+		q := map[string]any{"payTo": accepted["payTo"], "amount": accepted["amount"], "validAfter": 0.0, "validBefore": 0.0, "nonce": ""}
+		p := sign(t, chain, q, payer, func(f *signed) {
+			f.primary, f.after, f.before = contracts.TransferWithAuthorization, 0, time.Now().Unix()+int64(accepted["maxTimeoutSeconds"].(float64))
+			f.nonce = hexutil.Encode(bytes.Repeat([]byte{nonce}, 32))
+		})
+		payload := map[string]any{"x402Version": 2, "resource": pr.Resource, "accepted": accepted,
+			"payload": map[string]any{"signature": p["signature"], "authorization": p["authorization"]}}
+		paid, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "invoke_partner_message", Arguments: args, Meta: mcp.Meta{"x402/payment": payload}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr, _ := paid.Meta["x402/payment-response"].(map[string]any)
+		return paid, sr
+	}
+
+	paid, sr := pay("@mcpflat hello", 1)
+	if paid.IsError || sr["success"] != true || sr["transaction"] == "" || sr["payer"] != from.Hex() || w.hits("/free") != 1 {
+		t.Fatalf("paid over MCP: %+v, payment-response %v", paid, sr)
+	}
+	paid, sr = pay("@mcpflatfail hello", 2)
+	if paid.IsError || sr["success"] != false || sr["transaction"] == "" || w.hits("/fail") != 1 {
+		t.Fatalf("refunded over MCP: %+v, payment-response %v", paid, sr)
+	}
+	if chain.Balance(t, from) != 1_000_000-210_000 || chain.Balance(t, chain.Payer) != 0 {
+		t.Fatalf("on chain: payer %d, contract %d", chain.Balance(t, from), chain.Balance(t, chain.Payer))
 	}
 	w.ledgerOK(t)
 }

@@ -578,3 +578,71 @@ func TestFlatFeeOverMCP(t *testing.T) {
 	}
 	w.ledgerOK(t)
 }
+
+// Someone copies the authorization from Switchboard's pending submission and gets it mined
+// first (a higher fee): Switchboard's pay reverts, the transfer is found on chain and adopted
+// into the quote's escrow, and the call goes ahead and settles.
+func TestFlatFeeFrontRunWhileSubmitting(t *testing.T) {
+	w, chain := flatWorld(t)
+	w.publish(t, "@racing", "/free", map[string]any{"feeRate": 0.5, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	payer := chain.NewKey(t)
+	from := crypto.PubkeyToAddress(payer.PublicKey)
+	chain.Mint(t, from, 1_000_000)
+	q, _ := w.quote(t, "@racing go")
+	p := sign(t, chain, q, payer, func(f *signed) {
+		f.primary, f.after, f.nonce = contracts.TransferWithAuthorization, 0, hexutil.Encode(bytes.Repeat([]byte{5}, 32))
+	})
+
+	chain.RPC(t, nil, "evm_setAutomine", false)
+	type answer struct {
+		status int
+		out    map[string]any
+	}
+	done := make(chan answer, 1)
+	go func() {
+		status, out := w.invoke(t, w.caller, map[string]any{"message": "@racing go", "confirmRequestId": q["requestId"], "payment": p})
+		done <- answer{status, out}
+	}()
+	for i := 0; ; i++ { // Switchboard's pay is in the mempool
+		var st struct{ Pending hexutil.Uint64 }
+		chain.RPC(t, &st, "txpool_status")
+		if st.Pending > 0 {
+			break
+		}
+		if i > 200 {
+			t.Fatal("Switchboard never submitted the payment")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	// The copy, from an unlocked anvil account, with a far higher tip.
+	auth := p["authorization"].(map[string]any)
+	sig := common.FromHex(p["signature"].(string))
+	var nonce, r, s [32]byte
+	copy(nonce[:], common.FromHex(auth["nonce"].(string)))
+	copy(r[:], sig[:32])
+	copy(s[:], sig[32:64])
+	before, _ := new(big.Int).SetString(auth["validBefore"].(string), 10)
+	data, err := contracts.TestUSDC.ABI.Pack("transferWithAuthorization", from, chain.Payer, big.NewInt(510_000), big.NewInt(0), before, nonce, sig[64], r, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accounts []common.Address
+	chain.RPC(t, &accounts, "eth_accounts")
+	var copied common.Hash
+	chain.RPC(t, &copied, "eth_sendTransaction", map[string]any{"from": accounts[len(accounts)-1], "to": chain.Token, "data": hexutil.Bytes(data),
+		"gas": hexutil.Uint64(200_000), "maxFeePerGas": hexutil.Big(*big.NewInt(500e9)), "maxPriorityFeePerGas": hexutil.Big(*big.NewInt(400e9))})
+	chain.RPC(t, nil, "evm_mine")
+	chain.RPC(t, nil, "evm_setAutomine", true)
+	chain.RPC(t, nil, "evm_mine")
+	got := <-done
+	if got.status != 200 || got.out["success"] != true || got.out["payment"].(map[string]any)["state"] != "settled" || w.hits("/free") != 1 {
+		t.Fatalf("front-run while submitting: %d %v", got.status, got.out)
+	}
+	if got.out["payment"].(map[string]any)["payTx"] != copied.Hex() {
+		t.Fatalf("payTx %v, want the copied transfer %s", got.out["payment"].(map[string]any)["payTx"], copied.Hex())
+	}
+	if chain.Balance(t, partnerWallet) != 500_000 || chain.Balance(t, chain.Payer) != 0 || chain.Balance(t, from) != 1_000_000-510_000 {
+		t.Fatalf("on chain: partner %d, contract %d, payer %d", chain.Balance(t, partnerWallet), chain.Balance(t, chain.Payer), chain.Balance(t, from))
+	}
+	w.ledgerOK(t)
+}

@@ -229,6 +229,7 @@ func TestFlatFeeBadPayments(t *testing.T) {
 		{"another token", map[string]any{"scheme": "exact", "asset": partnerWallet.Hex()}, "invalid_payment_requirements"},
 		{"another amount", map[string]any{"scheme": "exact", "amount": "1"}, "invalid_exact_evm_payload_authorization_value_mismatch"},
 		{"another scheme", map[string]any{"scheme": "upto"}, "invalid_scheme"},
+		{"another quote's requirement", map[string]any{"scheme": "exact", "extra": map[string]any{"requestId": "0190f1c2-0000-7000-8000-000000000000"}}, "invalid_payment_requirements"},
 	} {
 		p := sign(t, chain, q, payer, func(f *signed) { f.primary = contracts.TransferWithAuthorization })
 		p["accepted"] = tc.accepted

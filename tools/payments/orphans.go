@@ -13,8 +13,9 @@ import (
 // its call's paid retry (which adopts it) before the sweeper refunds it.
 const orphanGrace = 5 * time.Minute
 
-// orphanBlocks is how far back the sweeper looks for such transfers.
-const orphanBlocks = 50_000
+// orphanBlocks is how far back the sweeper looks for such transfers (hours on a test network;
+// small enough for a public node's log range limit).
+const orphanBlocks = 5_000
 
 // refundOrphans refunds the transfers by authorization into the payer contract that no
 // escrow holds: a TransferWithAuthorization submitted to the token by someone else, whose

@@ -449,6 +449,8 @@ func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment)
 			return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_value_mismatch", "amount %s: the quote is %d", acc.Amount, p.AmountAtomic)
 		case acc.PayTo != "" && (!common.IsHexAddress(acc.PayTo) || common.HexToAddress(acc.PayTo) != common.HexToAddress(p.PayerContract)):
 			return contracts.Authorization{}, bad("invalid_exact_evm_payload_recipient_mismatch", "payTo %s: the quote is paid to %s", acc.PayTo, p.PayerContract)
+		case acc.Extra["requestId"] != nil && acc.Extra["requestId"] != p.RequestID:
+			return contracts.Authorization{}, bad("invalid_payment_requirements", "the requirement paid is quote %v, not %s", acc.Extra["requestId"], p.RequestID)
 		}
 	}
 	if !common.IsHexAddress(a.From) || !common.IsHexAddress(a.To) {

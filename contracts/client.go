@@ -78,6 +78,15 @@ func (c *Client) Now(ctx context.Context) (time.Time, error) {
 	return time.Unix(int64(h.Time), 0).UTC(), nil
 }
 
+// BlockTime is the timestamp of block n.
+func (c *Client) BlockTime(ctx context.Context, n uint64) (time.Time, error) {
+	h, err := c.eth.HeaderByNumber(ctx, new(big.Int).SetUint64(n))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(int64(h.Time), 0).UTC(), nil
+}
+
 func (c *Client) bound(at common.Address, ct Contract) *bind.BoundContract {
 	return bind.NewBoundContract(at, ct.ABI, c.eth, c.eth, c.eth)
 }
@@ -285,7 +294,8 @@ func (c *Client) AuthorizationUsed(ctx context.Context, token, authorizer common
 type Escrow struct {
 	Payer, Partner        common.Address
 	Amount, PartnerAmount *big.Int
-	State                 uint8 // 0 none, 1 held, 2 settled, 3 refunded
+	Ref                   [32]byte // the call it pays for (Ref of its requestId)
+	State                 uint8    // 0 none, 1 held, 2 settled, 3 refunded
 }
 
 // Escrow states.
@@ -296,14 +306,103 @@ const (
 	EscrowRefunded
 )
 
-// EscrowOf reads the escrow keyed by nonce.
-func (c *Client) EscrowOf(ctx context.Context, payer common.Address, nonce [32]byte) (Escrow, error) {
-	out, err := c.Call(ctx, payer, FlatFeePayer, "escrows", nonce)
+// EscrowID keys the escrow of the authorization (from, nonce), as the contract's escrowId.
+func EscrowID(from common.Address, nonce [32]byte) [32]byte {
+	return crypto.Keccak256Hash(common.LeftPadBytes(from.Bytes(), 32), nonce[:])
+}
+
+// Ref is the escrow's reference to the call it pays for.
+func Ref(requestID string) [32]byte {
+	return crypto.Keccak256Hash([]byte("switchboard/flat-fee/" + requestID))
+}
+
+// EscrowOf reads the escrow of the authorization (from, nonce) in the payer contract.
+func (c *Client) EscrowOf(ctx context.Context, payer, from common.Address, nonce [32]byte) (Escrow, error) {
+	out, err := c.Call(ctx, payer, FlatFeePayer, "escrows", EscrowID(from, nonce))
 	if err != nil {
 		return Escrow{}, err
 	}
 	return Escrow{Payer: out[0].(common.Address), Partner: out[1].(common.Address), Amount: out[2].(*big.Int),
-		PartnerAmount: out[3].(*big.Int), State: out[4].(uint8)}, nil
+		PartnerAmount: out[3].(*big.Int), Ref: out[4].([32]byte), State: out[5].(uint8)}, nil
+}
+
+// Transferred is an authorization found spent on chain: the transaction that used it, and
+// what that transaction moved from its authorizer to the payer contract.
+type Transferred struct {
+	Tx    common.Hash
+	Value *big.Int
+}
+
+// AuthorizedTransfer finds the transaction that used the authorization (from, nonce) of token
+// and what it moved from `from` to `to` (nil Value: nothing). A TransferWithAuthorization to
+// the payer contract submitted by someone else than the relayer is found this way.
+func (c *Client) AuthorizedTransfer(ctx context.Context, token, from, to common.Address, nonce [32]byte) (*Transferred, error) {
+	used := TestUSDC.ABI.Events["AuthorizationUsed"].ID
+	logs, err := c.eth.FilterLogs(ctx, ethereum.FilterQuery{Addresses: []common.Address{token},
+		Topics: [][]common.Hash{{used}, {common.BytesToHash(from.Bytes())}, {common.Hash(nonce)}}})
+	if err != nil || len(logs) == 0 {
+		return nil, err
+	}
+	rc, err := c.eth.TransactionReceipt(ctx, logs[0].TxHash)
+	if err != nil {
+		return nil, err
+	}
+	out := &Transferred{Tx: logs[0].TxHash}
+	transfer := TestUSDC.ABI.Events["Transfer"].ID
+	for _, l := range rc.Logs {
+		if l.Address == token && l.Index == logs[0].Index+1 && len(l.Topics) == 3 && l.Topics[0] == transfer &&
+			l.Topics[1] == common.BytesToHash(from.Bytes()) && l.Topics[2] == common.BytesToHash(to.Bytes()) {
+			out.Value = new(big.Int).SetBytes(l.Data)
+		}
+	}
+	return out, nil
+}
+
+// UnclaimedTransfers lists the token's transfers into `to` by authorization (an
+// AuthorizationUsed log followed by its Transfer) in the last `blocks` blocks: the candidates
+// for an escrow nobody claimed.
+func (c *Client) UnclaimedTransfers(ctx context.Context, token, to common.Address, blocks uint64) ([]AuthorizedTransferLog, error) {
+	head, err := c.eth.BlockNumber(ctx)
+	if err != nil {
+		return nil, err
+	}
+	from := uint64(0)
+	if head > blocks {
+		from = head - blocks
+	}
+	transfer := TestUSDC.ABI.Events["Transfer"].ID
+	logs, err := c.eth.FilterLogs(ctx, ethereum.FilterQuery{Addresses: []common.Address{token}, FromBlock: new(big.Int).SetUint64(from),
+		Topics: [][]common.Hash{{transfer}, nil, {common.BytesToHash(to.Bytes())}}})
+	if err != nil {
+		return nil, err
+	}
+	used := TestUSDC.ABI.Events["AuthorizationUsed"].ID
+	var out []AuthorizedTransferLog
+	for _, l := range logs {
+		if l.Index == 0 || len(l.Topics) != 3 {
+			continue
+		}
+		rc, err := c.eth.TransactionReceipt(ctx, l.TxHash)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range rc.Logs {
+			if a.Index+1 == l.Index && a.Address == token && len(a.Topics) == 3 && a.Topics[0] == used && a.Topics[1] == l.Topics[1] {
+				out = append(out, AuthorizedTransferLog{From: common.BytesToAddress(l.Topics[1].Bytes()), Nonce: a.Topics[2],
+					Value: new(big.Int).SetBytes(l.Data), Tx: l.TxHash, Block: l.BlockNumber})
+			}
+		}
+	}
+	return out, nil
+}
+
+// AuthorizedTransferLog is one transfer by authorization found in the token's logs.
+type AuthorizedTransferLog struct {
+	From  common.Address
+	Nonce [32]byte
+	Value *big.Int
+	Tx    common.Hash
+	Block uint64
 }
 
 // Authorization is a signed EIP-3009 authorization to the payer contract, as the contract's

@@ -50,13 +50,13 @@ func TestFlatFeePayerOnAnvil(t *testing.T) {
 
 	// Paid and settled: 1.5 USDC, 1.2 to the partner, 0.3 to the treasury.
 	a := authorize("req-1", 1_500_000, contracts.ReceiveWithAuthorization, nil)
-	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", partner, big.NewInt(1_200_000), a); err != nil {
+	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", contracts.Ref("r"), partner, big.NewInt(1_200_000), a); err != nil {
 		t.Fatalf("pay: %v", err)
 	}
-	if e, _ := c.Client.EscrowOf(ctx, c.Payer, a.Nonce); e.State != contracts.EscrowHeld || e.Amount.Int64() != 1_500_000 || c.Balance(t, c.Payer) != 1_500_000 {
+	if e, _ := c.Client.EscrowOf(ctx, c.Payer, from, a.Nonce); e.State != contracts.EscrowHeld || e.Amount.Int64() != 1_500_000 || c.Balance(t, c.Payer) != 1_500_000 {
 		t.Fatalf("escrow after pay: %+v", e)
 	}
-	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "settle", a.Nonce); err != nil {
+	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "settle", contracts.EscrowID(from, a.Nonce)); err != nil {
 		t.Fatalf("settle: %v", err)
 	}
 	if c.Balance(t, partner) != 1_200_000 || c.Balance(t, c.Treasury) != 300_000 || c.Balance(t, from) != 3_500_000 {
@@ -65,15 +65,15 @@ func TestFlatFeePayerOnAnvil(t *testing.T) {
 	// Once only: settle again, refund after settle, the same authorization again.
 	for name, call := range map[string]func() error{
 		"settle twice": func() error {
-			_, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "settle", a.Nonce)
+			_, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "settle", contracts.EscrowID(from, a.Nonce))
 			return err
 		},
 		"refund a settled": func() error {
-			_, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "refund", a.Nonce)
+			_, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "refund", contracts.EscrowID(from, a.Nonce))
 			return err
 		},
 		"pay twice": func() error {
-			_, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", partner, big.NewInt(1), a)
+			_, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", contracts.Ref("r"), partner, big.NewInt(1), a)
 			return err
 		},
 	} {
@@ -84,10 +84,10 @@ func TestFlatFeePayerOnAnvil(t *testing.T) {
 
 	// x402's TransferWithAuthorization is accepted too, and a refund returns it whole.
 	b := authorize("req-2", 700_000, contracts.TransferWithAuthorization, nil)
-	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", partner, big.NewInt(500_000), b); err != nil {
+	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", contracts.Ref("r"), partner, big.NewInt(500_000), b); err != nil {
 		t.Fatalf("pay (transfer): %v", err)
 	}
-	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "refund", b.Nonce); err != nil {
+	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "refund", contracts.EscrowID(from, b.Nonce)); err != nil {
 		t.Fatalf("refund: %v", err)
 	}
 	if c.Balance(t, from) != 3_500_000 {
@@ -96,7 +96,7 @@ func TestFlatFeePayerOnAnvil(t *testing.T) {
 
 	// A forged signature (another key) and a stranger calling settle are refused.
 	forged := authorize("req-3", 100, contracts.ReceiveWithAuthorization, "other key")
-	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", partner, big.NewInt(0), forged); !errors.Is(err, contracts.ErrReverted) {
+	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", contracts.Ref("r"), partner, big.NewInt(0), forged); !errors.Is(err, contracts.ErrReverted) {
 		t.Fatalf("forged authorization: %v", err)
 	}
 	stranger, err := contracts.Dial(ctx, c.URL, anviltest.ChainID, c.NewFundedKey(t), 1)
@@ -105,13 +105,70 @@ func TestFlatFeePayerOnAnvil(t *testing.T) {
 	}
 	defer stranger.Close()
 	d := authorize("req-4", 100, contracts.ReceiveWithAuthorization, nil)
-	if _, err := stranger.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", partner, big.NewInt(0), d); !errors.Is(err, contracts.ErrReverted) {
+	if _, err := stranger.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", contracts.Ref("r"), partner, big.NewInt(0), d); !errors.Is(err, contracts.ErrReverted) {
 		t.Fatalf("a stranger relayed: %v", err)
 	}
 	// An expired window.
 	c.Warp(t, time.Hour)
-	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", partner, big.NewInt(0), d); !errors.Is(err, contracts.ErrReverted) {
+	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "pay", contracts.Ref("r"), partner, big.NewInt(0), d); !errors.Is(err, contracts.ErrReverted) {
 		t.Fatalf("expired authorization: %v", err)
+	}
+}
+
+// A TransferWithAuthorization to the payer submitted to the token by someone else lands outside
+// any escrow; adopt escrows it (once, and only with an unescrowed amount behind it), and it is
+// refunded whole.
+func TestFlatFeePayerAdoptsAFrontRunTransfer(t *testing.T) {
+	c := anviltest.Start(t)
+	ctx := context.Background()
+	caller := c.NewKey(t)
+	from := crypto.PubkeyToAddress(caller.PublicKey)
+	c.Mint(t, from, 1_000_000)
+	now, err := c.Client.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nonce [32]byte
+	nonce[0] = 7
+	td := contracts.TypedData(contracts.TransferWithAuthorization, anviltest.ChainID, c.Token, from, c.Payer, big.NewInt(400_000), 0, now.Unix()+600, nonce)
+	sig, err := contracts.Sign(td, caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v, r, s, _ := contracts.Signer(td, sig)
+	adopt := func(value int64) error {
+		_, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "adopt", contracts.Ref("r"), common.Address{}, big.NewInt(0), from, nonce, big.NewInt(value))
+		return err
+	}
+	if err := adopt(400_000); !errors.Is(err, contracts.ErrReverted) {
+		t.Fatalf("adopt before the transfer: %v", err)
+	}
+	stranger, err := contracts.Dial(ctx, c.URL, anviltest.ChainID, c.NewFundedKey(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	if _, err := stranger.Transact(ctx, c.Token, contracts.TestUSDC, "transferWithAuthorization", from, c.Payer, big.NewInt(400_000), big.NewInt(0), big.NewInt(now.Unix()+600), nonce, v, r, s); err != nil {
+		t.Fatalf("front-run transfer: %v", err)
+	}
+	found, err := c.Client.AuthorizedTransfer(ctx, c.Token, from, c.Payer, nonce)
+	if err != nil || found == nil || found.Value.Int64() != 400_000 {
+		t.Fatalf("the transfer on chain: %+v %v", found, err)
+	}
+	if err := adopt(500_000); !errors.Is(err, contracts.ErrReverted) {
+		t.Fatalf("adopted more than arrived: %v", err)
+	}
+	if err := adopt(400_000); err != nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	if err := adopt(400_000); !errors.Is(err, contracts.ErrReverted) {
+		t.Fatalf("adopted twice: %v", err)
+	}
+	if _, err := c.Client.Transact(ctx, c.Payer, contracts.FlatFeePayer, "refund", contracts.EscrowID(from, nonce)); err != nil {
+		t.Fatalf("refund: %v", err)
+	}
+	if c.Balance(t, from) != 1_000_000 || c.Balance(t, c.Payer) != 0 {
+		t.Fatalf("after the refund: caller %d, contract %d", c.Balance(t, from), c.Balance(t, c.Payer))
 	}
 }
 

@@ -29,7 +29,7 @@ type docsData struct {
 	Pages []docPage
 }
 
-var docOrder = []docPage{{"agents", "Agents"}, {"mcp-hosts", "MCP hosts"}, {"partners", "Partners"}, {"errors", "Errors"}, {"limits", "Limits"}, {"api", "API reference"}}
+var docOrder = []docPage{{"agents", "Agents"}, {"mcp-hosts", "MCP hosts"}, {"partners", "Partners"}, {"x402", "Paying with x402"}, {"errors", "Errors"}, {"limits", "Limits"}, {"api", "API reference"}}
 
 var mdLink = regexp.MustCompile(`href="([a-z-]+)\.md"`)
 

@@ -39,10 +39,14 @@ func llmsTxt(o Docs) string {
 	fmt.Fprintf(&b, "- `api_key_create` (POST /v1/keys), `api_key_list` (GET /v1/keys), `api_key_revoke` (DELETE /v1/keys/{key_id}), `account_get` (GET /v1/account).\n")
 	fmt.Fprintf(&b, "- Lookups: `resolve_token`, `get_price`, `get_balances`; the marketplace: `discover`, then `invoke_partner_message` with the partner's @handle.\n")
 	fmt.Fprintf(&b, "- Errors are {\"error\": {\"code\", \"message\", \"details\"}}; the message says what to do next. RATE_LIMITED comes with Retry-After.\n")
+	fmt.Fprintf(&b, "- Flat-fee intents are paid with x402 (v2, scheme exact on EVM): POST /v1/invoke answers 402 with PAYMENT-REQUIRED; any stock x402 client (e.g. @x402/fetch) pays and retries the same request with PAYMENT-SIGNATURE. Over MCP: invoke_partner_message returns the PaymentRequired as structuredContent; retry with _meta[\"x402/payment\"].\n")
+	if o.Portal {
+		fmt.Fprintf(&b, "  Step by step, over HTTP and MCP: %s/docs/x402.md\n", base)
+	}
 	fmt.Fprintf(&b, "\nPartners verify Switchboard's Ed25519 signatures with the key at %s/.well-known/service-public-key.\n", base)
 	if o.Portal {
 		fmt.Fprintf(&b, "\n## Documentation (Markdown)\n\n")
-		for _, page := range []string{"agents", "mcp-hosts", "partners", "errors", "limits", "api"} {
+		for _, page := range []string{"agents", "mcp-hosts", "partners", "x402", "errors", "limits", "api"} {
 			fmt.Fprintf(&b, "- %s/docs/%s.md\n", base, page)
 		}
 	}

@@ -81,6 +81,9 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 				raw, _ := json.Marshal(x)
 				w.Header().Set("PAYMENT-REQUIRED", base64.StdEncoding.EncodeToString(raw))
 			}
+			if rt.X402 {
+				x402Refusal(w, e)
+			}
 			WriteError(w, e)
 			return
 		}
@@ -230,13 +233,8 @@ func x402Args(r *http.Request, args json.RawMessage) (json.RawMessage, *tools.Er
 		return nil, tools.Errorf(tools.CodeBadInput, "the PAYMENT-SIGNATURE header is not base64: %v", err)
 	}
 	var pp struct {
-		Accepted struct {
-			Extra struct {
-				RequestID   string `json:"requestId"`
-				PrimaryType string `json:"primaryType"`
-			} `json:"extra"`
-		} `json:"accepted"`
-		Payload map[string]any `json:"payload"`
+		Accepted map[string]any `json:"accepted"`
+		Payload  map[string]any `json:"payload"`
 	}
 	if err := json.Unmarshal(raw, &pp); err != nil || pp.Payload == nil {
 		return nil, tools.Errorf(tools.CodeBadInput, "the PAYMENT-SIGNATURE header is not an x402 PaymentPayload with a payload {signature, authorization}")
@@ -245,20 +243,18 @@ func x402Args(r *http.Request, args json.RawMessage) (json.RawMessage, *tools.Er
 	if err := json.Unmarshal(args, &m); err != nil {
 		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
 	}
-	if _, ok := m["payment"]; !ok {
-		if _, ok := pp.Payload["primaryType"]; !ok {
-			pp.Payload["primaryType"] = "TransferWithAuthorization" // x402's exact scheme
-			if pp.Accepted.Extra.PrimaryType != "" {
-				pp.Payload["primaryType"] = pp.Accepted.Extra.PrimaryType
-			}
-		}
-		m["payment"] = pp.Payload
-	}
-	if _, ok := m["confirmRequestId"]; !ok && pp.Accepted.Extra.RequestID != "" {
-		m["confirmRequestId"] = pp.Accepted.Extra.RequestID
-	}
+	payments.X402Into(m, pp.Accepted, pp.Payload)
 	out, _ := json.Marshal(m)
 	return out, nil
+}
+
+// x402Refusal sets PAYMENT-RESPONSE on a refused or refunded flat-fee call: the refund's
+// transaction when the payment was taken and returned, or x402's errorReason when it was
+// refused before anything was taken.
+func x402Refusal(w http.ResponseWriter, e *tools.Error) {
+	if sr := payments.Refused(e); sr != nil {
+		w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(sr))
+	}
 }
 
 // x402Payment is an answer that may carry an on-chain payment (dispatch.InvokeOutput).
@@ -277,11 +273,5 @@ func x402Response(w http.ResponseWriter, out any) {
 	if p == nil {
 		return
 	}
-	tx := p.SettleTx
-	if tx == "" {
-		tx = p.PayTx
-	}
-	sr, _ := json.Marshal(map[string]any{"success": p.State == "settled", "transaction": tx, "network": p.Network,
-		"payer": p.Payer, "state": p.State, "refundTransaction": p.RefundTx})
-	w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(sr))
+	w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(payments.SettlementResponse(p)))
 }

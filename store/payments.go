@@ -69,7 +69,7 @@ func (q *Q) MovePayment(ctx context.Context, p *FlatPayment, from ...string) (mo
 	if err := q.flush(ctx); err != nil {
 		return false, err
 	}
-	res, err := q.tx.NewUpdate().Model(p).Column("state", "payer_address", "pay_tx", "close_tx", "reason", "updated_at").
+	res, err := q.tx.NewUpdate().Model(p).Column("state", "payer_address", "nonce", "pay_tx", "close_tx", "reason", "updated_at").
 		WherePK().Where("state IN (?)", bun.List(from)).Exec(ctx)
 	if err != nil {
 		return false, err

@@ -101,6 +101,7 @@ type InvokeInput struct {
 	ConfirmRequestID string            `json:"confirmRequestId,omitempty" jsonschema:"format=uuid" jsonschema_description:"for write intents: the requestId of a CONFIRMATION_REQUIRED answer, sent after the user approved it; for flat-fee intents: the requestId of the PAYMENT_REQUIRED quote being paid"`
 	Payment          *payments.Payment `json:"payment,omitempty" jsonschema_description:"for flat-fee intents, with confirmRequestId: the signed EIP-3009 authorization of the quote (x402 exact-scheme payload: signature + authorization)"`
 	PayWithWallet    bool              `json:"payWithWallet,omitempty" jsonschema_description:"for flat-fee intents, with confirmRequestId and instead of payment: sign the quote with your embedded EVM wallet (the account's signing must be on); sending it is your confirmation"`
+	Payer            string            `json:"payer,omitempty" jsonschema:"pattern=^0x[0-9a-fA-F]{40}$" jsonschema_description:"for flat-fee intents, asking for the quote: the wallet that will sign, so the quote's typedData is complete and signable as it is"`
 }
 
 // Anything is free-form JSON (the partner's result), relayed byte for byte.
@@ -261,7 +262,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 		return s.confirm(ctx, c, intent, in)
 	}
 	if partners.IsFlatFee(intent.FeeRateUnit) && s.cfg.Payments != nil {
-		return InvokeOutput{}, s.quoteFlat(ctx, c, intent, rest)
+		return InvokeOutput{}, s.quoteFlat(ctx, c, intent, rest, in.Payer)
 	}
 	cl, err := s.prepare(ctx, c.Principal, intent, rest, in.Args)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
@@ -19,14 +20,14 @@ import (
 // charged: the flat fee carries the partner's price and the platform's share.
 
 // quoteFlat records a flat-fee call's quote and answers PAYMENT_REQUIRED with it.
-func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, rest string) error {
+func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, rest, payer string) error {
 	requestID := signing.NewRequestID()
 	args, _ := json.Marshal(map[string]string{"query": rest})
 	canon, err := signing.Canonicalize(args)
 	if err != nil {
 		return tools.Errorf(tools.CodeBadInput, "the message cannot be signed: %v", err)
 	}
-	p, q, err := s.cfg.Payments.Quoted(ctx, requestID, c.Principal.AccountID, intent)
+	p, q, err := s.cfg.Payments.Quoted(ctx, requestID, c.Principal.AccountID, payer, intent)
 	if err != nil {
 		return err
 	}
@@ -43,13 +44,70 @@ func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.
 	}); err != nil {
 		return err
 	}
+	message := intent.PublicIdentifier + " " + rest
+	desc := fmt.Sprintf("%s through Switchboard: %s", intent.PublicIdentifier, intent.Description)
+	reason := fmt.Sprintf("%s is paid by a flat fee of %s USD before it is called: pay the exact requirement and send the same request again", intent.PublicIdentifier, q.AmountUsd)
 	return tools.Errorf(tools.CodePaymentRequired,
-		"%s is paid by a flat fee of %s USD in the stablecoin on %s before it is called: nothing was sent. Sign the EIP-3009 authorization in quote.typedData (in details), its from set to the paying wallet, "+
-			"then call invoke_partner_message again with the same message, confirmRequestId %q and payment {signature, authorization}. It is held in escrow, paid to the partner only if the call succeeds, refunded otherwise",
+		"%s is paid by a flat fee of %s USD in the stablecoin on %s before it is called: nothing was sent. Either pay it with an x402 client (the PAYMENT-REQUIRED header, or details.x402 over MCP), "+
+			"or sign the EIP-3009 authorization in quote.typedData (in details) and call invoke_partner_message again with the same message, confirmRequestId %q and payment {signature, authorization}. It is held in escrow, paid to the partner only if the call succeeds, refunded otherwise",
 		intent.PublicIdentifier, q.AmountUsd, q.Network, requestID).
 		WithDetails(map[string]any{"requestId": requestID, "handle": intent.PublicIdentifier, "quote": q,
-			"x402": s.cfg.Payments.X402(q, "/v1/invoke")})
+			"x402":    s.cfg.Payments.X402(q, "/v1/invoke", desc, reason, bazaarHTTP(message)),
+			"x402Mcp": s.cfg.Payments.X402(q, "/mcp", desc, reason, bazaarMCP(message, desc))})
 }
+
+// bazaarHTTP is x402's bazaar discovery extension for a flat-fee intent called over REST.
+func bazaarHTTP(message string) map[string]any {
+	return map[string]any{
+		"info": map[string]any{
+			"input":  map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": map[string]any{"message": message}},
+			"output": map[string]any{"type": "json"},
+		},
+		"schema": map[string]any{
+			"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "required": []string{"input"},
+			"properties": map[string]any{
+				"input": map[string]any{"type": "object", "required": []string{"type", "method", "bodyType", "body"}, "additionalProperties": false,
+					"properties": map[string]any{
+						"type": map[string]any{"type": "string", "const": "http"}, "method": map[string]any{"type": "string", "enum": []string{"POST"}},
+						"bodyType": map[string]any{"type": "string", "enum": []string{"json"}},
+						"body": map[string]any{"type": "object", "required": []string{"message"},
+							"properties": map[string]any{"message": map[string]any{"type": "string", "description": "the request, naming the partner by its @handle"}}},
+						"headers": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+					}},
+				"output": bazaarOutputSchema,
+			},
+		},
+	}
+}
+
+// bazaarMCP is x402's bazaar discovery extension for a flat-fee intent called as the MCP tool
+// invoke_partner_message.
+func bazaarMCP(message, desc string) map[string]any {
+	return map[string]any{
+		"info": map[string]any{
+			"input": map[string]any{"type": "mcp", "tool": "invoke_partner_message", "description": desc, "transport": "streamable-http",
+				"inputSchema": map[string]any{"type": "object", "required": []string{"message"},
+					"properties": map[string]any{"message": map[string]any{"type": "string", "description": "the request, naming the partner by its @handle"}}},
+				"example": map[string]any{"message": message}},
+			"output": map[string]any{"type": "json"},
+		},
+		"schema": map[string]any{
+			"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "required": []string{"input"},
+			"properties": map[string]any{
+				"input": map[string]any{"type": "object", "required": []string{"type", "tool", "inputSchema"}, "additionalProperties": false,
+					"properties": map[string]any{
+						"type": map[string]any{"type": "string", "const": "mcp"}, "tool": map[string]any{"type": "string"},
+						"description": map[string]any{"type": "string"}, "transport": map[string]any{"type": "string", "enum": []string{"streamable-http", "sse"}},
+						"inputSchema": map[string]any{"type": "object"}, "example": map[string]any{"type": "object"},
+					}},
+				"output": bazaarOutputSchema,
+			},
+		},
+	}
+}
+
+var bazaarOutputSchema = map[string]any{"type": "object", "required": []string{"type"},
+	"properties": map[string]any{"type": map[string]any{"type": "string"}, "example": map[string]any{"type": "object"}}}
 
 // payAndDispatch collects the payment of a quoted flat-fee call, dispatches it, and concludes
 // the payment by the outcome.
@@ -59,6 +117,15 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *s
 	}
 	if intent.Revision != inv.IntentRevision {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the quote; call without confirmRequestId for a new quote", intent.PublicIdentifier)
+	}
+	// The paid retry is the same request: a payment bound to this quote (by x402's echoed
+	// requestId or by confirmRequestId) pays for the quoted message only.
+	if _, rest, err := FindHandle(in.Message); err == nil {
+		args, _ := json.Marshal(map[string]string{"query": rest})
+		if canon, err := signing.Canonicalize(args); err == nil && string(canon) != inv.Args {
+			return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the message differs from the one quoted in %s; send the quoted message again, or call without payment for a new quote", inv.RequestID).
+				WithDetails(map[string]any{"invalidReason": "invalid_payment_requirements"})
+		}
 	}
 	pay := in.Payment
 	if pay == nil && in.PayWithWallet {

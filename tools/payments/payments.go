@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
-	"strings"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -35,7 +34,8 @@ type Config struct {
 	RelayerKey    *ecdsa.PrivateKey
 	Confirmations int
 	PlatformMicro int64         // the platform's share of each flat-fee call, in the stablecoin's atomic units (= micro-USD)
-	QuoteTTL      time.Duration // how long a quote's authorization may be submitted (its validBefore)
+	QuoteTTL      time.Duration // how long a quote's authorization may be submitted (its validBefore); x402's maxTimeoutSeconds
+	BaseURL       string        // the service's public base URL: x402's resource.url is absolute
 	// WalletKey unseals an account's embedded EVM wallet key (wallets.EVMKey) for paying with
 	// it; nil: callers sign with their own wallets only.
 	WalletKey func(ctx context.Context, accountID string) (key []byte, address string, err error)
@@ -78,24 +78,59 @@ type Split struct {
 
 // Quote is a flat-fee call's payment quote: everything needed to sign the authorization.
 type Quote struct {
-	RequestID   string             `json:"requestId"`
-	ChainID     int64              `json:"chainId"`
-	Network     string             `json:"network" jsonschema_description:"CAIP-2 chain id, e.g. eip155:84532"`
-	Token       string             `json:"token" jsonschema_description:"the stablecoin contract (EIP-3009)"`
-	PayTo       string             `json:"payTo" jsonschema_description:"the FlatFeePayer contract that escrows the payment"`
-	Amount      string             `json:"amount" jsonschema_description:"atomic units (6 decimals)"`
-	AmountUsd   tools.USD          `json:"amountUsd"`
-	Split       Split              `json:"split"`
-	ValidAfter  int64              `json:"validAfter"`
-	ValidBefore int64              `json:"validBefore"`
-	Nonce       string             `json:"nonce" jsonschema_description:"the EIP-3009 nonce, derived from the requestId"`
-	TypedData   apitypes.TypedData `json:"typedData" jsonschema_description:"the EIP-712 ReceiveWithAuthorization to sign (eth_signTypedData_v4); TransferWithAuthorization of the same fields is accepted too"`
-	ExpiresAt   time.Time          `json:"expiresAt"`
+	RequestID   string    `json:"requestId"`
+	ChainID     int64     `json:"chainId"`
+	Network     string    `json:"network" jsonschema_description:"CAIP-2 chain id, e.g. eip155:84532"`
+	Token       string    `json:"token" jsonschema_description:"the stablecoin contract (EIP-3009)"`
+	PayTo       string    `json:"payTo" jsonschema_description:"the FlatFeePayer contract that escrows the payment"`
+	Amount      string    `json:"amount" jsonschema_description:"atomic units (6 decimals)"`
+	AmountUsd   tools.USD `json:"amountUsd"`
+	Split       Split     `json:"split"`
+	ValidAfter  int64     `json:"validAfter"`
+	ValidBefore int64     `json:"validBefore"`
+	Nonce       string    `json:"nonce" jsonschema_description:"the EIP-3009 nonce, derived from the requestId"`
+	TypedData   TypedData `json:"typedData" jsonschema_description:"the EIP-712 ReceiveWithAuthorization to sign as it is (viem signTypedData, eth_signTypedData_v4); its message.from is the payer you named (payer), else set it to the paying wallet. TransferWithAuthorization of the same fields is accepted too, with any unused nonce"`
+	ExpiresAt   time.Time `json:"expiresAt"`
+}
+
+// TypedData is an EIP-712 message in the shape wallets and viem's signTypedData take as they
+// are: the domain's chainId a number, no empty fields.
+type TypedData struct {
+	Types       map[string][]TypedField `json:"types"`
+	PrimaryType string                  `json:"primaryType"`
+	Domain      TypedDomain             `json:"domain"`
+	Message     map[string]any          `json:"message"`
+}
+
+// TypedField is one field of an EIP-712 type.
+type TypedField struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// TypedDomain is the token's EIP-712 domain.
+type TypedDomain struct {
+	Name              string `json:"name"`
+	Version           string `json:"version"`
+	ChainID           int64  `json:"chainId"`
+	VerifyingContract string `json:"verifyingContract"`
+}
+
+func typedDataOf(td apitypes.TypedData, chainID int64) TypedData {
+	out := TypedData{Types: map[string][]TypedField{}, PrimaryType: td.PrimaryType, Message: map[string]any(td.Message),
+		Domain: TypedDomain{Name: td.Domain.Name, Version: td.Domain.Version, ChainID: chainID, VerifyingContract: td.Domain.VerifyingContract}}
+	for name, fields := range td.Types {
+		for _, f := range fields {
+			out.Types[name] = append(out.Types[name], TypedField{Name: f.Name, Type: f.Type})
+		}
+	}
+	return out
 }
 
 // Quoted prices a flat-fee call of intent: the partner's feeRate plus the platform's share,
 // payable until the quote expires. The row is written by the caller with the invocation.
-func (s *Service) Quoted(ctx context.Context, requestID, accountID string, intent *store.PartnerIntent) (*store.FlatPayment, Quote, error) {
+// payer, when an address, is who will sign: the quote's typedData is then complete.
+func (s *Service) Quoted(ctx context.Context, requestID, accountID, payer string, intent *store.PartnerIntent) (*store.FlatPayment, Quote, error) {
 	partnerAddr, ok := PayoutAddress(intent.PayoutAddresses, s.cfg.ChainID)
 	rate, err := decimal.NewFromString(intent.FeeRate)
 	if err != nil || rate.IsNegative() {
@@ -117,6 +152,9 @@ func (s *Service) Quoted(ctx context.Context, requestID, accountID string, inten
 		ValidAfter: chainNow.Unix() - 60, ValidBefore: chainNow.Add(s.cfg.QuoteTTL).Unix(),
 		State: store.PayQuoted, CreatedAt: s.now().UTC(), UpdatedAt: s.now().UTC(),
 	}
+	if common.IsHexAddress(payer) {
+		p.PayerAddress = common.HexToAddress(payer).Hex() // the signer named; the payment records who paid
+	}
 	return p, s.QuoteOf(p), nil
 }
 
@@ -131,30 +169,45 @@ func (s *Service) QuoteOf(p *store.FlatPayment) Quote {
 	copy(nonce[:], common.FromHex(p.Nonce))
 	td := contracts.TypedData(contracts.ReceiveWithAuthorization, p.ChainID, common.HexToAddress(p.Token), common.Address{}, common.HexToAddress(p.PayerContract),
 		big.NewInt(p.AmountAtomic), p.ValidAfter, p.ValidBefore, nonce)
-	delete(td.Message, "from") // the payer's own address goes here
-	td.Message["from"] = "<your address>"
+	td.Message["from"] = "<your address>" // the payer's own address goes here
+	if p.PayerAddress != "" {
+		td.Message["from"] = p.PayerAddress
+	}
 	return Quote{
 		RequestID: p.RequestID, ChainID: p.ChainID, Network: fmt.Sprintf("eip155:%d", p.ChainID), Token: p.Token, PayTo: p.PayerContract,
 		Amount: fmt.Sprint(p.AmountAtomic), AmountUsd: tools.USD(p.AmountAtomic),
 		Split:      Split{Partner: fmt.Sprint(p.PartnerAtomic), Platform: fmt.Sprint(p.PlatformAtomic), Gas: "0", PartnerAddress: p.PartnerAddress},
-		ValidAfter: p.ValidAfter, ValidBefore: p.ValidBefore, Nonce: p.Nonce, TypedData: td,
+		ValidAfter: p.ValidAfter, ValidBefore: p.ValidBefore, Nonce: p.Nonce, TypedData: typedDataOf(td, p.ChainID),
 		ExpiresAt: time.Unix(p.ValidBefore, 0).UTC(),
 	}
 }
 
-// X402 is the quote as x402 version 2's PaymentRequired (scheme exact, which signs
-// TransferWithAuthorization; ReceiveWithAuthorization is accepted too).
-func (s *Service) X402(q Quote, resource string) map[string]any {
-	return map[string]any{
+// X402 is the quote as x402 version 2's PaymentRequired: scheme exact on EVM, which a stock
+// client pays by signing TransferWithAuthorization with its own random nonce and a window of
+// maxTimeoutSeconds (ReceiveWithAuthorization, the spec's path, is accepted too). The client
+// echoes the offered requirement back as `accepted`, extra included: extra.requestId binds the
+// payment to this quote. bazaar describes the call for x402 catalogs (input: the HTTP endpoint
+// or the MCP tool).
+// path is the resource's path under the base URL (/v1/invoke, /mcp).
+func (s *Service) X402(q Quote, path, description, reason string, bazaar map[string]any) map[string]any {
+	pr := map[string]any{
 		"x402Version": 2,
-		"error":       "payment required: sign the authorization and call again with it",
-		"resource":    map[string]any{"url": resource, "description": "a flat-fee partner call", "mimeType": "application/json"},
-		"accepts": []map[string]any{{
-			"scheme": "exact", "network": q.Network, "amount": q.Amount, "asset": q.Token, "payTo": q.PayTo,
-			"maxTimeoutSeconds": q.ValidBefore - q.ValidAfter,
-			"extra": map[string]any{"name": "USD Coin", "version": "2", "requestId": q.RequestID, "nonce": q.Nonce,
-				"validAfter": q.ValidAfter, "validBefore": q.ValidBefore, "split": q.Split},
-		}},
+		"error":       reason,
+		"resource":    map[string]any{"url": s.cfg.BaseURL + path, "description": description, "mimeType": "application/json"},
+		"accepts":     []map[string]any{s.Requirement(q)},
+	}
+	if bazaar != nil {
+		pr["extensions"] = map[string]any{"bazaar": bazaar}
+	}
+	return pr
+}
+
+// Requirement is the quote's x402 PaymentRequirements.
+func (s *Service) Requirement(q Quote) map[string]any {
+	return map[string]any{
+		"scheme": "exact", "network": q.Network, "amount": q.Amount, "asset": q.Token, "payTo": q.PayTo,
+		"maxTimeoutSeconds": int64(s.cfg.QuoteTTL / time.Second),
+		"extra":             map[string]any{"name": "USD Coin", "version": "2", "requestId": q.RequestID},
 	}
 }
 
@@ -174,6 +227,21 @@ type Payment struct {
 	Signature     string        `json:"signature" jsonschema:"pattern=^0x[0-9a-fA-F]{130}$" jsonschema_description:"the 65-byte EIP-712 signature, hex"`
 	Authorization Authorization `json:"authorization"`
 	PrimaryType   string        `json:"primaryType,omitempty" jsonschema:"enum=ReceiveWithAuthorization,enum=TransferWithAuthorization" jsonschema_description:"which authorization was signed; default ReceiveWithAuthorization (x402 clients sign TransferWithAuthorization)"`
+	// Accepted is the x402 requirement the client chose, as it echoed it (PAYMENT-SIGNATURE,
+	// _meta["x402/payment"]); checked against the quote when present.
+	Accepted *Accepted `json:"accepted,omitempty" jsonschema_description:"x402 clients: the accepts[] entry paid, as offered"`
+}
+
+// Accepted is an echoed x402 PaymentRequirements.
+type Accepted struct {
+	Scheme  string         `json:"scheme,omitempty"`
+	Network string         `json:"network,omitempty"`
+	Amount  string         `json:"amount,omitempty"`
+	Asset   string         `json:"asset,omitempty"`
+	PayTo   string         `json:"payTo,omitempty"`
+	Extra   map[string]any `json:"extra,omitempty"`
+	// MaxTimeoutSeconds is as offered; the window is checked on the authorization itself.
+	MaxTimeoutSeconds int64 `json:"maxTimeoutSeconds,omitempty"`
 }
 
 // Authorization is the signed message's fields.
@@ -213,10 +281,13 @@ func ReceiptOf(p *store.FlatPayment) *Receipt {
 	return r
 }
 
-// Collect checks a payment against its quote off chain (signer, amount, recipient, nonce,
-// window, the nonce unused, the balance) and puts it in escrow on chain, waiting for the
-// configured confirmations. A payment already in escrow (a retry after a lost answer) is
-// found and not paid twice. Nothing is dispatched unless this returns nil.
+// Collect checks a payment against its quote off chain (signer, amount, recipient, token,
+// network, window, the authorization unused, the balance) and puts it in escrow on chain,
+// keyed by its (from, nonce) and bound to this quote's requestId, waiting for the configured
+// confirmations. The nonce is the client's own. A payment already in escrow (a retry after a
+// lost answer) is found and not paid twice; an authorization someone else submitted to the
+// token (x402's TransferWithAuthorization can be) is adopted into the escrow. Nothing is
+// dispatched unless this returns nil. Refusals carry x402's invalidReason.
 func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment) (*store.FlatPayment, error) {
 	p, err := s.store.Payment(ctx, requestID)
 	if err != nil {
@@ -235,8 +306,16 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment) (
 	if err != nil {
 		return nil, err
 	}
-	// Already in escrow (a submit whose answer was lost)?
-	if e, err := s.chain.EscrowOf(ctx, s.cfg.Payer, auth.Nonce); err == nil && e.State != contracts.EscrowNone {
+	// Already in escrow (a submit whose answer was lost), or this authorization paid another call?
+	e, err := s.chain.EscrowOf(ctx, s.cfg.Payer, auth.From, auth.Nonce)
+	if err != nil {
+		return nil, s.unreachable(err)
+	}
+	if e.State != contracts.EscrowNone {
+		if e.Ref != contracts.Ref(requestID) {
+			return nil, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization (from %s, nonce %s) was used for another payment; sign a new one with a fresh nonce", auth.From.Hex(), hexutil.Encode(auth.Nonce[:]))
+		}
+		p.Nonce = hexutil.Encode(auth.Nonce[:])
 		return s.found(ctx, p, e)
 	}
 	used, err := s.chain.AuthorizationUsed(ctx, s.cfg.Token, auth.From, auth.Nonce)
@@ -244,7 +323,7 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment) (
 		return nil, s.unreachable(err)
 	}
 	if used {
-		return nil, tools.Errorf(tools.CodeConflict, "this authorization's nonce was used already; ask for a new quote (call without confirmRequestId)")
+		return s.adopt(ctx, p, auth)
 	}
 	bal, err := s.chain.BalanceOf(ctx, s.cfg.Token, auth.From)
 	if err != nil {
@@ -252,22 +331,26 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment) (
 	}
 	if bal.Cmp(auth.Value) < 0 {
 		return nil, tools.Errorf(tools.CodePaymentRequired, "%s holds %s of the stablecoin and the quote is %d (atomic units); fund it and call again with the same payment", auth.From.Hex(), bal, p.AmountAtomic).
-			WithDetails(map[string]any{"balance": bal.String(), "amount": fmt.Sprint(p.AmountAtomic)})
+			WithDetails(map[string]any{"balance": bal.String(), "amount": fmt.Sprint(p.AmountAtomic), "invalidReason": "insufficient_funds"})
 	}
-	p.State, p.PayerAddress, p.UpdatedAt = store.PaySubmitted, auth.From.Hex(), s.now().UTC()
+	p.State, p.PayerAddress, p.Nonce, p.UpdatedAt = store.PaySubmitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), s.now().UTC()
 	if moved, err := s.move(ctx, p, store.PayQuoted, store.PayFailed, store.PaySubmitted); err != nil || !moved {
 		if err == nil {
 			err = tools.Errorf(tools.CodeConflict, "request %s is being paid by another call; call again in a moment", requestID)
 		}
 		return nil, err
 	}
-	rc, err := s.chain.Transact(ctx, s.cfg.Payer, contracts.FlatFeePayer, "pay", common.HexToAddress(orZero(p.PartnerAddress)), big.NewInt(p.PartnerAtomic), auth)
+	rc, err := s.chain.Transact(ctx, s.cfg.Payer, contracts.FlatFeePayer, "pay", contracts.Ref(requestID), common.HexToAddress(orZero(p.PartnerAddress)), big.NewInt(p.PartnerAtomic), auth)
 	if errors.Is(err, contracts.ErrReverted) {
+		// Submitted to the token by someone else meanwhile (a front-run)? Then it is here: adopt it.
+		if used, uerr := s.chain.AuthorizationUsed(ctx, s.cfg.Token, auth.From, auth.Nonce); uerr == nil && used {
+			return s.adopt(ctx, p, auth)
+		}
 		p.State, p.Reason, p.UpdatedAt = store.PayFailed, err.Error(), s.now().UTC()
 		if _, merr := s.move(ctx, p, store.PaySubmitted); merr != nil {
 			return nil, merr
 		}
-		return nil, tools.Errorf(tools.CodeUpstream, "the chain refused the payment (%v); nothing was taken and the partner was not called", err)
+		return nil, refuse(tools.CodeUpstream, "invalid_transaction_state", "the chain refused the payment (%v); nothing was taken and the partner was not called", err)
 	}
 	if err != nil {
 		// Unknown: the transaction may be in flight. The payment stays submitted; a retry with
@@ -278,6 +361,55 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment) (
 	return p, s.held(ctx, p)
 }
 
+// x402's invalidReason for an authorization whose nonce was spent.
+const reasonNonceUsed = "invalid_exact_evm_nonce_already_used"
+
+// refuse is a payment refused, with x402's invalidReason for why.
+func refuse(code tools.Code, reason, format string, a ...any) *tools.Error {
+	return tools.Errorf(code, format, a...).WithDetails(map[string]any{"invalidReason": reason})
+}
+
+// adopt escrows an authorization that was submitted to the token by someone else: its
+// transfer to the payer contract is found on chain (the same value, from the same payer), then
+// the contract records the escrow for this quote, so the call is dispatched and the payment
+// settled or refunded like any other.
+func (s *Service) adopt(ctx context.Context, p *store.FlatPayment, auth contracts.Authorization) (*store.FlatPayment, error) {
+	tr, err := s.chain.AuthorizedTransfer(ctx, s.cfg.Token, auth.From, s.cfg.Payer, auth.Nonce)
+	if err != nil {
+		return nil, s.unreachable(err)
+	}
+	if tr == nil || tr.Value == nil || tr.Value.Cmp(auth.Value) != 0 || auth.ViaReceive {
+		return nil, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization's nonce (from %s) was used already; sign a new one with a fresh nonce", auth.From.Hex())
+	}
+	p.State, p.PayerAddress, p.Nonce, p.UpdatedAt = store.PaySubmitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), s.now().UTC()
+	if moved, err := s.move(ctx, p, store.PayQuoted, store.PayFailed, store.PaySubmitted); err != nil || !moved {
+		if err == nil {
+			err = tools.Errorf(tools.CodeConflict, "request %s is being paid by another call; call again in a moment", p.RequestID)
+		}
+		return nil, err
+	}
+	_, err = s.chain.Transact(ctx, s.cfg.Payer, contracts.FlatFeePayer, "adopt", contracts.Ref(p.RequestID), common.HexToAddress(orZero(p.PartnerAddress)),
+		big.NewInt(p.PartnerAtomic), auth.From, auth.Nonce, auth.Value)
+	if errors.Is(err, contracts.ErrReverted) {
+		// Adopted already: by this call's lost answer, or refunded by the sweeper.
+		if e, eerr := s.chain.EscrowOf(ctx, s.cfg.Payer, auth.From, auth.Nonce); eerr == nil && e.State != contracts.EscrowNone && e.Ref == contracts.Ref(p.RequestID) {
+			p.PayTx = tr.Tx.Hex()
+			return s.found(ctx, p, e)
+		}
+		p.State, p.Reason, p.UpdatedAt = store.PayFailed, err.Error(), s.now().UTC()
+		if _, merr := s.move(ctx, p, store.PaySubmitted); merr != nil {
+			return nil, merr
+		}
+		return nil, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization (from %s) was submitted to the token directly and is held for another call or was refunded; sign a new one with a fresh nonce", auth.From.Hex())
+	}
+	if err != nil {
+		return nil, s.unreachable(err)
+	}
+	p.State, p.PayTx, p.UpdatedAt = store.PayHeld, tr.Tx.Hex(), s.now().UTC()
+	s.log.InfoContext(ctx, "adopted a flat-fee authorization submitted to the token by someone else", "request_id", p.RequestID, "tx", p.PayTx)
+	return p, s.held(ctx, p)
+}
+
 func orZero(a string) string {
 	if a == "" {
 		return common.Address{}.Hex()
@@ -285,10 +417,17 @@ func orZero(a string) string {
 	return a
 }
 
-// check verifies the payment against the quote without touching the chain's state.
+// clockSkew is how far a client's clock may run ahead of the chain's when it sets its
+// authorization's validBefore (now + maxTimeoutSeconds).
+const clockSkew = 5 * time.Minute
+
+// check verifies the payment against the quote without touching the chain's state: the
+// signature recovers `from`, the recipient is the payer contract, the value the quote's, the
+// window open now and no longer than the quote allows (validBefore at most maxTimeoutSeconds
+// ahead, give or take clock skew), and the echoed requirement (x402's accepted) the quote's.
 func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment) (contracts.Authorization, error) {
-	bad := func(format string, a ...any) error {
-		return tools.Errorf(tools.CodeBadInput, "payment: "+format+"; sign the quote's typedData (in details of the PAYMENT_REQUIRED answer) and send it again", a...)
+	bad := func(reason, format string, a ...any) error {
+		return refuse(tools.CodeBadInput, reason, "payment: "+format+"; sign the quote's typedData or pay the PAYMENT-REQUIRED requirement as offered, and send it again", a...)
 	}
 	a := pay.Authorization
 	primary := pay.PrimaryType
@@ -296,50 +435,76 @@ func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment)
 		primary = contracts.ReceiveWithAuthorization
 	}
 	if primary != contracts.ReceiveWithAuthorization && primary != contracts.TransferWithAuthorization {
-		return contracts.Authorization{}, bad("primaryType %q is neither ReceiveWithAuthorization nor TransferWithAuthorization", primary)
+		return contracts.Authorization{}, bad("invalid_payload", "primaryType %q is neither ReceiveWithAuthorization nor TransferWithAuthorization", primary)
+	}
+	if acc := pay.Accepted; acc != nil {
+		switch {
+		case acc.Scheme != "" && acc.Scheme != "exact":
+			return contracts.Authorization{}, bad("invalid_scheme", "scheme %q: this quote is paid with scheme exact", acc.Scheme)
+		case acc.Network != "" && acc.Network != fmt.Sprintf("eip155:%d", p.ChainID):
+			return contracts.Authorization{}, bad("invalid_network", "network %s: this quote is paid on eip155:%d", acc.Network, p.ChainID)
+		case acc.Asset != "" && (!common.IsHexAddress(acc.Asset) || common.HexToAddress(acc.Asset) != common.HexToAddress(p.Token)):
+			return contracts.Authorization{}, bad("invalid_payment_requirements", "asset %s: this quote is paid in the token %s", acc.Asset, p.Token)
+		case acc.Amount != "" && acc.Amount != fmt.Sprint(p.AmountAtomic):
+			return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_value_mismatch", "amount %s: the quote is %d", acc.Amount, p.AmountAtomic)
+		case acc.PayTo != "" && (!common.IsHexAddress(acc.PayTo) || common.HexToAddress(acc.PayTo) != common.HexToAddress(p.PayerContract)):
+			return contracts.Authorization{}, bad("invalid_exact_evm_payload_recipient_mismatch", "payTo %s: the quote is paid to %s", acc.PayTo, p.PayerContract)
+		case acc.Extra["requestId"] != nil && acc.Extra["requestId"] != p.RequestID:
+			return contracts.Authorization{}, bad("invalid_payment_requirements", "the requirement paid is quote %v, not %s", acc.Extra["requestId"], p.RequestID)
+		}
 	}
 	if !common.IsHexAddress(a.From) || !common.IsHexAddress(a.To) {
-		return contracts.Authorization{}, bad("from and to must be addresses")
+		return contracts.Authorization{}, bad("invalid_payload", "from and to must be addresses")
 	}
 	if common.HexToAddress(a.To) != common.HexToAddress(p.PayerContract) {
-		return contracts.Authorization{}, bad("to is %s, not the payer contract %s", a.To, p.PayerContract)
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_recipient_mismatch", "to is %s, not the payer contract %s", a.To, p.PayerContract)
 	}
 	value, ok := new(big.Int).SetString(a.Value, 10)
 	if !ok || value.Cmp(big.NewInt(p.AmountAtomic)) != 0 {
-		return contracts.Authorization{}, bad("value is %s, not the quoted %d", a.Value, p.AmountAtomic)
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_value_mismatch", "value is %s, not the quoted %d", a.Value, p.AmountAtomic)
 	}
-	if !strings.EqualFold(a.Nonce, p.Nonce) {
-		return contracts.Authorization{}, bad("nonce %s is not this quote's %s", a.Nonce, p.Nonce)
+	nonceBytes, err := hexutil.Decode(a.Nonce)
+	if err != nil || len(nonceBytes) != 32 {
+		return contracts.Authorization{}, bad("invalid_payload", "nonce must be 32 bytes, hex")
 	}
 	after, ok1 := new(big.Int).SetString(a.ValidAfter, 10)
 	before, ok2 := new(big.Int).SetString(a.ValidBefore, 10)
 	if !ok1 || !ok2 || !after.IsInt64() || !before.IsInt64() {
-		return contracts.Authorization{}, bad("validAfter and validBefore must be unix seconds")
+		return contracts.Authorization{}, bad("invalid_payload", "validAfter and validBefore must be unix seconds")
 	}
 	chainNow, err := s.chain.Now(ctx)
 	if err != nil {
 		return contracts.Authorization{}, s.unreachable(err)
 	}
+	if chainNow.Unix() > p.ValidBefore {
+		return contracts.Authorization{}, refuse(tools.CodeConflict, "invalid_exact_evm_payload_authorization_valid_before", "the quote %s expired at %d (the chain's time is %d); call without confirmRequestId (or without payment) for a new quote", p.RequestID, p.ValidBefore, chainNow.Unix())
+	}
+	latest := chainNow
+	if n := s.now(); n.After(latest) {
+		latest = n
+	}
 	switch {
 	case after.Int64() >= chainNow.Unix():
-		return contracts.Authorization{}, bad("it is not valid yet (validAfter %d, the chain's time %d)", after.Int64(), chainNow.Unix())
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_valid_after", "it is not valid yet (validAfter %d, the chain's time %d)", after.Int64(), chainNow.Unix())
 	case before.Int64() < chainNow.Unix()+30:
-		return contracts.Authorization{}, tools.Errorf(tools.CodeConflict, "the authorization expires at %d, too soon to be submitted (the chain's time is %d); call without confirmRequestId for a new quote", before.Int64(), chainNow.Unix())
+		return contracts.Authorization{}, refuse(tools.CodeConflict, "invalid_exact_evm_payload_authorization_valid_before", "the authorization expires at %d, too soon to be submitted (the chain's time is %d); sign it again with a later validBefore", before.Int64(), chainNow.Unix())
+	case before.Int64() > latest.Add(s.cfg.QuoteTTL+clockSkew).Unix():
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_valid_before", "validBefore %d is further than maxTimeoutSeconds (%d) ahead", before.Int64(), int64(s.cfg.QuoteTTL/time.Second))
 	}
 	sig, err := hexutil.Decode(pay.Signature)
 	if err != nil {
-		return contracts.Authorization{}, bad("signature is not hex")
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_signature", "signature is not hex")
 	}
 	var nonce [32]byte
-	copy(nonce[:], common.FromHex(p.Nonce))
+	copy(nonce[:], nonceBytes)
 	from := common.HexToAddress(a.From)
 	td := contracts.TypedData(primary, p.ChainID, common.HexToAddress(p.Token), from, common.HexToAddress(p.PayerContract), value, after.Int64(), before.Int64(), nonce)
 	signer, v, r, sv, err := contracts.Signer(td, sig)
 	if err != nil {
-		return contracts.Authorization{}, bad("%v", err)
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_signature", "%v", err)
 	}
 	if signer != from {
-		return contracts.Authorization{}, bad("the signature is by %s, not by from (%s): sign with the paying wallet, for chain %d and token %s", signer.Hex(), from.Hex(), p.ChainID, p.Token)
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_signature", "the signature is by %s, not by from (%s): sign with the paying wallet, for chain %d and token %s", signer.Hex(), from.Hex(), p.ChainID, p.Token)
 	}
 	return contracts.Authorization{From: from, Value: value, ValidAfter: after, ValidBefore: before, Nonce: nonce, V: v, R: r, S: sv,
 		ViaReceive: primary == contracts.ReceiveWithAuthorization}, nil
@@ -401,12 +566,13 @@ func (s *Service) Conclude(ctx context.Context, requestID string, success bool) 
 	if success {
 		method, state = "settle", store.PaySettled
 	}
-	rc, err := s.chain.Transact(ctx, s.cfg.Payer, contracts.FlatFeePayer, method, nonce)
+	from := common.HexToAddress(p.PayerAddress)
+	rc, err := s.chain.Transact(ctx, s.cfg.Payer, contracts.FlatFeePayer, method, contracts.EscrowID(from, nonce))
 	tx := ""
 	if err == nil {
 		tx = rc.TxHash.Hex()
 	} else {
-		e, rerr := s.chain.EscrowOf(ctx, s.cfg.Payer, nonce)
+		e, rerr := s.chain.EscrowOf(ctx, s.cfg.Payer, from, nonce)
 		switch {
 		case rerr != nil || e.State == contracts.EscrowHeld:
 			return p, fmt.Errorf("%s %s: %w", method, requestID, err) // the sweeper tries again

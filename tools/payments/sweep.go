@@ -58,7 +58,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	for _, p := range submitted {
 		var nonce [32]byte
 		copy(nonce[:], common.FromHex(p.Nonce))
-		e, err := s.chain.EscrowOf(ctx, common.HexToAddress(p.PayerContract), nonce)
+		e, err := s.chain.EscrowOf(ctx, common.HexToAddress(p.PayerContract), common.HexToAddress(p.PayerAddress), nonce)
 		if err != nil {
 			return n, err
 		}
@@ -75,7 +75,8 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		}
 		n++
 	}
-	return n, nil
+	orphans, err := s.refundOrphans(ctx)
+	return n + orphans, err
 }
 
 // abandon ends a paid call that was never dispatched, with an answer saying so.

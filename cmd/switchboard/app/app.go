@@ -672,7 +672,7 @@ func flatFee(ctx context.Context, cfg Config, st *store.Store, now func() time.T
 		return nil, err
 	}
 	return payments.New(ctx, payments.Config{RPCURL: f.RPCURL, ChainID: int64(f.ChainID), Token: common.HexToAddress(f.Token),
-		Payer: common.HexToAddress(f.Payer), RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey}, st, now, log)
+		Payer: common.HexToAddress(f.Payer), RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey, BaseURL: cfg.PublicBaseURL()}, st, now, log)
 }
 
 // failpointOf is the tests' failpoint: the process kills itself (SIGKILL, no cleanup) at the

@@ -1043,8 +1043,22 @@ export interface operations {
                     confirmRequestId?: string;
                     /** @description the request in natural language, naming exactly one partner by its @handle, e.g. '@weather forecast for Lisbon' */
                     message: string;
+                    /** @description for flat-fee intents, asking for the quote: the wallet that will sign, so the quote's typedData is complete and signable as it is */
+                    payer?: string;
                     /** @description for flat-fee intents, with confirmRequestId: the signed EIP-3009 authorization of the quote (x402 exact-scheme payload: signature + authorization) */
                     payment?: {
+                        /** @description x402 clients: the accepts[] entry paid, as offered */
+                        accepted?: {
+                            amount?: string;
+                            asset?: string;
+                            extra?: {
+                                [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
+                            };
+                            maxTimeoutSeconds?: number;
+                            network?: string;
+                            payTo?: string;
+                            scheme?: string;
+                        };
                         authorization: {
                             from: string;
                             nonce: string;

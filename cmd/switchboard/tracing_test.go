@@ -145,7 +145,7 @@ func TestTracesAcrossBrokerAndPartner(t *testing.T) {
 
 	// The batch commit ends after the answer; the exporter sends every 100 ms.
 	var spans []*tracepb.Span
-	byName := map[string][]*tracepb.Span{}
+	var byName map[string][]*tracepb.Span
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		spans = recv.trace(traceID)
 		byName = map[string][]*tracepb.Span{}

@@ -154,7 +154,6 @@ func TestFlatFeeEndToEnd(t *testing.T) {
 
 	// The partner answers success false: relayed, and the escrow refunded on chain. The
 	// payment comes through x402's PAYMENT-SIGNATURE header this time (TransferWithAuthorization).
-	q, _ = w.quote(t, "@flatfail anything")
 	// As a stock x402 client signs it: its own random nonce, validAfter 0.
 	_, resp = w.quote(t, "@flatfail anything")
 	raw, _ = base64.StdEncoding.DecodeString(resp.Header.Get("PAYMENT-REQUIRED"))

@@ -89,6 +89,7 @@ type InvokeInput struct {
 	ConfirmRequestID string            `json:"confirmRequestId,omitempty" jsonschema:"format=uuid" jsonschema_description:"for write intents: the requestId of a CONFIRMATION_REQUIRED answer, sent after the user approved it; for flat-fee intents: the requestId of the PAYMENT_REQUIRED quote being paid"`
 	Payment          *payments.Payment `json:"payment,omitempty" jsonschema_description:"for flat-fee intents, with confirmRequestId: the signed EIP-3009 authorization of the quote (x402 exact-scheme payload: signature + authorization)"`
 	PayWithWallet    bool              `json:"payWithWallet,omitempty" jsonschema_description:"for flat-fee intents, with confirmRequestId and instead of payment: sign the quote with your embedded EVM wallet (the account's signing must be on); sending it is your confirmation"`
+	Decline          bool              `json:"decline,omitempty" jsonschema_description:"for write intents, with confirmRequestId: the user declined that quote. It is closed: nothing is sent (a quote holds no reservation), and confirming it later answers CONFLICT"`
 }
 
 // Anything is free-form JSON (the partner's result), relayed byte for byte.
@@ -242,6 +243,9 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	}
 	if err := checkScope(c.Principal, intent.Category); err != nil {
 		return InvokeOutput{}, err
+	}
+	if in.Decline {
+		return InvokeOutput{}, s.decline(ctx, c, intent, in.ConfirmRequestID)
 	}
 	if in.ConfirmRequestID != "" {
 		return s.confirm(ctx, c, intent, in)

@@ -9,7 +9,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// decline closes a quoted write the user refused (awaiting_confirmation -> cancelled), with
+// decline closes a quoted write the user refused (awaiting_confirmation -> declined), with
 // the answer every later confirmation of it replays. A quote holds no reservation (only the
 // confirmation reserves), so nothing is refunded: nothing was held. The answer is the
 // returned error.
@@ -31,7 +31,7 @@ func (s *Service) decline(ctx context.Context, c *tools.Caller, intent *store.Pa
 	}
 	declined := tools.Errorf(tools.CodeConflict, "the user declined %s (request %s): nothing was sent, reserved or charged. Ask for a new quote (call without confirmRequestId) only if the user asks for it again",
 		intent.PublicIdentifier, requestID).WithDetails(map[string]any{"requestId": requestID, "declined": true})
-	if inv.State == store.InvCancelled && inv.DispatchedAt == nil {
+	if inv.State == store.InvDeclined {
 		_, err := replay(inv) // declined already
 		return err
 	}
@@ -42,21 +42,21 @@ func (s *Service) decline(ctx context.Context, c *tools.Caller, intent *store.Pa
 	raw, _ := json.Marshal(tools.Body{Error: declined})
 	answer, now := string(raw), s.now().UTC()
 	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		moved, err := q.MoveInvocation(ctx, requestID, store.InvAwaitingConfirmation, store.InvCancelled, now)
+		moved, err := q.MoveInvocation(ctx, requestID, store.InvAwaitingConfirmation, store.InvDeclined, now)
 		if err != nil || !moved {
 			return err
 		}
-		inv.State, inv.Answer, inv.FinishedAt = store.InvCancelled, &answer, &now
+		inv.State, inv.Answer, inv.FinishedAt = store.InvDeclined, &answer, &now
 		inv.OutcomeCode, inv.OutcomeMessage = string(declined.Code), "declined by the user"
 		if err := q.WriteOutcome(ctx, inv); err != nil {
 			return err
 		}
-		return q.AddEvent(ctx, requestID, store.InvCancelled, "declined by the user; nothing was sent", now)
+		return q.AddEvent(ctx, requestID, store.InvDeclined, "declined by the user; nothing was sent", now)
 	})
 	if err != nil {
 		return err
 	}
-	if inv.State != store.InvCancelled { // confirmed by another call in the meantime
+	if inv.State != store.InvDeclined { // confirmed by another call in the meantime
 		return tools.Errorf(tools.CodeConflict, "request %s was confirmed before the decline arrived; confirm it again to read its outcome", requestID).
 			WithDetails(map[string]any{"requestId": requestID})
 	}

@@ -469,7 +469,7 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.Pa
 		return InvokeOutput{}, err
 	}
 	switch inv.State {
-	case store.InvSucceeded, store.InvFailed, store.InvCancelled, store.InvOutcomeUnknown:
+	case store.InvSucceeded, store.InvFailed, store.InvCancelled, store.InvOutcomeUnknown, store.InvDeclined:
 		return s.withPayment(replay(inv))
 	case store.InvAwaitingPayment:
 		return s.payAndDispatch(ctx, c, intent, inv, in)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/mcpserver"
@@ -114,6 +115,14 @@ func TestWriteConfirmationByElicitation(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			declining, asked := connect(t, w, "2026-07-28", decide(c.decision))
 			before, hits := w.credit(t), w.hits("/write")
+			spent := func() int64 {
+				n, err := w.settledStore(t).SpentSince(context.Background(), w.callerID, time.Time{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			spentBefore := spent()
 			_, e := callInvoke(t, declining, map[string]any{"message": "@writer do it"})
 			if e == nil || e.Code != tools.CodeConflict || !strings.Contains(e.Message, "declined") || len(*asked) != 1 {
 				t.Fatalf("declined: %v, asked %d", e, len(*asked))
@@ -123,12 +132,15 @@ func TestWriteConfirmationByElicitation(t *testing.T) {
 			}
 			rid := e.Details["requestId"].(string)
 			inv, err := w.settledStore(t).Invocation(context.Background(), w.callerID, rid)
-			if err != nil || inv.State != store.InvCancelled || inv.DispatchedAt != nil {
+			if err != nil || inv.State != store.InvDeclined || inv.DispatchedAt != nil {
 				t.Fatalf("declined invocation: %+v %v", inv, err)
 			}
 			ca, err := w.settledStore(t).Credit(context.Background(), w.callerID)
 			if err != nil || ca.ReservedMicro != 0 {
 				t.Fatalf("something stays reserved after a decline: %+v %v", ca, err)
+			}
+			if got := spent(); got != spentBefore {
+				t.Fatalf("a declined quote counts as spent: %d -> %d", spentBefore, got)
 			}
 			// The declined quote stays declined: confirming it by hand sends nothing.
 			if status, out := w.invoke(t, w.caller, map[string]any{"message": "@writer do it", "confirmRequestId": rid}); status != 409 || w.hits("/write") != hits ||

@@ -36,7 +36,7 @@ func (s *Service) decline(ctx context.Context, c *tools.Caller, intent *store.Pa
 		return err
 	}
 	if inv.State != store.InvAwaitingConfirmation {
-		return tools.Errorf(tools.CodeConflict, "request %s is past its confirmation (%s): a decline changes nothing; confirm it again to read its outcome", requestID, inv.State).
+		return tools.Errorf(tools.CodeConflict, "request %s is %s, not a quote awaiting confirmation: a decline changes nothing (confirm it again to read its outcome)", requestID, inv.State).
 			WithDetails(map[string]any{"requestId": requestID})
 	}
 	raw, _ := json.Marshal(tools.Body{Error: declined})

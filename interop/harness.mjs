@@ -21,7 +21,7 @@ Object.assign(offline, {
   SWITCHBOARD_JUPITER_URL: "http://127.0.0.1:9",
 });
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.listen(0, "127.0.0.1", () => {
@@ -39,11 +39,12 @@ export function baseEnv(dataDir) {
   return env;
 }
 
-export async function startServer() {
+// startServer runs `switchboard serve`; extraEnv adds to its environment.
+export async function startServer(extraEnv = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "switchboard-interop-"));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env = { ...baseEnv(dataDir), SWITCHBOARD_ADDR: `127.0.0.1:${port}`, SWITCHBOARD_BASE_URL: url };
+  const env = { ...baseEnv(dataDir), SWITCHBOARD_ADDR: `127.0.0.1:${port}`, SWITCHBOARD_BASE_URL: url, ...extraEnv };
   const child = spawn(bin, ["serve"], { env, stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   child.stderr.setEncoding("utf8");

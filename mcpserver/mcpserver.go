@@ -4,9 +4,11 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -34,8 +36,8 @@ func New(k *tools.Kernel, opts Options) *mcp.Server {
 	if opts.Stdio {
 		instr, key = stdioInstructions, opts.APIKey
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "Switchboard", Version: opts.Version},
-		&mcp.ServerOptions{Logger: opts.Log, Instructions: instr})
+	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "Switchboard", Version: opts.Version, Icons: Icons},
+		&mcp.ServerOptions{Logger: opts.Log, Instructions: instr, SetCacheable: cacheable})
 	for _, t := range k.Tools() {
 		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio))
 	}
@@ -50,11 +52,31 @@ const (
 		"and ask the human to put the key in SWITCHBOARD_API_KEY in this server's configuration. Without an inbox, ask a human for a key."
 )
 
+// ListTTL is how long a host may keep server/discover and tools/list (MCP 2026-07-28
+// caching): the list is the same for every caller (cacheScope public) and changes only with
+// a release, so a host refetches it at most every five minutes and sees a new release's
+// tools within five minutes of its rollout.
+const ListTTL = 5 * time.Minute
+
+func cacheable(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+	c.TTLMs, c.CacheScope = int(ListTTL.Milliseconds()), "public"
+}
+
+// icon is Switchboard's mark (two switch points joined), a 32x32 SVG that reads on light and
+// dark backgrounds alike; inline, so it shows over stdio and offline too.
+const icon = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1f5fbf"/>` +
+	`<circle cx="10" cy="10" r="3.5" fill="#fff"/><circle cx="22" cy="22" r="3.5" fill="#fff"/>` +
+	`<path d="M10 14v3a5 5 0 0 0 5 5h3M22 18v-3a5 5 0 0 0-5-5h-3" stroke="#fff" stroke-width="2.2" fill="none" stroke-linecap="round"/></svg>`
+
+// Icons are the server's and every tool's icons.
+var Icons = []mcp.Icon{{Source: "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(icon)), MIMEType: "image/svg+xml", Sizes: []string{"any"}}}
+
 func describe(t *tools.Tool) *mcp.Tool {
 	a := t.Annotations
 	return &mcp.Tool{
 		Name:         t.Name,
 		Title:        t.Title,
+		Icons:        Icons,
 		Description:  t.Description,
 		InputSchema:  t.InputSchema,
 		OutputSchema: t.OutputSchema,
@@ -92,7 +114,19 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 		if call.ClientAddr == "" {
 			call.ClientAddr = "stdio"
 		}
+		if rid, approved, ok := answered(req.Params); ok {
+			args, err := withDecision(call.Args, rid, approved)
+			if err != nil {
+				return nil, err
+			}
+			call.Args = args
+		}
 		out, e := k.Call(ctx, call)
+		if e != nil && e.Code == tools.CodeConfirmationRequired && canElicit(req) {
+			if res, ok := elicitation(e); ok {
+				return res, nil
+			}
+		}
 		if e != nil {
 			res := errorResult(e)
 			if pr, ok := e.Details["x402Mcp"]; ok && e.Code == tools.CodePaymentRequired {

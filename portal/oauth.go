@@ -41,7 +41,10 @@ func OAuthAPI(o Options) http.Handler {
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
 		writeOAuthJSON(w, http.StatusOK, map[string]any{
 			"issuer": cfg.Issuer, "authorization_endpoint": cfg.Issuer + "/oauth/authorize", "token_endpoint": cfg.Issuer + "/oauth/token",
-			"registration_endpoint": cfg.Issuer + "/oauth/register", "revocation_endpoint": cfg.Issuer + "/oauth/revoke",
+			// MCP 2026-07-28 hosts identify by a client metadata document; the registration
+			// endpoint (RFC 7591, deprecated by that revision) stays for older hosts.
+			"client_id_metadata_document_supported": o.OAuth.MetadataDocuments(),
+			"registration_endpoint":                 cfg.Issuer + "/oauth/register", "revocation_endpoint": cfg.Issuer + "/oauth/revoke",
 			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
 			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"},
 			"revocation_endpoint_auth_methods_supported": []string{"none"}, "scopes_supported": keys.AllScopes,
@@ -120,10 +123,15 @@ var authorizeParams = []string{"response_type", "client_id", "redirect_uri", "st
 
 type consentData struct {
 	ClientName, RedirectHost string
-	Params                   map[string]string
-	Scopes, Chosen           []string
-	Spend, MaxSpend          string
-	Rate, MaxRate            int
+	// ClientDomain is where a client's metadata document is served ("" for a client that
+	// registered itself, whose identity nothing vouches for); LocalOnly is a client that only
+	// returns to this computer (any program on it could claim the name).
+	ClientDomain    string
+	LocalOnly       bool
+	Params          map[string]string
+	Scopes, Chosen  []string
+	Spend, MaxSpend string
+	Rate, MaxRate   int
 }
 
 // authorize is the authorization endpoint: the human signs in (the portal's own sign-in, then
@@ -224,7 +232,14 @@ func (p *portal) consentData(req *oauth.Request, q url.Values, pr *tools.Princip
 	if u, err := url.Parse(req.RedirectURI); err == nil && u.Host != "" {
 		host = u.Scheme + "://" + u.Host
 	}
-	return consentData{ClientName: req.Client.Name, RedirectHost: host, Params: params, Scopes: keys.AllScopes, Chosen: chosen,
+	local := true
+	for _, r := range req.Client.RedirectURIs {
+		if u, err := url.Parse(r); err != nil || u.Scheme != "http" {
+			local = false
+		}
+	}
+	return consentData{ClientName: req.Client.Name, RedirectHost: host, ClientDomain: oauth.ClientDomain(req.Client.ID), LocalOnly: local,
+		Params: params, Scopes: keys.AllScopes, Chosen: chosen,
 		Spend: tools.USD(min(p.o.Ceiling.SpendMicro, 10_000_000)).String(), MaxSpend: tools.USD(pr.SpendLimitMicro).String(),
 		Rate: min(30, pr.RateLimitPerMinute), MaxRate: pr.RateLimitPerMinute}
 }

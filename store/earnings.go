@@ -26,8 +26,8 @@ func (s *Store) EarningsByIntent(ctx context.Context, partnerID string, since ti
 	err := s.db.NewRaw(`SELECT i.intent_id, i.handle, COALESCE(SUM(i.partner_fee_micro), 0) AS partner_fee_micro,
 		COUNT(*) AS calls, SUM(CASE WHEN i.state = ? THEN 1 ELSE 0 END) AS succeeded
 		FROM invocations i JOIN partner_intents p ON p.id = i.intent_id
-		WHERE p.partner_id = ? AND i.created_at >= ? AND i.state NOT IN (?, ?)
-		GROUP BY i.intent_id, i.handle ORDER BY i.handle`, InvSucceeded, partnerID, since, InvAwaitingConfirmation, InvAwaitingPayment).Scan(ctx, &out)
+		WHERE p.partner_id = ? AND i.created_at >= ? AND i.state NOT IN (?, ?, ?)
+		GROUP BY i.intent_id, i.handle ORDER BY i.handle`, InvSucceeded, partnerID, since, InvAwaitingConfirmation, InvAwaitingPayment, InvDeclined).Scan(ctx, &out)
 	return out, normalize(err)
 }
 
@@ -43,7 +43,7 @@ func (s *Store) EarningsByPayout(ctx context.Context, partnerID string, since ti
 // RecentInvocations lists an intent's latest invocations, newest first.
 func (s *Store) RecentInvocations(ctx context.Context, intentID string, limit int) ([]*Invocation, error) {
 	var out []*Invocation
-	err := s.db.NewSelect().Model(&out).Where("intent_id = ? AND state NOT IN (?, ?)", intentID, InvAwaitingConfirmation, InvAwaitingPayment).
+	err := s.db.NewSelect().Model(&out).Where("intent_id = ? AND state NOT IN (?, ?, ?)", intentID, InvAwaitingConfirmation, InvAwaitingPayment, InvDeclined).
 		OrderExpr("created_at DESC").Limit(int64(limit)).Scan(ctx)
 	return out, normalize(err)
 }
@@ -53,7 +53,7 @@ func (s *Store) RecentInvocations(ctx context.Context, intentID string, limit in
 func (s *Store) SpentSince(ctx context.Context, accountID string, since time.Time) (int64, error) {
 	var sum int64
 	err := s.db.NewRaw(`SELECT COALESCE(SUM(reserve_micro - refunded_micro + partner_fee_micro + platform_fee_micro + gas_micro), 0)
-		FROM invocations WHERE account_id = ? AND created_at >= ? AND finished_at IS NOT NULL`, accountID, since).Scan(ctx, &sum)
+		FROM invocations WHERE account_id = ? AND created_at >= ? AND finished_at IS NOT NULL AND state <> ?`, accountID, since, InvDeclined).Scan(ctx, &sum)
 	return sum, normalize(err)
 }
 

@@ -16,6 +16,8 @@ const (
 	InvSucceeded            = "succeeded"
 	InvFailed               = "failed"
 	InvCancelled            = "cancelled"
+	// InvDeclined is a quote the user declined: never dispatched, nothing reserved or spent.
+	InvDeclined = "declined"
 	// InvOutcomeUnknown is the end of a dispatch nobody finished (a crash, a database loss)
 	// and whose outcome could not be learned again: the partner may or may not have acted.
 	InvOutcomeUnknown = "outcome_unknown"

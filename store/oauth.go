@@ -77,6 +77,19 @@ func (s *Store) OAuthClientByID(ctx context.Context, id string) (*OAuthClient, e
 	return c, nil
 }
 
+// PutOAuthClient writes a client described by its metadata document (its id is the
+// document's URL) as last fetched: the document may have changed since an earlier grant.
+func (q *Q) PutOAuthClient(ctx context.Context, c *OAuthClient) error {
+	if err := q.flush(ctx); err != nil {
+		return err
+	}
+	_, err := q.tx.NewInsert().Model(c).
+		On("CONFLICT (id) DO UPDATE").
+		Set("name = EXCLUDED.name").Set("redirect_uris = EXCLUDED.redirect_uris").Set("client_uri = EXCLUDED.client_uri").
+		Exec(ctx)
+	return err
+}
+
 // InsertOAuthGrant, InsertOAuthCode and InsertOAuthToken write inside q's transaction.
 func (q *Q) InsertOAuthGrant(ctx context.Context, g *OAuthGrant) error {
 	if err := q.flush(ctx); err != nil {

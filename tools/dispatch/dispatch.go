@@ -102,6 +102,7 @@ type InvokeInput struct {
 	Payment          *payments.Payment `json:"payment,omitempty" jsonschema_description:"for flat-fee intents, with confirmRequestId: the signed EIP-3009 authorization of the quote (x402 exact-scheme payload: signature + authorization)"`
 	PayWithWallet    bool              `json:"payWithWallet,omitempty" jsonschema_description:"for flat-fee intents, with confirmRequestId and instead of payment: sign the quote with your embedded EVM wallet (the account's signing must be on); sending it is your confirmation"`
 	Payer            string            `json:"payer,omitempty" jsonschema:"pattern=^0x[0-9a-fA-F]{40}$" jsonschema_description:"for flat-fee intents, asking for the quote: the wallet that will sign, so the quote's typedData is complete and signable as it is"`
+	Decline          bool              `json:"decline,omitempty" jsonschema_description:"for write intents, with confirmRequestId: the user declined that quote. It is closed: nothing is sent (a quote holds no reservation), and confirming it later answers CONFLICT"`
 }
 
 // Anything is free-form JSON (the partner's result), relayed byte for byte.
@@ -257,6 +258,9 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	}
 	if err := checkScope(c.Principal, intent.Category); err != nil {
 		return InvokeOutput{}, err
+	}
+	if in.Decline {
+		return InvokeOutput{}, s.decline(ctx, c, intent, in.ConfirmRequestID)
 	}
 	if in.ConfirmRequestID != "" {
 		return s.confirm(ctx, c, intent, in)
@@ -490,7 +494,7 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, intent *store.Pa
 		}
 	}
 	switch inv.State {
-	case store.InvSucceeded, store.InvFailed, store.InvCancelled, store.InvOutcomeUnknown:
+	case store.InvSucceeded, store.InvFailed, store.InvCancelled, store.InvOutcomeUnknown, store.InvDeclined:
 		return s.withPayment(replay(inv))
 	case store.InvAwaitingPayment:
 		return s.payAndDispatch(ctx, c, intent, inv, in)

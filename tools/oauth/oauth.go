@@ -1,5 +1,7 @@
 // Package oauth is Switchboard as an OAuth 2.1 authorization server for MCP hosts (the MCP
-// authorization spec): dynamic client registration (RFC 7591) of public clients, the
+// authorization spec): client ID metadata documents (an https client_id, MCP 2026-07-28; see
+// cimd.go), dynamic client registration (RFC 7591, deprecated by MCP 2026-07-28 and kept for
+// older hosts) of public clients, the
 // authorization code grant with PKCE (S256 only), exact redirect-URI matching (loopback ports
 // may vary, RFC 8252), tokens bound to the MCP resource (RFC 8707), refresh tokens rotated on
 // every use with reuse detection, and revocation (RFC 7009). A grant is a human's consent,
@@ -16,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -41,12 +44,16 @@ type Config struct {
 	RefreshTTL time.Duration
 	CodeTTL    time.Duration
 	Now        func() time.Time
+	// Metadata fetches client metadata documents (a client_id that is an https URL): the
+	// partner client's guarded HTTP client. nil turns them off (registration only).
+	Metadata *http.Client
 }
 
 // Service issues and checks grants and tokens.
 type Service struct {
 	cfg   Config
 	store *store.Store
+	meta  *metadataClients // nil: no client metadata documents
 }
 
 // New builds the service.
@@ -63,8 +70,15 @@ func New(cfg Config, st *store.Store) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, store: st}
+	s := &Service{cfg: cfg, store: st}
+	if cfg.Metadata != nil {
+		s.meta = newMetadataClients(cfg.Metadata, cfg.Now)
+	}
+	return s
 }
+
+// MetadataDocuments reports whether clients may identify by a metadata document URL.
+func (s *Service) MetadataDocuments() bool { return s.meta != nil }
 
 // Config returns the configuration.
 func (s *Service) Config() Config { return s.cfg }
@@ -221,15 +235,27 @@ type Request struct {
 // must be shown to the human rather than sent to the redirect URI (unknown client, bad
 // redirect URI: RFC 6749 §4.1.2.1).
 func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (req *Request, redirectable bool, e *Error) {
-	c, err := s.store.OAuthClientByID(ctx, q.Get("client_id"))
-	if err != nil {
-		return nil, false, oerr(400, "invalid_client", "unknown client_id: the MCP host must register first (%s)", s.cfg.Issuer+"/oauth/register")
+	id := q.Get("client_id")
+	var c *store.OAuthClient
+	switch {
+	case IsMetadataClientID(id) && s.meta != nil:
+		var oe *Error
+		if c, oe = s.meta.resolve(ctx, id); oe != nil {
+			return nil, false, oe
+		}
+	default:
+		var err error
+		if c, err = s.store.OAuthClientByID(ctx, id); err != nil {
+			return nil, false, oerr(400, "invalid_client", "unknown client_id: the MCP host must register first (%s)", s.cfg.Issuer+"/oauth/register")
+		}
 	}
 	redirect := q.Get("redirect_uri")
 	if redirect == "" && len(c.RedirectURIs) == 1 {
 		redirect = c.RedirectURIs[0]
 	}
-	if !RedirectMatches(c, redirect) {
+	// A metadata document lists its redirect URIs exactly, ports included: no loopback
+	// port latitude for a client that published what it uses.
+	if (IsMetadataClientID(c.ID) && !slices.Contains(c.RedirectURIs, redirect)) || !RedirectMatches(c, redirect) {
 		return nil, false, oerr(400, "invalid_request", "redirect_uri %q is not one this client registered", truncate(redirect, 120))
 	}
 	req = &Request{Client: c, RedirectURI: redirect, State: q.Get("state")}
@@ -259,6 +285,12 @@ func (s *Service) Consent(ctx context.Context, req *Request, accountID, keyID st
 	now := s.cfg.Now().UTC()
 	g := &store.OAuthGrant{ID: uuid.NewString(), ClientID: req.Client.ID, AccountID: accountID, KeyID: keyID, Resource: req.Resource, CreatedAt: now}
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		if IsMetadataClientID(req.Client.ID) {
+			// The client as its document described it at consent (grants refer to it).
+			if err := q.PutOAuthClient(ctx, req.Client); err != nil {
+				return err
+			}
+		}
 		if err := q.InsertOAuthGrant(ctx, g); err != nil {
 			return err
 		}

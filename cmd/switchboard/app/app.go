@@ -410,7 +410,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	var oauthSvc *oauth.Service
 	if mailer != nil || len(providers) > 0 {
 		// MCP hosts sign in through the portal (MCP authorization): tokens resolve like keys.
-		oauthSvc = oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Now: now}, st)
+		oauthSvc = oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Now: now,
+			Metadata: partnerOut.HTTPClient()}, st) // client metadata documents through the SSRF guard
 		authn.Tokens = oauthSvc.Authenticate
 		idle, err1 := time.ParseDuration(cfg.SessionIdle)
 		maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)

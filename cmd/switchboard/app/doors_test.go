@@ -123,3 +123,34 @@ func TestBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// On MCP 2026-07-28, server/discover and tools/list say how long a host may cache them (the
+// same list for every caller: public), and every tool carries the Switchboard icon.
+func TestListsCarryCachingAndIcons(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "raw", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+	for i, method := range []string{"server/discover", "tools/list"} {
+		headers := map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+		status, _, body := apptest.DoWith(t, "POST", env.URL+"/mcp", "", map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": method,
+			"params": map[string]any{"_meta": meta}}, headers)
+		res, _ := body["result"].(map[string]any)
+		if status != 200 || res == nil || res["ttlMs"] != float64(300000) || res["cacheScope"] != "public" || res["resultType"] != "complete" {
+			t.Fatalf("%s: %d %v", method, status, body)
+		}
+		if method != "tools/list" {
+			continue
+		}
+		list, _ := res["tools"].([]any)
+		if len(list) < 10 {
+			t.Fatalf("tools/list: %v", res)
+		}
+		for _, raw := range list {
+			tool := raw.(map[string]any)
+			icons, _ := tool["icons"].([]any)
+			if len(icons) != 1 || !strings.HasPrefix(icons[0].(map[string]any)["src"].(string), "data:image/svg+xml;base64,") {
+				t.Fatalf("%s has no icon: %v", tool["name"], tool["icons"])
+			}
+		}
+	}
+}

@@ -1041,6 +1041,8 @@ export interface operations {
                      * @description for write intents: the requestId of a CONFIRMATION_REQUIRED answer, sent after the user approved it; for flat-fee intents: the requestId of the PAYMENT_REQUIRED quote being paid
                      */
                     confirmRequestId?: string;
+                    /** @description for write intents, with confirmRequestId: the user declined that quote. It is closed: nothing is sent (a quote holds no reservation), and confirming it later answers CONFLICT */
+                    decline?: boolean;
                     /** @description the request in natural language, naming exactly one partner by its @handle, e.g. '@weather forecast for Lisbon' */
                     message: string;
                     /** @description for flat-fee intents, asking for the quote: the wallet that will sign, so the quote's typedData is complete and signable as it is */

@@ -121,6 +121,11 @@ func (c *Client) newHTTPClient(rt http.RoundTripper) *http.Client {
 	}
 }
 
+// HTTPClient is the guarded client itself (SSRF guard at every dial, verified TLS, no
+// redirects, bodies capped), for other fetches of URLs that callers name: an MCP host's
+// client metadata document.
+func (c *Client) HTTPClient() *http.Client { return c.http }
+
 // Guard returns the client's SSRF guard (for checking URLs at publish).
 func (c *Client) Guard() *Guard { return c.guard }
 

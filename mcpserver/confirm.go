@@ -1,0 +1,160 @@
+package mcpserver
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// A write's confirmation, carried as an elicitation when the client declared that capability
+// (MCP 2026-07-28: inside an input_required result, the multi round-trip pattern; earlier
+// revisions over stdio: the go-sdk sends it as an elicitation/create request). The kernel is
+// unchanged: the quote is still a CONFIRMATION_REQUIRED answer with its confirmRequestId, and
+// the door turns the user's answer into the same call again with confirmRequestId (approve)
+// or with confirmRequestId and decline (anything else). Clients without elicitation, and
+// REST, keep the confirmRequestId round trip.
+
+// confirmInput is the key of the one input request the door sends.
+const confirmInput = "confirm"
+
+// confirmState is the door's requestState: which quote the elicitation was about. It needs
+// no integrity protection: it names a quote of the caller's own account that the kernel
+// checks again (account, intent, args, expiry) exactly as it checks a confirmRequestId the
+// client sends itself, so a tampered state can do nothing a client could not do directly.
+type confirmState struct {
+	V         int    `json:"v"`
+	RequestID string `json:"requestId"`
+}
+
+func encodeState(requestID string) string {
+	b, _ := json.Marshal(confirmState{V: 1, RequestID: requestID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeState(s string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var st confirmState
+	if err != nil || json.Unmarshal(b, &st) != nil || st.V != 1 || st.RequestID == "" {
+		return "", false
+	}
+	return st.RequestID, true
+}
+
+// canElicit reports whether the client of this call takes a form elicitation: it declared
+// the elicitation capability (with form, or with no mode, which means form), and the call
+// is on 2026-07-28 or later (input_required) or on a session that carries server requests
+// (stdio; a stateless HTTP session of an earlier revision has no capabilities at all).
+func canElicit(req *mcp.CallToolRequest) bool {
+	if req.Session == nil {
+		return false
+	}
+	p := req.Session.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return false
+	}
+	e := p.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
+}
+
+// answered reads a retry that carries the door's state: the quote's requestId, and whether
+// the user approved it. ok is false when the call is not such a retry, or the answer is
+// missing (then the call runs as sent and is asked again).
+func answered(params *mcp.CallToolParamsRaw) (requestID string, approved, ok bool) {
+	if params.RequestState == "" {
+		return "", false, false
+	}
+	requestID, ok = decodeState(params.RequestState)
+	if !ok {
+		return "", false, false
+	}
+	r, _ := params.InputResponses[confirmInput].(*mcp.ElicitResult)
+	if r == nil {
+		return "", false, false
+	}
+	return requestID, r.Action == "accept" && r.Content["decision"] == "approve", true
+}
+
+// withDecision returns the call's arguments with the user's decision on quote requestID.
+func withDecision(args json.RawMessage, requestID string, approved bool) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, err
+		}
+	}
+	m["confirmRequestId"], _ = json.Marshal(requestID)
+	delete(m, "decline")
+	if !approved {
+		m["decline"] = json.RawMessage("true")
+	}
+	return json.Marshal(m)
+}
+
+// quote is what the door reads from a CONFIRMATION_REQUIRED answer's details.
+type quote struct {
+	RequestID         string          `json:"requestId"`
+	Handle            string          `json:"handle"`
+	Category          string          `json:"category"`
+	Args              json.RawMessage `json:"args"`
+	RoutedValueUsd    *json.Number    `json:"routedValueUsd"`
+	PartnerFeeUsd     json.Number     `json:"partnerFeeUsd"`
+	PlatformFeeUsd    json.Number     `json:"platformFeeUsd"`
+	GasEstimateUsd    json.Number     `json:"gasEstimateUsd"`
+	GasChain          string          `json:"gasChain"`
+	InfrastructureUsd json.Number     `json:"infrastructureUsd"`
+	TotalUsd          json.Number     `json:"totalUsd"`
+	MaxChargeUsd      json.Number     `json:"maxChargeUsd"`
+	ExpiresAt         time.Time       `json:"expiresAt"`
+}
+
+// elicitation turns a CONFIRMATION_REQUIRED answer into an input_required result: a form
+// showing the itemised charge, with approve and decline.
+func elicitation(e *tools.Error) (*mcp.CallToolResult, bool) {
+	raw, err := json.Marshal(e.Details)
+	var q quote
+	if err != nil || json.Unmarshal(raw, &q) != nil || q.RequestID == "" || q.MaxChargeUsd == "" {
+		return nil, false
+	}
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{confirmInput: &mcp.ElicitParams{
+			Mode:    "form",
+			Message: confirmMessage(q),
+			RequestedSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{"decision": map[string]any{
+					"type": "string", "title": "Your decision",
+					"oneOf": []map[string]any{
+						{"const": "approve", "title": fmt.Sprintf("Approve: send it now; at most %s USD is charged", q.MaxChargeUsd)},
+						{"const": "decline", "title": "Decline: send nothing"},
+					},
+				}},
+				"required": []string{"decision"},
+			},
+		}},
+		RequestState: encodeState(q.RequestID),
+	}, true
+}
+
+func confirmMessage(q quote) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s wants to run a %s call", q.Handle, q.Category)
+	if q.RoutedValueUsd != nil {
+		fmt.Fprintf(&b, " routing %s USD", *q.RoutedValueUsd)
+	}
+	fmt.Fprintf(&b, " with these arguments:\n%s\n\nCharge, in one payment:\n", q.Args)
+	fmt.Fprintf(&b, "- partner fee: up to %s USD\n", q.PartnerFeeUsd)
+	fmt.Fprintf(&b, "- platform fee: %s USD\n", q.PlatformFeeUsd)
+	if q.GasChain != "" {
+		fmt.Fprintf(&b, "- gas on %s: about %s USD\n", q.GasChain, q.GasEstimateUsd)
+	}
+	fmt.Fprintf(&b, "- infrastructure: %s USD\n", q.InfrastructureUsd)
+	fmt.Fprintf(&b, "Total: %s USD. At most %s USD (maxChargeUsd) is reserved when you approve.\n\n", q.TotalUsd, q.MaxChargeUsd)
+	fmt.Fprintf(&b, "Approve to send it now, or decline to send nothing (nothing is reserved until you approve). This quote expires at %s.",
+		q.ExpiresAt.UTC().Format("15:04 UTC"))
+	return b.String()
+}

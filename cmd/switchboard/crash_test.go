@@ -47,7 +47,7 @@ type crashWorld struct {
 	key     string
 
 	current  atomic.Pointer[server]
-	received sync.Map // requestId -> *atomic.Int32: requests that reached the partner
+	received sync.Map     // requestId -> *atomic.Int32: requests that reached the partner
 	cellSaw  atomic.Int32 // requests that reached the partner during the current cell
 	cellReq  atomic.Value // string: the last requestId that reached it during the cell
 	dbDown   atomic.Bool  // the cell stopped the database

@@ -134,3 +134,43 @@ func BenchmarkInvokeParallel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInvokeWrite: one confirmed write (EXECUTE) per op, the quote and its confirmation,
+// to the same partner as BenchmarkInvoke. A write is answered only once its outcome has
+// committed, journaled first (README, "Writes are answered only once their outcome is
+// durable"): this is what that costs a caller.
+func BenchmarkInvokeWrite(b *testing.B) {
+	for _, d := range storetest.Dialects() {
+		b.Run(d, func(b *testing.B) {
+			w := benchWorld(b, d)
+			w.publish(b, "@benchw", "/free", map[string]any{"category": "EXECUTE"})
+			client := &http.Client{}
+			quote, _ := json.Marshal(map[string]any{"message": "@benchw do it"})
+			b.ResetTimer()
+			for b.Loop() {
+				req, _ := http.NewRequest("POST", w.env.URL+"/v1/invoke", bytes.NewReader(quote))
+				req.Header.Set("x-api-key", w.caller)
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var out struct {
+					Error struct {
+						Details struct {
+							RequestID string `json:"requestId"`
+						} `json:"details"`
+					} `json:"error"`
+				}
+				json.NewDecoder(resp.Body).Decode(&out)
+				resp.Body.Close()
+				if resp.StatusCode != 409 || out.Error.Details.RequestID == "" {
+					b.Fatalf("quote: %d", resp.StatusCode)
+				}
+				confirm, _ := json.Marshal(map[string]any{"message": "@benchw do it", "confirmRequestId": out.Error.Details.RequestID})
+				if err := post(client, w.env.URL+"/v1/invoke", w.caller, confirm); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -70,6 +70,15 @@ func (j *Journal) Delete(id string) error {
 	return nil
 }
 
+// SetAside renames entry id out of the journal (to id.json.unreadable), for the operator.
+func (j *Journal) SetAside(id string) error {
+	path := filepath.Join(j.dir, id+".json")
+	if err := os.Rename(path, path+".unreadable"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
 // Has reports whether entry id is in the journal.
 func (j *Journal) Has(id string) bool {
 	_, err := os.Stat(filepath.Join(j.dir, id+".json"))

@@ -50,6 +50,19 @@ func TestJournal(t *testing.T) {
 	if err := j.Get("b-2", &got); !errors.Is(err, fs.ErrNotExist) || j.Has("b-2") {
 		t.Fatalf("b-2 after delete: %v", err)
 	}
+	// An unreadable entry can be set aside: it is no longer listed.
+	if err := os.WriteFile(filepath.Join(dir, "c-3.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Get("c-3", &got); err == nil {
+		t.Fatal("a damaged entry decoded")
+	}
+	if err := j.SetAside("c-3"); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := j.IDs(); !slices.Equal(ids, []string{"a-1"}) {
+		t.Fatalf("ids after setting c-3 aside: %v", ids)
+	}
 	for _, bad := range []string{"", "../x", "a/b", "a.json"} {
 		if err := j.Put(bad, entry{}); err == nil {
 			t.Fatalf("id %q accepted", bad)

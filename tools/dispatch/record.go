@@ -279,7 +279,10 @@ func (s *Service) replayOne(ctx context.Context, id string) (ok bool, err error)
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil // another process replayed it
 		}
-		return false, err
+		// Unreadable (a damaged disk): set aside for the operator, so that it does not stop
+		// every later sweep; the sweeper concludes the invocation as for a lost journal.
+		s.log.ErrorContext(ctx, "journal: an entry cannot be read; set aside", "request_id", id, "err", err)
+		return false, s.journal.SetAside(id)
 	}
 	inv := e.Invocation
 	err = s.store.InTx(ctx, s.finishIn(&inv, e.Attempts, e.Settlement, e.RefundReason, e.Detail))

@@ -128,6 +128,15 @@ type Quote struct {
 	PlatformBps        int64
 }
 
+// ExpectedMicro is what a call costs when the partner charges its full rate and gas is as
+// estimated: the total a confirmation shows.
+func (q Quote) ExpectedMicro() int64 {
+	return q.ReserveMicro + q.MaxPartnerFeeMicro + q.PlatformFeeMicro + q.GasEstimateMicro
+}
+
+// MicroUSD is a USD amount in micro-USD, rounded down (the one rounding of a fee rate).
+func MicroUSD(usd decimal.Decimal) int64 { return usd.Shift(6).Floor().IntPart() }
+
 // WorstMicro is the most a call can cost: what is held while it runs.
 func (q Quote) WorstMicro() int64 {
 	return q.ReserveMicro + q.MaxPartnerFeeMicro + q.PlatformFeeMicro + q.MaxGasMicro
@@ -158,7 +167,7 @@ func (s *Service) Price(tier string, t Terms) (Quote, error) {
 	q := Quote{ReserveMicro: s.cfg.InfraCostMicro, Tier: tier, PlatformBps: bps, RoutedValueMicro: t.Routed}
 	switch t.FeeUnit {
 	case FeeUSDPerCall, "":
-		q.MaxPartnerFeeMicro = t.FeeRate.Shift(6).Floor().IntPart()
+		q.MaxPartnerFeeMicro = MicroUSD(t.FeeRate)
 	case FeeBps:
 		if t.Routed == nil {
 			if t.FeeRate.IsZero() {

@@ -9,7 +9,6 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
@@ -31,7 +30,9 @@ func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.
 	if err != nil {
 		return err
 	}
-	inv := s.newInvocation(c, &call{intent: intent, args: canon}, requestID)
+	cl := planFor(intent)
+	cl.args = canon
+	inv := s.newInvocation(c, cl, requestID)
 	inv.State = store.InvAwaitingPayment
 	if err := s.store.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
 		if err := tx.InsertInvocation(ctx, inv); err != nil {
@@ -137,7 +138,8 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *s
 	if _, err := s.cfg.Payments.Collect(ctx, inv.RequestID, pay); err != nil {
 		return InvokeOutput{}, err
 	}
-	cl := &call{intent: intent, args: []byte(inv.Args), quote: billing.Quote{}}
+	cl := planFor(intent)
+	cl.args = []byte(inv.Args)
 	out, err := s.dispatch(ctx, c, cl, inv, store.InvAwaitingPayment)
 	var te *tools.Error
 	if err != nil && !errors.As(err, &te) {

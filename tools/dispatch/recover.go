@@ -50,14 +50,14 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 }
 
 func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
-	cl := &call{args: []byte(inv.Args), quote: quoteOf(inv)}
 	intent, err := s.store.IntentByID(ctx, inv.IntentID)
 	if err != nil {
 		return err
 	}
-	cl.intent = intent
+	cl := planFor(intent)
+	cl.args, cl.quote = []byte(inv.Args), quoteOf(inv)
 	age := s.now().UTC().Sub(*inv.DispatchedAt)
-	if partners.IsWriteCategory(inv.Category) || age > RecoveryHorizon {
+	if cl.write || age > RecoveryHorizon {
 		return s.unknown(ctx, inv, cl, age)
 	}
 	fields := signing.CallFields{
@@ -89,7 +89,7 @@ func (s *Service) unknown(ctx context.Context, inv *store.Invocation, cl *call, 
 		WithDetails(map[string]any{"handle": h, "requestId": inv.RequestID, "outcome": "unknown",
 			"charge": cl.quote.Refunded()})
 	why := "write category: never sent again"
-	if !partners.IsWriteCategory(inv.Category) {
+	if !cl.write {
 		why = fmt.Sprintf("no answer on recovery (%s after dispatch)", age.Round(time.Second))
 	}
 	err := s.fail(ctx, inv, cl, store.InvOutcomeUnknown, nil, attempts,

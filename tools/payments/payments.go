@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -136,7 +137,7 @@ func (s *Service) Quoted(ctx context.Context, requestID, accountID, payer string
 	if err != nil || rate.IsNegative() {
 		return nil, Quote{}, fmt.Errorf("intent %s has feeRate %q", intent.PublicIdentifier, intent.FeeRate)
 	}
-	partner := rate.Shift(6).IntPart()
+	partner := billing.MicroUSD(rate)
 	if partner > 0 && !ok {
 		return nil, Quote{}, tools.Errorf(tools.CodeUpstream, "%s has no EVM payout address to be paid at; the partner must publish one", intent.PublicIdentifier)
 	}

@@ -1,0 +1,204 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+)
+
+// conclude records the outcome of a dispatch from the partner's answer: a success is settled
+// and relayed, anything else refunded and mapped to the error model. Only one process
+// concludes an invocation (store.ErrAlreadyFinished for the others).
+func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call, answer *outbound.Result, callErr error, attempts []store.Attempt) (InvokeOutput, error) {
+	intent := cl.intent
+	refunded := cl.quote.Refunded()
+	if relayable(answer, callErr) {
+		// The partner answered, and its answer is "no" (it needs more information, the input is
+		// wrong): that is a result for the caller, not an outage. No partner fee; refunded.
+		out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: false, Result: Anything("null"),
+			PartnerError: &PartnerError{Code: answer.Envelope.Error.Code, Message: answer.Envelope.Error.Message},
+			Charge:       refunded, Attempts: len(attempts)}
+		out.Receipt = s.receipt(inv, intent.PartnerID, out, nil)
+		raw, _ := json.Marshal(out)
+		stored := string(raw)
+		inv.Answer = &stored
+		s.outcome(inv, store.InvFailed, answer, refunded)
+		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
+		if err := s.finish(ctx, inv, cl, attempts, nil, detail, detail); err != nil {
+			return InvokeOutput{}, err
+		}
+		return out, nil
+	}
+	if e := classify(intent, answer, callErr); e != nil {
+		e.Details = mergeDetails(e.Details, map[string]any{"handle": intent.PublicIdentifier, "requestId": inv.RequestID,
+			"success": false, "charge": refunded, "attempts": len(attempts)})
+		return InvokeOutput{}, s.fail(ctx, inv, cl, store.InvFailed, answer, attempts, refunded, e, e.Message)
+	}
+	settlement, charge := s.billing.Settle(cl.quote, answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, s.payoutBook(intent))
+	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
+		Result: Anything(answer.Envelope.Result), Charge: charge, Attempts: len(attempts)}
+	if intent.OutputSchema != nil && *intent.OutputSchema != "" {
+		valid := s.matchesOutput(intent, answer.Envelope.Result)
+		out.OutputSchemaValid = &valid
+	}
+	record := func(st *billing.Settlement, detail string) error {
+		out.Receipt = s.receipt(inv, intent.PartnerID, out, answer.Envelope.Result)
+		raw, _ := json.Marshal(out)
+		stored := string(raw)
+		inv.Answer, inv.OutputSchemaValid = &stored, out.OutputSchemaValid
+		s.outcome(inv, store.InvSucceeded, answer, out.Charge)
+		return s.finish(ctx, inv, cl, attempts, st, "", detail)
+	}
+	err := record(&settlement, fmt.Sprintf("charged %d micro-USD: infrastructure %d, partner fee %d, platform fee %d, gas %d",
+		charge.TotalMicro, charge.ReservedMicro, charge.PartnerFeeMicro, charge.PlatformFeeMicro, charge.GasMicro))
+	if errors.Is(err, ErrReservationClosed) {
+		// Its reservation was refunded by an older sweeper: relay the answer, charge nothing.
+		out.Charge = cl.quote.Refunded()
+		err = record(nil, "partner succeeded after its reservation was refunded: nothing charged")
+	}
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	return out, nil
+}
+
+// fail records a failed or cancelled invocation, refunding its reservation, and returns e
+// (or the recording error, which the caller must then see: the money did not move).
+func (s *Service) fail(ctx context.Context, inv *store.Invocation, cl *call, state string, answer *outbound.Result, attempts []store.Attempt, ch billing.Charge, e *tools.Error, detail string) error {
+	s.outcome(inv, state, answer, ch)
+	if inv.OutcomeCode == "" {
+		inv.OutcomeCode, inv.OutcomeMessage = string(e.Code), e.Message
+	}
+	raw, _ := json.Marshal(tools.Body{Error: e})
+	stored := string(raw)
+	inv.Answer = &stored
+	if err := s.finish(ctx, inv, cl, attempts, nil, detail, detail); err != nil {
+		return err
+	}
+	return e
+}
+
+// outcome fills the outcome fields of inv.
+func (s *Service) outcome(inv *store.Invocation, state string, answer *outbound.Result, ch billing.Charge) {
+	now := s.now().UTC()
+	inv.State, inv.FinishedAt = state, &now
+	inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.GasMicro, inv.RefundedMicro = ch.PartnerFeeMicro, ch.PlatformFeeMicro, ch.GasMicro, ch.RefundedMicro
+	if answer != nil {
+		status, ms := answer.Status, int(answer.Latency.Milliseconds())
+		inv.HTTPStatus, inv.LatencyMs = &status, &ms
+		if answer.Envelope != nil && answer.Envelope.Error != nil {
+			inv.OutcomeCode, inv.OutcomeMessage = answer.Envelope.Error.Code, answer.Envelope.Error.Message
+		}
+	}
+}
+
+func (s *Service) matchesOutput(intent *store.PartnerIntent, result []byte) bool {
+	sc, err := s.schema(intent, "output", []byte(*intent.OutputSchema))
+	if err != nil {
+		return false
+	}
+	if len(result) == 0 {
+		result = []byte("null")
+	}
+	v, err := tools.DecodeJSON(result)
+	return err == nil && sc.Validate(v) == nil
+}
+
+// payoutBook picks the ledger book of the partner's payout address: the settlement chain's
+// namespace:chain entry first, then the bare namespace.
+func (s *Service) payoutBook(intent *store.PartnerIntent) string {
+	key := s.cfg.SettlementChain
+	ns, _, _ := strings.Cut(key, ":")
+	for _, k := range []string{key, ns} {
+		if addr, ok := intent.PayoutAddresses[k]; ok && addr != "" {
+			return store.PartnerPayable(intent.PartnerID, k+":"+addr)
+		}
+	}
+	return store.PartnerPayable(intent.PartnerID, "unassigned")
+}
+
+// relayable reports a partner's considered failure answer (the spec's "partner needs more
+// information"): relayed as a result, not an error.
+func relayable(res *outbound.Result, err error) bool {
+	return outbound.Classify(res, err) == outbound.OutcomePartnerAnswer
+}
+
+// classify maps a partner's answer to the error model, nil meaning success (or a relayed
+// partner answer).
+func classify(intent *store.PartnerIntent, res *outbound.Result, err error) *tools.Error {
+	h := intent.PublicIdentifier
+	switch outbound.Classify(res, err) {
+	case outbound.OutcomeTimeout:
+		return tools.Errorf(tools.CodeUnavailable, "%s did not answer within %d ms; nothing was charged. Try again later", h, intent.TimeoutMs)
+	case outbound.OutcomeBlocked:
+		return tools.Errorf(tools.CodeUpstream, "%s's endpoint cannot be called safely (%v); nothing was charged", h, err)
+	case outbound.OutcomeNoAnswer:
+		return tools.Errorf(tools.CodeUnavailable, "%s could not be reached (%v); nothing was charged. Try again later", h, err)
+	case outbound.OutcomeRefused:
+		return tools.Errorf(tools.CodeUpstream, "%s refused Switchboard's signature (HTTP %d); nothing was charged. The partner must fix its verification", h, res.Status).
+			WithDetails(partnerDetails(res))
+	case outbound.OutcomeBadResponse:
+		code := tools.CodeUpstream
+		if res.Status >= 500 {
+			code = tools.CodeUnavailable
+		}
+		if res.Envelope == nil {
+			return tools.Errorf(code, "%s answered HTTP %d with no valid response envelope (%s); nothing was charged", h, res.Status, res.ParseError).
+				WithDetails(partnerDetails(res))
+		}
+		return tools.Errorf(code, "%s answered HTTP %d with success true, which is not a success; nothing was charged", h, res.Status).
+			WithDetails(partnerDetails(res))
+	case outbound.OutcomeServerError:
+		pe := res.Envelope.Error
+		return tools.Errorf(tools.CodeUnavailable, "%s: %s (%s); nothing was charged", h, pe.Message, pe.Code).WithDetails(partnerDetails(res))
+	}
+	return nil
+}
+
+func partnerDetails(res *outbound.Result) map[string]any {
+	d := map[string]any{"httpStatus": res.Status}
+	if res.Envelope != nil && res.Envelope.Error != nil {
+		d["partnerError"] = res.Envelope.Error
+	}
+	return d
+}
+
+func mergeDetails(a, b map[string]any) map[string]any {
+	if a == nil {
+		a = map[string]any{}
+	}
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// receipt signs what the caller is answered: the charges and the hash of the relayed result.
+func (s *Service) receipt(inv *store.Invocation, partnerID string, out InvokeOutput, result json.RawMessage) *signing.SignedReceipt {
+	if s.cfg.Signer == nil {
+		return nil
+	}
+	now := s.now().UTC()
+	c := out.Charge
+	sr, err := s.cfg.Signer.SignReceipt(signing.Receipt{
+		RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID,
+		UserID: s.cfg.UserID(inv.AccountID, partnerID), Success: out.Success,
+		Charges: signing.ReceiptCharges{ReservedMicro: c.ReservedMicro, PartnerFeeMicro: c.PartnerFeeMicro, PlatformFeeMicro: c.PlatformFeeMicro,
+			GasMicro: c.GasMicro, RefundedMicro: c.RefundedMicro, TotalMicro: c.TotalMicro},
+		CreatedAt: inv.CreatedAt.UTC().Format(time.RFC3339), FinishedAt: now.Format(time.RFC3339), ResultSHA256: signing.ResultHash(result),
+	})
+	if err != nil {
+		s.log.Error("sign receipt", "request_id", inv.RequestID, "err", err)
+		return nil
+	}
+	return &sr
+}

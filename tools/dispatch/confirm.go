@@ -1,0 +1,80 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// confirm dispatches a quoted write once; later confirmations get the stored outcome.
+func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
+	intent := cl.intent
+	if s.batch != nil { // an outcome answered a moment ago may still be on its way to the database
+		if err := s.batch.Wait(ctx, c.Principal.AccountID); err != nil {
+			return InvokeOutput{}, err
+		}
+	}
+	inv, err := s.store.Invocation(ctx, c.Principal.AccountID, in.ConfirmRequestID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.IntentID != intent.ID) {
+		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)
+	}
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	if inv.State == store.InvDispatching && s.journal != nil && s.journal.Has(inv.RequestID) {
+		// Its outcome waits in this replica's journal (the database was away): record it now.
+		if ok, err := s.replayOne(ctx, inv.RequestID); err != nil {
+			return InvokeOutput{}, err
+		} else if ok {
+			if inv, err = s.store.Invocation(ctx, c.Principal.AccountID, in.ConfirmRequestID); err != nil {
+				return InvokeOutput{}, err
+			}
+		}
+	}
+	switch inv.State {
+	case store.InvSucceeded, store.InvFailed, store.InvCancelled, store.InvOutcomeUnknown, store.InvDeclined:
+		return s.withPayment(replay(inv))
+	case store.InvAwaitingPayment:
+		return s.payAndDispatch(ctx, c, intent, inv, in)
+	case store.InvDispatching:
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s is being dispatched now; call again in a moment for its outcome (a dispatch that never finishes is concluded by the sweeper within a minute of its deadline)", inv.RequestID).
+			WithDetails(map[string]any{"requestId": inv.RequestID})
+	}
+	if s.now().UTC().Sub(inv.CreatedAt) > ConfirmWindow {
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the quote %s expired (%d minutes); call without confirmRequestId for a new one", inv.RequestID, int(ConfirmWindow.Minutes()))
+	}
+	if intent.Revision != inv.IntentRevision {
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the quote; call without confirmRequestId for a new quote and confirm that one", intent.PublicIdentifier)
+	}
+	if len(in.Args) > 0 {
+		canon, err := signing.Canonicalize(in.Args)
+		if err != nil || !bytes.Equal(canon, []byte(inv.Args)) {
+			return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the args differ from the quoted ones; confirm with the same args (or none), or ask for a new quote")
+		}
+	}
+	cl.args, cl.quote = []byte(inv.Args), quoteOf(inv)
+	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingConfirmation)
+}
+
+// replay returns the stored outcome of a finished invocation: the error it answered, or the
+// result (a success, or a partner's relayed failure).
+func replay(inv *store.Invocation) (InvokeOutput, error) {
+	if inv.Answer == nil {
+		return InvokeOutput{}, tools.Errorf(tools.CodeInternal, "request %s finished without a stored answer", inv.RequestID)
+	}
+	var body tools.Body
+	if json.Unmarshal([]byte(*inv.Answer), &body) == nil && body.Error != nil {
+		return InvokeOutput{}, body.Error
+	}
+	var out InvokeOutput
+	if err := json.Unmarshal([]byte(*inv.Answer), &out); err != nil {
+		return InvokeOutput{}, fmt.Errorf("stored answer of %s: %w", inv.RequestID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,167 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/tokens"
+)
+
+// prepare builds and checks cl's args, resolves a write's tokens, and prices the call.
+func (s *Service) prepare(ctx context.Context, p *tools.Principal, cl *call, rest string, given partners.ArgsDoc) error {
+	intent := cl.intent
+	schemaRaw := []byte(intent.ParametersSchema)
+	var args []byte
+	switch {
+	case len(given) > 0:
+		args = given
+	case partners.QueryOnly(schemaRaw):
+		args, _ = json.Marshal(map[string]string{"query": rest})
+	default:
+		return tools.Errorf(tools.CodeBadInput, "%s takes structured args: call again with `args` matching its parametersSchema (in details)", intent.PublicIdentifier).
+			WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw)})
+	}
+	canon, err := signing.Canonicalize(args)
+	if err != nil {
+		return tools.Errorf(tools.CodeBadInput, "args cannot be signed: %v", err)
+	}
+	v, err := tools.DecodeJSON(canon)
+	if err != nil {
+		return tools.Errorf(tools.CodeBadInput, "args: %v", err)
+	}
+	schema, err := s.schema(intent, "parameters", schemaRaw)
+	if err != nil {
+		return err
+	}
+	if e := tools.Validate(schema, v, "args"); e != nil {
+		e.Message += fmt.Sprintf(" of %s's parametersSchema (in details)", intent.PublicIdentifier)
+		e.Details["parametersSchema"] = json.RawMessage(schemaRaw)
+		return e
+	}
+	cl.args = canon
+	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: feeRate(intent)}
+	if rule := cl.rule; s.tokens != nil && rule.MovesTokens {
+		m, _ := v.(map[string]any)
+		resolved, err := s.tokens.ResolveArgs(ctx, intent.Category, schemaRaw, m)
+		if err != nil {
+			return err
+		}
+		if cl.routed, err = s.tokens.RoutedValue(ctx, schemaRaw, m, resolved); err != nil {
+			return err
+		}
+		terms.Routed = cl.routed.Micro
+		if gasChain := writeChain(cl.routed, resolved); gasChain != "" && rule.GasUnits > 0 {
+			micro, err := s.tokens.GasEstimate(ctx, gasChain, rule.GasUnits)
+			if err != nil {
+				return err
+			}
+			terms.Gas = &billing.Gas{Chain: gasChain, EstimateMicro: micro}
+		}
+	}
+	cl.quote, err = s.billing.QuoteFor(ctx, p.AccountID, terms)
+	if errors.Is(err, billing.ErrNeedsRoutedValue) {
+		if cl.routed.Reason != "" {
+			return tools.Errorf(tools.CodeUnavailable, "%s charges %s basis points of the value the call routes, and that value cannot be quoted now (%s); nothing was sent or charged. Try again later",
+				intent.PublicIdentifier, intent.FeeRate, cl.routed.Reason)
+		}
+		return tools.Errorf(tools.CodeBadInput, "%s charges %s basis points of the value the call routes: give the amount and token its parametersSchema marks (in details)",
+			intent.PublicIdentifier, intent.FeeRate).WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw)})
+	}
+	return err
+}
+
+// writeChain is where a write's on-chain step happens: the chain of the token it routes, else
+// of the first token it names.
+func writeChain(r tokens.Routed, resolved []tokens.ResolvedArg) string {
+	if r.Token != nil {
+		return r.Token.Chain
+	}
+	if len(resolved) > 0 {
+		return resolved[0].Token.Chain
+	}
+	return ""
+}
+
+// feeRate is the intent's feeRate (validated at publish).
+func feeRate(intent *store.PartnerIntent) decimal.Decimal {
+	d, err := decimal.NewFromString(intent.FeeRate)
+	if err != nil || d.IsNegative() {
+		return decimal.Zero
+	}
+	return d
+}
+
+// confirmation is a write's CONFIRMATION_REQUIRED answer: the exact args and the one bundled
+// charge, itemised, with the worst case that will be reserved.
+func confirmation(handle, category, requestID string, cl *call, expires time.Time) *tools.Error {
+	q := cl.quote
+	expected := q.ExpectedMicro()
+	value := "no routed value"
+	var routed any
+	if q.RoutedValueMicro != nil {
+		value = fmt.Sprintf("routing %s USD", tools.USD(*q.RoutedValueMicro))
+		routed = tools.USD(*q.RoutedValueMicro)
+	} else if cl.routed.Reason != "" {
+		value = "the value routed cannot be quoted now (" + cl.routed.Reason + ")"
+	}
+	details := map[string]any{
+		"requestId": requestID, "handle": handle, "category": category,
+		"args": json.RawMessage(cl.args), "routedValueUsd": routed,
+		"partnerFeeUsd": tools.USD(q.MaxPartnerFeeMicro), "platformFeeUsd": tools.USD(q.PlatformFeeMicro),
+		"platformFeeBps": q.PlatformBps, "tier": q.Tier, "infrastructureUsd": tools.USD(q.ReserveMicro),
+		"gasEstimateUsd": tools.USD(q.GasEstimateMicro), "gasChain": q.GasChain,
+		"totalUsd": tools.USD(expected), "maxChargeUsd": tools.USD(q.WorstMicro()),
+		"expiresAt": expires,
+	}
+	return tools.Errorf(tools.CodeConfirmationRequired,
+		"%s is a %s intent (%s): nothing was sent. It costs %s USD in one charge (partner up to %s, platform %s, gas about %s, infrastructure %s); up to %s USD is reserved. "+
+			"Show the user the handle, args and charge; if they approve, call invoke_partner_message again with the same message and confirmRequestId %q within %d minutes",
+		handle, category, value, tools.USD(expected), tools.USD(q.MaxPartnerFeeMicro), tools.USD(q.PlatformFeeMicro), tools.USD(q.GasEstimateMicro),
+		tools.USD(q.ReserveMicro), tools.USD(q.WorstMicro()), requestID, int(ConfirmWindow.Minutes())).WithDetails(details)
+}
+
+func (s *Service) schema(intent *store.PartnerIntent, which string, raw []byte) (*jsonschema.Schema, error) {
+	key := fmt.Sprintf("%s/%d/%s", intent.ID, intent.Revision, which)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sc, ok := s.schemas[key]; ok {
+		return sc, nil
+	}
+	sc, err := tools.CompileSchema(raw)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s %sSchema: %w", intent.PublicIdentifier, which, err)
+	}
+	if len(s.schemas) > 4096 {
+		clear(s.schemas) // bounded: recompiling is cheap next to a partner call
+	}
+	s.schemas[key] = sc
+	return sc, nil
+}
+
+func (s *Service) newInvocation(c *tools.Caller, cl *call, requestID string) *store.Invocation {
+	return &store.Invocation{
+		RequestID: requestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
+		IntentID: cl.intent.ID, Handle: cl.intent.PublicIdentifier, Category: cl.intent.Category,
+		IntentRevision: cl.intent.Revision, Args: string(cl.args),
+		ReserveMicro: cl.quote.ReserveMicro, MaxPartnerFeeMicro: cl.quote.MaxPartnerFeeMicro, MaxPlatformFeeMicro: cl.quote.PlatformFeeMicro,
+		RoutedValueMicro: cl.quote.RoutedValueMicro, GasChain: cl.quote.GasChain,
+		GasEstimateMicro: cl.quote.GasEstimateMicro, MaxGasMicro: cl.quote.MaxGasMicro,
+		CreatedAt: s.now().UTC(),
+	}
+}
+
+// quoteOf is the quote an invocation was priced with.
+func quoteOf(inv *store.Invocation) billing.Quote {
+	return billing.Quote{ReserveMicro: inv.ReserveMicro, MaxPartnerFeeMicro: inv.MaxPartnerFeeMicro, PlatformFeeMicro: inv.MaxPlatformFeeMicro,
+		RoutedValueMicro: inv.RoutedValueMicro, GasChain: inv.GasChain, GasEstimateMicro: inv.GasEstimateMicro, MaxGasMicro: inv.MaxGasMicro}
+}

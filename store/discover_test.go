@@ -21,7 +21,7 @@ func TestSearchFollowsUpdates(t *testing.T) {
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 		a, b := intentRow("ia", "@weather-alpha", now), intentRow("ib", "@weather-beta", now)
 		a.Description, b.Description = "Weather for any city", "Weather for any city"
-		if _, err := s.PublishIntents(ctx, "pub", []*store.PartnerIntent{a, b}, store.PublishQuota{Now: now}); err != nil {
+		if _, err := s.PublishIntents(ctx, "pub", []*store.PartnerIntent{a, b}, now); err != nil {
 			t.Fatal(err)
 		}
 		for _, in := range []*store.PartnerIntent{a, b} {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -60,26 +59,6 @@ type PartnerIntent struct {
 	UpdatedAt          time.Time         `bun:"updated_at,notnull"`
 }
 
-// PublishQuota is the publishing rate limit applied by PublishIntents: at most Limit rows
-// created in any Window per Partner, judged at Now. Limit 0 means no limit (operator
-// insertion).
-type PublishQuota struct {
-	Limit  int
-	Window time.Duration
-	Now    time.Time
-}
-
-// QuotaError says a publish would exceed the quota: Used rows were created in the window,
-// and enough slots for the request open at NextSlot.
-type QuotaError struct {
-	Used, Limit, Requested int
-	NextSlot               time.Time
-}
-
-func (e *QuotaError) Error() string {
-	return fmt.Sprintf("publish quota: %d of %d used, %d requested, next slot at %s", e.Used, e.Limit, e.Requested, e.NextSlot.Format(time.RFC3339))
-}
-
 // HandlesTakenError lists the handles of a publish that already exist (archived ones
 // included: handles are never reused).
 type HandlesTakenError struct {
@@ -93,60 +72,75 @@ func (e *HandlesTakenError) Error() string {
 // Is makes a HandlesTakenError an ErrConflict.
 func (e *HandlesTakenError) Is(target error) bool { return target == ErrConflict }
 
-// PublishIntents creates rows in one transaction, all or none, owned by accountID. It
-// creates the account's Partner on its first publish, locks it (so concurrent publishes of
-// one Partner are counted one after the other on PostgreSQL; SQLite's immediate
-// transactions serialize writers already), counts the rows created in the quota window and
-// refuses with *QuotaError when the rows would not fit, and with *HandlesTakenError when a
-// handle exists. It fills in PartnerID and OwnerID of the rows and returns the Partner.
-func (s *Store) PublishIntents(ctx context.Context, accountID string, rows []*PartnerIntent, q PublishQuota) (*Partner, error) {
-	p := new(Partner)
+// PublishIntents creates rows in one transaction, all or none, owned by accountID, creating
+// the account's Partner on its first publish: an operator's insertion and tests' fixtures,
+// which no publishing quota applies to (the publish tools go through partners, which applies
+// it: Q.LockPartner, Q.PublishedSince, Q.InsertIntents).
+func (s *Store) PublishIntents(ctx context.Context, accountID string, rows []*PartnerIntent, now time.Time) (*Partner, error) {
+	var p *Partner
+	err := s.InTx(ctx, func(ctx context.Context, q *Q) error {
+		var err error
+		if p, err = q.LockPartner(ctx, accountID, now); err != nil {
+			return err
+		}
+		return q.InsertIntents(ctx, p, rows)
+	})
+	return p, err
+}
+
+// LockPartner returns the account's Partner, creating it on its first publish, locked for the
+// rest of the transaction (on PostgreSQL; SQLite's immediate transactions serialize writers
+// already), so that concurrent publishes of one Partner are counted one after the other.
+func (q *Q) LockPartner(ctx context.Context, accountID string, now time.Time) (*Partner, error) {
+	if err := q.flush(ctx); err != nil {
+		return nil, err
+	}
+	return q.store.lockPartner(ctx, q.tx, accountID, now)
+}
+
+// PublishedSince returns when each of the Partner's rows created after since was created,
+// oldest first.
+func (q *Q) PublishedSince(ctx context.Context, partnerID string, since time.Time) ([]time.Time, error) {
+	if err := q.flush(ctx); err != nil {
+		return nil, err
+	}
+	var times []time.Time
+	if err := q.tx.NewSelect().Model((*PartnerIntent)(nil)).Column("created_at").
+		Where("partner_id = ? AND created_at > ?", partnerID, since).
+		OrderExpr("created_at ASC").Scan(ctx, &times); err != nil {
+		return nil, fmt.Errorf("count recent publishes: %w", normalize(err))
+	}
+	return times, nil
+}
+
+// InsertIntents inserts rows for Partner p, filling in their PartnerID and OwnerID; a handle
+// that exists (archived ones included: handles are never reused) refuses them all with
+// *HandlesTakenError. Caches learn of the handles once the transaction commits.
+func (q *Q) InsertIntents(ctx context.Context, p *Partner, rows []*PartnerIntent) error {
+	if err := q.flush(ctx); err != nil {
+		return err
+	}
 	handles := make([]string, len(rows))
 	for i, r := range rows {
 		handles[i] = r.PublicIdentifier
 	}
-	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		if p, err = s.lockPartner(ctx, tx, accountID, q.Now); err != nil {
-			return err
-		}
-		if q.Limit > 0 {
-			var times []time.Time
-			if err := tx.NewSelect().Model((*PartnerIntent)(nil)).Column("created_at").
-				Where("partner_id = ? AND created_at > ?", p.ID, q.Now.Add(-q.Window)).
-				OrderExpr("created_at ASC").Scan(ctx, &times); err != nil {
-				return fmt.Errorf("count recent publishes: %w", err)
-			}
-			if over := len(times) + len(rows) - q.Limit; over > 0 {
-				next := q.Now.Add(q.Window)
-				if over <= len(times) {
-					next = times[over-1].Add(q.Window)
-				}
-				return &QuotaError{Used: len(times), Limit: q.Limit, Requested: len(rows), NextSlot: next.UTC()}
-			}
-		}
-		var taken []string
-		if err := tx.NewSelect().Model((*PartnerIntent)(nil)).Column("public_identifier").
-			Where("public_identifier IN (?)", bun.List(handles)).Scan(ctx, &taken); err != nil {
-			return fmt.Errorf("check handles: %w", err)
-		}
-		if len(taken) > 0 {
-			sort.Strings(taken)
-			return &HandlesTakenError{Handles: taken}
-		}
-		for i, r := range rows {
-			r.PartnerID, r.OwnerID = p.ID, accountID
-			if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
-				return fmt.Errorf("insert intent %d (%s): %w", i, r.PublicIdentifier, normalize(err))
-			}
-		}
-		return s.announce(ctx, tx, IntentChange, handles...) // caches may hold "no such handle"
-	})
-	if err != nil {
-		return nil, err
+	var taken []string
+	if err := q.tx.NewSelect().Model((*PartnerIntent)(nil)).Column("public_identifier").
+		Where("public_identifier IN (?)", bun.List(handles)).Scan(ctx, &taken); err != nil {
+		return fmt.Errorf("check handles: %w", normalize(err))
 	}
-	s.changed(IntentChange, handles...)
-	return p, nil
+	if len(taken) > 0 {
+		sort.Strings(taken)
+		return &HandlesTakenError{Handles: taken}
+	}
+	for i, r := range rows {
+		r.PartnerID, r.OwnerID = p.ID, p.AccountID
+		if _, err := q.tx.NewInsert().Model(r).Exec(ctx); err != nil {
+			return fmt.Errorf("insert intent %d (%s): %w", i, r.PublicIdentifier, normalize(err))
+		}
+		q.changed = append(q.changed, Change{Kind: IntentChange, ID: r.PublicIdentifier})
+	}
+	return q.store.announce(ctx, q.tx, IntentChange, handles...) // caches may hold "no such handle"
 }
 
 // lockPartner returns the account's Partner, creating it if needed, locked for the rest of
@@ -253,13 +247,6 @@ func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
 	s.changed(IntentChange, handle)
 	in.Revision++
 	return nil
-}
-
-// IsQuotaError reports whether err is a *QuotaError and returns it.
-func IsQuotaError(err error) (*QuotaError, bool) {
-	var q *QuotaError
-	ok := errors.As(err, &q)
-	return q, ok
 }
 
 // ClaimProbe takes an active intent's next probe: it moves next_probe_at to next when the probe

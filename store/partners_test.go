@@ -3,8 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,10 +29,6 @@ func intentRow(id, handle string, now time.Time) *store.PartnerIntent {
 	}
 }
 
-var quota = func(now time.Time) store.PublishQuota {
-	return store.PublishQuota{Limit: 5, Window: time.Hour, Now: now}
-}
-
 func TestPublishIntentsRoundTrip(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -48,7 +42,7 @@ func TestPublishIntentsRoundTrip(t *testing.T) {
 		r.SampleQueries = []string{"price of eth", "btc"}
 		r.Capabilities = []string{"MUTATES_USER_FUNDS"}
 		r.FeeRate = "0.25"
-		p, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{r}, quota(now))
+		p, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{r}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +64,7 @@ func TestPublishIntentsRoundTrip(t *testing.T) {
 		}
 		// A row without payout addresses or pricing shape reads back as nil.
 		r2 := intentRow("i2", "@beta", now)
-		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{r2}, quota(now)); err != nil {
+		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{r2}, now); err != nil {
 			t.Fatal(err)
 		}
 		got2, err := s.IntentByID(ctx, "i2")
@@ -92,53 +86,16 @@ func TestPublishIntentsRoundTrip(t *testing.T) {
 	})
 }
 
-func TestPublishIntentsQuota(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		mustAccount(t, s, "acct1")
-		start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		for i := range 5 {
-			at := start.Add(time.Duration(i) * 10 * time.Minute)
-			if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow(fmt.Sprint("i", i), fmt.Sprint("@h", i), at)}, quota(at)); err != nil {
-				t.Fatalf("publish %d: %v", i, err)
-			}
-		}
-		at := start.Add(45 * time.Minute)
-		_, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i5", "@h5", at)}, quota(at))
-		q, ok := store.IsQuotaError(err)
-		if !ok {
-			t.Fatalf("6th row: got %v, want QuotaError", err)
-		}
-		if q.Used != 5 || !q.NextSlot.Equal(start.Add(time.Hour)) {
-			t.Fatalf("quota error = %+v, want used 5, next slot %s", q, start.Add(time.Hour))
-		}
-		// Two rows need two slots: the second oldest's.
-		at = start.Add(time.Hour + time.Minute)
-		_, err = s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i5", "@h5", at), intentRow("i6", "@h6", at)}, quota(at))
-		q, ok = store.IsQuotaError(err)
-		if !ok || q.Used != 4 || !q.NextSlot.Equal(start.Add(70*time.Minute)) {
-			t.Fatalf("bundle of 2 with 1 free slot: %v", err)
-		}
-		if _, err := s.IntentByID(ctx, "i5"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("refused bundle wrote a row: %v", err)
-		}
-		// Operator insertion has no quota.
-		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i5", "@h5", at)}, store.PublishQuota{Now: at}); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
 func TestPublishIntentsAtomicAndHandlesUnique(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		mustAccount(t, s, "acct1")
 		mustAccount(t, s, "acct2")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i1", "@taken", now)}, quota(now)); err != nil {
+		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i1", "@taken", now)}, now); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{intentRow("i2", "@fresh", now), intentRow("i3", "@taken", now)}, quota(now))
+		_, err := s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{intentRow("i2", "@fresh", now), intentRow("i3", "@taken", now)}, now)
 		var he *store.HandlesTakenError
 		if !errors.As(err, &he) || len(he.Handles) != 1 || he.Handles[0] != "@taken" || !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("taken handle: %v", err)
@@ -147,7 +104,7 @@ func TestPublishIntentsAtomicAndHandlesUnique(t *testing.T) {
 			t.Fatalf("row of a failed bundle exists: %v", err)
 		}
 		// A duplicate id inside the bundle fails at insert: still nothing written.
-		_, err = s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{intentRow("i4", "@one", now), intentRow("i4", "@two", now)}, quota(now))
+		_, err = s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{intentRow("i4", "@one", now), intentRow("i4", "@two", now)}, now)
 		if !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("duplicate id: %v", err)
 		}
@@ -157,42 +114,12 @@ func TestPublishIntentsAtomicAndHandlesUnique(t *testing.T) {
 	})
 }
 
-// Concurrent publishes of one Partner must not exceed the quota together.
-func TestPublishIntentsQuotaConcurrent(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		mustAccount(t, s, "acct1")
-		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		var wg sync.WaitGroup
-		errs := make([]error, 8)
-		for i := range 8 {
-			wg.Go(func() {
-				_, errs[i] = s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow(fmt.Sprint("c", i), fmt.Sprint("@c", i), now)}, quota(now))
-			})
-		}
-		wg.Wait()
-		ok, limited := 0, 0
-		for _, err := range errs {
-			if err == nil {
-				ok++
-			} else if _, q := store.IsQuotaError(err); q {
-				limited++
-			} else {
-				t.Errorf("unexpected error: %v", err)
-			}
-		}
-		if ok != 5 || limited != 3 {
-			t.Fatalf("%d published, %d limited; want 5 and 3", ok, limited)
-		}
-	})
-}
-
 func TestUpdateIntentRevision(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		mustAccount(t, s, "acct1")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i1", "@alpha", now)}, quota(now)); err != nil {
+		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i1", "@alpha", now)}, now); err != nil {
 			t.Fatal(err)
 		}
 		a, _ := s.IntentByID(ctx, "i1")

@@ -87,7 +87,7 @@ func TestWatchFansOutEveryKind(t *testing.T) {
 			mustAccount(t, a, "acct-watch")
 			now := time.Now().UTC()
 			row := intentRow("i-watch", "@watched", now)
-			if _, err := a.PublishIntents(ctx, "acct-watch", []*store.PartnerIntent{row}, store.PublishQuota{}); err != nil {
+			if _, err := a.PublishIntents(ctx, "acct-watch", []*store.PartnerIntent{row}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			if err := a.SetTier(ctx, "acct-watch", "pro"); err != nil {

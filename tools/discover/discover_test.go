@@ -52,7 +52,7 @@ func seed(t testing.TB, env *apptest.Env, accountID string, active bool, fx []fi
 			Revision: 1, CreatedAt: now, UpdatedAt: now,
 		})
 	}
-	if _, err := env.App.Store.PublishIntents(context.Background(), accountID, rows, store.PublishQuota{Now: now}); err != nil {
+	if _, err := env.App.Store.PublishIntents(context.Background(), accountID, rows, now); err != nil {
 		t.Fatal(err)
 	}
 }

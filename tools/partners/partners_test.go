@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -414,4 +415,38 @@ func (f fakeDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, e
 		return a, nil
 	}
 	return nil, errors.New("no such host")
+}
+
+// Concurrent publishes of one Partner never exceed the quota together: the Partner's row is
+// locked before the window is counted.
+func TestPublishQuotaConcurrent(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			e := newEnv(t, envOptions{dialect: dialect})
+			acct, _ := e.account(t)
+			errs := make([]error, 8)
+			var wg sync.WaitGroup
+			for i := range errs {
+				wg.Go(func() {
+					_, errs[i] = e.svc.Publish(context.Background(), acct, []partners.IntentInput{input(fmt.Sprintf("@cc-%d", i), "https://partner.example/tool")})
+				})
+			}
+			wg.Wait()
+			ok, limited := 0, 0
+			for _, err := range errs {
+				switch te := tools.Translate(err); {
+				case err == nil:
+					ok++
+				case te != nil && te.Code == tools.CodeRateLimited:
+					limited++
+				default:
+					t.Errorf("unexpected error: %v", err)
+				}
+			}
+			rows, _ := e.st.IntentsByOwner(context.Background(), acct, true)
+			if ok != 5 || limited != 3 || len(rows) != 5 {
+				t.Fatalf("%d published, %d limited, %d rows; want 5, 3 and 5", ok, limited, len(rows))
+			}
+		})
+	}
 }

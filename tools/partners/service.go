@@ -153,7 +153,7 @@ func (s *Service) Publish(ctx context.Context, accountID string, ins []IntentInp
 	for _, r := range rows {
 		r.CreatedAt, r.UpdatedAt = now, now
 	}
-	p, err := s.store.PublishIntents(ctx, accountID, rows, store.PublishQuota{Limit: s.cfg.PublishLimit, Window: s.cfg.PublishWindow, Now: now})
+	p, err := s.publishRows(ctx, accountID, rows, s.cfg.PublishLimit, now)
 	if err != nil {
 		return nil, s.publishError(err, ins, bundle, now)
 	}
@@ -188,13 +188,55 @@ func (s *Service) validate(ctx context.Context, ins []IntentInput) ([]*store.Par
 	return rows, nil
 }
 
+// publishRows creates rows for accountID's Partner in one transaction, all or none, within
+// the publishing quota: at most limit rows created in any PublishWindow per Partner (0: no
+// quota, the operator's insertion). The Partner's row is locked first, so that concurrent
+// publishes of one Partner are counted one after the other.
+func (s *Service) publishRows(ctx context.Context, accountID string, rows []*store.PartnerIntent, limit int, now time.Time) (*store.Partner, error) {
+	var p *store.Partner
+	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		var err error
+		if p, err = q.LockPartner(ctx, accountID, now); err != nil {
+			return err
+		}
+		if limit > 0 {
+			times, err := q.PublishedSince(ctx, p.ID, now.Add(-s.cfg.PublishWindow))
+			if err != nil {
+				return err
+			}
+			if over := len(times) + len(rows) - limit; over > 0 {
+				// The request fits once the over-th oldest row in the window has left it.
+				next := now.Add(s.cfg.PublishWindow)
+				if over <= len(times) {
+					next = times[over-1].Add(s.cfg.PublishWindow)
+				}
+				return &quotaError{Used: len(times), Limit: limit, Requested: len(rows), NextSlot: next.UTC()}
+			}
+		}
+		return q.InsertIntents(ctx, p, rows)
+	})
+	return p, err
+}
+
+// quotaError says a publish would exceed the quota: Used rows were created in the window,
+// and enough slots for the request open at NextSlot.
+type quotaError struct {
+	Used, Limit, Requested int
+	NextSlot               time.Time
+}
+
+func (e *quotaError) Error() string {
+	return fmt.Sprintf("publish quota: %d of %d used, %d requested, next slot at %s", e.Used, e.Limit, e.Requested, e.NextSlot.Format(time.RFC3339))
+}
+
 func (s *Service) publishError(err error, ins []IntentInput, bundle bool, now time.Time) error {
 	nothing := ""
 	if bundle {
 		nothing = " The bundle was refused whole: nothing was published."
 	}
 	var he *store.HandlesTakenError
-	if q, ok := store.IsQuotaError(err); ok {
+	var q *quotaError
+	if errors.As(err, &q) {
 		wait := q.NextSlot.Sub(now)
 		secs := int((wait + time.Second - 1) / time.Second)
 		e := tools.Errorf(tools.CodeRateLimited,
@@ -241,7 +283,7 @@ func (s *Service) Insert(ctx context.Context, ownerID string, in IntentInput, st
 	row := rows[0]
 	now := s.now()
 	row.CreatedAt, row.UpdatedAt, row.VerificationStatus, row.IsCoreIntent = now, now, status, core
-	p, err := s.store.PublishIntents(ctx, ownerID, rows, store.PublishQuota{Now: now})
+	p, err := s.publishRows(ctx, ownerID, rows, 0, now)
 	if err != nil {
 		return Intent{}, s.publishError(err, []IntentInput{in}, false, now)
 	}

@@ -98,7 +98,7 @@ func publish(t testing.TB, st *store.Store, owner, handle string) {
 		ParametersSchema: `{"type":"object"}`, FeeRate: "0", FeeRateUnit: "usd_per_call", Tier: "one_shot",
 		SampleQueries: []string{}, VerificationStatus: "UNVERIFIED", Revision: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	if _, err := st.PublishIntents(context.Background(), owner, []*store.PartnerIntent{row}, store.PublishQuota{}); err != nil {
+	if _, err := st.PublishIntents(context.Background(), owner, []*store.PartnerIntent{row}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 }

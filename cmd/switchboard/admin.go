@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,41 +23,171 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners"
 )
 
-const adminUsage = `usage: switchboard admin <command> [flags] [args]
+// adminCommand is one `switchboard admin` subcommand: its synopsis and help, its flags, and
+// what it does with the built service.
+type adminCommand struct {
+	name  string
+	args  []string // positional arguments, by name
+	help  string   // what it does, for 'admin help' and 'admin <name> --help'
+	flags func(fs *flag.FlagSet, o *adminOptions)
+	// run does the command; a is nil for commands that do not need the service (noApp).
+	run   func(ctx context.Context, a *app.App, o *adminOptions, args []string) (any, error)
+	noApp bool
+}
 
-Operator commands on the configured database (SWITCHBOARD_DATABASE_URL, SWITCHBOARD_ENV, ...).
-Partner publishing is live on the test environment; production listings are inserted here.
+// adminOptions are the subcommands' own flags, and what they read.
+type adminOptions struct {
+	cfg       app.Config
+	stdin     io.Reader
+	file      string
+	testToken bool
+	retire    bool
+}
 
-commands:
-  insert-listing [-file row.json]           insert a partner intent from a JSON row (stdin by default):
-                                            the partner_publish_intent fields plus ownerId (an account id
-                                            of this database), optional verificationStatus (UNVERIFIED,
-                                            VERIFIED, PREMIUM; default UNVERIFIED) and isCoreIntent.
-                                            Same validator as publishing, no rate limit; starts inactive.
-  set-verification <id|@handle> <status>    set verificationStatus: UNVERIFIED, VERIFIED or PREMIUM
-  set-active <id|@handle> <true|false>      activate (after the negative-auth probe passes) or deactivate
-  show-listing <id|@handle>                 print a listing
-  credit <account-id|e-mail> <usd>          add credit to an account (decimal USD, up to 6 places)
-  set-tier <account-id|e-mail> <tier>       set an account's fee tier (one of SWITCHBOARD_FEE_TIERS):
-                                            the platform's basis points on the value its calls route
-  invocation <request-id>                   what happened to a request: the invocation, its
-                                            transitions and its ledger rows
-  deploy-payer [-test-token]                deploy the FlatFeePayer on SWITCHBOARD_FLATFEE_RPC_URL (relayer: the
-                                            SWITCHBOARD_FLATFEE_RELAYER_KEY's address; treasury:
-                                            SWITCHBOARD_FLATFEE_TREASURY; token: SWITCHBOARD_FLATFEE_TOKEN, or with
-                                            -test-token a fresh TestUSDC) and print the settings to use
-  rotate-key [-retire]                      rotate the service's signing key in steps: publish the next key (key set at
-                                            /.well-known/service-keys), then, run again after an hour and 5 minutes,
-                                            switch signing to it (the old key stays published as previous, for
-                                            receipts); -retire stops publishing the previous key
-  payout                                    pay partners' accrued per-call fees in the stablecoin now
-                                            (serve does it every SWITCHBOARD_PAYOUT_INTERVAL)
-  ledger-check                              verify the ledger's invariants (balanced, matching balances)
-  sweep                                     conclude dispatches a crash abandoned and refund reservations
-                                            nobody settled, now (serve does it every 30 s)
+// adminCommands is every `switchboard admin` subcommand, in the order help lists them.
+var adminCommands = []adminCommand{
+	{name: "insert-listing", help: "insert a partner intent from a JSON row (stdin by default): the partner_publish_intent fields plus " +
+		"ownerId (an account id of this database), optional verificationStatus (UNVERIFIED, VERIFIED, PREMIUM; default UNVERIFIED) " +
+		"and isCoreIntent. Same validator as publishing, no rate limit; starts inactive",
+		flags: func(fs *flag.FlagSet, o *adminOptions) {
+			fs.StringVar(&o.file, "file", "-", "the JSON row; - reads stdin")
+		},
+		run: func(ctx context.Context, a *app.App, o *adminOptions, _ []string) (any, error) {
+			row, err := readRow(o.file, o.stdin)
+			if err != nil {
+				return nil, err
+			}
+			if row.OwnerID == "" {
+				return nil, errors.New("the row needs ownerId: the account id of the partner in this database")
+			}
+			if row.VerificationStatus == "" {
+				row.VerificationStatus = partners.StatusUnverified
+			}
+			return described(a.Partners.Insert(ctx, row.OwnerID, row.IntentInput, row.VerificationStatus, row.IsCoreIntent))
+		}},
+	{name: "set-verification", args: []string{"id|@handle", "status"}, help: "set verificationStatus: UNVERIFIED, VERIFIED or PREMIUM",
+		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
+			return described(a.Partners.SetVerificationStatus(ctx, args[0], args[1]))
+		}},
+	{name: "set-active", args: []string{"id|@handle", "true|false"}, help: "activate (after the negative-auth probe passes) or deactivate",
+		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
+			active, err := strconv.ParseBool(args[1])
+			if err != nil {
+				return nil, fmt.Errorf("set-active: %q is not true or false", args[1])
+			}
+			row, err := a.Partners.Lookup(ctx, args[0])
+			if err != nil {
+				return nil, describe(err)
+			}
+			return described(a.Partners.SetActive(ctx, row, active))
+		}},
+	{name: "show-listing", args: []string{"id|@handle"}, help: "print a listing",
+		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
+			row, err := a.Partners.Lookup(ctx, args[0])
+			if err != nil {
+				return nil, describe(err)
+			}
+			return partners.IntentOf(row), nil
+		}},
+	{name: "credit", args: []string{"account-id|e-mail", "usd"}, help: "add credit to an account (decimal USD, up to 6 places)",
+		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
+			return credit(ctx, a, args[0], args[1])
+		}},
+	{name: "set-tier", args: []string{"account-id|e-mail", "tier"}, help: "set an account's fee tier (one of SWITCHBOARD_FEE_TIERS): the platform's basis points on the value its calls route",
+		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
+			return setTier(ctx, a, args[0], args[1])
+		}},
+	{name: "invocation", args: []string{"request-id"}, help: "what happened to a request: the invocation, its transitions and its ledger rows",
+		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
+			return invocation(ctx, a, args[0])
+		}},
+	{name: "deploy-payer", noApp: true, help: "deploy the FlatFeePayer on SWITCHBOARD_FLATFEE_RPC_URL (relayer: the SWITCHBOARD_FLATFEE_RELAYER_KEY's address; " +
+		"treasury: SWITCHBOARD_FLATFEE_TREASURY; token: SWITCHBOARD_FLATFEE_TOKEN, or with -test-token a fresh TestUSDC) and print the settings to use",
+		flags: func(fs *flag.FlagSet, o *adminOptions) {
+			fs.BoolVar(&o.testToken, "test-token", false, "also deploy a TestUSDC (test networks only) and use it")
+		},
+		run: func(ctx context.Context, _ *app.App, o *adminOptions, _ []string) (any, error) {
+			return deployPayer(ctx, o.cfg, o.testToken)
+		}},
+	{name: "rotate-key", help: "rotate the service's signing key in steps: publish the next key (key set at /.well-known/service-keys), then, " +
+		"run again after an hour and 5 minutes, switch signing to it (the old key stays published as previous, for receipts); -retire stops publishing the previous key",
+		flags: func(fs *flag.FlagSet, o *adminOptions) {
+			fs.BoolVar(&o.retire, "retire", false, "stop publishing the previous key")
+		},
+		run: func(ctx context.Context, a *app.App, o *adminOptions, _ []string) (any, error) {
+			if o.retire {
+				n, err := a.Keys.Retire(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return map[string]any{"action": "retired", "retired": n}, nil
+			}
+			return described(a.Keys.Rotate(ctx))
+		}},
+	{name: "payout", help: "pay partners' accrued per-call fees in the stablecoin now (serve does it every SWITCHBOARD_PAYOUT_INTERVAL)",
+		run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
+			if a.Payments == nil {
+				return nil, errors.New("payout needs the flat-fee network: set SWITCHBOARD_FLATFEE_RPC_URL and the other SWITCHBOARD_FLATFEE_* settings")
+			}
+			paid, err := a.Payments.Payouts(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if paid == nil {
+				paid = []*store.Payout{}
+			}
+			return map[string]any{"payouts": paid}, nil
+		}},
+	{name: "ledger-check", help: "verify the ledger's invariants (balanced, matching balances)",
+		run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
+			if err := a.Store.LedgerCheck(ctx); err != nil {
+				return nil, err
+			}
+			return map[string]string{"ledger": "ok"}, nil
+		}},
+	{name: "sweep", help: "conclude dispatches a crash abandoned (replaying this data directory's journal of write outcomes first) and refund reservations nobody settled, now (serve does it every SWITCHBOARD_SWEEP_INTERVAL)",
+		run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
+			recovered, refunded, err := a.Sweep(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]int{"concludedDispatches": recovered, "refundedReservations": refunded}, nil
+		}},
+}
 
-Each prints the listing as JSON. The service settings are flags too (see 'switchboard serve --help').
-`
+// synopsis is the command with its flags and arguments, as help shows it.
+func (c adminCommand) synopsis() string {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	if c.flags != nil {
+		c.flags(fs, &adminOptions{})
+	}
+	parts := []string{c.name}
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.DefValue == "false" {
+			parts = append(parts, "[-"+f.Name+"]")
+		} else {
+			parts = append(parts, "[-"+f.Name+" "+f.DefValue+"]")
+		}
+	})
+	for _, a := range c.args {
+		parts = append(parts, "<"+a+">")
+	}
+	return strings.Join(parts, " ")
+}
+
+// adminUsage lists the subcommands.
+func adminUsage() string {
+	var b strings.Builder
+	b.WriteString("usage: switchboard admin <command> [flags] [args]\n\n" +
+		"Operator commands on the configured database (SWITCHBOARD_DATABASE_URL, SWITCHBOARD_ENV, ...).\n" +
+		"Partner publishing is live on the test environment; production listings are inserted here.\n\ncommands:\n")
+	for _, c := range adminCommands {
+		fmt.Fprintf(&b, "  %s\n      %s\n", c.synopsis(), c.help)
+	}
+	b.WriteString("\nEach prints its result as JSON. 'switchboard admin <command> --help' shows its flags and the service\n" +
+		"settings, which are flags too (each also a SWITCHBOARD_* variable).\n")
+	return b.String()
+}
 
 // listingRow is insert-listing's input: the publish fields plus what only the operator sets.
 type listingRow struct {
@@ -69,155 +200,65 @@ type listingRow struct {
 // runAdmin runs `switchboard admin ...`.
 func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, adminUsage)
+		fmt.Fprint(stderr, adminUsage())
 		if len(args) == 0 {
 			return errors.New("no admin command")
 		}
 		return nil
 	}
-	sub := args[0]
-	fs := flag.NewFlagSet("switchboard admin "+sub, flag.ContinueOnError)
+	i := slices.IndexFunc(adminCommands, func(c adminCommand) bool { return c.name == args[0] })
+	if i < 0 {
+		fmt.Fprint(stderr, adminUsage())
+		return fmt.Errorf("unknown admin command %q", args[0])
+	}
+	c := adminCommands[i]
+	o := &adminOptions{stdin: stdin}
+	fs := flag.NewFlagSet("switchboard admin "+c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: switchboard admin %s\n\n%s\n\nflags:\n", c.synopsis(), c.help)
+		fs.PrintDefaults()
+	}
 	cfg.RegisterFlags(fs, true)
-	var file string
-	var testToken, retire bool
-	var want int // positional arguments
-	switch sub {
-	case "insert-listing":
-		fs.StringVar(&file, "file", "-", "the JSON row; - reads stdin")
-	case "set-verification", "set-active":
-		want = 2
-	case "show-listing", "invocation":
-		want = 1
-	case "credit", "set-tier":
-		want = 2
-	case "ledger-check", "sweep", "payout":
-	case "rotate-key":
-		fs.BoolVar(&retire, "retire", false, "stop publishing the previous key")
-	case "deploy-payer":
-		fs.BoolVar(&testToken, "test-token", false, "also deploy a TestUSDC (test networks only) and use it")
-	default:
-		fmt.Fprint(stderr, adminUsage)
-		return fmt.Errorf("unknown admin command %q", sub)
+	if c.flags != nil {
+		c.flags(fs, o)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
-	if fs.NArg() != want {
+	if fs.NArg() != len(c.args) {
 		fs.Usage()
-		return fmt.Errorf("admin %s takes %d argument(s), got %d", sub, want, fs.NArg())
+		return fmt.Errorf("admin %s takes %d argument(s), got %d", c.name, len(c.args), fs.NArg())
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if sub == "deploy-payer" {
-		out, err := deployPayer(ctx, cfg, testToken)
-		if err != nil {
+	o.cfg = cfg
+	var a *app.App
+	if !c.noApp {
+		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		var err error
+		if a, err = app.Build(ctx, cfg, app.Deps{Log: log}); err != nil {
 			return err
 		}
-		return printJSON(stdout, out)
+		defer a.Close()
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.Build(ctx, cfg, app.Deps{Log: log})
+	out, err := c.run(ctx, a, o, fs.Args())
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	svc := a.Partners
-
-	var out any
-	switch sub {
-	case "insert-listing":
-		row, err := readRow(file, stdin)
-		if err != nil {
-			return err
-		}
-		if row.OwnerID == "" {
-			return errors.New("the row needs ownerId: the account id of the partner in this database")
-		}
-		if row.VerificationStatus == "" {
-			row.VerificationStatus = partners.StatusUnverified
-		}
-		out, err = svc.Insert(ctx, row.OwnerID, row.IntentInput, row.VerificationStatus, row.IsCoreIntent)
-		if err != nil {
-			return describe(err)
-		}
-	case "set-verification":
-		out, err = svc.SetVerificationStatus(ctx, fs.Arg(0), fs.Arg(1))
-		if err != nil {
-			return describe(err)
-		}
-	case "set-active":
-		active, perr := strconv.ParseBool(fs.Arg(1))
-		if perr != nil {
-			return fmt.Errorf("set-active: %q is not true or false", fs.Arg(1))
-		}
-		row, err := svc.Lookup(ctx, fs.Arg(0))
-		if err != nil {
-			return describe(err)
-		}
-		res, err := svc.SetActive(ctx, row, active)
-		if err != nil {
-			return describe(err)
-		}
-		out = res
-	case "show-listing":
-		row, err := svc.Lookup(ctx, fs.Arg(0))
-		if err != nil {
-			return describe(err)
-		}
-		out = partners.IntentOf(row)
-	case "credit":
-		if out, err = credit(ctx, a, fs.Arg(0), fs.Arg(1)); err != nil {
-			return err
-		}
-	case "set-tier":
-		if out, err = setTier(ctx, a, fs.Arg(0), fs.Arg(1)); err != nil {
-			return err
-		}
-	case "invocation":
-		if out, err = invocation(ctx, a, fs.Arg(0)); err != nil {
-			return err
-		}
-	case "ledger-check":
-		if err := a.Store.LedgerCheck(ctx); err != nil {
-			return err
-		}
-		out = map[string]string{"ledger": "ok"}
-	case "sweep":
-		recovered, refunded, err := a.Sweep(ctx)
-		if err != nil {
-			return err
-		}
-		out = map[string]int{"concludedDispatches": recovered, "refundedReservations": refunded}
-	case "rotate-key":
-		if retire {
-			n, err := a.Keys.Retire(ctx)
-			if err != nil {
-				return err
-			}
-			out = map[string]any{"action": "retired", "retired": n}
-			break
-		}
-		step, err := a.Keys.Rotate(ctx)
-		if err != nil {
-			return describe(err)
-		}
-		out = step
-	case "payout":
-		if a.Payments == nil {
-			return errors.New("payout needs the flat-fee network: set SWITCHBOARD_FLATFEE_RPC_URL and the other SWITCHBOARD_FLATFEE_* settings")
-		}
-		paid, err := a.Payments.Payouts(ctx)
-		if err != nil {
-			return err
-		}
-		if paid == nil {
-			paid = []*store.Payout{}
-		}
-		out = map[string]any{"payouts": paid}
-	}
 	return printJSON(stdout, out)
+}
+
+// described is a service call's result, its error as describe puts it.
+func described[T any](v T, err error) (any, error) {
+	if err != nil {
+		return nil, describe(err)
+	}
+	return v, nil
 }
 
 func printJSON(w io.Writer, v any) error {

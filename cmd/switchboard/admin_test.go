@@ -304,3 +304,24 @@ func TestAdminDeployPayerAndPayout(t *testing.T) {
 		t.Fatal("deploy-payer without a treasury address")
 	}
 }
+
+// TestAdminCommandsHaveHelp: every subcommand answers --help with its synopsis and what it
+// does, and runs nothing; 'admin help' lists every one.
+func TestAdminCommandsHaveHelp(t *testing.T) {
+	var list, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"admin", "help"}, &list, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range adminCommands {
+		if !strings.Contains(errOut.String(), c.synopsis()) {
+			t.Errorf("admin help does not list %q", c.synopsis())
+		}
+		var out, help bytes.Buffer
+		if err := runAdmin(context.Background(), app.Config{}, []string{c.name, "--help"}, strings.NewReader(""), &out, &help); err != nil {
+			t.Errorf("%s --help: %v", c.name, err)
+		}
+		if !strings.Contains(help.String(), "usage: switchboard admin "+c.synopsis()) || !strings.Contains(help.String(), c.help) || out.Len() != 0 {
+			t.Errorf("%s --help printed %q (stdout %q)", c.name, help.String(), out.String())
+		}
+	}
+}

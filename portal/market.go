@@ -417,6 +417,7 @@ type callsData struct {
 	Intents  []any // the partner's intents (partner_list_intents), for the intent filter
 	Outcomes []string
 	Handle   string // the filtered intent's handle, when known
+	Limit    string // the page size asked for, "" for the default
 }
 
 func sideOf(r *http.Request) usage.Side {
@@ -430,6 +431,9 @@ func (p *portal) calls(w http.ResponseWriter, r *http.Request, pr *tools.Princip
 	q := r.URL.Query()
 	d := callsData{Side: sideOf(r), Outcomes: usage.Outcomes,
 		Filter: usage.Filter{KeyID: q.Get("key"), IntentID: q.Get("intent"), Outcome: q.Get("outcome"), Cursor: q.Get("cursor")}}
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil { // usage bounds it
+		d.Filter.Limit, d.Limit = n, q.Get("limit")
+	}
 	for _, s := range []string{d.Filter.KeyID, d.Filter.IntentID, d.Filter.Cursor} {
 		if len(s) > 200 {
 			p.fail(w, r, tools.Errorf(tools.CodeBadInput, "a filter is too long; start again from the call log"))

@@ -262,6 +262,7 @@ func TestChartsAndCallLogs(t *testing.T) {
 					t.Fatalf("invoke: %d %v", st, out)
 				}
 				reqIDs = append(reqIDs, out["requestId"].(string))
+				env.Clock.Advance(time.Second)
 			}
 
 			_, body = caller.get("/developer/usage")
@@ -291,6 +292,27 @@ func TestChartsAndCallLogs(t *testing.T) {
 			_, body = caller.get(keyLink[0])
 			if n := strings.Count(body, "<td><a href=\"/developer/calls/"); n != 2 || strings.Contains(body, reqIDs[2]) {
 				t.Fatalf("key filter shows %d rows", n)
+			}
+			// Keyset pages: two, then the last one, each call once, newest first.
+			rowRe := regexp.MustCompile(`<td><a href="/developer/calls/([0-9a-f-]{36})"`)
+			nextRe := regexp.MustCompile(`<a href="(/developer/calls\?[^"]*cursor=[^"]+)" rel="next">`)
+			var paged []string
+			next := "/developer/calls?limit=2"
+			for pages := 0; next != ""; pages++ {
+				if pages == 3 {
+					t.Fatal("the pages do not end")
+				}
+				_, body := caller.get(next)
+				for _, m := range rowRe.FindAllStringSubmatch(body, -1) {
+					paged = append(paged, m[1])
+				}
+				next = ""
+				if m := nextRe.FindStringSubmatch(body); m != nil {
+					next = strings.ReplaceAll(m[1], "&amp;", "&")
+				}
+			}
+			if !slices.Equal(paged, []string{reqIDs[2], reqIDs[1], reqIDs[0]}) {
+				t.Fatalf("paged %v, want %v newest first", paged, reqIDs)
 			}
 			if _, body := caller.get("/developer/calls?outcome=failed"); !strings.Contains(body, "No calls match these filters") {
 				t.Fatalf("outcome filter")

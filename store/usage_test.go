@@ -53,6 +53,8 @@ func TestUsageQueries(t *testing.T) {
 		add(ia, "k1", store.InvSucceeded, time.Date(2026, 11, 22, 0, 30, 0, 0, east), 200, 500) // 11-21 in UTC
 		add(ib, "k1", store.InvSucceeded, base.Add(48*time.Hour), 50, 0)                        // 11-22
 		add(ia, "k1", store.InvAwaitingConfirmation, base.Add(49*time.Hour), 0, 0)              // not finished
+		add(ib, "k3", store.InvFailed, base.Add(-48*time.Hour), 10, 0)                          // before the window, two calls
+		add(ib, "k3", store.InvFailed, base.Add(-48*time.Hour), 10, 0)                          // in one instant: by request id
 		since := base.Add(-24 * time.Hour)
 
 		spend, err := s.SpendByDay(ctx, "caller", since)
@@ -115,13 +117,14 @@ func TestUsageQueries(t *testing.T) {
 			q.BeforeAt, q.BeforeID = &last.CreatedAt, last.RequestID
 		}
 		if want := []string{"00000000-0000-0000-0000-000000000005", "00000000-0000-0000-0000-000000000004", "00000000-0000-0000-0000-000000000003",
-			"00000000-0000-0000-0000-000000000002", "00000000-0000-0000-0000-000000000001"}; !slices.Equal(seen, want) {
+			"00000000-0000-0000-0000-000000000002", "00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000007",
+			"00000000-0000-0000-0000-000000000006"}; !slices.Equal(seen, want) {
 			t.Fatalf("keyset pages: %v", seen)
 		}
 		if got, _ := s.Calls(ctx, store.CallQuery{AccountID: "caller", KeyID: "k2", Limit: 10}); !slices.Equal(ids(got), []string{"@usage-a/failed"}) {
 			t.Fatalf("key filter: %v", ids(got))
 		}
-		if got, _ := s.Calls(ctx, store.CallQuery{AccountID: "caller", IntentID: "ib", Limit: 10}); !slices.Equal(ids(got), []string{"@usage-b/succeeded"}) {
+		if got, _ := s.Calls(ctx, store.CallQuery{AccountID: "caller", IntentID: "ib", State: store.InvSucceeded, Limit: 10}); !slices.Equal(ids(got), []string{"@usage-b/succeeded"}) {
 			t.Fatalf("intent filter: %v", ids(got))
 		}
 		if got, _ := s.Calls(ctx, store.CallQuery{AccountID: "caller", State: store.InvSucceeded, Limit: 10}); len(got) != 3 {
@@ -131,7 +134,7 @@ func TestUsageQueries(t *testing.T) {
 		if got, _ := s.Calls(ctx, store.CallQuery{PartnerID: pa.ID, Limit: 10}); !slices.Equal(ids(got), []string{"@usage-a/succeeded", "@usage-a/failed", "@usage-a/succeeded"}) {
 			t.Fatalf("partner a: %v", ids(got))
 		}
-		if got, _ := s.Calls(ctx, store.CallQuery{PartnerID: pb.ID, Limit: 10}); !slices.Equal(ids(got), []string{"@usage-b/succeeded"}) {
+		if got, _ := s.Calls(ctx, store.CallQuery{PartnerID: pb.ID, Limit: 10}); !slices.Equal(ids(got), []string{"@usage-b/succeeded", "@usage-b/failed", "@usage-b/failed"}) {
 			t.Fatalf("partner b: %v", ids(got))
 		}
 		if got, _ := s.Calls(ctx, store.CallQuery{PartnerID: pb.ID, IntentID: "ia", Limit: 10}); len(got) != 0 {

@@ -225,6 +225,20 @@ func TestTryIt(t *testing.T) {
 	if _, body := h.get("/developer/calls/" + m[1]); !strings.Contains(body, "&#34;amount&#34;: 2.5") || !strings.Contains(body, "Signed receipt") {
 		t.Fatalf("call detail:\n%s", body)
 	}
+	// A flat-fee intent: its price and how an agent pays it; here no chain is configured, so
+	// Try it says the payment path is not available, and nothing is sent.
+	flat := weather(partner, "@try-flat", "QUERY")
+	flat["feeRate"], flat["feeRateUnit"] = 0.5, "flat_usdc"
+	publishLive(t, env, pub, flat, true)
+	_, body = h.get("/marketplace/@try-flat")
+	if !strings.Contains(body, "Flat fee of 0.5 USDC, paid on chain before the call (x402)") || !strings.Contains(body, `href="/docs/x402"`) {
+		t.Fatalf("flat-fee intent page:\n%s", body)
+	}
+	before = len(partner.Hits())
+	st, body = h.post("/marketplace/@try-flat", url.Values{"csrf": {h.csrf()}, "action": {"try"}, "query": {"x"}}, false)
+	if st != 200 || !strings.Contains(body, "Flat-fee quote") || !strings.Contains(body, "not available yet") || !strings.Contains(body, "PAYMENT-REQUIRED") || len(partner.Hits()) != before {
+		t.Fatalf("try a flat-fee intent: %d\n%s", st, body)
+	}
 	// A form post without the session's token dispatches nothing.
 	before = len(partner.Hits())
 	if st, _ := h.post("/marketplace/@try-read", url.Values{"csrf": {"00"}, "action": {"try"}, "query": {"x"}}, false); st != 403 || len(partner.Hits()) != before {

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -245,9 +246,9 @@ func (p *portal) tryIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 		case e == nil:
 			d.Try.Result = out
 		case e.Code == tools.CodeConfirmationRequired:
-			d.Try.Confirm, d.Try.ConfirmMessage = e.Details, e.Message
+			d.Try.Confirm, d.Try.ConfirmMessage = asJSON(e.Details), e.Message
 		case e.Code == tools.CodePaymentRequired:
-			d.Try.Quote, d.Try.QuoteMessage = e.Details, e.Message
+			d.Try.Quote, d.Try.QuoteMessage = asJSON(e.Details), e.Message
 		case e.Code == tools.CodeBadInput:
 			fields := []string{"query"}
 			for _, pm := range d.Params {
@@ -269,6 +270,19 @@ func (p *portal) tryIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	}
 	v.Data = d
 	p.render(w, status, "listing", v)
+}
+
+// asJSON is an error's details as its JSON reads (what an agent gets), for the templates.
+func asJSON(details map[string]any) map[string]any {
+	if details == nil {
+		return nil
+	}
+	b, _ := json.Marshal(details)
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // amounts print as sent (0.000001, not 1e-06)
+	dec.Decode(&m)
+	return m
 }
 
 // argsFromForm turns the generated form's fields into the args object, typed as the

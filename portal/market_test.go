@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -368,5 +371,33 @@ func TestChartsAndCallLogs(t *testing.T) {
 				t.Fatalf("intent charts:\n%s", body)
 			}
 		})
+	}
+}
+
+// With a chain configured (anvil, the contracts deployed), Try it on a flat-fee intent shows
+// the real quote, the amount and where it is paid, and how an agent pays it; nothing is sent.
+func TestTryItFlatFeeQuote(t *testing.T) {
+	chain := anviltest.Start(t)
+	env, partner := withPartner(t, func(c *apptest.Config) {
+		c.FlatFee.RPCURL, c.FlatFee.ChainID = chain.URL, anviltest.ChainID
+		c.FlatFee.Token, c.FlatFee.Payer = chain.Token.Hex(), chain.Payer.Hex()
+		c.FlatFee.RelayerKey, c.FlatFee.Treasury = hexutil.Encode(crypto.FromECDSA(chain.Relayer)), chain.Treasury.Hex()
+	})
+	pub := env.Onboard(t, "flat-pub@example.com")["apiKey"].(string)
+	flat := weather(partner, "@flat-try", "QUERY")
+	flat["feeRate"], flat["feeRateUnit"] = 0.5, "flat_usdc"
+	publishLive(t, env, pub, flat, true)
+	h := newHuman(t, env)
+	h.signIn("flat-try@example.com")
+	h.get("/marketplace/@flat-try")
+	before := len(partner.Hits())
+	st, body := h.post("/marketplace/@flat-try", url.Values{"csrf": {h.csrf()}, "action": {"try"}, "query": {"rain"}}, false)
+	for _, want := range []string{"Flat-fee quote", "<strong>0.51 USD</strong>", "eip155:31337", chain.Payer.Hex(), "ReceiveWithAuthorization", `href="/docs/x402"`, "PAYMENT-REQUIRED"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the quote lacks %q:\n%s", want, body)
+		}
+	}
+	if st != 200 || len(partner.Hits()) != before {
+		t.Fatalf("flat-fee quote: %d, the partner got %d requests", st, len(partner.Hits())-before)
 	}
 }

@@ -104,10 +104,16 @@ func queryOf(kv ...string) string {
 	return "?" + q.Encode()
 }
 
+// marketRoutes serves the pages whose services are configured.
 func (p *portal) marketRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /marketplace", p.marketplace)
-	mux.HandleFunc("GET /marketplace/{handle}", p.listing)
-	mux.Handle("POST /marketplace/{handle}", p.authed(p.tryIntent))
+	if p.o.Marketplace != nil {
+		mux.HandleFunc("GET /marketplace", p.marketplace)
+		mux.HandleFunc("GET /marketplace/{handle}", p.listing)
+		mux.Handle("POST /marketplace/{handle}", p.authed(p.tryIntent))
+	}
+	if p.o.Usage == nil {
+		return
+	}
 	mux.Handle("GET /developer/usage", p.authed(p.usagePage))
 	mux.Handle("GET /developer/usage/intents/{id}", p.authed(p.intentUsage))
 	mux.Handle("GET /developer/calls", p.authed(p.calls))
@@ -131,10 +137,6 @@ type marketData struct {
 }
 
 func (p *portal) marketplace(w http.ResponseWriter, r *http.Request) {
-	if p.o.Marketplace == nil {
-		http.NotFound(w, r)
-		return
-	}
 	q := r.URL.Query()
 	bq := discover.BrowseQuery{Query: strings.TrimSpace(q.Get("q")), Category: q.Get("category"), PriceKind: q.Get("price"), Verification: q.Get("verification")}
 	d := marketData{Query: bq, Categories: discover.Categories(), PriceKinds: discover.PriceKinds, Verifications: discover.Verifications}
@@ -173,9 +175,6 @@ type tryData struct {
 }
 
 func (p *portal) listingView(r *http.Request, pr *tools.Principal) (view, *tools.Error) {
-	if p.o.Marketplace == nil {
-		return view{}, tools.Errorf(tools.CodeNotFound, "the marketplace is not served here")
-	}
 	d, err := p.o.Marketplace.Listed(r.Context(), r.PathValue("handle"), p.o.BaseURL)
 	if err != nil {
 		return view{}, tools.Translate(err)

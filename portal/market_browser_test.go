@@ -83,6 +83,18 @@ func TestMarketplaceInABrowser(t *testing.T) {
 		t.Fatalf("the call log: %s", c)
 	}
 	screenshot(t, ctx, "calls")
+	// At phone width (390 px) nothing overflows sideways: the call log becomes cards, the
+	// charts shrink with their viewBox.
+	for _, page := range []string{"/developer/calls", "/developer/usage", "/marketplace", "/marketplace/@browse-write"} {
+		do("phone "+page, chromedp.EmulateViewport(390, 844), chromedp.Navigate(env.URL+page), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+		over, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+		if err != nil || over {
+			screenshot(t, ctx, "phone-overflow")
+			t.Fatalf("%s overflows at 390 px (%v)", page, err)
+		}
+	}
+	screenshot(t, ctx, "marketplace-intent-phone")
+	do("desktop again", chromedp.EmulateViewport(1100, 900), chromedp.Navigate(env.URL+"/developer/calls"), chromedp.WaitVisible(chromedp.CSS(`table.calls`)))
 	do("a call", chromedp.Click(chromedp.CSS(`table.calls tbody a[href^="/developer/calls/"]`)), chromedp.WaitVisible(chromedp.CSS(`main pre`)))
 	if h := text(`main h1`); h != "Call to @browse-write" {
 		t.Fatalf("call detail: %q", h)

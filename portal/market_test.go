@@ -302,16 +302,16 @@ func TestChartsAndCallLogs(t *testing.T) {
 					t.Fatalf("the caller's log misses %s:\n%s", id, body)
 				}
 			}
-			if !strings.Contains(body, "<td>200</td>") || !strings.Contains(body, "0.002 USD") {
+			if !strings.Contains(body, `<td data-label="HTTP">200</td>`) || !strings.Contains(body, "0.002 USD") {
 				t.Fatalf("rows lack HTTP status or charge:\n%s", body)
 			}
 			// The chart's link filters by key: the busier key's two calls only.
 			_, body = caller.get(keyLink[0])
-			if n := strings.Count(body, "<td><a href=\"/developer/calls/"); n != 2 || strings.Contains(body, reqIDs[2]) {
+			if n := strings.Count(body, "<td data-label=\"Request\"><a href=\"/developer/calls/"); n != 2 || strings.Contains(body, reqIDs[2]) {
 				t.Fatalf("key filter shows %d rows", n)
 			}
 			// Keyset pages: two, then the last one, each call once, newest first.
-			rowRe := regexp.MustCompile(`<td><a href="/developer/calls/([0-9a-f-]{36})"`)
+			rowRe := regexp.MustCompile(`<td data-label="Request"><a href="/developer/calls/([0-9a-f-]{36})"`)
 			nextRe := regexp.MustCompile(`<a href="(/developer/calls\?[^"]*cursor=[^"]+)" rel="next">`)
 			var paged []string
 			next := "/developer/calls?limit=2"

@@ -15,6 +15,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -24,10 +25,12 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/integrations"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
+	"github.com/switchboard-hq/switchboard/tools/usage"
 )
 
 //go:embed templates/*.html
@@ -58,6 +61,12 @@ type Options struct {
 	OAuth           *oauth.Service // MCP authorization; nil: hosts connect with pasted keys only
 	Store           *store.Store   // read-only lookups the pages show (a connection's key)
 	Log             *slog.Logger
+
+	// The marketplace, charts and call logs (market.go).
+	Marketplace *discover.Service // nil: the marketplace is not served
+	Usage       *usage.Service
+	// TryAs is the principal a session's Try it calls are made as (keys.Service.ForSession).
+	TryAs func(ctx context.Context, p *tools.Principal) (*tools.Principal, error)
 }
 
 // signInsPerMinute bounds sign-in requests per client address (codes have their own limits).
@@ -82,7 +91,8 @@ func New(o Options) (http.Handler, error) {
 		"field":   fieldOf,
 		"str":     str,
 	}
-	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error"} {
+	maps.Copy(funcs, marketFuncs)
+	for _, page := range append([]string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error"}, marketPages...) {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -115,6 +125,7 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("GET /developer/partner/settings", p.authed(p.partnerProfile))
 	mux.Handle("GET /developer/integrations", p.authed(p.integrationsPage))
 	mux.Handle("POST /developer/integrations", p.authed(p.createIntegration))
+	p.marketRoutes(mux)
 	mux.HandleFunc("GET /connect/{slug}", p.connect)
 	mux.HandleFunc("POST /connect/{slug}", p.connect)
 	mux.HandleFunc("GET /connect/{slug}/manifest.json", p.manifest)

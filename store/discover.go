@@ -16,6 +16,28 @@ type SearchQuery struct {
 	Category  string   // "" for any
 	AccountID string   // the caller: their own inactive intents are included
 	Limit     int
+	// FeeUnits, when not empty, keeps only intents priced in one of these units.
+	FeeUnits []string
+	// Verification, when set, keeps only intents of this verification status.
+	Verification string
+}
+
+// filter applies the conditions every search and browse shares: never archived, active
+// unless the caller's own, and the caller's filters. feeUnitOf is the fee unit's column
+// expression (SQLite's narrow search table has none: it looks the intent up).
+func (q SearchQuery) filter(sel *bun.SelectQuery, feeUnitOf string) *bun.SelectQuery {
+	sel = sel.Where("pi.archived_at IS NULL").
+		Where("(pi.is_active = ? OR pi.owner_id = ?)", true, q.AccountID)
+	if q.Category != "" {
+		sel = sel.Where("pi.category = ?", q.Category)
+	}
+	if len(q.FeeUnits) > 0 {
+		sel = sel.Where(feeUnitOf+" IN (?)", bun.List(q.FeeUnits))
+	}
+	if q.Verification != "" {
+		sel = sel.Where("pi.verification_status = ?", q.Verification)
+	}
+	return sel
 }
 
 // SearchHit is an intent and its relevance (higher is better; comparable within one query).
@@ -76,12 +98,11 @@ func (s *Store) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, 
 			ColumnExpr("-bm25(intent_fts, 10.0, 10.0, 4.0, 4.0, 2.0) * "+verificationBoost+" AS rel").
 			Where("intent_fts MATCH ?", strings.Join(terms, " OR "))
 	}
-	rank = rank.Where("pi.archived_at IS NULL").
-		Where("(pi.is_active = ? OR pi.owner_id = ?)", true, q.AccountID)
-	if q.Category != "" {
-		rank = rank.Where("pi.category = ?", q.Category)
+	feeUnit := "pi.fee_rate_unit"
+	if !s.postgres {
+		feeUnit = "(SELECT fu.fee_rate_unit FROM partner_intents AS fu WHERE fu.id = pi.intent_id)"
 	}
-	rank = rank.OrderExpr("rel DESC, " + handle + " ASC").Limit(int64(q.Limit))
+	rank = q.filter(rank, feeUnit).OrderExpr("rel DESC, " + handle + " ASC").Limit(int64(q.Limit))
 	var rows []struct {
 		PartnerIntent `bun:",extend"`
 		Rel           float64 `bun:"rel,scanonly"`
@@ -91,6 +112,30 @@ func (s *Store) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, 
 		OrderExpr("r.rel DESC, ?TableAlias.public_identifier ASC").Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("search intents: %w", normalize(err))
+	}
+	hits := make([]SearchHit, len(rows))
+	for i := range rows {
+		hits[i] = SearchHit{Intent: &rows[i].PartnerIntent, Relevance: rows[i].Rel}
+	}
+	return hits, nil
+}
+
+// BrowseIntents lists the intents a search with no words would find: every one the caller
+// may invoke that passes the filters, with the verification boost alone as its relevance
+// (the same boost SearchIntents applies), best first, at most q.Limit.
+func (s *Store) BrowseIntents(ctx context.Context, q SearchQuery) ([]SearchHit, error) {
+	var rows []struct {
+		PartnerIntent `bun:",extend"`
+		Rel           float64 `bun:"rel,scanonly"`
+	}
+	sel := s.db.NewSelect().Model(&rows).ModelTableExpr("partner_intents AS pi")
+	for _, c := range searchColumns {
+		sel = sel.ColumnExpr("pi." + c)
+	}
+	sel = sel.ColumnExpr(verificationBoost + " AS rel")
+	err := q.filter(sel, "pi.fee_rate_unit").OrderExpr("rel DESC, pi.public_identifier ASC").Limit(int64(q.Limit)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("browse intents: %w", normalize(err))
 	}
 	hits := make([]SearchHit, len(rows))
 	for i := range rows {

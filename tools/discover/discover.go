@@ -160,13 +160,24 @@ func (s *Service) discover(ctx context.Context, c *tools.Caller, in Input) (Outp
 	if err != nil {
 		return Output{}, err
 	}
+	ranked, err := s.rank(ctx, hits, c.AccountID())
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{Results: ranked[:min(limit, len(ranked))]}, nil
+}
+
+// rank orders what the store found by relevance (verification's boost included) scaled by
+// health: discover and the marketplace pages share it, so a human and an agent see the same
+// order.
+func (s *Service) rank(ctx context.Context, hits []store.SearchHit, accountID string) ([]Match, error) {
 	ids := make([]string, len(hits))
 	for i, h := range hits {
 		ids[i] = h.Intent.ID
 	}
 	stats, err := s.store.IntentQuality(ctx, ids, s.now().Add(-QualityWindow))
 	if err != nil {
-		return Output{}, err
+		return nil, err
 	}
 	type ranked struct {
 		m     Match
@@ -175,14 +186,14 @@ func (s *Service) discover(ctx context.Context, c *tools.Caller, in Input) (Outp
 	rs := make([]ranked, len(hits))
 	for i, h := range hits {
 		q := qualityOf(stats[h.Intent.ID], h.Intent)
-		m := s.match(h.Intent, c.AccountID())
+		m := s.match(h.Intent, accountID)
 		m.Quality = q
 		rs[i] = ranked{m: m, score: h.Relevance * HealthFactor(q)}
 	}
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].score > rs[j].score })
-	out := Output{Results: make([]Match, 0, min(limit, len(rs)))}
-	for _, r := range rs[:min(limit, len(rs))] {
-		out.Results = append(out.Results, r.m)
+	out := make([]Match, len(rs))
+	for i, r := range rs {
+		out[i] = r.m
 	}
 	return out, nil
 }

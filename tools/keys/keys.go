@@ -214,3 +214,35 @@ func (s *Service) revoke(ctx context.Context, c *tools.Caller, in RevokeInput) (
 	}
 	return MetaOf(k), nil
 }
+
+// TryItKeyName names the key a signed-in human's Try it calls are made and billed on.
+const TryItKeyName = "Try it on the portal"
+
+// ForSession returns the principal a portal session calls partners as: the session with the
+// account's Try it key, so the call is reserved, limited and charged on a key like any
+// agent's (spend is per key) and shows in the charts under that key. The key is created on
+// first use with the default limits; its secret is never shown, so only the portal uses it.
+// Revoked, it is replaced on the next call.
+func (s *Service) ForSession(ctx context.Context, p *tools.Principal) (*tools.Principal, error) {
+	if p == nil || p.Method != tools.AuthSession {
+		return nil, tools.Errorf(tools.CodeForbidden, "only a signed-in portal session calls with the Try it key")
+	}
+	list, err := s.store.Keys(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(list, func(k *store.APIKey) bool { return k.Name == TryItKeyName && k.RevokedAt == nil })
+	var key *store.APIKey
+	if i >= 0 {
+		key = list[i]
+	} else {
+		key, _ = s.New(p.AccountID, TryItKeyName, AllScopes, s.defaults)
+		if err := s.store.CreateKey(ctx, key); err != nil {
+			return nil, fmt.Errorf("create the Try it key: %w", err)
+		}
+	}
+	out := *p
+	out.Scopes = append([]string(nil), key.Scopes...)
+	out.KeyID, out.SpendLimitMicro, out.RateLimitPerMinute = key.ID, key.SpendLimitMicro, key.RateLimitPerMinute
+	return &out, nil
+}

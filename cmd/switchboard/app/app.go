@@ -49,6 +49,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
+	"github.com/switchboard-hq/switchboard/tools/usage"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -432,7 +433,14 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
 			AccountForEmail: ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now), Now: now,
 			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling,
-			OAuth: oauthSvc, Store: st, Log: log}
+			OAuth: oauthSvc, Store: st, Log: log, Marketplace: disc, TryAs: keySvc.ForSession,
+			// The charts and call logs read like every reader: after the account's pending outcomes.
+			Usage: usage.NewService(st, now, func(ctx context.Context, accountID string) error {
+				if kernel.Settled == nil {
+					return nil
+				}
+				return kernel.Settled(ctx, accountID)
+			}, partnerSvc.UserID)}
 		if portalHandler, err = portal.New(popts); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,501 @@
+package portal
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/discover"
+	"github.com/switchboard-hq/switchboard/tools/usage"
+)
+
+// The marketplace (public), Try it (signed in, through invoke_partner_message like every
+// other door), the charts and the call logs. Data come from tools/discover and tools/usage;
+// the rules (ranking, what a call cost, who may see which call) live there.
+
+var marketPages = []string{"marketplace", "listing", "usage", "intent_usage", "calls", "call"}
+
+var marketFuncs = template.FuncMap{
+	"usd":  usdAny,
+	"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"pct": func(f *float64) string {
+		if f == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*f*100, 'f', 1, 64) + "%"
+	},
+	"ms": func(v any) string {
+		switch x := v.(type) {
+		case *int:
+			if x != nil {
+				return strconv.Itoa(*x) + " ms"
+			}
+		case *int64:
+			if x != nil {
+				return strconv.FormatInt(*x, 10) + " ms"
+			}
+		}
+		return "—"
+	},
+	"intp": func(x *int) string {
+		if x == nil {
+			return "—"
+		}
+		return strconv.Itoa(*x)
+	},
+	"label":  label,
+	"pretty": pretty,
+	"query":  func(kv ...string) template.URL { return template.URL(queryOf(kv...)) },
+}
+
+// usdAny writes micro-USD (an int64 of ours, or a JSON number of a tool's answer) as USD.
+func usdAny(v any) string {
+	switch x := v.(type) {
+	case int64:
+		return tools.USD(x).String() + " USD"
+	case float64:
+		return tools.USD(int64(x)).String() + " USD"
+	case json.Number:
+		n, _ := x.Int64()
+		return tools.USD(n).String() + " USD"
+	}
+	return str(v) + " USD"
+}
+
+// label makes an enum readable: MUTATES_USER_FUNDS → Mutates user funds.
+func label(s string) string {
+	s = strings.ToLower(strings.ReplaceAll(s, "_", " "))
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// pretty indents JSON for a <pre>; the template escapes it, so the encoder need not.
+func pretty(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return str(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// queryOf builds "?k=v&..." from pairs, leaving out empty values.
+func queryOf(kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+// marketRoutes serves the pages whose services are configured.
+func (p *portal) marketRoutes(mux *http.ServeMux) {
+	if p.o.Marketplace != nil {
+		mux.HandleFunc("GET /marketplace", p.marketplace)
+		mux.HandleFunc("GET /marketplace/{handle}", p.listing)
+		mux.Handle("POST /marketplace/{handle}", p.authed(p.tryIntent))
+	}
+	if p.o.Usage == nil {
+		return
+	}
+	mux.Handle("GET /developer/usage", p.authed(p.usagePage))
+	mux.Handle("GET /developer/usage/intents/{id}", p.authed(p.intentUsage))
+	mux.Handle("GET /developer/calls", p.authed(p.calls))
+	mux.Handle("GET /developer/calls/{id}", p.authed(p.call1))
+}
+
+// viewFor is a page for whoever is there: signed in or not.
+func (p *portal) viewFor(pr *tools.Principal, title string, data any) view {
+	if pr == nil {
+		return view{Title: title, Data: data}
+	}
+	return p.page(pr, title, data)
+}
+
+type marketData struct {
+	Query         discover.BrowseQuery
+	Result        discover.BrowseResult
+	Categories    []string
+	PriceKinds    []discover.PriceKind
+	Verifications []string
+}
+
+func (p *portal) marketplace(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	bq := discover.BrowseQuery{Query: strings.TrimSpace(q.Get("q")), Category: q.Get("category"), PriceKind: q.Get("price"), Verification: q.Get("verification")}
+	d := marketData{Query: bq, Categories: discover.Categories(), PriceKinds: discover.PriceKinds, Verifications: discover.Verifications}
+	v := p.viewFor(p.sessionOf(r), "Marketplace", nil)
+	status := http.StatusOK
+	var err error
+	if len(bq.Query) > 500 {
+		err = tools.Errorf(tools.CodeBadInput, "the search is too long; describe what you need in a few words")
+	} else {
+		d.Result, err = p.o.Marketplace.Browse(r.Context(), bq)
+	}
+	if err != nil {
+		e := tools.Translate(err)
+		if e.Code != tools.CodeBadInput {
+			p.fail(w, r, e)
+			return
+		}
+		v.Errors, status = map[string]string{"q": e.Message}, http.StatusBadRequest
+	}
+	v.Data = d
+	p.render(w, status, "marketplace", v)
+}
+
+type listingData struct {
+	discover.Detail
+	Try tryData
+}
+
+// tryData is what Try it shows after a post.
+type tryData struct {
+	Result         map[string]any // the invocation's answer
+	Confirm        map[string]any // a write's itemized quote, nothing dispatched yet
+	ConfirmMessage string
+	Quote          map[string]any // a flat-fee intent's quote
+	QuoteMessage   string
+}
+
+func (p *portal) listingView(r *http.Request, pr *tools.Principal) (view, *tools.Error) {
+	d, err := p.o.Marketplace.Listed(r.Context(), r.PathValue("handle"), p.o.BaseURL)
+	if err != nil {
+		return view{}, tools.Translate(err)
+	}
+	v := p.viewFor(pr, d.Handle, listingData{Detail: d})
+	v.Form, v.Errors = map[string]any{}, map[string]string{}
+	for _, pm := range d.Params {
+		v.Form["arg."+pm.Name] = pm.Default
+	}
+	return v, nil
+}
+
+func (p *portal) listing(w http.ResponseWriter, r *http.Request) {
+	v, e := p.listingView(r, p.sessionOf(r))
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	p.render(w, http.StatusOK, "listing", v)
+}
+
+// tryIntent invokes the intent with the signed-in human as the caller, through
+// invoke_partner_message: a write answers its itemized quote first and is dispatched only
+// when the human confirms it; a flat-fee intent answers its quote.
+func (p *portal) tryIntent(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	v, e := p.listingView(r, pr)
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	d := v.Data.(listingData)
+	message := d.Handle
+	args := map[string]any{"message": message}
+	switch r.PostFormValue("action") {
+	case "confirm":
+		args["confirmRequestId"] = strings.TrimSpace(r.PostFormValue("confirmRequestId"))
+	case "try":
+		if d.QueryOnly {
+			query := strings.TrimSpace(r.PostFormValue("query"))
+			v.Form["query"] = query
+			if query == "" {
+				v.Errors["query"] = "type your request, e.g. what you would ask the partner"
+			}
+			args["message"] = message + " " + query
+		} else {
+			given, errs := argsFromForm(r, d.Params, v.Form)
+			for k, m := range errs {
+				v.Errors[k] = m
+			}
+			args["args"] = given
+		}
+	default:
+		p.fail(w, r, tools.Errorf(tools.CodeBadInput, "unknown action %q; use the page's buttons", r.PostFormValue("action")))
+		return
+	}
+	status := http.StatusOK
+	caller := pr
+	if p.o.TryAs != nil {
+		var err error
+		if caller, err = p.o.TryAs(r.Context(), pr); err != nil {
+			p.fail(w, r, tools.Translate(err))
+			return
+		}
+	}
+	if len(v.Errors) == 0 {
+		out, e := p.call(r, caller, "invoke_partner_message", args)
+		switch {
+		case e == nil:
+			d.Try.Result = out
+		case e.Code == tools.CodeConfirmationRequired:
+			d.Try.Confirm, d.Try.ConfirmMessage = asJSON(e.Details), e.Message
+		case e.Code == tools.CodePaymentRequired:
+			d.Try.Quote, d.Try.QuoteMessage = asJSON(e.Details), e.Message
+		case e.Code == tools.CodeBadInput:
+			fields := []string{"query"}
+			for _, pm := range d.Params {
+				fields = append(fields, pm.Name)
+			}
+			for k, m := range fieldErrors(e, fields...) {
+				if k != "form" && k != "query" {
+					k = "arg." + k
+				}
+				v.Errors[k] = m
+			}
+			status = http.StatusUnprocessableEntity
+		default:
+			v.Errors["form"] = e.Message
+			status = e.Code.HTTPStatus()
+		}
+	} else {
+		status = http.StatusUnprocessableEntity
+	}
+	v.Data = d
+	p.render(w, status, "listing", v)
+}
+
+// asJSON is an error's details as its JSON reads (what an agent gets), for the templates.
+func asJSON(details map[string]any) map[string]any {
+	if details == nil {
+		return nil
+	}
+	b, _ := json.Marshal(details)
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // amounts print as sent (0.000001, not 1e-06)
+	dec.Decode(&m)
+	return m
+}
+
+// argsFromForm turns the generated form's fields into the args object, typed as the
+// parametersSchema says; what cannot be read is an error next to its field.
+func argsFromForm(r *http.Request, params []discover.Param, form map[string]any) (map[string]any, map[string]string) {
+	args, errs := map[string]any{}, map[string]string{}
+	for _, pm := range params {
+		key := "arg." + pm.Name
+		raw := strings.TrimSpace(r.PostFormValue(key))
+		if pm.Type == "boolean" {
+			raw = map[bool]string{true: "true", false: ""}[r.PostFormValue(key) == "on"]
+		}
+		form[key] = raw
+		if raw == "" {
+			if pm.Type == "boolean" && pm.Required {
+				args[pm.Name] = false
+			} else if pm.Required {
+				errs[key] = "required: fill it in"
+			}
+			continue
+		}
+		switch pm.Type {
+		case "boolean":
+			args[pm.Name] = true
+		case "integer":
+			n, err := strconv.ParseInt(raw, 10, 64)
+			if err != nil {
+				errs[key] = "a whole number, e.g. 3"
+				continue
+			}
+			args[pm.Name] = n
+		case "number":
+			if _, err := strconv.ParseFloat(raw, 64); err != nil || strings.ContainsAny(raw, "eE") {
+				errs[key] = "a number, e.g. 2.5"
+				continue
+			}
+			args[pm.Name] = json.Number(raw)
+		case "json":
+			if !json.Valid([]byte(raw)) {
+				errs[key] = "not valid JSON; write the value as JSON, e.g. {\"a\": 1} or [1, 2]"
+				continue
+			}
+			args[pm.Name] = json.RawMessage(raw)
+		default:
+			args[pm.Name] = raw
+		}
+	}
+	return args, errs
+}
+
+// Charts.
+
+type usageData struct {
+	Spend   usage.Spend
+	Total   chart
+	ByKey   []keyChart
+	Intents []any // the account's intents (partner_list_intents), for their charts
+}
+
+type keyChart struct {
+	usage.Series
+	Chart chart
+}
+
+func (p *portal) usagePage(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	sp, err := p.o.Usage.Spend(r.Context(), pr)
+	if err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	list, e := p.call(r, pr, "partner_list_intents", nil)
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	d := usageData{Spend: sp}
+	d.Intents, _ = list["intents"].([]any)
+	micro := func(x int64) float64 { return float64(x) }
+	d.Total = chart{Title: "Spend per day, all keys", Days: sp.Days, Format: usdOf, Href: "/developer/calls",
+		Series: []chartSeries{{Label: "spent", Class: "s1", Values: vals(sp.Total.Values, micro)}}}
+	for _, k := range sp.ByKey {
+		href := "/developer/calls" + queryOf("key", k.KeyID)
+		if k.KeyID == "" {
+			href = "/developer/calls"
+		}
+		d.ByKey = append(d.ByKey, keyChart{Series: k, Chart: chart{Title: "Spend per day, " + k.Label, Days: sp.Days, Format: usdOf, Href: href,
+			Series: []chartSeries{{Label: "spent", Class: "s1", Values: vals(k.Values, micro)}}}})
+	}
+	p.render(w, http.StatusOK, "usage", p.page(pr, "Usage", d))
+}
+
+type intentUsageData struct {
+	Stats                             usage.IntentStats
+	Calls, Success, Latency, Earnings chart
+	SuccessRate                       *float64
+}
+
+func (p *portal) intentUsage(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	st, err := p.o.Usage.Intent(r.Context(), pr, r.PathValue("id"))
+	if err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	n := len(st.Days)
+	days := make([]string, n)
+	ok, failed, rate, p50, p95, earned := make([]*float64, n), make([]*float64, n), make([]*float64, n), make([]*float64, n), make([]*float64, n), make([]*float64, n)
+	f := func(x float64) *float64 { return &x }
+	for i, d := range st.Days {
+		days[i] = d.Day
+		ok[i], failed[i], earned[i] = f(float64(d.Succeeded)), f(float64(d.Calls-d.Succeeded)), f(float64(d.EarnedMicro))
+		if d.SuccessRate != nil {
+			rate[i] = f(*d.SuccessRate * 100)
+		}
+		if d.P50 != nil {
+			p50[i], p95[i] = f(float64(*d.P50)), f(float64(*d.P95))
+		}
+	}
+	href := "/developer/calls" + queryOf("side", "partner", "intent", st.IntentID)
+	count := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	d := intentUsageData{Stats: st,
+		Calls: chart{Title: "Calls per day", Days: days, Format: count, Href: href,
+			Series: []chartSeries{{Label: "succeeded", Class: "s1", Values: ok}, {Label: "failed", Class: "s3", Values: failed}}},
+		Success: chart{Title: "Success rate per day", Days: days, Lines: true, Href: href + "&outcome=failed",
+			Format: func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + "%" },
+			Series: []chartSeries{{Label: "success rate", Class: "s1", Values: rate}}},
+		Latency: chart{Title: "Latency per day", Days: days, Lines: true, Href: href,
+			Format: func(v float64) string { return count(v) + " ms" },
+			Series: []chartSeries{{Label: "p50", Class: "s1", Values: p50}, {Label: "p95", Class: "s2", Values: p95}}},
+		Earnings: chart{Title: "Earnings per day", Days: days, Format: usdOf, Href: href + "&outcome=succeeded",
+			Series: []chartSeries{{Label: "earned", Class: "s2", Values: earned}}},
+	}
+	if st.Calls > 0 {
+		rt := float64(st.Succeeded) / float64(st.Calls)
+		d.SuccessRate = &rt
+	}
+	p.render(w, http.StatusOK, "intent_usage", p.page(pr, st.Handle+" usage", d))
+}
+
+// Call logs.
+
+type callsData struct {
+	Side     usage.Side
+	Filter   usage.Filter
+	Page     usage.Page
+	Keys     []any // the caller's keys (api_key_list), for the key filter
+	Intents  []any // the partner's intents (partner_list_intents), for the intent filter
+	Outcomes []string
+	Handle   string // the filtered intent's handle, when known
+	Limit    string // the page size asked for, "" for the default
+}
+
+func sideOf(r *http.Request) usage.Side {
+	if r.URL.Query().Get("side") == string(usage.Partner) {
+		return usage.Partner
+	}
+	return usage.Caller
+}
+
+func (p *portal) calls(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	q := r.URL.Query()
+	d := callsData{Side: sideOf(r), Outcomes: usage.Outcomes,
+		Filter: usage.Filter{KeyID: q.Get("key"), IntentID: q.Get("intent"), Outcome: q.Get("outcome"), Cursor: q.Get("cursor")}}
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil { // usage bounds it
+		d.Filter.Limit, d.Limit = n, q.Get("limit")
+	}
+	for _, s := range []string{d.Filter.KeyID, d.Filter.IntentID, d.Filter.Cursor} {
+		if len(s) > 200 {
+			p.fail(w, r, tools.Errorf(tools.CodeBadInput, "a filter is too long; start again from the call log"))
+			return
+		}
+	}
+	if d.Side == usage.Partner {
+		d.Filter.KeyID = "" // a partner never filters by the caller's keys
+		list, e := p.call(r, pr, "partner_list_intents", map[string]any{"includeArchived": true})
+		if e != nil {
+			p.fail(w, r, e)
+			return
+		}
+		d.Intents, _ = list["intents"].([]any)
+	} else {
+		list, e := p.call(r, pr, "api_key_list", nil)
+		if e != nil {
+			p.fail(w, r, e)
+			return
+		}
+		d.Keys, _ = list["keys"].([]any)
+	}
+	page, err := p.o.Usage.Calls(r.Context(), pr, d.Side, d.Filter)
+	if err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	d.Page = page
+	if d.Filter.IntentID != "" && len(page.Rows) > 0 {
+		d.Handle = page.Rows[0].Handle
+	}
+	title := "Your calls"
+	if d.Side == usage.Partner {
+		title = "Calls to your intents"
+	}
+	p.render(w, http.StatusOK, "calls", p.page(pr, title, d))
+}
+
+type callData struct {
+	Side usage.Side
+	Call usage.Detail
+}
+
+func (p *portal) call1(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	side := sideOf(r)
+	c, err := p.o.Usage.Call(r.Context(), pr, side, r.PathValue("id"))
+	if err != nil {
+		p.fail(w, r, tools.Translate(err))
+		return
+	}
+	p.render(w, http.StatusOK, "call", p.page(pr, fmt.Sprintf("Call %s", c.RequestID), callData{Side: side, Call: c}))
+}

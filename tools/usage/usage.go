@@ -1,0 +1,413 @@
+// Package usage is what an account's calls add up to, for the portal's charts and call logs:
+// a caller's spend per day and per key, an intent's calls, success rate, latency and earnings
+// per day, and the call logs of both sides. The rules live here: what a call cost, which calls
+// a partner may see (its own intents', with the caller only as the pairwise pseudonym).
+package usage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// Days is the charts' window: this many UTC days, today included.
+const Days = 30
+
+// Service answers the usage reads.
+type Service struct {
+	store *store.Store
+	now   func() time.Time
+	// settled waits for the account's outcomes still being written ("": everyone's), so a
+	// call just made shows; nil: nothing is ever pending.
+	settled func(ctx context.Context, accountID string) error
+	// userID is the pseudonym a partner knows an account by (partners.Service.UserID).
+	userID func(accountID, partnerID string) string
+}
+
+// NewService builds the usage reads. settled is the kernel's Settled hook, or nil.
+func NewService(st *store.Store, now func() time.Time, settled func(ctx context.Context, accountID string) error, userID func(accountID, partnerID string) string) *Service {
+	return &Service{store: st, now: now, settled: settled, userID: userID}
+}
+
+func (s *Service) wait(ctx context.Context, accountID string) error {
+	if s.settled == nil {
+		return nil
+	}
+	return s.settled(ctx, accountID)
+}
+
+// days returns the window's UTC days, oldest first, and its first instant.
+func (s *Service) days() ([]string, time.Time) {
+	today := s.now().UTC().Truncate(24 * time.Hour)
+	first := today.AddDate(0, 0, -(Days - 1))
+	out := make([]string, Days)
+	for i := range out {
+		out[i] = first.AddDate(0, 0, i).Format(time.DateOnly)
+	}
+	return out, first
+}
+
+// CostMicro is what a finished call cost its caller: the infrastructure reserve kept plus the
+// partner and platform fees and gas; 0 while it is unfinished.
+func CostMicro(inv *store.Invocation) int64 {
+	if inv.FinishedAt == nil {
+		return 0
+	}
+	return inv.ReserveMicro - inv.RefundedMicro + inv.PartnerFeeMicro + inv.PlatformFeeMicro + inv.GasMicro
+}
+
+// Series is one line of a chart: a value per day of the window.
+type Series struct {
+	Label  string
+	KeyID  string // the key a spend series is of ("" for the total and the portal's own calls)
+	Values []int64
+	Total  int64
+	Calls  int
+}
+
+// Spend is an account's spend per day over the window, in micro-USD.
+type Spend struct {
+	Days  []string
+	Total Series
+	ByKey []Series // the keys that spent, biggest first
+}
+
+// Spend sums what the account's finished calls cost, per UTC day, overall and per key.
+func (s *Service) Spend(ctx context.Context, p *tools.Principal) (Spend, error) {
+	if err := s.wait(ctx, p.AccountID); err != nil {
+		return Spend{}, err
+	}
+	days, since := s.days()
+	rows, err := s.store.SpendByDay(ctx, p.AccountID, since)
+	if err != nil {
+		return Spend{}, err
+	}
+	keys, err := s.store.Keys(ctx, p.AccountID)
+	if err != nil {
+		return Spend{}, err
+	}
+	label := func(id string) string {
+		if id == "" {
+			return "Signed in on the portal"
+		}
+		for _, k := range keys {
+			if k.ID == id {
+				return k.Name + " (" + k.Prefix + "…)"
+			}
+		}
+		return "key " + id
+	}
+	out := Spend{Days: days, Total: Series{Label: "All keys", Values: make([]int64, Days)}}
+	byKey := map[string]*Series{}
+	for _, r := range rows {
+		i := slices.Index(days, r.Day)
+		if i < 0 {
+			continue
+		}
+		k := byKey[r.KeyID]
+		if k == nil {
+			k = &Series{Label: label(r.KeyID), KeyID: r.KeyID, Values: make([]int64, Days)}
+			byKey[r.KeyID] = k
+		}
+		for _, sr := range []*Series{&out.Total, k} {
+			sr.Values[i] += r.SpentMicro
+			sr.Total += r.SpentMicro
+			sr.Calls += r.Calls
+		}
+	}
+	for _, k := range byKey {
+		out.ByKey = append(out.ByKey, *k)
+	}
+	slices.SortFunc(out.ByKey, func(a, b Series) int {
+		if a.Total != b.Total {
+			return int(b.Total - a.Total)
+		}
+		return strings.Compare(a.Label, b.Label)
+	})
+	return out, nil
+}
+
+// IntentDay is one day of an intent's record.
+type IntentDay struct {
+	Day          string
+	Calls        int
+	Succeeded    int
+	SuccessRate  *float64 // nil without calls
+	P50, P95     *int64   // latency in ms; nil without answered calls
+	EarnedMicro  int64
+	LatencyCalls int // how many latencies the percentiles are of
+}
+
+// IntentStats is one intent's record over the window.
+type IntentStats struct {
+	IntentID, Handle string
+	Days             []IntentDay
+	Calls, Succeeded int
+	EarnedMicro      int64
+}
+
+// latencySample bounds the latencies read per intent for the percentiles.
+const latencySample = 5000
+
+// Intent returns the record of one of the caller's intents; another account's intent (or
+// none) is NOT_FOUND.
+func (s *Service) Intent(ctx context.Context, p *tools.Principal, intentID string) (IntentStats, error) {
+	in, err := s.store.OwnedIntent(ctx, p.AccountID, intentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return IntentStats{}, tools.Errorf(tools.CodeNotFound, "no intent %s in this account; open one from your intents", intentID)
+	}
+	if err != nil {
+		return IntentStats{}, err
+	}
+	if err := s.wait(ctx, ""); err != nil { // its calls are other accounts'
+		return IntentStats{}, err
+	}
+	days, since := s.days()
+	daily, err := s.store.IntentDaily(ctx, in.ID, since)
+	if err != nil {
+		return IntentStats{}, err
+	}
+	lat, err := s.store.IntentLatencies(ctx, in.ID, since, latencySample)
+	if err != nil {
+		return IntentStats{}, err
+	}
+	out := IntentStats{IntentID: in.ID, Handle: in.PublicIdentifier, Days: make([]IntentDay, Days)}
+	for i, d := range days {
+		out.Days[i].Day = d
+	}
+	for _, r := range daily {
+		i := slices.Index(days, r.Day)
+		if i < 0 {
+			continue
+		}
+		d := &out.Days[i]
+		d.Calls, d.Succeeded, d.EarnedMicro = r.Calls, r.Succeeded, r.EarnedMicro
+		if r.Calls > 0 {
+			rate := float64(r.Succeeded) / float64(r.Calls)
+			d.SuccessRate = &rate
+		}
+		out.Calls += r.Calls
+		out.Succeeded += r.Succeeded
+		out.EarnedMicro += r.EarnedMicro
+	}
+	byDay := map[string][]int64{}
+	for _, l := range lat {
+		byDay[l.Day] = append(byDay[l.Day], l.LatencyMs)
+	}
+	for i := range out.Days {
+		l := byDay[out.Days[i].Day]
+		if len(l) == 0 {
+			continue
+		}
+		slices.Sort(l)
+		p50, p95 := Percentile(l, 50), Percentile(l, 95)
+		out.Days[i].P50, out.Days[i].P95, out.Days[i].LatencyCalls = &p50, &p95, len(l)
+	}
+	return out, nil
+}
+
+// Percentile is the nearest-rank percentile of sorted values (discover's rule).
+func Percentile(sorted []int64, pct int) int64 {
+	return sorted[(len(sorted)-1)*pct/100]
+}
+
+// Side is whose call log: the caller's own calls, or the calls to the partner's intents.
+type Side string
+
+const (
+	Caller  Side = "caller"
+	Partner Side = "partner"
+)
+
+// Outcomes are the states a call log filters by.
+var Outcomes = []string{store.InvSucceeded, store.InvFailed, store.InvOutcomeUnknown, store.InvCancelled,
+	store.InvDispatching, store.InvAwaitingConfirmation, store.InvAwaitingPayment}
+
+// Filter narrows a call log; all optional.
+type Filter struct {
+	KeyID    string // the caller's side only
+	IntentID string
+	Outcome  string
+	Cursor   string // from the previous page's Next
+	Limit    int    // default 25, at most 100
+}
+
+// Row is one call in a log.
+type Row struct {
+	RequestID   string
+	Handle      string
+	IntentID    string
+	KeyID       string // the caller's side only
+	Outcome     string
+	OutcomeCode string
+	HTTPStatus  *int
+	LatencyMs   *int
+	// ChargeMicro is what the call cost the caller (their side) or earned the partner (theirs).
+	ChargeMicro int64
+	CreatedAt   time.Time
+}
+
+// Page is one page of a call log, newest first.
+type Page struct {
+	Rows []Row
+	Next string // the cursor of the next page, "" on the last
+}
+
+// Calls returns one page of the caller's calls, or of the calls to the partner's intents.
+func (s *Service) Calls(ctx context.Context, p *tools.Principal, side Side, f Filter) (Page, error) {
+	limit := f.Limit
+	if limit <= 0 || limit > 100 {
+		limit = 25
+	}
+	if f.Outcome != "" && !slices.Contains(Outcomes, f.Outcome) {
+		return Page{}, tools.Errorf(tools.CodeBadInput, "no outcome %q; choose one of the list", f.Outcome)
+	}
+	q := store.CallQuery{IntentID: f.IntentID, State: f.Outcome, Limit: limit + 1}
+	switch side {
+	case Caller:
+		q.AccountID, q.KeyID = p.AccountID, f.KeyID
+		if err := s.wait(ctx, p.AccountID); err != nil {
+			return Page{}, err
+		}
+	case Partner:
+		pt, err := s.store.PartnerByAccount(ctx, p.AccountID)
+		if errors.Is(err, store.ErrNotFound) {
+			return Page{}, nil // no intents published: no calls
+		}
+		if err != nil {
+			return Page{}, err
+		}
+		q.PartnerID = pt.ID
+		if err := s.wait(ctx, ""); err != nil {
+			return Page{}, err
+		}
+	default:
+		return Page{}, tools.Errorf(tools.CodeBadInput, "no call log %q; choose caller or partner", side)
+	}
+	if f.Cursor != "" {
+		at, id, ok := parseCursor(f.Cursor)
+		if !ok {
+			return Page{}, tools.Errorf(tools.CodeBadInput, "this page link is damaged; start again from the first page")
+		}
+		q.BeforeAt, q.BeforeID = &at, id
+	}
+	invs, err := s.store.Calls(ctx, q)
+	if err != nil {
+		return Page{}, err
+	}
+	var out Page
+	if len(invs) > limit {
+		invs = invs[:limit]
+		last := invs[limit-1]
+		out.Next = last.CreatedAt.UTC().Format(time.RFC3339Nano) + "_" + last.RequestID
+	}
+	for _, inv := range invs {
+		r := Row{RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID, Outcome: inv.State, OutcomeCode: inv.OutcomeCode,
+			HTTPStatus: inv.HTTPStatus, LatencyMs: inv.LatencyMs, CreatedAt: inv.CreatedAt.UTC()}
+		if side == Caller {
+			r.KeyID, r.ChargeMicro = inv.KeyID, CostMicro(inv)
+		} else {
+			r.ChargeMicro = inv.PartnerFeeMicro
+		}
+		out.Rows = append(out.Rows, r)
+	}
+	return out, nil
+}
+
+func parseCursor(c string) (time.Time, string, bool) {
+	at, id, ok := strings.Cut(c, "_")
+	t, err := time.Parse(time.RFC3339Nano, at)
+	return t, id, ok && err == nil && id != "" && len(id) <= 64
+}
+
+// Detail is one call with its args and result.
+type Detail struct {
+	Row
+	// Caller is who called: the key on the caller's side, the pairwise pseudonym the partner
+	// knows on the partner's.
+	Caller         string
+	Args           string // indented JSON
+	Answer         string // indented JSON of what the caller was answered; "" before an answer
+	OutcomeMessage string
+	Attempts       int
+	Events         []store.InvocationEvent
+	Receipt        string // the signed receipt (indented JSON), "" when none
+}
+
+// Call returns one call of the side's log; a call outside it (another account's, another
+// partner's intent's) is NOT_FOUND, as one that does not exist.
+func (s *Service) Call(ctx context.Context, p *tools.Principal, side Side, requestID string) (Detail, error) {
+	notFound := tools.Errorf(tools.CodeNotFound, "no call %s in this log; open one from the list", requestID)
+	var inv *store.Invocation
+	var intent *store.PartnerIntent // the partner's side: its intent
+	var err error
+	switch side {
+	case Caller:
+		if err := s.wait(ctx, p.AccountID); err != nil {
+			return Detail{}, err
+		}
+		inv, err = s.store.Invocation(ctx, p.AccountID, requestID)
+	case Partner:
+		if err := s.wait(ctx, ""); err != nil {
+			return Detail{}, err
+		}
+		inv, err = s.store.InvocationByID(ctx, requestID)
+		if err == nil {
+			intent, err = s.store.OwnedIntent(ctx, p.AccountID, inv.IntentID)
+			if err == nil && (inv.State == store.InvAwaitingConfirmation || inv.State == store.InvAwaitingPayment) {
+				err = store.ErrNotFound // never sent to the partner
+			}
+		}
+	default:
+		return Detail{}, notFound
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return Detail{}, notFound
+	}
+	if err != nil {
+		return Detail{}, err
+	}
+	d := Detail{Row: Row{RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID, Outcome: inv.State, OutcomeCode: inv.OutcomeCode,
+		HTTPStatus: inv.HTTPStatus, LatencyMs: inv.LatencyMs, CreatedAt: inv.CreatedAt.UTC()},
+		Args: indent(inv.Args), OutcomeMessage: inv.OutcomeMessage, Attempts: inv.Attempts}
+	var answer struct {
+		Result  json.RawMessage `json:"result"`
+		Receipt json.RawMessage `json:"receipt"`
+	}
+	if inv.Answer != nil && json.Unmarshal([]byte(*inv.Answer), &answer) == nil && len(answer.Receipt) > 0 && string(answer.Receipt) != "null" {
+		d.Receipt = indent(string(answer.Receipt))
+	}
+	if side == Partner {
+		// The partner sees what it was sent and what it answered, and the caller only as the
+		// pseudonym its envelopes carried: not the caller's key, charge, payment or history.
+		d.ChargeMicro, d.Caller = inv.PartnerFeeMicro, s.userID(inv.AccountID, intent.PartnerID)
+		if len(answer.Result) > 0 {
+			d.Answer = indent(string(answer.Result))
+		}
+		return d, nil
+	}
+	d.KeyID, d.ChargeMicro, d.Caller = inv.KeyID, CostMicro(inv), inv.KeyID
+	if inv.Answer != nil {
+		d.Answer = indent(*inv.Answer)
+	}
+	if d.Events, err = s.store.InvocationEvents(ctx, inv.RequestID); err != nil {
+		return Detail{}, err
+	}
+	return d, nil
+}
+
+// indent re-indents stored JSON for reading (left unescaped: the page escapes it).
+func indent(raw string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(raw), "", "  ") != nil {
+		return raw
+	}
+	return b.String()
+}

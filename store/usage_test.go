@@ -22,11 +22,11 @@ func TestUsageQueries(t *testing.T) {
 		}
 		base := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 		ia, ib := intentRow("ia", "@usage-a", base), intentRow("ib", "@usage-b", base)
-		pa, err := s.PublishIntents(ctx, "pub", []*store.PartnerIntent{ia}, store.PublishQuota{Now: base})
+		pa, err := s.PublishIntents(ctx, "pub", []*store.PartnerIntent{ia}, base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pb, err := s.PublishIntents(ctx, "pub2", []*store.PartnerIntent{ib}, store.PublishQuota{Now: base})
+		pb, err := s.PublishIntents(ctx, "pub2", []*store.PartnerIntent{ib}, base)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestBrowseIntents(t *testing.T) {
 			r.Description = "browse weather"
 		}
 		rows[2].FeeRateUnit, rows[2].FeeRate = "bps", "30"
-		if _, err := s.PublishIntents(ctx, "pub", rows, store.PublishQuota{Now: now}); err != nil {
+		if _, err := s.PublishIntents(ctx, "pub", rows, now); err != nil {
 			t.Fatal(err)
 		}
 		rows[1].VerificationStatus = "VERIFIED"

@@ -239,7 +239,7 @@ func TestTryIt(t *testing.T) {
 	}
 	before = len(partner.Hits())
 	st, body = h.post("/marketplace/@try-flat", url.Values{"csrf": {h.csrf()}, "action": {"try"}, "query": {"x"}}, false)
-	if st != 200 || !strings.Contains(body, "Flat-fee quote") || !strings.Contains(body, "not available yet") || !strings.Contains(body, "PAYMENT-REQUIRED") || len(partner.Hits()) != before {
+	if st != 200 || !strings.Contains(body, "Flat-fee quote") || !strings.Contains(body, "not available on this deployment") || !strings.Contains(body, "PAYMENT-REQUIRED") || len(partner.Hits()) != before {
 		t.Fatalf("try a flat-fee intent: %d\n%s", st, body)
 	}
 	// A form post without the session's token dispatches nothing.

@@ -249,7 +249,7 @@ func (s *Service) match(in *store.PartnerIntent, accountID string) Match {
 	case ok:
 		m.Invoke = fmt.Sprintf("call the tool %s (REST %s) with arguments matching parametersSchema", core.Tool, core.Route)
 	case partners.IsFlatFee(in.FeeRateUnit):
-		m.Invoke = fmt.Sprintf("invoke_partner_message {\"message\": \"%s <your request>\"}; paid by a flat on-chain fee, not available yet", in.PublicIdentifier)
+		m.Invoke = fmt.Sprintf("invoke_partner_message {\"message\": \"%s <your request>\"}; paid by a flat on-chain fee first: the answer is an x402 PaymentRequired; pay it and send the same call again (docs/x402.md)", in.PublicIdentifier)
 	case partners.QueryOnly([]byte(in.ParametersSchema)):
 		m.Invoke = fmt.Sprintf("invoke_partner_message {\"message\": \"%s <your request>\"}", in.PublicIdentifier)
 	default:

@@ -4,7 +4,8 @@ package docs
 
 import "embed"
 
-// Pages are the Markdown sources; the file name (without .md) is the page's path.
+// Pages are the Markdown sources, the file name (without .md) being the page's path, and the
+// screenshots they show (served at /docs/screenshots/).
 //
-//go:embed *.md
+//go:embed *.md screenshots/*.png
 var Pages embed.FS

@@ -1,4 +1,4 @@
-// The README's MCP host snippets, each read out of README.md and checked two ways: it has the
+// The MCP host snippets of docs/mcp-hosts.md, each read out of that page and checked two ways: it has the
 // shape its host's configuration format requires, and the official TypeScript MCP client,
 // given exactly those settings (placeholders replaced), connects and calls account_get.
 import { test, before, after } from "node:test";
@@ -10,8 +10,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { bin, baseEnv, onboard, startServer } from "./harness.mjs";
 
-const readme = readFileSync(join(import.meta.dirname, "..", "README.md"), "utf8");
-const snippets = [...readme.matchAll(/<!-- host: ([a-z-]+) (http|stdio) -->\n```json\n([\s\S]*?)```/g)].map((m) => ({
+const page = readFileSync(join(import.meta.dirname, "..", "docs", "mcp-hosts.md"), "utf8");
+const snippets = [...page.matchAll(/<!-- host: ([a-z-]+) (http|stdio) -->\n```json\n([\s\S]*?)```/g)].map((m) => ({
   host: m[1],
   transport: m[2],
   config: JSON.parse(m[3]),
@@ -32,7 +32,7 @@ before(async () => {
 });
 after(() => server?.stop());
 
-test("the README has a snippet for every host and transport it promises", () => {
+test("docs/mcp-hosts.md has a snippet for every host and transport it promises", () => {
   const have = snippets.map((s) => `${s.host} ${s.transport}`).sort();
   assert.deepEqual(have, [
     "claude-code http", "claude-code stdio", "claude-desktop stdio",
@@ -40,11 +40,11 @@ test("the README has a snippet for every host and transport it promises", () => 
   ]);
 });
 
-// resolve replaces the README's placeholders the way a user fills them in (VS Code's
+// resolve replaces the page's placeholders the way a user fills them in (VS Code's
 // ${input:...} is the key the user types at the prompt).
 function resolve(value) {
   return value
-    .replace("http://localhost:8080", server.url)
+    .replace("{base}", server.url)
     .replace("sb_test_YOUR_KEY", account.apiKey)
     .replace("${input:switchboard-key}", account.apiKey)
     .replace("/path/to/switchboard-data", server.dataDir);

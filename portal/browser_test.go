@@ -61,7 +61,7 @@ func steps(t *testing.T, ctx context.Context) (func(string, ...chromedp.Action[c
 }
 
 // screenshot saves the page as a PNG in SWITCHBOARD_SCREENSHOTS (to look at, and for the
-// README) or the test's temp dir.
+// docs/portal.md) or the test's temp dir.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	dir := os.Getenv("SWITCHBOARD_SCREENSHOTS")

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/docs"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
 )
 
 // The documentation: every page at /docs/<name> as HTML and at /docs/<name>.md as the
@@ -29,9 +30,23 @@ type docsData struct {
 	Pages []docPage
 }
 
-var docOrder = []docPage{{"agents", "Agents"}, {"mcp-hosts", "MCP hosts"}, {"partners", "Partners"}, {"x402", "Paying with x402"}, {"errors", "Errors"}, {"limits", "Limits"}, {"api", "API reference"}}
+// docOrder is every page, in the index's order: the users' quickstarts, then the reference,
+// then how Switchboard is run, tested and built (TestEveryDocsPageIsListed keeps it whole).
+var docOrder = []docPage{
+	{"agents", "Agents"}, {"mcp-hosts", "MCP hosts"}, {"partners", "Partners"}, {"x402", "Paying with x402"},
+	{"errors", "Errors"}, {"limits", "Limits"}, {"api", "API reference"},
+	{"tools-and-routes", "Tools and routes"}, {"intents", "Intents, invoking and billing"}, {"configuration", "Configuration"},
+	{"portal", "The developer portal"}, {"sdks", "SDKs"},
+	{"operations", "Operations"}, {"reliability", "Reliability"}, {"performance", "Performance"},
+	{"decisions", "Decisions"}, {"layout", "Layout and architecture"}, {"testing", "Testing"},
+}
 
-var mdLink = regexp.MustCompile(`href="([a-z-]+)\.md"`)
+// docImages serves the screenshots the pages show, at the relative URL they use.
+var docImages = http.StripPrefix("/docs/", http.FileServerFS(docs.Pages))
+
+// mdLink is a link to another page as GitHub renders it (name.md, maybe with a #section);
+// served here it points at the HTML page.
+var mdLink = regexp.MustCompile(`href="([a-z0-9-]+)\.md(#[^"]*)?"`)
 
 func (p *portal) markdown(name string) ([]byte, bool) {
 	if name == "api" {
@@ -81,11 +96,11 @@ func (p *portal) serveDoc(w http.ResponseWriter, r *http.Request, name string, m
 		return
 	}
 	var html bytes.Buffer
-	if err := goldmark.New(goldmark.WithExtensions(extension.GFM)).Convert(md, &html); err != nil {
+	if err := goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithParserOptions(parser.WithAutoHeadingID())).Convert(md, &html); err != nil {
 		http.Error(w, "could not render the page", http.StatusInternalServerError)
 		return
 	}
-	page := mdLink.ReplaceAll(html.Bytes(), []byte(`href="$1"`))
+	page := mdLink.ReplaceAll(html.Bytes(), []byte(`href="${1}${2}"`))
 	title := "Docs"
 	for _, d := range docOrder {
 		if d.Name == name {

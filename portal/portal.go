@@ -105,6 +105,7 @@ func New(o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /docs", p.docsIndex)
 	mux.HandleFunc("GET /docs.md", p.docsIndex)
 	mux.HandleFunc("GET /docs/{page}", p.doc)
+	mux.Handle("GET /docs/screenshots/", docImages)
 	mux.HandleFunc("GET /developer/sign-in", p.signInPage)
 	mux.Handle("POST /developer/sign-in", p.limited(p.sendCode))
 	mux.Handle("POST /developer/sign-in/code", p.limited(p.checkCode))

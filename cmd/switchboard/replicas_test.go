@@ -182,7 +182,7 @@ func TestTwoReplicas(t *testing.T) {
 		}
 		// The call is at the partner. Its record is written by the batch writer milliseconds
 		// after its dispatch (a replica killed before that leaves no record and charges
-		// nothing: README, "Budget leases"); kill once it has landed.
+		// nothing: docs/decisions.md, "Budget leases"); kill once it has landed.
 		rid := slowID.Load().(string)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			inv, err := db.InvocationByID(ctx, rid)

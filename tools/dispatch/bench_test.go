@@ -137,7 +137,7 @@ func BenchmarkInvokeParallel(b *testing.B) {
 
 // BenchmarkInvokeWrite: one confirmed write (EXECUTE) per op, the quote and its confirmation,
 // to the same partner as BenchmarkInvoke. A write is answered only once its outcome has
-// committed, journaled first (README, "Writes are answered only once their outcome is
+// committed, journaled first (docs/decisions.md, "Writes are answered only once their outcome is
 // durable"): this is what that costs a caller.
 func BenchmarkInvokeWrite(b *testing.B) {
 	for _, d := range storetest.Dialects() {

@@ -43,7 +43,7 @@ const (
 //     responses on both, 8 concurrent sessions, calls per second.
 //
 // Per-round figures go to the log; the metrics are their medians. Run it once, not b.N
-// times (the README's "Broker overhead" has the command with discover's benchmark):
+// times (docs/performance.md, "Broker overhead", has the command with discover's benchmark):
 //
 //	go test ./tools/dispatch -run '^$' -bench Broker -benchtime 1x
 func BenchmarkBroker(b *testing.B) {

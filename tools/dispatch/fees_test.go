@@ -49,7 +49,7 @@ func details(out map[string]any) map[string]any {
 	return out["error"].(map[string]any)["details"].(map[string]any)
 }
 
-// TestFeesOnRoutedValue is the README's worked example of a basis-point intent, end to end:
+// TestFeesOnRoutedValue is docs/decisions.md's worked example of a basis-point intent, end to end:
 // a SWAP of 100 USDC on Base priced at 50 bps by the partner, for a caller of tier standard
 // (30 bps) and then pro (15 bps), gas estimated from the node's gas price and passed through
 // at the partner's reported actual. Every figure is the fixtures' arithmetic.

@@ -26,7 +26,7 @@ import (
 // Config holds the onboarding limits. They are counted so that someone who cannot read the
 // inbox can neither void the owner's code nor keep the owner from using it: nothing ends a live
 // code but its use or its expiry, and every guess limit counts the guessing address's own
-// guesses only (README, "E-mail codes", has the arithmetic behind the figures).
+// guesses only (docs/decisions.md, "E-mail codes", has the arithmetic behind the figures).
 type Config struct {
 	CodeSecret       []byte        // HMAC key for stored code hashes and for deriving codes from their seeds
 	CodeTTL          time.Duration // 10 minutes

@@ -13,7 +13,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/billing"
 )
 
-// The closed sets of the intent row. They are documented in the README and in the tool
+// The closed sets of the intent row. They are documented in docs/intents.md and in the tool
 // schemas (enums), and checked by the validator.
 var (
 	// WriteCategories are treated as requiring confirmation and never retried.

@@ -20,7 +20,7 @@ import (
 	"github.com/switchboard-hq/switchboard/sdk/go/switchboard"
 )
 
-// Coverage maps every /v1 operationId to the Client method that calls it (the README's
+// Coverage maps every /v1 operationId to the Client method that calls it (docs/sdks.md's
 // coverage table lists the same).
 var Coverage = map[string]string{
 	"agent_signup":                  "Signup",

@@ -1,4 +1,4 @@
-// The README's coverage table, as data: every /v1 operationId and the Client method that
+// The coverage table of docs/sdks.md, as data: every /v1 operationId and the Client method that
 // calls it (test/openapi.test.mjs checks both against the live service).
 export const COVERAGE = {
   agent_signup: "signup",

@@ -8,7 +8,6 @@ import (
 
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/integrations"
-	"github.com/switchboard-hq/switchboard/tools/keys"
 )
 
 // Partner integrations: a partner creates one on /developer/integrations; its users sign in
@@ -34,7 +33,7 @@ func (p *portal) renderIntegrations(w http.ResponseWriter, r *http.Request, pr *
 		p.fail(w, r, tools.Translate(err))
 		return
 	}
-	v := p.page(pr, "Integrations", integrationsData{List: list, Created: created, Scopes: keys.AllScopes, Methods: integrations.Methods})
+	v := p.page(pr, "Integrations", integrationsData{List: list, Created: created, Scopes: tools.ScopeNames(), Methods: integrations.Methods})
 	v.Form, v.Errors = form, errs
 	p.render(w, status, "integrations", v)
 }

@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 )
 
@@ -31,7 +29,7 @@ func OAuthAPI(o Options) http.Handler {
 	mux := http.NewServeMux()
 	resource := func(w http.ResponseWriter, r *http.Request) {
 		writeOAuthJSON(w, http.StatusOK, map[string]any{
-			"resource": cfg.Resource, "authorization_servers": []string{cfg.Issuer}, "scopes_supported": keys.AllScopes,
+			"resource": cfg.Resource, "authorization_servers": []string{cfg.Issuer}, "scopes_supported": tools.ScopeNames(),
 			"bearer_methods_supported": []string{"header"}, "resource_name": "Switchboard",
 			"resource_documentation": cfg.Issuer + "/docs",
 		})
@@ -47,7 +45,7 @@ func OAuthAPI(o Options) http.Handler {
 			"registration_endpoint":                 cfg.Issuer + "/oauth/register", "revocation_endpoint": cfg.Issuer + "/oauth/revoke",
 			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
 			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"},
-			"revocation_endpoint_auth_methods_supported": []string{"none"}, "scopes_supported": keys.AllScopes,
+			"revocation_endpoint_auth_methods_supported": []string{"none"}, "scopes_supported": tools.ScopeNames(),
 			"service_documentation": cfg.Issuer + "/docs/mcp-hosts",
 		})
 	})
@@ -220,12 +218,12 @@ func (p *portal) consentData(req *oauth.Request, q url.Values, pr *tools.Princip
 	}
 	if chosen == nil {
 		for _, s := range req.Scopes {
-			if slices.Contains(keys.AllScopes, s) {
+			if tools.Scope(s).Known() {
 				chosen = append(chosen, s)
 			}
 		}
 		if len(chosen) == 0 {
-			chosen = []string{"read", "partner"}
+			chosen = []string{string(tools.ScopeRead), string(tools.ScopePartner)}
 		}
 	}
 	host := req.RedirectURI
@@ -239,7 +237,7 @@ func (p *portal) consentData(req *oauth.Request, q url.Values, pr *tools.Princip
 		}
 	}
 	return consentData{ClientName: req.Client.Name, RedirectHost: host, ClientDomain: oauth.ClientDomain(req.Client.ID), LocalOnly: local,
-		Params: params, Scopes: keys.AllScopes, Chosen: chosen,
+		Params: params, Scopes: tools.ScopeNames(), Chosen: chosen,
 		Spend: tools.USD(min(p.o.Ceiling.SpendMicro, 10_000_000)).String(), MaxSpend: tools.USD(pr.SpendLimitMicro).String(),
 		Rate: min(30, pr.RateLimitPerMinute), MaxRate: pr.RateLimitPerMinute}
 }

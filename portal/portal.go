@@ -422,7 +422,7 @@ func (p *portal) keysView(r *http.Request, pr *tools.Principal) (keysData, *tool
 	if e != nil {
 		return keysData{}, e
 	}
-	d := keysData{Scopes: keys.AllScopes}
+	d := keysData{Scopes: tools.ScopeNames()}
 	d.Keys, _ = list["keys"].([]any)
 	d.Ceiling.Spend = tools.USD(p.o.Ceiling.SpendMicro).String()
 	d.Ceiling.Rate = strconv.Itoa(p.o.Ceiling.RatePerMinute)

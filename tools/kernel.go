@@ -38,12 +38,16 @@ type Kernel struct {
 	Settled func(ctx context.Context, accountID string) error
 }
 
-// NewKernel registers tools. Duplicate names, missing titles and undecided hints are refused.
+// NewKernel registers tools. Duplicate names, unknown scopes, missing titles and undecided
+// hints are refused.
 func NewKernel(auth *Authenticator, limiter Limiter, log *slog.Logger, now func() time.Time, tools ...*Tool) (*Kernel, error) {
 	k := &Kernel{byName: make(map[string]*Tool), auth: auth, limiter: limiter, log: log, now: now}
 	for _, t := range tools {
 		if _, dup := k.byName[t.Name]; dup {
 			return nil, fmt.Errorf("tool %s registered twice", t.Name)
+		}
+		if s := t.Access.scope; s != "" && !s.Known() {
+			return nil, fmt.Errorf("tool %s: unknown scope %q; the scopes are %v (tools/scope.go)", t.Name, s, allScopes)
 		}
 		a := &t.Annotations
 		if a.ReadOnly == nil || a.OpenWorld == nil {

@@ -31,7 +31,7 @@ func newKernel(t *testing.T, s *store.Store) (*tools.Kernel, map[string]string, 
 	t.Helper()
 	calls := new(int)
 	echo := tools.New(tools.Def{
-		Name: "echo_publish", Title: "Echo", Description: "test tool", Access: tools.Scope("publish"),
+		Name: "echo_publish", Title: "Echo", Description: "test tool", Access: tools.RequireScope(tools.ScopePublish),
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), OpenWorld: tools.Bool(false)},
 	}, func(ctx context.Context, c *tools.Caller, in echoIn) (echoOut, error) {
 		*calls++
@@ -116,6 +116,28 @@ func TestNewKernelRefusesUndecidedHints(t *testing.T) {
 	}
 	if _, err := tools.NewKernel(nil, nil, quiet, time.Now, reader, reader); err == nil {
 		t.Fatal("NewKernel accepted a duplicate name")
+	}
+}
+
+// A scope outside the closed set compiles (Scope is a string type) but is refused at
+// registration, so a typo cannot leave a tool that no key can call.
+func TestNewKernelRefusesUnknownScopes(t *testing.T) {
+	build := func(s tools.Scope) *tools.Tool {
+		return tools.New(tools.Def{Name: "scoped", Title: "Scoped", Description: "x", Access: tools.RequireScope(s),
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), OpenWorld: tools.Bool(false)}},
+			func(context.Context, *tools.Caller, struct{}) (struct{}, error) { return struct{}{}, nil })
+	}
+	_, err := tools.NewKernel(nil, nil, quiet, time.Now, build("raed"))
+	if err == nil || !strings.Contains(err.Error(), `unknown scope "raed"`) {
+		t.Fatalf("NewKernel accepted a typo'd scope: %v", err)
+	}
+	for _, s := range tools.Scopes() {
+		if _, err := tools.NewKernel(nil, nil, quiet, time.Now, build(s)); err != nil {
+			t.Errorf("scope %s refused: %v", s, err)
+		}
+	}
+	if got := strings.Join(tools.ScopeNames(), " "); got != "read quote swap bridge send wallet publish partner" {
+		t.Errorf("the spec's scopes, in its order: got %s", got)
 	}
 }
 

@@ -28,7 +28,7 @@ type Principal struct {
 }
 
 // HasScope reports whether the principal carries scope.
-func (p *Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }
+func (p *Principal) HasScope(scope Scope) bool { return slices.Contains(p.Scopes, string(scope)) }
 
 // ID identifies the principal for rate limits and logs: the key or the session.
 func (p *Principal) ID() string {

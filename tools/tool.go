@@ -21,7 +21,7 @@ import (
 // Access says who may call a tool.
 type Access struct {
 	key   bool
-	scope string
+	scope Scope
 }
 
 var (
@@ -31,14 +31,15 @@ var (
 	AnyKey = Access{key: true}
 )
 
-// Scope requires a valid key carrying scope s.
-func Scope(s string) Access { return Access{key: true, scope: s} }
+// RequireScope requires a valid key carrying scope s (one of the Scope constants: NewKernel
+// refuses any other).
+func RequireScope(s Scope) Access { return Access{key: true, scope: s} }
 
 // NeedsKey reports whether a key is required.
 func (a Access) NeedsKey() bool { return a.key }
 
 // Scope returns the scope required, "" when none.
-func (a Access) Scope() string { return a.scope }
+func (a Access) Scope() Scope { return a.scope }
 
 func (a Access) String() string {
 	switch {
@@ -47,7 +48,7 @@ func (a Access) String() string {
 	case a.scope == "":
 		return "any valid key"
 	default:
-		return a.scope
+		return string(a.scope)
 	}
 }
 

@@ -390,14 +390,6 @@ func apply(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time,
 	return q.PostAll(ctx, r.RequestID, now, txns...)
 }
 
-// Reserve writes a reservation in its own transaction (the dispatcher writes it with the
-// invocation, through ReserveIn).
-func (s *Service) Reserve(ctx context.Context, requestID string, p *tools.Principal, q Quote, callTimeout time.Duration) error {
-	return s.store.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
-		return s.ReserveIn(ctx, tx, s.Reservation(requestID, p, q, callTimeout), p.SpendLimitMicro)
-	})
-}
-
 // release closes an open reservation; ok is false (nothing changed) when it was closed
 // already. The reservation's row lock is the claim; the balance and key rows are locked by
 // the caller's updates, balance row first and key row second, the order every writer takes

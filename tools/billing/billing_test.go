@@ -117,7 +117,7 @@ func TestLedgerLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 800, PlatformFeeMicro: 100}
-		if err := s.Reserve(ctx, "r1", p, q, time.Minute); err != nil {
+		if err := reserve(ctx, s, st, "r1", p, q, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		ledgerOK(t, st)
@@ -150,7 +150,7 @@ func TestLedgerLifecycle(t *testing.T) {
 			t.Fatalf("refund after settle: %v %v", ok, err)
 		}
 		// More than the worst case held cannot be charged.
-		if err := s.Reserve(ctx, "r0", p, q, time.Minute); err != nil {
+		if err := reserve(ctx, s, st, "r0", p, q, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := settle("r0", billing.Settlement{PartnerFeeMicro: 901, PartnerBook: "x"}); err == nil {
@@ -161,7 +161,7 @@ func TestLedgerLifecycle(t *testing.T) {
 		}
 
 		// Failure: the reservation comes back whole.
-		if err := s.Reserve(ctx, "r2", p, q, time.Minute); err != nil {
+		if err := reserve(ctx, s, st, "r2", p, q, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		if ok, err := s.Refund(ctx, "r2", "partner failed"); !ok || err != nil {
@@ -175,14 +175,14 @@ func TestLedgerLifecycle(t *testing.T) {
 		// Refusals write nothing: one rule (spent + held + worst against the limit; available
 		// minus held against the worst) for the pre-check and the reservation alike.
 		big := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 9_251}
-		for _, check := range []error{s.Check(ctx, p, big), s.Reserve(ctx, "r3", p, big, time.Minute)} {
+		for _, check := range []error{s.Check(ctx, p, big), reserve(ctx, s, st, "r3", p, big, time.Minute)} {
 			if e, ok := check.(*tools.Error); !ok || e.Code != tools.CodeInsufficientCredits {
 				t.Fatalf("over credit: %v", check)
 			}
 		}
 		limited := *p
 		limited.SpendLimitMicro = 1_500
-		for _, check := range []error{s.Check(ctx, &limited, q), s.Reserve(ctx, "r4", &limited, q, time.Minute)} {
+		for _, check := range []error{s.Check(ctx, &limited, q), reserve(ctx, s, st, "r4", &limited, q, time.Minute)} {
 			if e, ok := check.(*tools.Error); !ok || e.Code != tools.CodeSpendLimit {
 				t.Fatalf("over spend limit (650 spent + 1000 > 1500): %v", check)
 			}
@@ -193,7 +193,7 @@ func TestLedgerLifecycle(t *testing.T) {
 		ledgerOK(t, st)
 
 		// An abandoned reservation is refunded by the sweeper after its deadline only.
-		if err := s.Reserve(ctx, "r5", p, billing.Quote{ReserveMicro: 100, PlatformFeeMicro: 100}, -time.Hour); err != nil {
+		if err := reserve(ctx, s, st, "r5", p, billing.Quote{ReserveMicro: 100, PlatformFeeMicro: 100}, -time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := s.Sweep(ctx); n != 1 || err != nil {
@@ -219,7 +219,7 @@ func TestReserveConcurrentHolds(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := s.Reserve(ctx, "rc"+string(rune('a'+i)), p, billing.Quote{ReserveMicro: 10, MaxPartnerFeeMicro: 290}, time.Minute)
+				err := reserve(ctx, s, st, "rc"+string(rune('a'+i)), p, billing.Quote{ReserveMicro: 10, MaxPartnerFeeMicro: 290}, time.Minute)
 				if err == nil {
 					mu.Lock()
 					won++
@@ -260,5 +260,13 @@ func TestGrantRespectsTheBalanceCap(t *testing.T) {
 			t.Fatal("a grant over MaxGrantMicro was accepted")
 		}
 		ledgerOK(t, st)
+	})
+}
+
+// reserve writes a reservation in its own transaction through ReserveIn, the dispatcher's
+// path (which writes it with the invocation).
+func reserve(ctx context.Context, s *billing.Service, st *store.Store, requestID string, p *tools.Principal, q billing.Quote, callTimeout time.Duration) error {
+	return st.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
+		return s.ReserveIn(ctx, tx, s.Reservation(requestID, p, q, callTimeout), p.SpendLimitMicro)
 	})
 }

@@ -78,9 +78,9 @@ func NewService(ctx context.Context, st *store.Store, now func() time.Time, regi
 
 // Input is discover's input.
 type Input struct {
-	Query    string `json:"query" jsonschema:"minLength=1,maxLength=500" jsonschema_description:"what you need, in natural language, e.g. 'price of SOL' or 'swap tokens on base'"`
-	Category string `json:"category,omitempty" jsonschema:"enum=SWAP,enum=SEND,enum=BRIDGE,enum=EXECUTE,enum=STAKE,enum=MINT,enum=TRANSFER,enum=BURN,enum=CLAIM,enum=PRICE,enum=BALANCE,enum=QUERY,enum=ANALYZE,enum=OTHER" jsonschema_description:"only intents of this category"`
-	Limit    int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=50" jsonschema_description:"how many results, default 10"`
+	Query    string            `json:"query" jsonschema:"minLength=1,maxLength=500" jsonschema_description:"what you need, in natural language, e.g. 'price of SOL' or 'swap tokens on base'"`
+	Category partners.Category `json:"category,omitempty" jsonschema_description:"only intents of this category"`
+	Limit    int               `json:"limit,omitempty" jsonschema:"minimum=1,maximum=50" jsonschema_description:"how many results, default 10"`
 }
 
 // Schema is a JSON Schema relayed as published.
@@ -141,7 +141,7 @@ func (s *Service) Tools() []*tools.Tool {
 		Description: "Find services by what they do, in natural language: marketplace partner intents (called with invoke_partner_message " +
 			"and their @handle) and Switchboard's built-in capabilities (token resolution, prices, balances). Results are ranked by " +
 			"relevance and quality: verified partners first at equal relevance, then healthier ones (success rate, re-probes), each with its fee, its parametersSchema, how to invoke it, and its quality record.",
-		Access:      tools.Scope("read"),
+		Access:      tools.RequireScope(tools.ScopeRead),
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
 	}, s.discover)}
 }
@@ -156,7 +156,7 @@ func (s *Service) discover(ctx context.Context, c *tools.Caller, in Input) (Outp
 		return Output{}, tools.Errorf(tools.CodeBadInput, "the query has no searchable words; describe what you need, e.g. 'price of SOL'")
 	}
 	// More candidates than asked for, so that quality can reorder what relevance found.
-	hits, err := s.store.SearchIntents(ctx, store.SearchQuery{Words: words, Category: in.Category, AccountID: c.AccountID(), Limit: min(limit*3, 60)})
+	hits, err := s.store.SearchIntents(ctx, store.SearchQuery{Words: words, Category: string(in.Category), AccountID: c.AccountID(), Limit: min(limit*3, 60)})
 	if err != nil {
 		return Output{}, err
 	}

@@ -487,7 +487,10 @@ func TestSweeperRefundsAbandonedReservation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.env.App.Billing.Reserve(ctx, signing.NewRequestID(), tools.KeyPrincipal(key), q, 30*time.Second); err != nil {
+	p, bill := tools.KeyPrincipal(key), w.env.App.Billing
+	if err := w.env.App.Store.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
+		return bill.ReserveIn(ctx, tx, bill.Reservation(signing.NewRequestID(), p, q, 30*time.Second), p.SpendLimitMicro)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if w.credit(t) != before-1000 {

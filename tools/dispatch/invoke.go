@@ -86,7 +86,7 @@ func (s *Service) receiptTool() *tools.Tool {
 		Title: "Partner call receipt",
 		Description: "The signed receipt of a call to one of your intents, by its requestId: handle, the caller's pseudonymous userId for you, " +
 			"charges, timestamps and the SHA-256 of the result Switchboard relayed, signed with the service key (verify with switchboard verify-receipt or the partner kit).",
-		Access:             tools.Scope("publish"),
+		Access:             tools.RequireScope(tools.ScopePublish),
 		Annotations:        tools.Annotations{ReadOnly: tools.Bool(true), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(false)},
 		ReadsOtherAccounts: true,
 	}, func(ctx context.Context, c *tools.Caller, in ReceiptInput) (signing.SignedReceipt, error) {
@@ -120,7 +120,7 @@ func (s *Service) Tools() []*tools.Tool {
 			"Write intents (SWAP, SEND, BRIDGE, ...) answer CONFIRMATION_REQUIRED first with the exact args and the most it can cost: " +
 			"ask the user, then call again with confirmRequestId. You are charged only when the partner succeeds; failures refund the reservation. " +
 			"When the partner answers success false (e.g. it needs more information), the result says so in partnerError: ask the user or refine the call.",
-		Access:      tools.Scope("partner"),
+		Access:      tools.RequireScope(tools.ScopePartner),
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), OpenWorld: tools.Bool(true)},
 	}, s.invoke)}
 }

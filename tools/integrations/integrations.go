@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/keys"
 )
 
 // The onboarding methods an integration can offer.
@@ -69,7 +68,7 @@ func (s *Service) Create(ctx context.Context, accountID, slug, name string, scop
 		return bad("methods", "choose at least one onboarding method")
 	}
 	for _, sc := range scopes {
-		if !slices.Contains(keys.AllScopes, sc) {
+		if !tools.Scope(sc).Known() {
 			return bad("scopes", "unknown scope "+sc)
 		}
 	}

@@ -13,9 +13,6 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// AllScopes are the spec's scopes, in its order. The first key of an account carries all.
-var AllScopes = []string{"read", "quote", "swap", "bridge", "send", "wallet", "publish", "partner"}
-
 // Limits are a key's spend and rate limits.
 type Limits struct {
 	SpendMicro    int64
@@ -92,11 +89,11 @@ func utc(t *time.Time) *time.Time {
 
 // CreateInput is api_key_create's input.
 type CreateInput struct {
-	Name               string     `json:"name" jsonschema:"minLength=1,maxLength=100" jsonschema_description:"a label for the key"`
-	Scopes             []string   `json:"scopes" jsonschema:"minItems=1,uniqueItems=true,enum=read,enum=quote,enum=swap,enum=bridge,enum=send,enum=wallet,enum=publish,enum=partner" jsonschema_description:"scopes for the new key; each must be a scope of the key making the call"`
-	SpendLimitUsd      *tools.USD `json:"spendLimitUsd,omitempty" jsonschema_description:"total USD the key may spend; default the agent default, never above the calling key's"`
-	RateLimitPerMinute *int       `json:"rateLimitPerMinute,omitempty" jsonschema:"minimum=1,maximum=10000" jsonschema_description:"requests per minute; default the agent default, never above the calling key's"`
-	IntegrationID      string     `json:"integrationId,omitempty" jsonschema:"maxLength=64" jsonschema_description:"issue the key for a partner integration (its /connect page): the scopes must be among the integration's"`
+	Name               string        `json:"name" jsonschema:"minLength=1,maxLength=100" jsonschema_description:"a label for the key"`
+	Scopes             []tools.Scope `json:"scopes" jsonschema:"minItems=1,uniqueItems=true" jsonschema_description:"scopes for the new key; each must be a scope of the key making the call"`
+	SpendLimitUsd      *tools.USD    `json:"spendLimitUsd,omitempty" jsonschema_description:"total USD the key may spend; default the agent default, never above the calling key's"`
+	RateLimitPerMinute *int          `json:"rateLimitPerMinute,omitempty" jsonschema:"minimum=1,maximum=10000" jsonschema_description:"requests per minute; default the agent default, never above the calling key's"`
+	IntegrationID      string        `json:"integrationId,omitempty" jsonschema:"maxLength=64" jsonschema_description:"issue the key for a partner integration (its /connect page): the scopes must be among the integration's"`
 }
 
 // CreateOutput is the new key: its metadata and, this once, its secret.
@@ -169,7 +166,10 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 		}
 		lim.RatePerMinute = *in.RateLimitPerMinute
 	}
-	scopes := slices.Clone(in.Scopes)
+	scopes := make([]string, len(in.Scopes))
+	for i, sc := range in.Scopes {
+		scopes[i] = string(sc)
+	}
 	key, secret := s.New(c.Principal.AccountID, in.Name, scopes, lim)
 	if in.IntegrationID != "" {
 		ig, err := s.store.IntegrationBy(ctx, "id", in.IntegrationID)
@@ -236,7 +236,7 @@ func (s *Service) ForSession(ctx context.Context, p *tools.Principal) (*tools.Pr
 	if i >= 0 {
 		key = list[i]
 	} else {
-		key, _ = s.New(p.AccountID, TryItKeyName, AllScopes, s.defaults)
+		key, _ = s.New(p.AccountID, TryItKeyName, tools.ScopeNames(), s.defaults)
 		if err := s.store.CreateKey(ctx, key); err != nil {
 			return nil, fmt.Errorf("create the Try it key: %w", err)
 		}

@@ -380,7 +380,7 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 
 // firstKey mints the key verify hands out: every scope, the agent defaults.
 func (s *Service) firstKey(accountID string) (*store.APIKey, string) {
-	return s.keys.New(accountID, "agent (e-mail verification)", append([]string(nil), keys.AllScopes...), s.keys.Defaults())
+	return s.keys.New(accountID, "agent (e-mail verification)", tools.ScopeNames(), s.keys.Defaults())
 }
 
 func (s *Service) create(ctx context.Context, email string, now time.Time, withKey bool) (Account, error) {

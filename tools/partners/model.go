@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/invopop/jsonschema"
@@ -16,10 +17,11 @@ import (
 // The closed sets of the intent row. They are documented in docs/intents.md and in the tool
 // schemas (enums), and checked by the validator.
 var (
-	// WriteCategories are treated as requiring confirmation and never retried.
-	WriteCategories = []string{"SWAP", "SEND", "BRIDGE", "EXECUTE", "STAKE", "MINT", "TRANSFER", "BURN", "CLAIM"}
-	// IdempotentCategories may be retried once on 5xx or network error.
-	IdempotentCategories = []string{"PRICE", "BALANCE", "QUERY", "ANALYZE", "OTHER"}
+	// WriteCategories are treated as requiring confirmation and never retried (from the
+	// rules table).
+	WriteCategories = categoriesWhere(true)
+	// IdempotentCategories may be retried once on 5xx or network error (from the rules table).
+	IdempotentCategories = categoriesWhere(false)
 	// Capabilities is the closed capability set. MUTATES_USER_FUNDS and
 	// REQUIRES_USER_SIGNATURE force a write category.
 	Capabilities = []string{CapMutatesUserFunds, CapRequiresUserSignature, "READS_CHAIN_DATA", "CALLS_THIRD_PARTY_API", "RETURNS_EMBED", "LONG_RUNNING"}
@@ -59,28 +61,73 @@ const (
 
 // Rule is the one home of what a category means for dispatch.
 type Rule struct {
-	Write       bool   // quoted and confirmed by the caller first; never sent twice
-	Scope       string // a scope the caller needs beside "partner" ("" when none)
-	MovesTokens bool   // its token arguments (x-token) are resolved before dispatch, and publishing needs one
-	GasUnits    int64  // typical gas of its on-chain step on an EVM chain (0: no on-chain step priced)
+	Write       bool        // quoted and confirmed by the caller first; never sent twice
+	Scope       tools.Scope // a scope the caller needs beside "partner" ("" when none)
+	MovesTokens bool        // its token arguments (x-token) are resolved before dispatch, and publishing needs one
+	GasUnits    int64       // typical gas of its on-chain step on an EVM chain (0: no on-chain step priced)
 }
 
-// rules: every write category is confirmed first and never retried; the four that move
-// tokens (an ERC-20 transfer, a DEX swap, a bridge deposit) also need their own scope,
-// resolve their tokens first and pass gas through.
-var rules = map[string]Rule{
-	"SWAP":     {Write: true, Scope: "swap", MovesTokens: true, GasUnits: 250_000},
-	"BRIDGE":   {Write: true, Scope: "bridge", MovesTokens: true, GasUnits: 300_000},
-	"SEND":     {Write: true, Scope: "send", MovesTokens: true, GasUnits: 65_000},
-	"TRANSFER": {Write: true, Scope: "send", MovesTokens: true, GasUnits: 65_000},
-	"EXECUTE":  {Write: true}, "STAKE": {Write: true}, "MINT": {Write: true}, "BURN": {Write: true}, "CLAIM": {Write: true},
+// categoryRules is the closed category set, in the order the schemas and messages list it:
+// every write category is confirmed first and never retried; the four that move tokens (an
+// ERC-20 transfer, a DEX swap, a bridge deposit) also need their own scope, resolve their
+// tokens first and pass gas through. The idempotent ones have the zero Rule. Everything else
+// about categories (the lists, the map, the schema enum) is derived from it.
+var categoryRules = []struct {
+	Category string
+	Rule
+}{
+	{"SWAP", Rule{Write: true, Scope: tools.ScopeSwap, MovesTokens: true, GasUnits: 250_000}},
+	{"SEND", Rule{Write: true, Scope: tools.ScopeSend, MovesTokens: true, GasUnits: 65_000}},
+	{"BRIDGE", Rule{Write: true, Scope: tools.ScopeBridge, MovesTokens: true, GasUnits: 300_000}},
+	{"EXECUTE", Rule{Write: true}}, {"STAKE", Rule{Write: true}}, {"MINT", Rule{Write: true}},
+	{"TRANSFER", Rule{Write: true, Scope: tools.ScopeSend, MovesTokens: true, GasUnits: 65_000}},
+	{"BURN", Rule{Write: true}}, {"CLAIM", Rule{Write: true}},
+	{"PRICE", Rule{}}, {"BALANCE", Rule{}}, {"QUERY", Rule{}}, {"ANALYZE", Rule{}}, {"OTHER", Rule{}},
+}
+
+// rules is categoryRules by category: a category is known when it is a key.
+var rules = func() map[string]Rule {
+	m := make(map[string]Rule, len(categoryRules))
+	for _, c := range categoryRules {
+		m[c.Category] = c.Rule
+	}
+	return m
+}()
+
+func categoriesWhere(write bool) []string {
+	var out []string
+	for _, c := range categoryRules {
+		if c.Write == write {
+			out = append(out, c.Category)
+		}
+	}
+	return out
 }
 
 // RuleOf returns category's rule (the zero Rule for idempotent categories).
 func RuleOf(category string) Rule { return rules[category] }
 
+// IsCategory reports whether category is one of the closed set.
+func IsCategory(category string) bool {
+	_, ok := rules[category]
+	return ok
+}
+
 // IsWriteCategory reports whether category is one of WriteCategories.
 func IsWriteCategory(category string) bool { return rules[category].Write }
+
+// Category is an intent's category as a tool input: a string whose schema enum is the
+// category set, write categories first.
+type Category string
+
+// JSONSchema lists the categories of the rules table.
+func (Category) JSONSchema() *jsonschema.Schema {
+	enum := make([]any, len(categoryRules))
+	for i, c := range categoryRules {
+		enum[i] = c.Category
+	}
+	return &jsonschema.Schema{Type: "string", Enum: enum}
+}
 
 // QueryOnly reports whether a parametersSchema is the spec's sample (a): an object whose only
 // required property is the string `query`. Such an intent gets the caller's message as
@@ -320,7 +367,7 @@ type IntentInput struct {
 	PublicIdentifier string            `json:"publicIdentifier" jsonschema:"pattern=^@[a-z0-9_-]{3\\,32}$" jsonschema_description:"the @handle callers invoke it by: @ plus 3-32 of a-z 0-9 _ -; unique forever (archived handles stay taken); immutable"`
 	Name             string            `json:"name" jsonschema:"minLength=1,maxLength=80" jsonschema_description:"display label"`
 	Description      string            `json:"description" jsonschema:"minLength=1,maxLength=2000" jsonschema_description:"what it does, for users and for the model that routes to it"`
-	Category         string            `json:"category" jsonschema:"enum=SWAP,enum=SEND,enum=BRIDGE,enum=EXECUTE,enum=STAKE,enum=MINT,enum=TRANSFER,enum=BURN,enum=CLAIM,enum=PRICE,enum=BALANCE,enum=QUERY,enum=ANALYZE,enum=OTHER" jsonschema_description:"write categories (SWAP SEND BRIDGE EXECUTE STAKE MINT TRANSFER BURN CLAIM) need the caller's confirmation and are never retried; idempotent ones (PRICE BALANCE QUERY ANALYZE OTHER) are retried once on 5xx or network error. Immutable"`
+	Category         Category          `json:"category"` // described by JSONSchemaExtend, from the rules table
 	Capabilities     []string          `json:"capabilities,omitempty" jsonschema:"uniqueItems=true,maxItems=6,enum=MUTATES_USER_FUNDS,enum=REQUIRES_USER_SIGNATURE,enum=READS_CHAIN_DATA,enum=CALLS_THIRD_PARTY_API,enum=RETURNS_EMBED,enum=LONG_RUNNING" jsonschema_description:"what the intent does; MUTATES_USER_FUNDS and REQUIRES_USER_SIGNATURE need a write category. Immutable"`
 	BindingType      string            `json:"bindingType,omitempty" jsonschema:"enum=REST,enum=MCP_HTTP" jsonschema_description:"REST (default): Switchboard POSTs the signed envelope; MCP_HTTP: Switchboard calls the MCP tool named exactly as the handle over Streamable HTTP, signature in headers. Immutable"`
 	ToolEndpoint     string            `json:"toolEndpoint" jsonschema:"minLength=8,maxLength=2048" jsonschema_description:"HTTPS URL of the endpoint; its host must resolve only to public addresses"`
@@ -333,4 +380,14 @@ type IntentInput struct {
 	Tier             string            `json:"tier,omitempty" jsonschema:"enum=one_shot,enum=delegation" jsonschema_description:"one_shot (default) or delegation. Immutable"`
 	PricingShape     PricingShape      `json:"pricingShape,omitempty" jsonschema:"nullable" jsonschema_description:"required for tier delegation, must be absent for one_shot. Immutable"`
 	SampleQueries    []string          `json:"sampleQueries,omitempty" jsonschema:"maxItems=10" jsonschema_description:"example requests users might send (up to 10, each up to 200 characters); used in discovery and as test input"`
+}
+
+// JSONSchemaExtend describes category from the rules table, so the text names the same set
+// as the enum.
+func (IntentInput) JSONSchemaExtend(s *jsonschema.Schema) {
+	if p, ok := s.Properties.Get("category"); ok {
+		p.Description = fmt.Sprintf("write categories (%s) need the caller's confirmation and are never retried; "+
+			"idempotent ones (%s) are retried once on 5xx or network error. Immutable",
+			strings.Join(WriteCategories, " "), strings.Join(IdempotentCategories, " "))
+	}
 }

@@ -88,12 +88,6 @@ func Target(row *store.PartnerIntent) outbound.Target {
 		ToolName: row.PublicIdentifier, Timeout: time.Duration(row.TimeoutMs) * time.Millisecond}
 }
 
-// IntentByHandle returns the intent with an @handle, whoever owns it, archived or not;
-// store.ErrNotFound when there is none. Check CanInvoke before dispatching to it.
-func (s *Service) IntentByHandle(ctx context.Context, handle string) (*store.PartnerIntent, error) {
-	return s.store.IntentByHandle(ctx, handle)
-}
-
 // CanInvoke says whether accountID may invoke row: an archived intent never; an inactive
 // one only from its publisher's own account (to test it before activation). The error is
 // NOT_FOUND, so that inactive intents of others stay invisible.

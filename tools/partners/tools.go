@@ -104,7 +104,7 @@ func (s *Service) Tools() []*tools.Tool {
 }
 
 // publish is the scope of every partner tool.
-var publish = tools.Scope("publish")
+var publish = tools.RequireScope(tools.ScopePublish)
 
 func (s *Service) publishIntentTool() *tools.Tool {
 	return tools.New(tools.Def{

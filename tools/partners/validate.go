@@ -265,8 +265,9 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 			ps = append(ps, *p)
 		}
 	}
+	category := string(in.Category)
 	row := &store.PartnerIntent{
-		ID: uuid.NewString(), PublicIdentifier: in.PublicIdentifier, Category: in.Category,
+		ID: uuid.NewString(), PublicIdentifier: in.PublicIdentifier, Category: category,
 		BindingType: in.BindingType, ToolEndpoint: in.ToolEndpoint, TimeoutMs: DefaultTimeoutMs,
 		FeeRateUnit: in.FeeRateUnit, Tier: in.Tier, VerificationStatus: StatusUnverified, Revision: 1,
 	}
@@ -279,7 +280,7 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 	row.Description, p = text("description", in.Description, MaxDescriptionLen, true)
 	add(p)
 
-	if !slices.Contains(WriteCategories, in.Category) && !slices.Contains(IdempotentCategories, in.Category) {
+	if !IsCategory(category) {
 		add(&Problem{"category", fmt.Sprintf("must be one of the write categories %v or the idempotent categories %v", WriteCategories, IdempotentCategories)})
 	}
 	row.Capabilities = []string{}
@@ -294,9 +295,9 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 		}
 	}
 	for _, c := range []string{CapMutatesUserFunds, CapRequiresUserSignature} {
-		if slices.Contains(row.Capabilities, c) && slices.Contains(IdempotentCategories, in.Category) {
+		if slices.Contains(row.Capabilities, c) && IsCategory(category) && !IsWriteCategory(category) {
 			add(&Problem{"capabilities", fmt.Sprintf("%s needs a write category (%s); %s is idempotent, and an intent that moves funds must be confirmed by the caller and never retried",
-				c, strings.Join(WriteCategories, ", "), in.Category)})
+				c, strings.Join(WriteCategories, ", "), category)})
 		}
 	}
 
@@ -321,11 +322,11 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 	// Writes that move tokens are dispatched only after their token arguments are resolved
 	// (spam short-circuited, ambiguity asked back): such an intent must say which they are.
 	// Flat-fee intents get only {query} and parse it themselves.
-	if p == nil && RuleOf(in.Category).MovesTokens && !IsFlatFee(in.FeeRateUnit) {
+	if p == nil && RuleOf(category).MovesTokens && !IsFlatFee(in.FeeRateUnit) {
 		if marked, _ := tokens.TokenProperties(params); len(marked) == 0 {
 			add(&Problem{"parametersSchema", fmt.Sprintf(`a %s intent must mark its token arguments so Switchboard resolves them before dispatch: `+
 				`add "x-token": true to each (the chain is read from a sibling "chain" argument) or "x-token": {"chainProperty": "<argument>"}, `+
-				`e.g. {"type":"object","properties":{"token":{"type":"string","x-token":true},"chain":{"type":"string"},"amount":{"type":"string"}},"required":["token","amount"]}`, in.Category)})
+				`e.g. {"type":"object","properties":{"token":{"type":"string","x-token":true},"chain":{"type":"string"},"amount":{"type":"string"}},"required":["token","amount"]}`, category)})
 		}
 	}
 	if len(in.OutputSchema) > 0 {
@@ -343,7 +344,7 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 	}
 	add(Fee(in.FeeRate.Decimal, row.FeeRateUnit))
 	row.FeeRate = in.FeeRate.String()
-	add(routedValue(in.Category, row.FeeRateUnit, in.FeeRate.Decimal, params))
+	add(routedValue(category, row.FeeRateUnit, in.FeeRate.Decimal, params))
 	ps = append(ps, payouts(in.PayoutAddresses, in.FeeRate.Decimal, row.FeeRateUnit)...)
 	if len(in.PayoutAddresses) > 0 {
 		row.PayoutAddresses = in.PayoutAddresses

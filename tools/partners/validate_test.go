@@ -3,10 +3,12 @@ package partners_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 )
@@ -207,14 +209,10 @@ func mustJSON(v any) string {
 
 func ptr[T any](v T) *T { return &v }
 
-// The category rules are the one home of what a category means: the write list the schemas
-// publish and the rules dispatch reads agree, and only token-moving writes need a scope.
+// The category rules are the one home of what a category means: the lists, the schema enum
+// and the rules dispatch reads agree, and only token-moving writes need a scope, a known one.
 func TestCategoryRulesAgree(t *testing.T) {
-	for _, c := range partners.WriteCategories {
-		if !partners.IsWriteCategory(c) {
-			t.Errorf("%s is listed as a write but its rule is not", c)
-		}
-	}
+	all := append(slices.Clone(partners.WriteCategories), partners.IdempotentCategories...)
 	for _, c := range partners.IdempotentCategories {
 		if r := partners.RuleOf(c); r.Write || r.MovesTokens || r.Scope != "" || r.GasUnits != 0 {
 			t.Errorf("idempotent %s has rule %+v", c, r)
@@ -228,5 +226,32 @@ func TestCategoryRulesAgree(t *testing.T) {
 		if r.MovesTokens != (r.Scope != "") || r.MovesTokens != (r.GasUnits > 0) {
 			t.Errorf("rule of %s: token-moving writes, and only they, need a scope and pay gas: %+v", c, r)
 		}
+		if r.Scope != "" && !r.Scope.Known() {
+			t.Errorf("rule of %s needs scope %q, which no key can carry", c, r.Scope)
+		}
+	}
+	for _, c := range all {
+		if !partners.IsCategory(c) {
+			t.Errorf("%s is listed but not in the rules", c)
+		}
+	}
+	if partners.IsCategory("LEND") || len(all) != 14 {
+		t.Errorf("the category set is closed at the spec's 14: %v", all)
+	}
+	// The published enum is the same set, in the same order.
+	tool := tools.New(tools.Def{Name: "publish_probe"}, func(context.Context, *tools.Caller, partners.IntentInput) (struct{}, error) { return struct{}{}, nil })
+	var schema struct {
+		Properties struct {
+			Category struct {
+				Enum        []string `json:"enum"`
+				Description string   `json:"description"`
+			} `json:"category"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(tool.InputSchema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if got := schema.Properties.Category; !slices.Equal(got.Enum, all) || !strings.Contains(got.Description, strings.Join(partners.WriteCategories, " ")) {
+		t.Errorf("category schema %+v, want the enum %v", got, all)
 	}
 }

@@ -91,7 +91,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Princi
 	}
 	return &tools.Principal{
 		AccountID: sess.AccountID, Method: tools.AuthSession, SessionID: sess.ID,
-		Scopes:          append([]string(nil), keys.AllScopes...),
+		Scopes:          tools.ScopeNames(),
 		SpendLimitMicro: s.cfg.Ceiling.SpendMicro, RateLimitPerMinute: s.cfg.Ceiling.RatePerMinute,
 	}, nil
 }

@@ -179,7 +179,7 @@ func (s *Service) Tools() []*tools.Tool {
 				"ambiguous ticker returns every match (e.g. USDC and bridged USDC.e on arbitrum): pick from context or ask. An " +
 				"unknown token returns an empty list. Spam-flagged tokens are shown with isSpam true and spamReason; never " +
 				"swap, bridge or send them. Unknown EVM addresses are read on chain; unknown Solana mints at Jupiter.",
-			Access:      tools.Scope("read"),
+			Access:      tools.RequireScope(tools.ScopeRead),
 			Annotations: readOnly,
 		}, s.resolveTool),
 		tools.New(tools.Def{
@@ -191,7 +191,7 @@ func (s *Service) Tools() []*tools.Tool {
 				"CoinGecko, DefiLlama; others: CoinGecko, DefiLlama) and a price older than the configured maximum age is never " +
 				"used. When no provider gives a usable price the call fails with UNAVAILABLE and details.providers lists each " +
 				"provider's reason: there is no number in that answer; say you cannot quote and retry later.",
-			Access:      tools.Scope("read"),
+			Access:      tools.RequireScope(tools.ScopeRead),
 			Annotations: readOnly,
 		}, s.priceTool),
 		tools.New(tools.Def{
@@ -204,7 +204,7 @@ func (s *Service) Tools() []*tools.Tool {
 				"counts them). status is OK when every chain answered and every token was priced; PARTIAL when some did not: " +
 				"failures names each chain (or token) that could not be read and why, unpriced lists tokens shown without a USD " +
 				"value, and totalUsd then covers only what is shown.",
-			Access:      tools.Scope("read"),
+			Access:      tools.RequireScope(tools.ScopeRead),
 			Annotations: readOnly,
 		}, s.balancesTool),
 		tools.New(tools.Def{
@@ -213,21 +213,21 @@ func (s *Service) Tools() []*tools.Tool {
 			Description: "Add a wallet by address (EVM 0x address or Solana address) to the account, watch-only: Switchboard " +
 				"holds no key for it and never signs with it; get_balances then includes it with walletType \"connected\". " +
 				"Adding an already connected address returns it unchanged. At most 20 connected wallets per account by default.",
-			Access:      tools.Scope("wallet"),
+			Access:      tools.RequireScope(tools.ScopeWallet),
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(false)},
 		}, s.connectTool),
 		tools.New(tools.Def{
 			Name:        "connected_wallet_list",
 			Title:       "List connected wallets",
 			Description: "List the account's connected watch-only wallets (address, family evm or svm, label, createdAt).",
-			Access:      tools.Scope("read"),
+			Access:      tools.RequireScope(tools.ScopeRead),
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
 		}, s.listConnectedTool),
 		tools.New(tools.Def{
 			Name:        "connected_wallet_remove",
 			Title:       "Remove a connected wallet",
 			Description: "Remove a connected watch-only wallet by address; its balances stop counting. Primary wallets cannot be removed.",
-			Access:      tools.Scope("wallet"),
+			Access:      tools.RequireScope(tools.ScopeWallet),
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
 		}, s.removeConnectedTool),
 	}

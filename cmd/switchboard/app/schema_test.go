@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden schema files in testdata/schemas")
+var update = flag.Bool("update", false, "rewrite the golden files: testdata/schemas (TestToolSchemas) and testdata/openapi.json (TestOpenAPI)")
 
 const goldenDir = "../../../testdata/schemas"
 
@@ -42,24 +44,7 @@ func TestToolSchemas(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, '\n')
-		path := filepath.Join(goldenDir, tool.Name+".json")
-		if *update {
-			if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Errorf("%s: no golden file (run go test ./cmd/switchboard/app -run TestToolSchemas -update): %v", tool.Name, err)
-			continue
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: published surface changed; if intended, run with -update and review the diff.\ngot:\n%s", tool.Name, got)
-		}
+		apptest.Golden(t, filepath.Join(goldenDir, tool.Name+".json"), got, *update, "go test ./cmd/switchboard/app -run TestToolSchemas -update")
 	}
 	// A golden file without a tool is a tool that disappeared.
 	entries, _ := os.ReadDir(goldenDir)
@@ -68,6 +53,24 @@ func TestToolSchemas(t *testing.T) {
 			t.Errorf("golden %s has no registered tool: a tool was removed or renamed", e.Name())
 		}
 	}
+}
+
+// TestOpenAPI snapshots /openapi.json as served (the REST surface: routes, parameters, error
+// responses, scopes), with the test server's address replaced by a fixed one. Like the tool
+// schemas, a change is recorded with -update and reviewed in the diff.
+func TestOpenAPI(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	resp, err := http.Get(env.URL + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /openapi.json: %d %v", resp.StatusCode, err)
+	}
+	got = append(bytes.ReplaceAll(got, []byte(env.URL), []byte("http://switchboard.test")), '\n')
+	apptest.Golden(t, "../../../testdata/openapi.json", got, *update, "go test ./cmd/switchboard/app -run TestOpenAPI -update")
 }
 
 // TestToolsAreWellFormed guards the rules every tool must keep: a title and every hint,

@@ -346,16 +346,7 @@ func (w *crashWorld) check(c *crashCell) {
 		if x.State != store.InvSucceeded {
 			continue
 		}
-		entries, err := st.LedgerEntries(ctx, x.RequestID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fees := 0
-		for _, e := range entries {
-			if e.Kind == "partner_fee" && e.AmountMicro > 0 {
-				fees++
-			}
-		}
+		fees := partnerFees(t, st, x.RequestID)
 		if fees != 1 || x.PartnerFeeMicro != 300 {
 			t.Fatalf("success %s: %d partner fees in the ledger, fee %d recorded; want one of 300", x.RequestID, fees, x.PartnerFeeMicro)
 		}

@@ -78,6 +78,22 @@ func startServe(t *testing.T, bin, addr string, env []string) *server {
 	}
 }
 
+// partnerFees counts the partner-fee postings of a call in the ledger.
+func partnerFees(t *testing.T, db *store.Store, requestID string) int {
+	t.Helper()
+	entries, err := db.LedgerEntries(context.Background(), requestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fees := 0
+	for _, e := range entries {
+		if e.Kind == "partner_fee" && e.AmountMicro > 0 {
+			fees++
+		}
+	}
+	return fees
+}
+
 func (s *server) kill9() {
 	s.cmd.Process.Signal(syscall.SIGKILL)
 	s.cmd.Wait()
@@ -227,13 +243,7 @@ func TestKill9WithCallsInFlight(t *testing.T) {
 		if got := n.(*atomic.Int32).Load(); got != 1 {
 			t.Errorf("%s: the partner's work ran %d times", inv.RequestID, got)
 		}
-		entries, _ := db.LedgerEntries(ctx, inv.RequestID)
-		fees := 0
-		for _, e := range entries {
-			if e.Kind == "partner_fee" && e.AmountMicro > 0 {
-				fees++
-			}
-		}
+		fees := partnerFees(t, db, inv.RequestID)
 		if fees != 1 {
 			t.Errorf("%s: %d partner fees in the ledger, want 1", inv.RequestID, fees)
 		}

@@ -213,18 +213,9 @@ func TestTwoReplicas(t *testing.T) {
 		}
 		time.Sleep(time.Second) // more sweeps on both replicas find nothing to do
 
-		entries, err := db.LedgerEntries(ctx, rid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fees := 0
-		for _, e := range entries {
-			if e.Kind == "partner_fee" && e.AmountMicro > 0 {
-				fees++
-			}
-		}
+		fees := partnerFees(t, db, rid)
 		if fees != 1 {
-			t.Fatalf("%d partner fees for the killed call, want 1: %+v", fees, entries)
+			t.Fatalf("%d partner fees for the killed call, want 1", fees)
 		}
 		check := exec.Command(bin, "admin", "ledger-check")
 		check.Env = append(os.Environ(), envA...)

@@ -182,16 +182,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			t.Errorf("answered call %s: recorded %+v, %v; want succeeded", a.requestID, inv, err)
 			continue
 		}
-		entries, err := db.LedgerEntries(ctx, a.requestID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fees := 0
-		for _, e := range entries {
-			if e.Kind == "partner_fee" && e.AmountMicro > 0 {
-				fees++
-			}
-		}
+		fees := partnerFees(t, db, a.requestID)
 		if fees != 1 {
 			t.Errorf("answered call %s: %d partner fees in the ledger, want 1", a.requestID, fees)
 		}

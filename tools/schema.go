@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -248,4 +249,14 @@ func typed(m map[string]any) bool {
 		}
 	}
 	return false
+}
+
+// IndentJSON re-indents stored JSON for reading, keeping its key order; raw as it is when it
+// is not JSON. (Not escaped: a page escapes it.)
+func IndentJSON(raw string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(raw), "", "  ") != nil {
+		return raw
+	}
+	return b.String()
 }

@@ -242,9 +242,9 @@ func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, e
 	d := Detail{Listing: listing(ranked[0]), Params: Params(in.ParametersSchema), QueryOnly: partners.QueryOnly([]byte(in.ParametersSchema)),
 		FlatFee: partners.IsFlatFee(in.FeeRateUnit)}
 	if in.OutputSchema != nil {
-		d.OutputSchema = indent(*in.OutputSchema)
+		d.OutputSchema = tools.IndentJSON(*in.OutputSchema)
 	}
-	d.ParametersSchema = Schema(indent(in.ParametersSchema))
+	d.ParametersSchema = Schema(tools.IndentJSON(in.ParametersSchema))
 	d.Publisher = Publisher{PartnerID: in.PartnerID, Core: in.IsCoreIntent}
 	if p, err := s.store.PartnerByAccount(ctx, in.OwnerID); err == nil {
 		d.Publisher.Since = p.CreatedAt.UTC()
@@ -258,15 +258,6 @@ func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, e
 	}
 	d.Snippets = s.snippets(d, baseURL)
 	return d, nil
-}
-
-// indent re-indents a stored schema for reading, keeping its key order.
-func indent(raw string) string {
-	var b bytes.Buffer
-	if json.Indent(&b, []byte(raw), "", "  ") != nil {
-		return raw
-	}
-	return b.String()
 }
 
 // snippets write the call as each door takes it.

@@ -5,7 +5,6 @@
 package usage
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -376,38 +375,29 @@ func (s *Service) Call(ctx context.Context, p *tools.Principal, side Side, reque
 	}
 	d := Detail{Row: Row{RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID, Outcome: inv.State, OutcomeCode: inv.OutcomeCode,
 		HTTPStatus: inv.HTTPStatus, LatencyMs: inv.LatencyMs, CreatedAt: inv.CreatedAt.UTC()},
-		Args: indent(inv.Args), OutcomeMessage: inv.OutcomeMessage, Attempts: inv.Attempts}
+		Args: tools.IndentJSON(inv.Args), OutcomeMessage: inv.OutcomeMessage, Attempts: inv.Attempts}
 	var answer struct {
 		Result  json.RawMessage `json:"result"`
 		Receipt json.RawMessage `json:"receipt"`
 	}
 	if inv.Answer != nil && json.Unmarshal([]byte(*inv.Answer), &answer) == nil && len(answer.Receipt) > 0 && string(answer.Receipt) != "null" {
-		d.Receipt = indent(string(answer.Receipt))
+		d.Receipt = tools.IndentJSON(string(answer.Receipt))
 	}
 	if side == Partner {
 		// The partner sees what it was sent and what it answered, and the caller only as the
 		// pseudonym its envelopes carried: not the caller's key, charge, payment or history.
 		d.ChargeMicro, d.Caller = inv.PartnerFeeMicro, s.userID(inv.AccountID, intent.PartnerID)
 		if len(answer.Result) > 0 {
-			d.Answer = indent(string(answer.Result))
+			d.Answer = tools.IndentJSON(string(answer.Result))
 		}
 		return d, nil
 	}
 	d.KeyID, d.ChargeMicro, d.Caller = inv.KeyID, CostMicro(inv), inv.KeyID
 	if inv.Answer != nil {
-		d.Answer = indent(*inv.Answer)
+		d.Answer = tools.IndentJSON(*inv.Answer)
 	}
 	if d.Events, err = s.store.InvocationEvents(ctx, inv.RequestID); err != nil {
 		return Detail{}, err
 	}
 	return d, nil
-}
-
-// indent re-indents stored JSON for reading (left unescaped: the page escapes it).
-func indent(raw string) string {
-	var b bytes.Buffer
-	if json.Indent(&b, []byte(raw), "", "  ") != nil {
-		return raw
-	}
-	return b.String()
 }

@@ -3,9 +3,7 @@ package app
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -43,17 +41,10 @@ func mcpChallenge(next http.Handler, k *tools.Kernel, o *oauth.Service) http.Han
 				return
 			}
 		case cred == "" && r.Method == http.MethodPost:
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				var tooBig *http.MaxBytesError
-				if errors.As(err, &tooBig) {
-					rest.WriteError(w, rest.TooLarge())
-					return
-				}
-				rest.WriteError(w, tools.Errorf(tools.CodeBadInput, "could not read the request body: %v", err))
+			body, ok := rereadBody(w, r)
+			if !ok {
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			if tool := keyedCall(body, k); tool != "" {
 				challenge(w, "", tool+" needs an API key or a sign-in: an MCP host that supports MCP authorization signs in at "+meta+
 					"; otherwise send a key as x-api-key or Authorization: Bearer (no key yet? call agent_signup with an e-mail inbox you can read, then agent_verify with the code; without an inbox, ask a human for a key)")

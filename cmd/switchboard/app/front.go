@@ -206,14 +206,8 @@ func mcpEnvelope(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body) // bounded by middleware
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				rest.WriteError(w, rest.TooLarge())
-				return
-			}
-			rest.WriteError(w, tools.Errorf(tools.CodeBadInput, "could not read the request body: %v", err))
+		body, ok := rereadBody(w, r)
+		if !ok {
 			return
 		}
 		if len(body) > 0 { // the go-sdk answers an empty body
@@ -224,9 +218,25 @@ func mcpEnvelope(next http.Handler) http.Handler {
 				return
 			}
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// rereadBody reads r's body (bounded by the front's limit) and puts it back for the next
+// reader; false when it could not be read, with the error written.
+func rereadBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			rest.WriteError(w, rest.TooLarge())
+			return nil, false
+		}
+		rest.WriteError(w, tools.Errorf(tools.CodeBadInput, "could not read the request body: %v", err))
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
 }
 
 type statusWriter struct {

@@ -263,27 +263,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	// Always measured (it is cheap); served only when SWITCHBOARD_METRICS_ADDR is set.
 	mx := metrics.New(st, log)
-	signingKey, err := loadSigningKey(cfg, log)
+	sec, err := loadSecrets(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	masterKeys, err := loadKeys("SWITCHBOARD_MASTER_KEY", cfg.MasterKey, filepath.Join(cfg.DataDir, "master.key"), "wallet master key", log)
-	if err != nil {
-		return nil, err
-	}
-	// The e-mail code and pseudonym secrets derive from a secret that never rotates, so
-	// rotating the master key changes neither the userId partners see nor live codes.
-	serverSecret, err := loadKeys("SWITCHBOARD_SERVER_SECRET", cfg.ServerSecret, filepath.Join(cfg.DataDir, "server-secret.key"), "server secret", log)
-	if err != nil {
-		return nil, err
-	}
-	if len(serverSecret) != 1 || len(serverSecret[0]) != 32 {
-		return nil, errors.New("SWITCHBOARD_SERVER_SECRET: want exactly one base64 32-byte key")
-	}
-	sealer, err := wallets.NewSealer(masterKeys...)
-	if err != nil {
-		return nil, fmt.Errorf("master key: %w", err)
-	}
+	signingKey, serverSecret, sealer := sec.signingKey, sec.serverSecret, sec.sealer
 	// The service key lives in the database (rotations, replicas); the key file seeds it.
 	ring, err := keyring.Open(ctx, st, sealer, signingKey, now)
 	if err != nil {
@@ -311,7 +295,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	var all []*tools.Tool
 	// The code hashes are keyed by a server-side secret: stealing the database alone does
 	// not let anyone test codes offline.
-	obCfg := onboarding.DefaultConfig(derive(serverSecret[0], "switchboard e-mail codes v1"), now)
+	obCfg := onboarding.DefaultConfig(derive(serverSecret, "switchboard e-mail codes v1"), now)
 	obCfg.OnCreate = billSvc.StartingGrant()
 	ob := onboarding.NewService(obCfg, st, mailer, keySvc, sealer)
 	if mailer != nil { // without one, e-mail onboarding is off
@@ -319,30 +303,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, keySvc.Tools()...)
 	all = append(all, account.NewService(st, keySvc, now).Tools()...)
-	if cfg.AllowLocalEndpoints && cfg.Env == "production" {
-		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production: partner endpoints may be http and local addresses (SSRF guard off); use it only to probe partners from an operator machine")
-	}
-	partnerCA, err := outbound.ReadCAFile(cfg.PartnerCAFile)
+	partnerOut, err := partnerClient(cfg, signer, log)
 	if err != nil {
 		return nil, err
 	}
-	partnerOut, err := outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log})
-	if err != nil {
-		return nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
-	}
-	pseudonyms := derive(serverSecret[0], "switchboard partner pseudonyms v1") // the userId partners see
-	var notify func(ctx context.Context, accountID, subject, text string) error
-	if mailer != nil {
-		notify = func(ctx context.Context, accountID, subject, text string) error {
-			acct, err := st.AccountByID(ctx, accountID)
-			if err != nil {
-				return err
-			}
-			return mailer.Send(ctx, onboarding.Message{To: acct.Email, Subject: subject, Text: text})
-		}
-	}
-	partnerSvc, err := partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms, Now: now, Log: log,
-		ReprobeFailures: cfg.ReprobeFailures, Notify: notify}, st, partnerOut)
+	pseudonyms := derive(serverSecret, "switchboard partner pseudonyms v1") // the userId partners see
+	partnerSvc, err := newPartners(cfg, st, now, log, mailer, partnerOut, pseudonyms)
 	if err != nil {
 		return nil, err
 	}
@@ -359,14 +325,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	failpoint := failpointOf(cfg.Failpoint, log)
-	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain, Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint},
-		st, partnerOut, billSvc, tokenSvc, now, log)
-	// A write's outcome is journaled in the data directory until the database has it.
-	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
+	dispatchSvc, err := newDispatch(cfg, st, now, log, dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
+		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint}, partnerOut, billSvc, tokenSvc)
 	if err != nil {
 		return nil, err
 	}
-	dispatchSvc.UseJournal(journal)
 	all = append(all, dispatchSvc.Tools()...)
 
 	disc, err := discover.NewService(ctx, st, now, all)
@@ -377,15 +340,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 
 	// Rate limits: in this process by default; shared by every replica through Redis when
 	// one is configured.
-	var limiter tools.Limiter = tools.NewRateLimiter(now)
-	var rdb io.Closer
-	if cfg.RedisURL != "" {
-		client, err := ratelimit.Open(ctx, cfg.RedisURL)
-		if err != nil {
-			return nil, err
-		}
-		limiter, rdb = ratelimit.NewRedis(client, "switchboard:ratelimit:"), client
-		mx.WatchRedis(client)
+	limiter, rdb, err := rateLimiter(ctx, cfg, now, mx)
+	if err != nil {
+		return nil, err
 	}
 	authn := tools.NewAuthenticator(st, now, log)
 	kernel, err := tools.NewKernel(authn, limiter, log, now, all...)
@@ -401,51 +358,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		toolNames = append(toolNames, t.Name)
 	}
 	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
-	// The portal signs humans in with an e-mail code or an identity provider: with neither it
-	// has no way in.
-	providers, err := cfg.Providers()
+	h, err := humanDoors(humanDeps{cfg: cfg, st: st, now: now, log: log, kernel: kernel, authn: authn, mailer: mailer, ob: ob,
+		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: partnerOut.HTTPClient(), serverSecret: serverSecret})
 	if err != nil {
 		return nil, err
 	}
-	var portalHandler, oauthAPI http.Handler
-	var oauthSvc *oauth.Service
-	if mailer != nil || len(providers) > 0 {
-		// MCP hosts sign in through the portal (MCP authorization): tokens resolve like keys.
-		oauthSvc = oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Now: now,
-			Metadata: partnerOut.HTTPClient()}, st) // client metadata documents through the SSRF guard
-		authn.Tokens = oauthSvc.Authenticate
-		idle, err1 := time.ParseDuration(cfg.SessionIdle)
-		maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
-		if err1 != nil || err2 != nil || idle < time.Minute || maxAge < idle {
-			return nil, fmt.Errorf("SWITCHBOARD_SESSION_IDLE=%q, SWITCHBOARD_SESSION_MAX_AGE=%q: want Go durations, idle at least 1m and at most the max age", cfg.SessionIdle, cfg.SessionMaxAge)
-		}
-		ceiling := keySvc.Defaults()
-		sessSvc := sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: ceiling}, st, now)
-		var signIn func(ctx context.Context, email, code, clientAddr string) (string, error)
-		if mailer != nil {
-			signIn = ob.SignIn
-		}
-		// The docs' API reference is rendered from the same OpenAPI document /openapi.json serves.
-		apiDoc, err := rest.OpenAPI(kernel, rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version})
-		if err != nil {
-			return nil, err
-		}
-		popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
-			AccountForEmail: ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now), Now: now,
-			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling,
-			OAuth: oauthSvc, Store: st, Log: log, Marketplace: disc, TryAs: keySvc.ForSession,
-			// The charts and call logs read like every reader: after the account's pending outcomes.
-			Usage: usage.NewService(st, now, func(ctx context.Context, accountID string) error {
-				if kernel.Settled == nil {
-					return nil
-				}
-				return kernel.Settled(ctx, accountID)
-			}, partnerSvc.UserID)}
-		if portalHandler, err = portal.New(popts); err != nil {
-			return nil, err
-		}
-		oauthAPI = portal.OAuthAPI(popts)
-	}
+	portalHandler, oauthAPI, oauthSvc := h.portal, h.oauthAPI, h.oauth
 	draining := new(atomic.Bool)
 	handler, err := front(frontOptions{
 		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
@@ -456,10 +374,198 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	handler = closeWhenDraining(handler, draining)
-	// Keys are cached while the key watch runs (revocations reach every replica within
-	// milliseconds), and their uses are written every 5 s.
-	// Finished invocations commit in batches after their callers are answered; each call
-	// waits for its own account's pending ones first.
+	batcher, leases := settlement(cfg, st, log, billSvc, dispatchSvc, failpoint)
+	kernel.Settled = settledHook(batcher, leases, log)
+	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
+	bg.Go(func() { rows.Watch(bgCtx) })
+	bg.Go(func() { batcher.Run(bgCtx) })
+	if leases != nil {
+		bg.Go(func() {
+			repeat(bgCtx, log, time.Second, "return idle leases", func(context.Context) error { leases.ReturnIdle(); return nil })
+		})
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			if leases != nil {
+				leases.Return("") // queued before the batch writer's last drain
+			}
+			cancelBg()
+			bg.Wait()
+		})
+	}
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
+}
+
+// partnerClient is the outbound client every partner call, probe and metadata fetch goes
+// through: the service's signature, the SSRF guard, the extra CA of SWITCHBOARD_PARTNER_CA_FILE.
+func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (*outbound.Client, error) {
+	if cfg.AllowLocalEndpoints && cfg.Env == "production" {
+		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production: partner endpoints may be http and local addresses (SSRF guard off); use it only to probe partners from an operator machine")
+	}
+	partnerCA, err := outbound.ReadCAFile(cfg.PartnerCAFile)
+	if err != nil {
+		return nil, err
+	}
+	out, err := outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
+	}
+	return out, nil
+}
+
+// newPartners builds the partner intents' service; its notices (an intent deactivated by
+// its re-probes) go to the owner by e-mail when a mailer is configured.
+func newPartners(cfg Config, st *store.Store, now func() time.Time, log *slog.Logger, mailer onboarding.Mailer, out *outbound.Client, pseudonyms []byte) (*partners.Service, error) {
+	var notify func(ctx context.Context, accountID, subject, text string) error
+	if mailer != nil {
+		notify = func(ctx context.Context, accountID, subject, text string) error {
+			acct, err := st.AccountByID(ctx, accountID)
+			if err != nil {
+				return err
+			}
+			return mailer.Send(ctx, onboarding.Message{To: acct.Email, Subject: subject, Text: text})
+		}
+	}
+	return partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms, Now: now, Log: log,
+		ReprobeFailures: cfg.ReprobeFailures, Notify: notify}, st, out)
+}
+
+// newDispatch builds invoke_partner_message's service with its journal of write outcomes in
+// the data directory (kept until the database has them).
+func newDispatch(cfg Config, st *store.Store, now func() time.Time, log *slog.Logger, dc dispatch.Config, out *outbound.Client, bill *billing.Service, tok *tokens.Service) (*dispatch.Service, error) {
+	svc := dispatch.NewService(dc, st, out, bill, tok, now, log)
+	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
+	if err != nil {
+		return nil, err
+	}
+	svc.UseJournal(journal)
+	return svc, nil
+}
+
+// humanDeps is what the portal and the authorization server are built from.
+type humanDeps struct {
+	cfg          Config
+	st           *store.Store
+	now          func() time.Time
+	log          *slog.Logger
+	kernel       *tools.Kernel
+	authn        *tools.Authenticator
+	mailer       onboarding.Mailer
+	ob           *onboarding.Service
+	keySvc       *keys.Service
+	partnerSvc   *partners.Service
+	disc         *discover.Service
+	metadata     *http.Client // fetches client metadata documents (through the partner client's SSRF guard)
+	serverSecret []byte
+}
+
+// humanDoor is the portal and the OAuth authorization server (nil without a way to sign in).
+type humanDoor struct {
+	portal, oauthAPI http.Handler
+	oauth            *oauth.Service
+}
+
+// humanDoors builds the portal and MCP authorization. The portal signs humans in with an
+// e-mail code or an identity provider: with neither it has no way in, and neither is built.
+func humanDoors(d humanDeps) (humanDoor, error) {
+	cfg, st, now := d.cfg, d.st, d.now
+	providers, err := cfg.Providers()
+	if err != nil || (d.mailer == nil && len(providers) == 0) {
+		return humanDoor{}, err
+	}
+	// MCP hosts sign in through the portal (MCP authorization): tokens resolve like keys.
+	oauthSvc := oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Now: now, Metadata: d.metadata}, st)
+	d.authn.Tokens = oauthSvc.Authenticate
+	idle, err1 := time.ParseDuration(cfg.SessionIdle)
+	maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
+	if err1 != nil || err2 != nil || idle < time.Minute || maxAge < idle {
+		return humanDoor{}, fmt.Errorf("SWITCHBOARD_SESSION_IDLE=%q, SWITCHBOARD_SESSION_MAX_AGE=%q: want Go durations, idle at least 1m and at most the max age", cfg.SessionIdle, cfg.SessionMaxAge)
+	}
+	ceiling := d.keySvc.Defaults()
+	sessSvc := sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: ceiling}, st, now)
+	var signIn func(ctx context.Context, email, code, clientAddr string) (string, error)
+	if d.mailer != nil {
+		signIn = d.ob.SignIn
+	}
+	// The docs' API reference is rendered from the same OpenAPI document /openapi.json serves.
+	apiDoc, err := rest.OpenAPI(d.kernel, rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version})
+	if err != nil {
+		return humanDoor{}, err
+	}
+	kernel := d.kernel
+	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
+		AccountForEmail: d.ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now), Now: now,
+		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: ceiling,
+		OAuth: oauthSvc, Store: st, Log: d.log, Marketplace: d.disc, TryAs: d.keySvc.ForSession,
+		// The charts and call logs read like every reader: after the account's pending outcomes.
+		Usage: usage.NewService(st, now, func(ctx context.Context, accountID string) error {
+			if kernel.Settled == nil {
+				return nil
+			}
+			return kernel.Settled(ctx, accountID)
+		}, d.partnerSvc.UserID)}
+	handler, err := portal.New(popts)
+	if err != nil {
+		return humanDoor{}, err
+	}
+	return humanDoor{portal: handler, oauthAPI: portal.OAuthAPI(popts), oauth: oauthSvc}, nil
+}
+
+// secrets are the keys a process needs from its configuration or data directory.
+type secrets struct {
+	signingKey   ed25519.PrivateKey
+	serverSecret []byte // never rotates: e-mail code hashes, pseudonyms and form tokens derive from it
+	sealer       *wallets.Sealer
+}
+
+// loadSecrets reads (or, in development, creates) the signing key, the wallet master keys and
+// the server secret.
+func loadSecrets(cfg Config, log *slog.Logger) (secrets, error) {
+	signingKey, err := loadSigningKey(cfg, log)
+	if err != nil {
+		return secrets{}, err
+	}
+	masterKeys, err := loadKeys("SWITCHBOARD_MASTER_KEY", cfg.MasterKey, filepath.Join(cfg.DataDir, "master.key"), "wallet master key", log)
+	if err != nil {
+		return secrets{}, err
+	}
+	// The e-mail code and pseudonym secrets derive from a secret that never rotates, so
+	// rotating the master key changes neither the userId partners see nor live codes.
+	serverSecret, err := loadKeys("SWITCHBOARD_SERVER_SECRET", cfg.ServerSecret, filepath.Join(cfg.DataDir, "server-secret.key"), "server secret", log)
+	if err != nil {
+		return secrets{}, err
+	}
+	if len(serverSecret) != 1 || len(serverSecret[0]) != 32 {
+		return secrets{}, errors.New("SWITCHBOARD_SERVER_SECRET: want exactly one base64 32-byte key")
+	}
+	sealer, err := wallets.NewSealer(masterKeys...)
+	if err != nil {
+		return secrets{}, fmt.Errorf("master key: %w", err)
+	}
+	return secrets{signingKey: signingKey, serverSecret: serverSecret[0], sealer: sealer}, nil
+}
+
+// rateLimiter is in this process by default, shared by every replica through Redis when one
+// is configured (rdb, to close, is nil otherwise).
+func rateLimiter(ctx context.Context, cfg Config, now func() time.Time, mx *metrics.Metrics) (tools.Limiter, io.Closer, error) {
+	if cfg.RedisURL == "" {
+		return tools.NewRateLimiter(now), nil, nil
+	}
+	client, err := ratelimit.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	mx.WatchRedis(client)
+	return ratelimit.NewRedis(client, "switchboard:ratelimit:"), client, nil
+}
+
+// settlement is the batch writer finished invocations commit through after their callers
+// are answered (each call waits for its own account's pending ones first), and the budget
+// leases new calls reserve from, as configured.
+func settlement(cfg Config, st *store.Store, log *slog.Logger, billSvc *billing.Service, dispatchSvc *dispatch.Service, failpoint func(string)) (*store.Batcher, *billing.Leases) {
 	batcher := st.NewBatcher(256, log)
 	batcher.BeforeCommit(func() { failpoint("batch") })
 	var leases *billing.Leases
@@ -470,7 +576,13 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			dispatchSvc.ReserveOnLeases(leases)
 		}
 	}
-	kernel.Settled = func(ctx context.Context, accountID string) error {
+	return batcher, leases
+}
+
+// settledHook is the kernel's Settled: a reader of an account's money waits for what its
+// replica still has to commit for it, and the account's idle leases come back first.
+func settledHook(batcher *store.Batcher, leases *billing.Leases, log *slog.Logger) func(ctx context.Context, accountID string) error {
+	return func(ctx context.Context, accountID string) error {
 		if leases != nil && accountID != "" {
 			leases.Return(accountID) // the balance read shows no budget held for calls not running
 		}
@@ -494,27 +606,6 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		}
 		return nil
 	}
-	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
-	var bg sync.WaitGroup
-	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
-	bg.Go(func() { rows.Watch(bgCtx) })
-	bg.Go(func() { batcher.Run(bgCtx) })
-	if leases != nil {
-		bg.Go(func() {
-			repeat(bgCtx, log, time.Second, "return idle leases", func(context.Context) error { leases.ReturnIdle(); return nil })
-		})
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			if leases != nil {
-				leases.Return("") // queued before the batch writer's last drain
-			}
-			cancelBg()
-			bg.Wait()
-		})
-	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
 }
 
 // billingConfig reads the prices; production accounts start with no credit.

@@ -438,21 +438,8 @@ func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment)
 	if primary != contracts.ReceiveWithAuthorization && primary != contracts.TransferWithAuthorization {
 		return contracts.Authorization{}, bad("invalid_payload", "primaryType %q is neither ReceiveWithAuthorization nor TransferWithAuthorization", primary)
 	}
-	if acc := pay.Accepted; acc != nil {
-		switch {
-		case acc.Scheme != "" && acc.Scheme != "exact":
-			return contracts.Authorization{}, bad("invalid_scheme", "scheme %q: this quote is paid with scheme exact", acc.Scheme)
-		case acc.Network != "" && acc.Network != fmt.Sprintf("eip155:%d", p.ChainID):
-			return contracts.Authorization{}, bad("invalid_network", "network %s: this quote is paid on eip155:%d", acc.Network, p.ChainID)
-		case acc.Asset != "" && (!common.IsHexAddress(acc.Asset) || common.HexToAddress(acc.Asset) != common.HexToAddress(p.Token)):
-			return contracts.Authorization{}, bad("invalid_payment_requirements", "asset %s: this quote is paid in the token %s", acc.Asset, p.Token)
-		case acc.Amount != "" && acc.Amount != fmt.Sprint(p.AmountAtomic):
-			return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_value_mismatch", "amount %s: the quote is %d", acc.Amount, p.AmountAtomic)
-		case acc.PayTo != "" && (!common.IsHexAddress(acc.PayTo) || common.HexToAddress(acc.PayTo) != common.HexToAddress(p.PayerContract)):
-			return contracts.Authorization{}, bad("invalid_exact_evm_payload_recipient_mismatch", "payTo %s: the quote is paid to %s", acc.PayTo, p.PayerContract)
-		case acc.Extra["requestId"] != nil && acc.Extra["requestId"] != p.RequestID:
-			return contracts.Authorization{}, bad("invalid_payment_requirements", "the requirement paid is quote %v, not %s", acc.Extra["requestId"], p.RequestID)
-		}
+	if err := checkAccepted(p, pay.Accepted, bad); err != nil {
+		return contracts.Authorization{}, err
 	}
 	if !common.IsHexAddress(a.From) || !common.IsHexAddress(a.To) {
 		return contracts.Authorization{}, bad("invalid_payload", "from and to must be addresses")
@@ -473,24 +460,8 @@ func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment)
 	if !ok1 || !ok2 || !after.IsInt64() || !before.IsInt64() {
 		return contracts.Authorization{}, bad("invalid_payload", "validAfter and validBefore must be unix seconds")
 	}
-	chainNow, err := s.chain.Now(ctx)
-	if err != nil {
-		return contracts.Authorization{}, s.unreachable(err)
-	}
-	if chainNow.Unix() > p.ValidBefore {
-		return contracts.Authorization{}, refuse(tools.CodeConflict, "invalid_exact_evm_payload_authorization_valid_before", "the quote %s expired at %d (the chain's time is %d); call without confirmRequestId (or without payment) for a new quote", p.RequestID, p.ValidBefore, chainNow.Unix())
-	}
-	latest := chainNow
-	if n := s.now(); n.After(latest) {
-		latest = n
-	}
-	switch {
-	case after.Int64() >= chainNow.Unix():
-		return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_valid_after", "it is not valid yet (validAfter %d, the chain's time %d)", after.Int64(), chainNow.Unix())
-	case before.Int64() < chainNow.Unix()+30:
-		return contracts.Authorization{}, refuse(tools.CodeConflict, "invalid_exact_evm_payload_authorization_valid_before", "the authorization expires at %d, too soon to be submitted (the chain's time is %d); sign it again with a later validBefore", before.Int64(), chainNow.Unix())
-	case before.Int64() > latest.Add(s.cfg.QuoteTTL+clockSkew).Unix():
-		return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_valid_before", "validBefore %d is further than maxTimeoutSeconds (%d) ahead", before.Int64(), int64(s.cfg.QuoteTTL/time.Second))
+	if err := s.checkWindow(ctx, p, after.Int64(), before.Int64(), bad); err != nil {
+		return contracts.Authorization{}, err
 	}
 	sig, err := hexutil.Decode(pay.Signature)
 	if err != nil {
@@ -509,6 +480,55 @@ func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment)
 	}
 	return contracts.Authorization{From: from, Value: value, ValidAfter: after, ValidBefore: before, Nonce: nonce, V: v, R: r, S: sv,
 		ViaReceive: primary == contracts.ReceiveWithAuthorization}, nil
+}
+
+// checkAccepted compares the requirement a stock x402 client echoes (accepted) with the
+// quote; nil when there is none (the spec's own path).
+func checkAccepted(p *store.FlatPayment, acc *Accepted, bad func(reason, format string, a ...any) error) error {
+	if acc == nil {
+		return nil
+	}
+	switch {
+	case acc.Scheme != "" && acc.Scheme != "exact":
+		return bad("invalid_scheme", "scheme %q: this quote is paid with scheme exact", acc.Scheme)
+	case acc.Network != "" && acc.Network != fmt.Sprintf("eip155:%d", p.ChainID):
+		return bad("invalid_network", "network %s: this quote is paid on eip155:%d", acc.Network, p.ChainID)
+	case acc.Asset != "" && (!common.IsHexAddress(acc.Asset) || common.HexToAddress(acc.Asset) != common.HexToAddress(p.Token)):
+		return bad("invalid_payment_requirements", "asset %s: this quote is paid in the token %s", acc.Asset, p.Token)
+	case acc.Amount != "" && acc.Amount != fmt.Sprint(p.AmountAtomic):
+		return bad("invalid_exact_evm_payload_authorization_value_mismatch", "amount %s: the quote is %d", acc.Amount, p.AmountAtomic)
+	case acc.PayTo != "" && (!common.IsHexAddress(acc.PayTo) || common.HexToAddress(acc.PayTo) != common.HexToAddress(p.PayerContract)):
+		return bad("invalid_exact_evm_payload_recipient_mismatch", "payTo %s: the quote is paid to %s", acc.PayTo, p.PayerContract)
+	case acc.Extra["requestId"] != nil && acc.Extra["requestId"] != p.RequestID:
+		return bad("invalid_payment_requirements", "the requirement paid is quote %v, not %s", acc.Extra["requestId"], p.RequestID)
+	}
+	return nil
+}
+
+// checkWindow checks the quote is still payable and the authorization's validity window
+// (validAfter, validBefore in unix seconds) is open now, lasts long enough to be submitted,
+// and no longer than the quote allows.
+func (s *Service) checkWindow(ctx context.Context, p *store.FlatPayment, after, before int64, bad func(reason, format string, a ...any) error) error {
+	chainNow, err := s.chain.Now(ctx)
+	if err != nil {
+		return s.unreachable(err)
+	}
+	if chainNow.Unix() > p.ValidBefore {
+		return refuse(tools.CodeConflict, "invalid_exact_evm_payload_authorization_valid_before", "the quote %s expired at %d (the chain's time is %d); call without confirmRequestId (or without payment) for a new quote", p.RequestID, p.ValidBefore, chainNow.Unix())
+	}
+	latest := chainNow
+	if n := s.now(); n.After(latest) {
+		latest = n
+	}
+	switch {
+	case after >= chainNow.Unix():
+		return bad("invalid_exact_evm_payload_authorization_valid_after", "it is not valid yet (validAfter %d, the chain's time %d)", after, chainNow.Unix())
+	case before < chainNow.Unix()+30:
+		return refuse(tools.CodeConflict, "invalid_exact_evm_payload_authorization_valid_before", "the authorization expires at %d, too soon to be submitted (the chain's time is %d); sign it again with a later validBefore", before, chainNow.Unix())
+	case before > latest.Add(s.cfg.QuoteTTL+clockSkew).Unix():
+		return bad("invalid_exact_evm_payload_authorization_valid_before", "validBefore %d is further than maxTimeoutSeconds (%d) ahead", before, int64(s.cfg.QuoteTTL/time.Second))
+	}
+	return nil
 }
 
 func (s *Service) unreachable(err error) error {

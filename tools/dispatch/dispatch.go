@@ -158,7 +158,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 		switch {
 		case cl.onLease != nil:
 			kept = "it is recorded (and charged, if it succeeded) when the database is back, or never, if this replica stops first"
-		case cl.durable && s.journal != nil:
+		case errors.Is(err, errJournaled):
 			kept = "it is kept in this replica's journal and recorded (and charged, if it succeeded) as soon as the database is back"
 		}
 		return InvokeOutput{}, tools.Errorf(tools.CodeUnavailable,

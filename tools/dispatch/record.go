@@ -208,6 +208,9 @@ func awaitRecord(done <-chan error) error {
 	}
 }
 
+// errJournaled marks an outcome the database did not take that waits in the journal.
+var errJournaled = errors.New("kept in the journal")
+
 // journaled is a write's outcome on its way to the database (Service.UseJournal).
 type journaled struct {
 	Invocation   store.Invocation
@@ -217,29 +220,39 @@ type journaled struct {
 	Detail       string
 }
 
-// finishDurable commits a write's outcome before its caller is answered. The outcome is put
-// in the journal first, so neither a database outage nor a crash before the commit loses what
-// the partner answered: the journal's entry leaves once the database has the outcome (or has
-// another process's conclusion), and stays while the database is away, for ReplayJournal.
-// The database is retried for up to recordWait before the caller is told it is not recorded
-// yet.
+// finishDurable commits a write's outcome before its caller is answered. When the database
+// cannot take it, the outcome goes to the journal (fsynced) before anything else, so neither
+// the outage nor a crash during it loses what the partner answered: the entry stays while the
+// database is away, for ReplayJournal, and leaves once the database has the outcome (or
+// another process's conclusion). The database is retried for up to recordWait before the
+// caller is told it is not recorded yet. (A crash between the partner's answer and the first
+// commit attempt loses the answer, as one before the journal's fsync would: its caller was
+// told nothing, and the sweeper concludes the call outcome_unknown.)
 func (s *Service) finishDurable(ctx context.Context, e journaled) error {
 	id := e.Invocation.RequestID
-	if s.journal != nil {
-		if err := s.journal.Put(id, e); err != nil {
-			// The database commit below still makes the outcome durable before the answer.
-			s.log.ErrorContext(ctx, "journal a write's outcome", "request_id", id, "err", err)
-		}
-	}
 	deadline := time.Now().Add(recordWait)
+	inJournal := false
 	for attempt := 1; ; attempt++ {
 		inv := e.Invocation
 		err := s.store.InTx(ctx, s.finishIn(&inv, e.Attempts, e.Settlement, e.RefundReason, e.Detail))
-		if !store.IsUnavailable(err) || time.Now().After(deadline) {
-			if !store.IsUnavailable(err) && s.journal != nil {
+		if !store.IsUnavailable(err) {
+			if inJournal {
 				if derr := s.journal.Delete(id); derr != nil {
 					s.log.ErrorContext(ctx, "journal: remove a recorded outcome", "request_id", id, "err", derr)
 				}
+			}
+			return err
+		}
+		if !inJournal && s.journal != nil {
+			if jerr := s.journal.Put(id, e); jerr != nil {
+				s.log.ErrorContext(ctx, "journal a write's outcome", "request_id", id, "err", jerr)
+			} else {
+				inJournal = true
+			}
+		}
+		if time.Now().After(deadline) {
+			if inJournal {
+				return fmt.Errorf("%w: %w", errJournaled, err)
 			}
 			return err
 		}

@@ -36,6 +36,21 @@ var templateFiles embed.FS
 //go:embed static
 var staticFiles embed.FS
 
+// PageCSP is the portal pages' Content-Security-Policy: scripts and styles only from files
+// this site serves (the copy buttons are static/copy.js), no inline code, no framing.
+// form-action is left open: the OAuth consent redirects to the MCP host's own address.
+const PageCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+// SecurityHeaders sets the headers every response of the service carries: csp, no MIME
+// sniffing, no framing, and no path or query (an OAuth code, a connect slug) sent to other
+// sites in Referer.
+func SecurityHeaders(h http.Header, csp string) {
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+}
+
 // CookieName is the session cookie.
 const CookieName = "sb_session"
 
@@ -160,8 +175,7 @@ func (p *portal) render(w http.ResponseWriter, status int, page string, v view) 
 	v.BaseURL = p.o.BaseURL
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'; frame-ancestors 'none'")
+	SecurityHeaders(w.Header(), PageCSP)
 	w.WriteHeader(status)
 	if err := p.pages[page].ExecuteTemplate(w, "layout", v); err != nil {
 		p.o.Log.Error("render", "page", page, "err", err)

@@ -129,7 +129,8 @@ func TestPortalInABrowser(t *testing.T) {
 		t.Fatalf("after a cross-site form: %q", keys)
 	}
 
-	do("revoke", chromedp.Click(chromedp.CSS(`button[aria-label="Revoke laptop agent"]`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	do("revoke, confirmed", chromedp.Click(chromedp.CSS(`summary[aria-label="Revoke laptop agent…"]`)),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Revoke laptop agent"]`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
 	if _, e := apptest.CallTool(t, env.MCP(t, secret), "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated {
 		t.Fatalf("a revoked key over MCP: %v", e)
 	}
@@ -175,7 +176,7 @@ func TestPartnerFlowsInABrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#toolEndpoint`), partner.URL+partnerexample.RESTPath),
 		chromedp.Click(chromedp.CSS(`button[value=test]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.card[role=status]`)))
-	if r := text(`.card[role=status]`); strings.Count(r, "REJECTED") != 2 || !strings.Contains(r, "OK") {
+	if r := text(`.card[role=status]`); !strings.Contains(r, "ready to activate") || strings.Count(r, "✓ Pass") < 3 || strings.Contains(r, "✗ Fail") {
 		t.Fatalf("endpoint test in the page: %s", r)
 	}
 	screenshot(t, ctx, "intent-tested")
@@ -204,6 +205,13 @@ func TestPartnerFlowsInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`header button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`a.button`)),
 		chromedp.Navigate(env.URL+"/connect/browser-app"),
+		chromedp.WaitVisible(chromedp.CSS(`a.button.primary`)))
+	if who := text(`main .card`); !strings.Contains(who, "Browser App, published by an account of example.com") {
+		t.Fatalf("signed-out connect page: %q", who)
+	}
+	screenshot(t, ctx, "connect-signed-out")
+	do("sign in to connect",
+		chromedp.Click(chromedp.CSS(`a.button.primary`)),
 		chromedp.WaitVisible(chromedp.CSS(`a.button`)),
 		chromedp.Click(chromedp.CSS(`a.button`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/connect/browser-app"] button`)))

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/integrations"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
+	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 )
 
@@ -75,6 +76,8 @@ type Options struct {
 	Log             *slog.Logger
 }
 
+var notFound = tools.Errorf(tools.CodeNotFound, "there is no page at this address; use the navigation above, or start from the documentation")
+
 // signInsPerMinute bounds sign-in requests per client address (codes have their own limits).
 const signInsPerMinute = 20
 
@@ -96,6 +99,9 @@ func New(o Options) (http.Handler, error) {
 		"checked": func(v any, s string) bool { return slices.Contains(strs(v), s) },
 		"field":   fieldOf,
 		"str":     str,
+		"when":    when,
+		"label":   label,
+		"passed":  passed,
 	}
 	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error"} {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
@@ -105,6 +111,7 @@ func New(o Options) (http.Handler, error) {
 		p.pages[page] = t
 	}
 	static, _ := fs.Sub(staticFiles, "static")
+	favicon, _ := fs.ReadFile(static, "logo.svg")
 	mux := http.NewServeMux()
 	mux.Handle("GET /developer/static/", http.StripPrefix("/developer/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /docs", p.docsIndex)
@@ -139,6 +146,13 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("POST /developer/connections/{id}/revoke", p.authed(p.revokeConnection))
 	mux.Handle("POST /developer/sign-out", p.authed(p.signOut))
 	mux.Handle("POST /developer/sign-out-everywhere", p.authed(p.signOutEverywhere))
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Write(favicon)
+	})
+	// Anything else under the portal's paths: the styled error page, with navigation.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { p.fail(w, r, notFound) })
 	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a cross-site
 	// state-changing request is refused before any handler runs; forms also carry a token.
 	return http.NewCrossOriginProtection().Handler(mux), nil
@@ -169,10 +183,19 @@ type view struct {
 	Data     any
 	Form     map[string]any
 	Errors   map[string]string
+	Nav      string // the navigation entry of this page, marked aria-current
+	Notice   string // an account event the human must know of (a wallet key exported elsewhere)
 }
+
+// navOf is the navigation entry a page belongs to.
+var navOf = map[string]string{"account": "account", "keys": "keys", "settings": "settings", "intents": "intents", "intent_form": "intents",
+	"intent": "intents", "partner": "intents", "integrations": "integrations", "connections": "connections", "docs": "docs", "wallet_export": "settings", "signin": "signin"}
 
 func (p *portal) render(w http.ResponseWriter, status int, page string, v view) {
 	v.BaseURL = p.o.BaseURL
+	if v.Nav == "" {
+		v.Nav = navOf[page]
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	SecurityHeaders(w.Header(), PageCSP)
@@ -219,8 +242,9 @@ func (p *portal) authed(h authedHandler) http.Handler {
 func (p *portal) limited(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ok, wait, _ := p.limiter.Allow(r.Context(), "signin:"+r.Header.Get(tools.HeaderClientAddr), signInsPerMinute); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-			http.Error(w, "too many sign-in attempts from this address; wait a minute and try again", http.StatusTooManyRequests)
+			e := tools.Errorf(tools.CodeRateLimited, "too many sign-in attempts from this address; wait a minute and try again")
+			e.RetryAfter = wait + time.Second
+			p.fail(w, r, e)
 			return
 		}
 		h(w, r)
@@ -258,7 +282,11 @@ func (p *portal) fail(w http.ResponseWriter, r *http.Request, e *tools.Error) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
-	p.render(w, status, "error", view{Title: http.StatusText(status), Data: e})
+	v := view{Title: http.StatusText(status), Data: e}
+	if pr := p.sessionOf(r); pr != nil { // the navigation of a signed-in human
+		v.SignedIn, v.CSRF = true, p.csrf(pr.SessionID)
+	}
+	p.render(w, status, "error", v)
 }
 
 // call runs a kernel tool as the principal and returns its JSON object result.
@@ -291,17 +319,28 @@ func fieldErrors(e *tools.Error, fields ...string) map[string]string {
 			root, _, _ := strings.Cut(n.Field, ".")
 			root, _, _ = strings.Cut(root, "[")
 			if _, taken := out[root]; !taken && slices.Contains(fields, root) {
-				out[root] = n.Message
+				out[root] = humanize(root, n.Message)
 			}
 		}
 		if len(out) > 0 {
 			return out
 		}
 	}
+	// Every problem is shown, each at its field: the validator lists them all.
 	for _, pr := range problems {
+		if m := missingRe.FindStringSubmatch(pr); m != nil && strings.HasPrefix(pr, "at /:") {
+			for _, q := range quotedRe.FindAllStringSubmatch(m[1], -1) {
+				if slices.Contains(fields, q[1]) {
+					out[q[1]] = "fill this in"
+				}
+			}
+			continue
+		}
 		for _, f := range fields {
 			if strings.HasPrefix(pr, "at /"+f+":") || strings.HasPrefix(pr, "at /"+f+"/") {
-				out[f] = strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " ")
+				if _, taken := out[f]; !taken {
+					out[f] = humanize(f, strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " "))
+				}
 			}
 		}
 	}
@@ -355,11 +394,11 @@ func (p *portal) startSession(w http.ResponseWriter, r *http.Request, accountID,
 
 func (p *portal) sendCode(w http.ResponseWriter, r *http.Request) {
 	if p.o.SignIn == nil {
-		http.NotFound(w, r)
+		p.fail(w, r, notFound)
 		return
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	_, e := p.call(r, nil, "agent_signup", map[string]any{"email": email})
+	_, e := p.call(r.WithContext(onboarding.FromSignInPage(r.Context())), nil, "agent_signup", map[string]any{"email": email})
 	if e != nil {
 		msg := e.Message
 		if e.Code == tools.CodeBadInput {
@@ -373,7 +412,7 @@ func (p *portal) sendCode(w http.ResponseWriter, r *http.Request) {
 
 func (p *portal) checkCode(w http.ResponseWriter, r *http.Request) {
 	if p.o.SignIn == nil {
-		http.NotFound(w, r)
+		p.fail(w, r, notFound)
 		return
 	}
 	email, code := strings.TrimSpace(r.PostFormValue("email")), strings.TrimSpace(r.PostFormValue("code"))
@@ -464,6 +503,9 @@ func (p *portal) issueKey(w http.ResponseWriter, r *http.Request, pr *tools.Prin
 			errs["rateLimitPerMinute"] = "a whole number of requests per minute"
 		}
 		args["rateLimitPerMinute"] = n
+	}
+	if e := tools.CheckText("name", str(form["name"])); e != nil || form["name"] == "" {
+		errs["name"] = "give the key a name, e.g. the agent or machine that uses it"
 	}
 	var issued map[string]any
 	if len(errs) == 0 {

@@ -55,7 +55,7 @@ func front(o frontOptions) (http.Handler, error) {
 	}
 	mux.Handle("/mcp", oneCredential(mcpEnvelope(mcpDoor)))
 	mux.Handle("/v1/", oneCredential(v1))
-	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize"}
+	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize", "/favicon.ico"}
 	if o.Portal != nil {
 		for _, path := range portalPaths {
 			mux.Handle(path, o.Portal)

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
+	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
 //go:embed templates/*.html
@@ -69,10 +70,11 @@ type Options struct {
 	OpenAPI         []byte           // the OpenAPI document the docs' API reference is rendered from
 	Now             func() time.Time // nil: time.Now
 	BaseURL         string
-	CSRFKey         []byte         // keys the per-session form tokens
-	Ceiling         keys.Limits    // the account's own ceiling, shown beside the key form
-	OAuth           *oauth.Service // MCP authorization; nil: hosts connect with pasted keys only
-	Store           *store.Store   // read-only lookups the pages show (a connection's key)
+	CSRFKey         []byte          // keys the per-session form tokens
+	Ceiling         keys.Limits     // the account's own ceiling, shown beside the key form
+	OAuth           *oauth.Service  // MCP authorization; nil: hosts connect with pasted keys only
+	Store           *store.Store    // lookups the pages show (a connection's key), account events
+	Sealer          *wallets.Sealer // opens the wallets' keys for their owner's export; nil: no export
 	Log             *slog.Logger
 }
 
@@ -103,7 +105,7 @@ func New(o Options) (http.Handler, error) {
 		"label":   label,
 		"passed":  passed,
 	}
-	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error"} {
+	for _, page := range []string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error", "wallet_export"} {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -129,6 +131,8 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("GET /developer/settings", p.authed(p.settings))
 	mux.Handle("POST /developer/sessions/{id}/revoke", p.authed(p.revokeSession))
 	mux.Handle("POST /developer/settings/signing", p.authed(p.setSigning))
+	mux.Handle("GET /developer/settings/wallet-export", p.authed(p.exportPage))
+	mux.Handle("POST /developer/settings/wallet-export", p.authed(p.exportAction))
 	mux.Handle("GET /developer/intents", p.authed(p.intents))
 	mux.Handle("GET /developer/intents/new", p.authed(p.newIntentPage))
 	mux.Handle("POST /developer/intents/new", p.authed(p.newIntent))
@@ -196,6 +200,9 @@ func (p *portal) render(w http.ResponseWriter, status int, page string, v view) 
 	if v.Nav == "" {
 		v.Nav = navOf[page]
 	}
+	if nw, ok := w.(*noticeWriter); ok {
+		v.Notice = nw.notice
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	SecurityHeaders(w.Header(), PageCSP)
@@ -234,7 +241,7 @@ func (p *portal) authed(h authedHandler) http.Handler {
 			p.fail(w, r, tools.Errorf(tools.CodeForbidden, "this form is stale or was not sent from this site; reload the page and try again"))
 			return
 		}
-		h(w, r, pr)
+		h(p.withNotice(w, r, pr), r, pr)
 	})
 }
 

@@ -125,15 +125,25 @@ func (s *Service) Tools() []*tools.Tool {
 	}
 }
 
-type signInPageKey struct{}
+type enterAtKey struct{}
+
+const (
+	atSignInPage = iota + 1
+	atWalletExport
+)
 
 // FromSignInPage marks a code request a human made on the portal's sign-in page: the e-mail
 // tells them to enter the code there, not to call agent_verify.
 func FromSignInPage(ctx context.Context) context.Context {
-	return context.WithValue(ctx, signInPageKey{}, true)
+	return context.WithValue(ctx, enterAtKey{}, atSignInPage)
 }
 
-func fromSignInPage(ctx context.Context) bool { v, _ := ctx.Value(signInPageKey{}).(bool); return v }
+// ForWalletExport marks a code request that unlocks the export of the wallets' keys.
+func ForWalletExport(ctx context.Context) context.Context {
+	return context.WithValue(ctx, enterAtKey{}, atWalletExport)
+}
+
+func enterAt(ctx context.Context) int { v, _ := ctx.Value(enterAtKey{}).(int); return v }
 
 func normalizeEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }
 
@@ -186,8 +196,11 @@ func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (
 	}
 	code := s.codeOf(email, rec.Seed)
 	where := "Enter it with agent_verify."
-	if fromSignInPage(ctx) {
+	switch enterAt(ctx) {
+	case atSignInPage:
 		where = "Enter it on the " + s.cfg.ServiceName + " sign-in page where you asked for it."
+	case atWalletExport:
+		where = "Enter it on the wallet export page: it reveals your wallets' private keys. Never give it to anyone."
 	}
 	msg := Message{
 		To:      email,

@@ -431,7 +431,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
 			AccountForEmail: ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now), Now: now,
 			BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(serverSecret[0], "switchboard portal forms v1"), Ceiling: ceiling,
-			OAuth: oauthSvc, Store: st, Log: log}
+			OAuth: oauthSvc, Store: st, Sealer: sealer, Log: log}
 		if portalHandler, err = portal.New(popts); err != nil {
 			return nil, err
 		}

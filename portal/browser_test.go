@@ -23,6 +23,12 @@ import (
 // Chromium is missing: CI installs it.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	return browserFor(t, 90*time.Second)
+}
+
+// browserFor is browser with a longer bound for the tests that visit every page.
+func browserFor(t *testing.T, limit time.Duration) context.Context {
+	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("the browser tests need Chromium: apt-get install chromium")
@@ -36,7 +42,7 @@ func browser(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
 	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancel3 := context.WithTimeout(ctx, limit)
 	t.Cleanup(cancel3)
 	return ctx
 }
@@ -129,8 +135,8 @@ func TestPortalInABrowser(t *testing.T) {
 		t.Fatalf("after a cross-site form: %q", keys)
 	}
 
-	do("revoke, confirmed", chromedp.Click(chromedp.CSS(`summary[aria-label="Revoke laptop agent…"]`)),
-		chromedp.Click(chromedp.CSS(`button[aria-label="Revoke laptop agent"]`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	do("revoke, confirmed", chromedp.Click(chromedp.CSS(`summary[aria-label="Revoke laptop agent"]`)),
+		chromedp.Click(chromedp.CSS(`details[open] button.danger`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
 	if _, e := apptest.CallTool(t, env.MCP(t, secret), "account_get", nil); e == nil || e.Code != tools.CodeUnauthenticated {
 		t.Fatalf("a revoked key over MCP: %v", e)
 	}

@@ -247,7 +247,7 @@ func TestReadableKeysPage(t *testing.T) {
 	if regexp.MustCompile(`\d\d:\d\d:\d\d\.\d+Z?<`).MatchString(body) {
 		t.Errorf("a raw ISO time on the keys page:\n%s", body)
 	}
-	if !strings.Contains(body, `<details class="confirm"><summary aria-label="Revoke snippets…">Revoke…</summary>`) || !strings.Contains(body, "stop working at once") {
+	if !strings.Contains(body, `<details class="confirm"><summary aria-label="Revoke snippets">Revoke</summary>`) || !strings.Contains(body, "stop working at once") {
 		t.Errorf("revoke does not ask for confirmation")
 	}
 	if _, body := h.get("/developer/intents/new"); !strings.Contains(body, `<option value="usd_per_call" selected>USD per call</option>`) ||

@@ -58,7 +58,7 @@ var labels = map[string]string{
 	"awaiting_confirmation": "Awaiting confirmation", "awaiting_payment": "Awaiting payment", "dispatching": "In progress",
 	"succeeded": "Succeeded", "failed": "Failed", "cancelled": "Cancelled", "outcome_unknown": "Outcome unknown",
 	"email_code": "e-mail code", "oidc": "identity provider", "paste_key": "Paste a key", "email_code_agent": "Agent e-mail code",
-	"read": "read", "pay": "pay", "publish": "publish", "partner": "partner",
+	"read": "read", "quote": "quote", "swap": "swap", "bridge": "bridge", "send": "send", "wallet": "wallet", "publish": "publish", "partner": "partner",
 	"PASS": "Pass", "FAIL": "Fail", "WARN": "Warning", "OK": "Pass", "REJECTED": "Pass", "ACCEPTED": "Fail",
 	"WRONG_STATUS": "Fail", "INCONCLUSIVE": "Inconclusive", "BLOCKED": "Fail", "NO_ANSWER": "Fail",
 	"BAD_RESPONSE": "Fail", "PARTNER_FAILURE": "Fail",

@@ -40,11 +40,18 @@ func (p *portal) renderIntegrations(w http.ResponseWriter, r *http.Request, pr *
 
 func (p *portal) createIntegration(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
 	form := map[string]any{"slug": r.PostFormValue("slug"), "name": r.PostFormValue("name"), "scopes": r.PostForm["scopes"], "methods": r.PostForm["methods"]}
-	for _, k := range []string{"slug", "name"} {
-		if e := tools.CheckText(k, form[k].(string)); e != nil {
-			p.renderIntegrations(w, r, pr, http.StatusUnprocessableEntity, nil, form, map[string]string{k: e.Message})
-			return
+	errs := map[string]string{}
+	for k, msg := range map[string]string{"slug": "use 3-40 of a-z, 0-9 and -, e.g. my-app", "name": "give it the name your users know"} {
+		if e := tools.CheckText(k, form[k].(string)); e != nil || form[k] == "" {
+			errs[k] = msg
 		}
+	}
+	if len(r.PostForm["scopes"]) == 0 {
+		errs["scopes"] = "choose at least one scope"
+	}
+	if len(errs) > 0 { // every problem at once, each at its field
+		p.renderIntegrations(w, r, pr, http.StatusUnprocessableEntity, nil, form, errs)
+		return
 	}
 	in, err := p.o.Integrations.Create(r.Context(), pr.AccountID, form["slug"].(string), form["name"].(string), r.PostForm["scopes"], r.PostForm["methods"])
 	if err != nil {
@@ -61,36 +68,51 @@ func (p *portal) createIntegration(w http.ResponseWriter, r *http.Request, pr *t
 
 type connectData struct {
 	Integration integrations.Integration
+	Publisher   string // the e-mail domain its publisher proved, shown before anything is asked
+	SignedOut   bool
 	Issued      map[string]any
+}
+
+// publisherOf is the domain of the e-mail the integration's publisher signed in with: a
+// claim Switchboard checked, unlike the integration's name.
+func (p *portal) publisherOf(r *http.Request, in integrations.Integration) string {
+	acct, err := p.o.Store.AccountByID(r.Context(), in.AccountID)
+	if err != nil {
+		return "an unknown publisher"
+	}
+	_, domain, _ := strings.Cut(acct.Email, "@")
+	return domain
 }
 
 // connect shows the integration's request; a signed-out human signs in and comes back.
 func (p *portal) connect(w http.ResponseWriter, r *http.Request) {
 	in, err := p.o.Integrations.BySlug(r.Context(), r.PathValue("slug"))
 	if err != nil {
-		http.NotFound(w, r)
+		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "there is no integration at this address; check the link the app gave you"))
 		return
 	}
 	if !in.Offers(integrations.MethodPasteKey) {
-		http.Error(w, in.Name+" does not issue keys here; see its manifest.json for how to onboard", http.StatusNotFound)
+		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "%s does not issue keys here; see its manifest.json for how to onboard", in.Name))
 		return
 	}
+	publisher := p.publisherOf(r, in)
 	pr := p.sessionOf(r)
 	if pr == nil {
+		// Who asks, and for what, before signing in; the sign-in comes back here.
 		http.SetCookie(w, &http.Cookie{Name: nextCookie, Value: "/connect/" + in.Slug, Path: "/", MaxAge: 900, HttpOnly: true, SameSite: http.SameSiteLaxMode})
-		http.Redirect(w, r, "/developer/sign-in", http.StatusSeeOther)
+		p.render(w, http.StatusOK, "connect", view{Title: "Connect " + in.Name, Data: connectData{Integration: in, Publisher: publisher, SignedOut: true}})
 		return
 	}
 	if r.Method == http.MethodGet {
-		p.render(w, http.StatusOK, "connect", p.page(pr, "Connect "+in.Name, connectData{Integration: in}))
+		p.render(w, http.StatusOK, "connect", p.page(pr, "Connect "+in.Name, connectData{Integration: in, Publisher: publisher}))
 		return
 	}
 	if !p.validForm(r, pr) {
-		http.Error(w, "this form is stale or was not sent from this site; reload the page and try again", http.StatusForbidden)
+		p.fail(w, r, tools.Errorf(tools.CodeForbidden, "this form is stale or was not sent from this site; reload the page and try again"))
 		return
 	}
 	out, e := p.call(r, pr, "api_key_create", map[string]any{"name": in.Name + " (connect)", "scopes": in.Scopes, "integrationId": in.ID})
-	v := p.page(pr, "Connect "+in.Name, connectData{Integration: in, Issued: out})
+	v := p.page(pr, "Connect "+in.Name, connectData{Integration: in, Publisher: publisher, Issued: out})
 	if e != nil {
 		v.Errors = map[string]string{"form": e.Message}
 		p.render(w, http.StatusUnprocessableEntity, "connect", v)

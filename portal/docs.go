@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/docs"
+	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
@@ -38,15 +39,18 @@ var docOrder = []docPage{
 	{"tools-and-routes", "Tools and routes"}, {"intents", "Intents, invoking and billing"}, {"configuration", "Configuration"},
 	{"portal", "The developer portal"}, {"sdks", "SDKs"},
 	{"operations", "Operations"}, {"reliability", "Reliability"}, {"performance", "Performance"},
-	{"decisions", "Decisions"}, {"layout", "Layout and architecture"}, {"testing", "Testing"},
+	{"decisions", "Decisions"}, {"layout", "Layout and architecture"}, {"testing", "Testing"}, {"a11y-results", "Accessibility results"},
 }
 
 // docImages serves the screenshots the pages show, at the relative URL they use.
 var docImages = http.StripPrefix("/docs/", http.FileServerFS(docs.Pages))
 
-// mdLink is a link to another page as GitHub renders it (name.md, maybe with a #section);
-// served here it points at the HTML page.
-var mdLink = regexp.MustCompile(`href="([a-z0-9-]+)\.md(#[^"]*)?"`)
+// mdLink is a link between pages as the Markdown writes it (errors.md, /docs/errors.md#x, as
+// GitHub renders it): the HTML page links the page itself, absolutely, since /docs is not a
+// directory.
+var mdLink = regexp.MustCompile(`href="(?:/docs/)?([a-z0-9-]+)\.md(#[^"]*)?"`)
+
+var noDoc = tools.Errorf(tools.CodeNotFound, "there is no such documentation page; the documentation index lists them all")
 
 func (p *portal) markdown(name string) ([]byte, bool) {
 	if name == "api" {
@@ -63,7 +67,7 @@ func (p *portal) docsIndex(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	b.WriteString("# Switchboard documentation\n\n")
 	for _, d := range docOrder {
-		fmt.Fprintf(&b, "- [%s](%s.md)\n", d.Title, d.Name)
+		fmt.Fprintf(&b, "- [%s](/docs/%s.md)\n", d.Title, d.Name)
 	}
 	fmt.Fprintf(&b, "\nMachine-readable: [llms.txt](%s/llms.txt), [openapi.json](%s/openapi.json).\n", p.o.BaseURL, p.o.BaseURL)
 	p.serveDoc(w, r, "index", []byte(b.String()))
@@ -74,7 +78,7 @@ func (p *portal) doc(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(name, ".md") {
 		md, ok := p.markdown(strings.TrimSuffix(name, ".md"))
 		if !ok {
-			http.NotFound(w, r)
+			p.fail(w, r, noDoc)
 			return
 		}
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
@@ -83,7 +87,7 @@ func (p *portal) doc(w http.ResponseWriter, r *http.Request) {
 	}
 	md, ok := p.markdown(name)
 	if !ok {
-		http.NotFound(w, r)
+		p.fail(w, r, noDoc)
 		return
 	}
 	p.serveDoc(w, r, name, md)
@@ -97,17 +101,21 @@ func (p *portal) serveDoc(w http.ResponseWriter, r *http.Request, name string, m
 	}
 	var html bytes.Buffer
 	if err := goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithParserOptions(parser.WithAutoHeadingID())).Convert(md, &html); err != nil {
-		http.Error(w, "could not render the page", http.StatusInternalServerError)
+		p.fail(w, r, tools.Errorf(tools.CodeInternal, "could not render the page; try again, or read it as Markdown"))
 		return
 	}
-	page := mdLink.ReplaceAll(html.Bytes(), []byte(`href="${1}${2}"`))
+	page := mdLink.ReplaceAll(html.Bytes(), []byte(`href="/docs/$1$2"`))
 	title := "Docs"
 	for _, d := range docOrder {
 		if d.Name == name {
 			title = d.Title
 		}
 	}
-	p.render(w, http.StatusOK, "docs", view{Title: title, Data: docsData{Name: name, HTML: template.HTML(page), Pages: docOrder}})
+	v := view{Title: title, Data: docsData{Name: name, HTML: template.HTML(page), Pages: docOrder}}
+	if pr := p.sessionOf(r); pr != nil { // the portal's navigation for a signed-in human
+		v.SignedIn, v.CSRF = true, p.csrf(pr.SessionID)
+	}
+	p.render(w, http.StatusOK, "docs", v)
 }
 
 // apiReference renders the OpenAPI document as Markdown: every operation with its method and

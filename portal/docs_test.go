@@ -26,7 +26,7 @@ func TestEveryDocsPageIsListedAndItsLinksResolve(t *testing.T) {
 	relative := regexp.MustCompile(`(?:href|src)="([^":/#?][^":?]*?)(?:#([^"]*))?"`)
 	for _, file := range pages {
 		name := strings.TrimSuffix(file, ".md")
-		if !strings.Contains(index, `href="`+name+`"`) {
+		if !strings.Contains(index, `href="/docs/`+name+`"`) {
 			t.Errorf("/docs does not list %s", file)
 		}
 		st, body := h.get("/docs/" + name)

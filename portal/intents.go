@@ -117,7 +117,18 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	if a := str(form["payoutEvm"]); a != "" {
 		args["payoutAddresses"] = map[string]string{"evm": a}
 	}
-	if len(v.Errors) == 0 {
+	if len(v.Errors) > 0 {
+		// Not published: the other fields are still checked, so every problem shows at once.
+		delete(args, "parametersSchema")
+		delete(args, "feeRate")
+		if e := p.o.Kernel.Tool("partner_publish_intent").CheckInput(args); e != nil {
+			for f, msg := range fieldErrors(e, "publicIdentifier", "name", "description", "category", "capabilities", "bindingType", "toolEndpoint", "feeRateUnit", "payoutAddresses") {
+				if f != "form" {
+					v.Errors[f] = msg
+				}
+			}
+		}
+	} else {
 		out, e := p.call(r, pr, "partner_publish_intent", args)
 		if e == nil {
 			http.Redirect(w, r, "/developer/intents/"+str(out["id"])+"?published=1", http.StatusSeeOther)
@@ -127,9 +138,9 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 		if e.Code == tools.CodeConflict { // the handle is taken
 			v.Errors = map[string]string{"publicIdentifier": e.Message}
 		}
-		if msg, ok := v.Errors["payoutAddresses"]; ok {
-			v.Errors["payoutEvm"] = msg
-		}
+	}
+	if msg, ok := v.Errors["payoutAddresses"]; ok {
+		v.Errors["payoutEvm"] = msg
 	}
 	p.render(w, http.StatusUnprocessableEntity, "intent_form", v)
 }

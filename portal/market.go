@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/discover"
@@ -23,8 +22,7 @@ import (
 var marketPages = []string{"marketplace", "listing", "usage", "intent_usage", "calls", "call"}
 
 var marketFuncs = template.FuncMap{
-	"usd":  usdAny,
-	"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"usd": usdAny,
 	"pct": func(f *float64) string {
 		if f == nil {
 			return "—"
@@ -50,7 +48,6 @@ var marketFuncs = template.FuncMap{
 		}
 		return strconv.Itoa(*x)
 	},
-	"label":  label,
 	"pretty": pretty,
 	"query":  func(kv ...string) template.URL { return template.URL(queryOf(kv...)) },
 }
@@ -67,15 +64,6 @@ func usdAny(v any) string {
 		return tools.USD(n).String() + " USD"
 	}
 	return str(v) + " USD"
-}
-
-// label makes an enum readable: MUTATES_USER_FUNDS → Mutates user funds.
-func label(s string) string {
-	s = strings.ToLower(strings.ReplaceAll(s, "_", " "))
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // pretty indents JSON for a <pre>; the template escapes it, so the encoder need not.

@@ -129,21 +129,22 @@ type consentData struct {
 	Params          map[string]string
 	Scopes, Chosen  []string
 	Spend, MaxSpend string
-	Rate, MaxRate   int
+	Rate            string // as typed, kept after an error
+	MaxRate         int
 }
 
 // authorize is the authorization endpoint: the human signs in (the portal's own sign-in, then
 // back here), sees who asks and chooses scopes and limits (capped by the account's ceiling).
 func (p *portal) authorize(w http.ResponseWriter, r *http.Request) {
 	if p.o.OAuth == nil {
-		http.NotFound(w, r)
+		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "signing in MCP hosts is not enabled on this service; paste an API key into your host instead"))
 		return
 	}
 	q := r.URL.Query()
 	if r.Method == http.MethodPost {
 		// A consent is a signed-in human's form from this site, or nothing happens.
 		if pr := p.sessionOf(r); pr == nil || !p.validForm(r, pr) {
-			http.Error(w, "this form is stale or was not sent from this site; start the connection again from your MCP host", http.StatusForbidden)
+			p.fail(w, r, tools.Errorf(tools.CodeForbidden, "this form is stale or was not sent from this site; start the connection again from your MCP host"))
 			return
 		}
 		q = url.Values{}
@@ -157,7 +158,7 @@ func (p *portal) authorize(w http.ResponseWriter, r *http.Request) {
 			redirectWith(w, r, req, url.Values{"error": {oe.Code}, "error_description": {oe.Description}})
 			return
 		}
-		http.Error(w, "This connection request cannot be completed: "+oe.Description+". Start again from your MCP host.", http.StatusBadRequest)
+		p.fail(w, r, tools.Errorf(tools.CodeBadInput, "this connection request cannot be completed: %s. Start again from your MCP host", oe.Description))
 		return
 	}
 	pr := p.sessionOf(r)
@@ -180,15 +181,22 @@ func (p *portal) authorize(w http.ResponseWriter, r *http.Request) {
 	if s := strings.TrimSpace(r.PostFormValue("spendLimitUsd")); s != "" {
 		args["spendLimitUsd"] = json.Number(s)
 	}
-	if n, err := strconv.Atoi(r.PostFormValue("rateLimitPerMinute")); err == nil {
+	if s := strings.TrimSpace(r.PostFormValue("rateLimitPerMinute")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			n = -1 // refused by the tool's schema, shown at the field
+		}
 		args["rateLimitPerMinute"] = n
 	}
 	out, e := p.call(r, pr, "api_key_create", args)
 	if e != nil {
+		// Everything typed stays as typed; each problem is shown at its field.
+		data.Spend, data.Rate = r.PostFormValue("spendLimitUsd"), r.PostFormValue("rateLimitPerMinute")
 		v := p.page(pr, "Connect "+req.Client.Name, data)
-		v.Errors = map[string]string{"form": e.Message}
+		v.Errors = fieldErrors(e, "scopes", "spendLimitUsd", "rateLimitPerMinute")
 		if len(data.Chosen) == 0 {
-			v.Errors = map[string]string{"scopes": "choose at least one scope"}
+			v.Errors["scopes"] = "choose at least one scope"
+			delete(v.Errors, "form")
 		}
 		p.render(w, http.StatusUnprocessableEntity, "consent", v)
 		return
@@ -239,7 +247,7 @@ func (p *portal) consentData(req *oauth.Request, q url.Values, pr *tools.Princip
 	return consentData{ClientName: req.Client.Name, RedirectHost: host, ClientDomain: oauth.ClientDomain(req.Client.ID), LocalOnly: local,
 		Params: params, Scopes: tools.ScopeNames(), Chosen: chosen,
 		Spend: tools.USD(min(p.o.Ceiling.SpendMicro, 10_000_000)).String(), MaxSpend: tools.USD(pr.SpendLimitMicro).String(),
-		Rate: min(30, pr.RateLimitPerMinute), MaxRate: pr.RateLimitPerMinute}
+		Rate: strconv.Itoa(min(30, pr.RateLimitPerMinute)), MaxRate: pr.RateLimitPerMinute}
 }
 
 // redirectWith sends the browser back to the client with the answer and its state.
@@ -257,7 +265,9 @@ func redirectWith(w http.ResponseWriter, r *http.Request, req *oauth.Request, v 
 }
 
 type connectionRow struct {
-	ID, Name, RedirectHost, Created, LastUsed, Scopes string
+	ID, Name, RedirectHost, Scopes string
+	Created                        time.Time
+	LastUsed                       *time.Time
 }
 
 func (p *portal) connections(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
@@ -272,7 +282,7 @@ func (p *portal) connections(w http.ResponseWriter, r *http.Request, pr *tools.P
 	}
 	rows := make([]connectionRow, 0, len(grants))
 	for _, g := range grants {
-		row := connectionRow{ID: g.ID, Created: g.CreatedAt.UTC().Format(time.RFC3339), LastUsed: "never"}
+		row := connectionRow{ID: g.ID, Created: g.CreatedAt, LastUsed: g.LastUsedAt}
 		if g.Client != nil {
 			row.Name = g.Client.Name
 			if len(g.Client.RedirectURIs) > 0 {
@@ -280,9 +290,6 @@ func (p *portal) connections(w http.ResponseWriter, r *http.Request, pr *tools.P
 					row.RedirectHost = u.Scheme + "://" + u.Host
 				}
 			}
-		}
-		if g.LastUsedAt != nil {
-			row.LastUsed = g.LastUsedAt.UTC().Format(time.RFC3339)
 		}
 		if k, err := p.o.Store.KeyByID(r.Context(), g.KeyID); err == nil {
 			row.Scopes = strings.Join(k.Scopes, ", ")

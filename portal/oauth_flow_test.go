@@ -324,7 +324,7 @@ func TestMCPAuthorization(t *testing.T) {
 				t.Fatal(e)
 			}
 			st, page := h.get("/developer/connections")
-			if st != 200 || strings.Count(page, "Test Host") != 1 || strings.Contains(page, "<td>never</td>") {
+			if st != 200 || strings.Count(page, `data-label="Host">Test Host<`) != 1 || strings.Contains(page, `data-label="Last used">never<`) || !strings.Contains(page, `data-label="Last used"><time datetime=`) {
 				t.Fatalf("connections page (one live connection, used): %d %s", st, page)
 			}
 			id := page[strings.Index(page, "/developer/connections/")+len("/developer/connections/"):]

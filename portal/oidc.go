@@ -81,7 +81,7 @@ func (p *portal) sign(payload []byte) string {
 func (p *portal) oidcStart(w http.ResponseWriter, r *http.Request) {
 	i, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil {
-		http.NotFound(w, r)
+		p.fail(w, r, notFound)
 		return
 	}
 	_, conf, err := p.provider(r.Context(), i)

@@ -35,7 +35,7 @@ func TestSignInWithOpenIDConnect(t *testing.T) {
 	if st != 200 || !strings.Contains(body, "<h1>Account</h1>") || !strings.Contains(body, agent["userId"].(string)) {
 		t.Fatalf("OIDC sign-in: %d\n%s", st, body)
 	}
-	if _, body := h.get("/developer/settings"); !strings.Contains(body, "oidc:"+cfg.Issuer) {
+	if _, body := h.get("/developer/settings"); !strings.Contains(body, "with identity provider "+strings.TrimPrefix(cfg.Issuer, "http://")) {
 		t.Fatalf("the session does not say it came from the provider")
 	}
 

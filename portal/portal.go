@@ -29,8 +29,10 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/integrations"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
+	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 	"github.com/switchboard-hq/switchboard/tools/usage"
+	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
 //go:embed templates/*.html
@@ -38,6 +40,21 @@ var templateFiles embed.FS
 
 //go:embed static
 var staticFiles embed.FS
+
+// PageCSP is the portal pages' Content-Security-Policy: scripts and styles only from files
+// this site serves (the copy buttons are static/copy.js), no inline code, no framing.
+// form-action is left open: the OAuth consent redirects to the MCP host's own address.
+const PageCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+// SecurityHeaders sets the headers every response of the service carries: csp, no MIME
+// sniffing, no framing, and no path or query (an OAuth code, a connect slug) sent to other
+// sites in Referer.
+func SecurityHeaders(h http.Header, csp string) {
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+}
 
 // CookieName is the session cookie.
 const CookieName = "sb_session"
@@ -56,10 +73,11 @@ type Options struct {
 	OpenAPI         []byte           // the OpenAPI document the docs' API reference is rendered from
 	Now             func() time.Time // nil: time.Now
 	BaseURL         string
-	CSRFKey         []byte         // keys the per-session form tokens
-	Ceiling         keys.Limits    // the account's own ceiling, shown beside the key form
-	OAuth           *oauth.Service // MCP authorization; nil: hosts connect with pasted keys only
-	Store           *store.Store   // read-only lookups the pages show (a connection's key)
+	CSRFKey         []byte          // keys the per-session form tokens
+	Ceiling         keys.Limits     // the account's own ceiling, shown beside the key form
+	OAuth           *oauth.Service  // MCP authorization; nil: hosts connect with pasted keys only
+	Store           *store.Store    // lookups the pages show (a connection's key), account events
+	Sealer          *wallets.Sealer // opens the wallets' keys for their owner's export; nil: no export
 	Log             *slog.Logger
 
 	// The marketplace, charts and call logs (market.go).
@@ -68,6 +86,8 @@ type Options struct {
 	// TryAs is the principal a session's Try it calls are made as (keys.Service.ForSession).
 	TryAs func(ctx context.Context, p *tools.Principal) (*tools.Principal, error)
 }
+
+var notFound = tools.Errorf(tools.CodeNotFound, "there is no page at this address; use the navigation above, or start from the documentation")
 
 // signInsPerMinute bounds sign-in requests per client address (codes have their own limits).
 const signInsPerMinute = 20
@@ -90,9 +110,12 @@ func New(o Options) (http.Handler, error) {
 		"checked": func(v any, s string) bool { return slices.Contains(strs(v), s) },
 		"field":   fieldOf,
 		"str":     str,
+		"when":    when,
+		"label":   label,
+		"passed":  passed,
 	}
 	maps.Copy(funcs, marketFuncs)
-	for _, page := range append([]string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error"}, marketPages...) {
+	for _, page := range append([]string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error", "wallet_export"}, marketPages...) {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -100,6 +123,7 @@ func New(o Options) (http.Handler, error) {
 		p.pages[page] = t
 	}
 	static, _ := fs.Sub(staticFiles, "static")
+	favicon, _ := fs.ReadFile(static, "logo.svg")
 	mux := http.NewServeMux()
 	mux.Handle("GET /developer/static/", http.StripPrefix("/developer/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /docs", p.docsIndex)
@@ -118,6 +142,8 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("GET /developer/settings", p.authed(p.settings))
 	mux.Handle("POST /developer/sessions/{id}/revoke", p.authed(p.revokeSession))
 	mux.Handle("POST /developer/settings/signing", p.authed(p.setSigning))
+	mux.Handle("GET /developer/settings/wallet-export", p.authed(p.exportPage))
+	mux.Handle("POST /developer/settings/wallet-export", p.authed(p.exportAction))
 	mux.Handle("GET /developer/intents", p.authed(p.intents))
 	mux.Handle("GET /developer/intents/new", p.authed(p.newIntentPage))
 	mux.Handle("POST /developer/intents/new", p.authed(p.newIntent))
@@ -136,6 +162,13 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("POST /developer/connections/{id}/revoke", p.authed(p.revokeConnection))
 	mux.Handle("POST /developer/sign-out", p.authed(p.signOut))
 	mux.Handle("POST /developer/sign-out-everywhere", p.authed(p.signOutEverywhere))
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Write(favicon)
+	})
+	// Anything else under the portal's paths: the styled error page, with navigation.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { p.fail(w, r, notFound) })
 	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a cross-site
 	// state-changing request is refused before any handler runs; forms also carry a token.
 	return http.NewCrossOriginProtection().Handler(mux), nil
@@ -166,14 +199,26 @@ type view struct {
 	Data     any
 	Form     map[string]any
 	Errors   map[string]string
+	Nav      string // the navigation entry of this page, marked aria-current
+	Notice   string // an account event the human must know of (a wallet key exported elsewhere)
 }
+
+// navOf is the navigation entry a page belongs to.
+var navOf = map[string]string{"account": "account", "keys": "keys", "settings": "settings", "intents": "intents", "intent_form": "intents",
+	"intent": "intents", "partner": "intents", "integrations": "integrations", "connections": "connections", "docs": "docs", "wallet_export": "settings", "signin": "signin",
+	"marketplace": "marketplace", "listing": "marketplace", "usage": "usage", "intent_usage": "usage", "calls": "calls", "call": "calls"}
 
 func (p *portal) render(w http.ResponseWriter, status int, page string, v view) {
 	v.BaseURL = p.o.BaseURL
+	if v.Nav == "" {
+		v.Nav = navOf[page]
+	}
+	if nw, ok := w.(*noticeWriter); ok {
+		v.Notice = nw.notice
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self'; frame-ancestors 'none'")
+	SecurityHeaders(w.Header(), PageCSP)
 	w.WriteHeader(status)
 	if err := p.pages[page].ExecuteTemplate(w, "layout", v); err != nil {
 		p.o.Log.Error("render", "page", page, "err", err)
@@ -209,7 +254,7 @@ func (p *portal) authed(h authedHandler) http.Handler {
 			p.fail(w, r, tools.Errorf(tools.CodeForbidden, "this form is stale or was not sent from this site; reload the page and try again"))
 			return
 		}
-		h(w, r, pr)
+		h(p.withNotice(w, r, pr), r, pr)
 	})
 }
 
@@ -217,8 +262,9 @@ func (p *portal) authed(h authedHandler) http.Handler {
 func (p *portal) limited(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ok, wait, _ := p.limiter.Allow(r.Context(), "signin:"+r.Header.Get(tools.HeaderClientAddr), signInsPerMinute); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-			http.Error(w, "too many sign-in attempts from this address; wait a minute and try again", http.StatusTooManyRequests)
+			e := tools.Errorf(tools.CodeRateLimited, "too many sign-in attempts from this address; wait a minute and try again")
+			e.RetryAfter = wait + time.Second
+			p.fail(w, r, e)
 			return
 		}
 		h(w, r)
@@ -256,7 +302,11 @@ func (p *portal) fail(w http.ResponseWriter, r *http.Request, e *tools.Error) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
-	p.render(w, status, "error", view{Title: http.StatusText(status), Data: e})
+	v := view{Title: http.StatusText(status), Data: e}
+	if pr := p.sessionOf(r); pr != nil { // the navigation of a signed-in human
+		v.SignedIn, v.CSRF = true, p.csrf(pr.SessionID)
+	}
+	p.render(w, status, "error", v)
 }
 
 // call runs a kernel tool as the principal and returns its JSON object result.
@@ -289,17 +339,28 @@ func fieldErrors(e *tools.Error, fields ...string) map[string]string {
 			root, _, _ := strings.Cut(n.Field, ".")
 			root, _, _ = strings.Cut(root, "[")
 			if _, taken := out[root]; !taken && slices.Contains(fields, root) {
-				out[root] = n.Message
+				out[root] = humanize(root, n.Message)
 			}
 		}
 		if len(out) > 0 {
 			return out
 		}
 	}
+	// Every problem is shown, each at its field: the validator lists them all.
 	for _, pr := range problems {
+		if m := missingRe.FindStringSubmatch(pr); m != nil && strings.HasPrefix(pr, "at /:") {
+			for _, q := range quotedRe.FindAllStringSubmatch(m[1], -1) {
+				if slices.Contains(fields, q[1]) {
+					out[q[1]] = "fill this in"
+				}
+			}
+			continue
+		}
 		for _, f := range fields {
 			if strings.HasPrefix(pr, "at /"+f+":") || strings.HasPrefix(pr, "at /"+f+"/") {
-				out[f] = strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " ")
+				if _, taken := out[f]; !taken {
+					out[f] = humanize(f, strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " "))
+				}
 			}
 		}
 	}
@@ -353,11 +414,11 @@ func (p *portal) startSession(w http.ResponseWriter, r *http.Request, accountID,
 
 func (p *portal) sendCode(w http.ResponseWriter, r *http.Request) {
 	if p.o.SignIn == nil {
-		http.NotFound(w, r)
+		p.fail(w, r, notFound)
 		return
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	_, e := p.call(r, nil, "agent_signup", map[string]any{"email": email})
+	_, e := p.call(r.WithContext(onboarding.FromSignInPage(r.Context())), nil, "agent_signup", map[string]any{"email": email})
 	if e != nil {
 		msg := e.Message
 		if e.Code == tools.CodeBadInput {
@@ -371,7 +432,7 @@ func (p *portal) sendCode(w http.ResponseWriter, r *http.Request) {
 
 func (p *portal) checkCode(w http.ResponseWriter, r *http.Request) {
 	if p.o.SignIn == nil {
-		http.NotFound(w, r)
+		p.fail(w, r, notFound)
 		return
 	}
 	email, code := strings.TrimSpace(r.PostFormValue("email")), strings.TrimSpace(r.PostFormValue("code"))
@@ -462,6 +523,9 @@ func (p *portal) issueKey(w http.ResponseWriter, r *http.Request, pr *tools.Prin
 			errs["rateLimitPerMinute"] = "a whole number of requests per minute"
 		}
 		args["rateLimitPerMinute"] = n
+	}
+	if e := tools.CheckText("name", str(form["name"])); e != nil || form["name"] == "" {
+		errs["name"] = "give the key a name, e.g. the agent or machine that uses it"
 	}
 	var issued map[string]any
 	if len(errs) == 0 {

@@ -245,7 +245,7 @@ func TestSessionsAndForgery(t *testing.T) {
 	// A second browser signs in too; the settings list both.
 	h2 := newHuman(t, env)
 	h2.signIn("safe@example.com")
-	if _, body := h2.get("/developer/settings"); strings.Count(body, "email_code") != 2 {
+	if _, body := h2.get("/developer/settings"); strings.Count(body, "with e-mail code") != 2 {
 		t.Fatalf("settings should list two sessions:\n%s", body)
 	}
 	// Idle past 12 hours: back to sign-in.
@@ -293,7 +293,9 @@ func TestPublishThroughTheForm(t *testing.T) {
 		"category": {"QUERY"}, "bindingType": {"REST"}, "toolEndpoint": {partner.URL + partnerexample.RESTPath}, "feeRate": {"0"}, "feeRateUnit": {"usd_per_call"}}
 
 	form.Set("action", "test")
-	if st, body := h.post("/developer/intents/new", form, false); st != 200 || !strings.Contains(body, "Endpoint test") || strings.Count(body, "REJECTED") != 2 || !strings.Contains(body, "OK") {
+	if st, body := h.post("/developer/intents/new", form, false); st != 200 || !strings.Contains(body, "Endpoint test: ready to activate") || strings.Contains(body, "✗ Fail") ||
+		!strings.Contains(body, "✓ Pass</span> <strong>Signed round trip</strong>") || !strings.Contains(body, "✓ Pass</span> <strong>Refuses an unsigned request</strong>") ||
+		!strings.Contains(body, "✓ Pass</span> <strong>Refuses a request signed by another key</strong>") {
 		t.Fatalf("test endpoint: %d %s", st, body)
 	}
 	// Bad input: next to its field, nothing written.
@@ -334,7 +336,7 @@ func TestPublishThroughTheForm(t *testing.T) {
 		t.Fatalf("intent list: %s", body)
 	}
 	h.get("/developer/intents/" + m[1])
-	if st, body := h.post("/developer/intents/"+m[1], url.Values{"csrf": {h.csrf()}, "action": {"activate"}}, false); st != 200 || !strings.Contains(body, "Activated") || !strings.Contains(body, "<small class=\"hint\">active") {
+	if st, body := h.post("/developer/intents/"+m[1], url.Values{"csrf": {h.csrf()}, "action": {"activate"}}, false); st != 200 || !strings.Contains(body, "Activated") || !strings.Contains(body, "<small class=\"hint\">Active") {
 		t.Fatalf("activate: %d %s", st, body)
 	}
 	if _, body := h.get("/developer/partner/settings"); !strings.Contains(body, "Partner id") {
@@ -389,7 +391,7 @@ func TestDocsHaveMarkdownTwins(t *testing.T) {
 			t.Errorf("the API reference misses %s", tool.Name)
 		}
 	}
-	if _, body := h.get("/docs/agents"); !strings.Contains(body, env.URL+"/developer/api-keys") || !strings.Contains(body, `href="errors"`) {
+	if _, body := h.get("/docs/agents"); !strings.Contains(body, env.URL+"/developer/api-keys") || !strings.Contains(body, `href="/docs/errors"`) {
 		t.Errorf("agents page: base URL or links wrong")
 	}
 	if st, _ := h.get("/docs/nothing"); st != 404 {
@@ -435,8 +437,11 @@ func TestConnectAnIntegration(t *testing.T) {
 	}
 
 	user := newHuman(t, env)
-	if _, body := user.get("/connect/acme"); !strings.Contains(body, "<h1>Sign in</h1>") {
-		t.Fatalf("signed out: not sent to sign in")
+	// Signed out: who asks (the integration, its publisher's verified domain) and for what,
+	// then a sign-in that comes back here.
+	if _, body := user.get("/connect/acme"); !strings.Contains(body, "<h1>Connect to Acme</h1>") || !strings.Contains(body, "published by an account of <strong>example.com</strong>") ||
+		!strings.Contains(body, "<strong>read, partner</strong>") || !strings.Contains(body, `href="/developer/sign-in">Sign in to continue`) || strings.Contains(body, "Issue key</button>") {
+		t.Fatalf("signed out connect page:\n%s", body)
 	}
 	if st, body := user.post("/developer/sign-in", url.Values{"email": {"user@example.com"}}, false); st != 200 {
 		t.Fatalf("send code: %d %s", st, body)
@@ -511,11 +516,11 @@ func TestIntentPageShowsCalls(t *testing.T) {
 	}
 	h := newHuman(t, env)
 	h.signIn("pub@example.com")
-	if _, body := h.get("/developer/intents/" + id); !strings.Contains(body, "2 calls, 2 succeeded") || strings.Count(body, "<td>succeeded") != 2 || !strings.Contains(body, "HTTP 200") {
+	if _, body := h.get("/developer/intents/" + id); !strings.Contains(body, "2 calls, 2 succeeded") || strings.Count(body, `data-label="Outcome">Succeeded`) != 2 || !strings.Contains(body, "HTTP 200") {
 		t.Fatalf("intent page:\n%s", body)
 	}
 	// The caller's side: the account page shows the month's spend (2 x infrastructure 0.001 + platform floor 0.001) and the recent calls.
-	if _, body := h.get("/developer"); !strings.Contains(body, "Spent this month</th><td>0.004 USD") || strings.Count(body, "<td>@calls</td>") != 2 {
+	if _, body := h.get("/developer"); !strings.Contains(body, "Spent this month</th><td>0.004 USD") || strings.Count(body, `data-label="Partner">@calls</td>`) != 2 {
 		t.Fatalf("account page:\n%s", body)
 	}
 }

@@ -21,6 +21,8 @@ type Session struct {
 	LastSeenAt time.Time  `bun:"last_seen_at,notnull"`
 	ExpiresAt  time.Time  `bun:"expires_at,notnull"` // the absolute expiry
 	RevokedAt  *time.Time `bun:"revoked_at"`
+	// EventsSeenAt is when this session last showed the account's events (AccountEvent).
+	EventsSeenAt *time.Time `bun:"events_seen_at"`
 }
 
 // CreateSession stores a new session.

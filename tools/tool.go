@@ -238,3 +238,17 @@ func (t *Tool) ValidateOutput(out any) error {
 	}
 	return nil
 }
+
+// CheckInput validates arguments against the input schema without running the tool: a form
+// that found a problem of its own still shows every other problem at once.
+func (t *Tool) CheckInput(args any) *Error {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return Errorf(CodeBadInput, "arguments: %v", err)
+	}
+	v, err := DecodeJSON(raw)
+	if err != nil {
+		return Errorf(CodeBadInput, "arguments are not valid JSON: %v", err)
+	}
+	return Validate(t.input, v, "arguments")
+}

@@ -30,6 +30,7 @@ var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,38}[a-z0-9]$`)
 // Integration is what the portal shows and the manifest lists.
 type Integration struct {
 	ID, Slug, Name  string
+	AccountID       string // the partner that created it
 	Scopes, Methods []string
 	CreatedAt       time.Time
 }
@@ -38,7 +39,7 @@ type Integration struct {
 func (i Integration) Offers(method string) bool { return slices.Contains(i.Methods, method) }
 
 func of(in *store.Integration) Integration {
-	return Integration{ID: in.ID, Slug: in.Slug, Name: in.Name, Scopes: in.Scopes, Methods: in.Methods, CreatedAt: in.CreatedAt}
+	return Integration{ID: in.ID, Slug: in.Slug, Name: in.Name, AccountID: in.AccountID, Scopes: in.Scopes, Methods: in.Methods, CreatedAt: in.CreatedAt}
 }
 
 // Service creates and finds integrations.

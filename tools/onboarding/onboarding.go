@@ -125,6 +125,26 @@ func (s *Service) Tools() []*tools.Tool {
 	}
 }
 
+type enterAtKey struct{}
+
+const (
+	atSignInPage = iota + 1
+	atWalletExport
+)
+
+// FromSignInPage marks a code request a human made on the portal's sign-in page: the e-mail
+// tells them to enter the code there, not to call agent_verify.
+func FromSignInPage(ctx context.Context) context.Context {
+	return context.WithValue(ctx, enterAtKey{}, atSignInPage)
+}
+
+// ForWalletExport marks a code request that unlocks the export of the wallets' keys.
+func ForWalletExport(ctx context.Context) context.Context {
+	return context.WithValue(ctx, enterAtKey{}, atWalletExport)
+}
+
+func enterAt(ctx context.Context) int { v, _ := ctx.Value(enterAtKey{}).(int); return v }
+
 func normalizeEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }
 
 func (s *Service) hash(parts ...string) string {
@@ -175,13 +195,20 @@ func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (
 		}
 	}
 	code := s.codeOf(email, rec.Seed)
+	where := "Enter it with agent_verify."
+	switch enterAt(ctx) {
+	case atSignInPage:
+		where = "Enter it on the " + s.cfg.ServiceName + " sign-in page where you asked for it."
+	case atWalletExport:
+		where = "Enter it on the wallet export page: it reveals your wallets' private keys. Never give it to anyone."
+	}
 	msg := Message{
 		To:      email,
 		Subject: fmt.Sprintf("Your %s code: %s", s.cfg.ServiceName, code),
 		Text: fmt.Sprintf("Your %s verification code is %s.\n\n"+
 			"It signs you in to %s (creating your account if you have none) and expires in %d minutes, at %s.\n"+
-			"Enter it with agent_verify. If you did not ask for it, ignore this e-mail.\n",
-			s.cfg.ServiceName, code, s.cfg.ServiceName, int(math.Ceil(rec.ExpiresAt.Sub(now).Minutes())), rec.ExpiresAt.Format("15:04 MST")),
+			"%s If you did not ask for it, ignore this e-mail.\n",
+			s.cfg.ServiceName, code, s.cfg.ServiceName, int(math.Ceil(rec.ExpiresAt.Sub(now).Minutes())), rec.ExpiresAt.Format("15:04 MST"), where),
 	}
 	if err := s.mailer.Send(ctx, msg); err != nil {
 		// The code stays: the next signup re-sends it (an unsent e-mail is not counted).

@@ -359,7 +359,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
 	h, err := humanDoors(humanDeps{cfg: cfg, st: st, now: now, log: log, kernel: kernel, authn: authn, mailer: mailer, ob: ob,
-		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: partnerOut.HTTPClient(), serverSecret: serverSecret})
+		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: partnerOut.HTTPClient(), serverSecret: serverSecret, sealer: sealer})
 	if err != nil {
 		return nil, err
 	}
@@ -460,6 +460,7 @@ type humanDeps struct {
 	disc         *discover.Service
 	metadata     *http.Client // fetches client metadata documents (through the partner client's SSRF guard)
 	serverSecret []byte
+	sealer       *wallets.Sealer // the wallet export
 }
 
 // humanDoor is the portal and the OAuth authorization server (nil without a way to sign in).
@@ -499,7 +500,7 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
 		AccountForEmail: d.ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now), Now: now,
 		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: ceiling,
-		OAuth: oauthSvc, Store: st, Log: d.log, Marketplace: d.disc, TryAs: d.keySvc.ForSession,
+		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.log, Marketplace: d.disc, TryAs: d.keySvc.ForSession,
 		// The charts and call logs read like every reader: after the account's pending outcomes.
 		Usage: usage.NewService(st, now, func(ctx context.Context, accountID string) error {
 			if kernel.Settled == nil {

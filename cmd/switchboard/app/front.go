@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/mcpserver"
+	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -54,7 +55,7 @@ func front(o frontOptions) (http.Handler, error) {
 	}
 	mux.Handle("/mcp", oneCredential(mcpEnvelope(mcpDoor)))
 	mux.Handle("/v1/", oneCredential(v1))
-	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize", "/marketplace", "/marketplace/"}
+	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize", "/marketplace", "/marketplace/", "/favicon.ico"}
 	if o.Portal != nil {
 		for _, path := range portalPaths {
 			mux.Handle(path, o.Portal)
@@ -165,6 +166,8 @@ func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Reques
 		// A caller's W3C traceparent parents the call's spans (a no-op with tracing off).
 		r = r.WithContext(otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 		w.Header().Set("X-Request-Id", id)
+		// Every response: JSON, text and errors load nothing; the portal's pages set their own CSP.
+		portal.SecurityHeaders(w.Header(), "default-src 'none'; frame-ancestors 'none'")
 		if r.ContentLength > rest.MaxBody { // the same answer on every door, before any reads it
 			rest.WriteError(w, rest.TooLarge())
 			log.InfoContext(r.Context(), "http", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", http.StatusRequestEntityTooLarge)

@@ -1,0 +1,65 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Account event kinds.
+const (
+	EventWalletExported = "wallet_exported"
+)
+
+// AccountEvent is something done to an account that its human must hear of on every device.
+type AccountEvent struct {
+	bun.BaseModel `bun:"table:account_events"`
+
+	ID         string    `bun:"id,pk"`
+	AccountID  string    `bun:"account_id,notnull"`
+	Kind       string    `bun:"kind,notnull"`
+	SessionID  string    `bun:"session_id,notnull"` // the session that did it
+	ClientAddr string    `bun:"client_addr,notnull"`
+	Detail     string    `bun:"detail,notnull"`
+	CreatedAt  time.Time `bun:"created_at,notnull"`
+}
+
+// RecordAccountEvent stores an event.
+func (s *Store) RecordAccountEvent(ctx context.Context, ev *AccountEvent) error {
+	_, err := s.db.NewInsert().Model(ev).Exec(ctx)
+	return normalize(err)
+}
+
+// AccountEvents lists an account's events, newest first.
+func (s *Store) AccountEvents(ctx context.Context, accountID string) ([]*AccountEvent, error) {
+	var out []*AccountEvent
+	err := s.db.NewSelect().Model(&out).Where("account_id = ?", accountID).OrderExpr("created_at DESC").Scan(ctx)
+	return out, normalize(err)
+}
+
+// TakeUnseenEvents returns the account's events that another session did after this session
+// began and after it last showed events, oldest first, and marks them shown for this session:
+// each is shown once per session.
+func (s *Store) TakeUnseenEvents(ctx context.Context, accountID, sessionID string, now time.Time) ([]*AccountEvent, error) {
+	var out []*AccountEvent
+	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		out = nil
+		sess := new(Session)
+		if err := tx.NewSelect().Model(sess).Where("id = ? AND account_id = ?", sessionID, accountID).Scan(ctx); err != nil {
+			return err
+		}
+		// From the session's start (an event of that very instant included) or after what it showed.
+		cond, since := "created_at >= ?", sess.CreatedAt
+		if sess.EventsSeenAt != nil {
+			cond, since = "created_at > ?", *sess.EventsSeenAt
+		}
+		if err := tx.NewSelect().Model(&out).Where("account_id = ? AND session_id <> ?", accountID, sessionID).Where(cond, since).
+			OrderExpr("created_at ASC").Scan(ctx); err != nil || len(out) == 0 {
+			return err
+		}
+		_, err := tx.NewUpdate().Model((*Session)(nil)).Set("events_seen_at = ?", now).Where("id = ?", sessionID).Exec(ctx)
+		return err
+	})
+	return out, err
+}

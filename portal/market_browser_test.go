@@ -78,7 +78,7 @@ func TestMarketplaceInABrowser(t *testing.T) {
 		t.Fatalf("the bar is not laid out: %v %v", width, err)
 	}
 	screenshot(t, ctx, "usage")
-	do("the chart opens the calls", chromedp.Click(chromedp.CSS(`a.chart-link`)), chromedp.WaitVisible(chromedp.CSS(`table.calls`)))
+	do("the chart opens the calls", chromedp.Click(chromedp.CSS(`figure.chart-box figcaption a`)), chromedp.WaitVisible(chromedp.CSS(`table.calls`)))
 	if c := text(`table.calls`); !strings.Contains(c, "@browse-write") || !strings.Contains(c, "Succeeded") {
 		t.Fatalf("the call log: %s", c)
 	}

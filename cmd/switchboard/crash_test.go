@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -18,7 +16,6 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
-	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit/redistest"
 )
 
@@ -81,13 +78,9 @@ func newCrashWorld(t *testing.T, bin, dialect string) *crashWorld {
 		if f := w.onRequest.Swap(nil); f != nil {
 			(*f)()
 		}
-		signing.Middleware(verifier(key), signing.DedupeMiddleware(dedupe, work)).ServeHTTP(rw, r)
+		signing.Middleware(serviceVerifier(key), signing.DedupeMiddleware(dedupe, work)).ServeHTTP(rw, r)
 	})
-	partner := partnertest.Start(t, counted)
-	caFile := filepath.Join(w.dir, "partner-ca.pem")
-	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	partner, caFile := startPartner(t, counted, w.dir)
 	w.env = []string{"SWITCHBOARD_DATA_DIR=" + w.dir, "SWITCHBOARD_DATABASE_URL=" + dsn, "SWITCHBOARD_SMTP_URL=", "SWITCHBOARD_API_KEY=",
 		"SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true", "SWITCHBOARD_PARTNER_CA_FILE=" + caFile, "SWITCHBOARD_REDIS_URL=" + w.redis.URL,
 		"SWITCHBOARD_SWEEP_MARGIN=1s", "SWITCHBOARD_SWEEP_INTERVAL=200ms", "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE=100000"}
@@ -112,10 +105,6 @@ func newCrashWorld(t *testing.T, bin, dialect string) *crashWorld {
 	}
 	s.kill9()
 	return w
-}
-
-func verifier(key ed25519.PrivateKey) *signing.Verifier {
-	return signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return key.Public().(ed25519.PublicKey), nil }))
 }
 
 func (w *crashWorld) start(failpoint string) *server {

@@ -78,6 +78,23 @@ func startServe(t *testing.T, bin, addr string, env []string) *server {
 	}
 }
 
+// serviceVerifier verifies envelopes as a partner holding the service key's public half does.
+func serviceVerifier(key ed25519.PrivateKey) *signing.Verifier {
+	return signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return key.Public().(ed25519.PublicKey), nil }))
+}
+
+// startPartner starts a TLS partner serving h and writes its CA into dir, for
+// SWITCHBOARD_PARTNER_CA_FILE.
+func startPartner(t *testing.T, h http.Handler, dir string) (*partnertest.Partner, string) {
+	t.Helper()
+	partner := partnertest.Start(t, h)
+	caFile := filepath.Join(dir, "partner-ca.pem")
+	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return partner, caFile
+}
+
 // partnerFees counts the partner-fee postings of a call in the ledger.
 func partnerFees(t *testing.T, db *store.Store, requestID string) int {
 	t.Helper()
@@ -172,10 +189,7 @@ func TestKill9WithCallsInFlight(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"success":true,"result":{"done":true},"providerCostMicro":300}`)
 	})
-	verifier := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return key.Public().(ed25519.PublicKey), nil }))
-	partner := partnertest.Start(t, signing.Middleware(verifier, signing.DedupeMiddleware(signing.NewResponseDedupe(), work)))
-	caFile := filepath.Join(dir, "partner-ca.pem")
-	os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600)
+	partner, caFile := startPartner(t, signing.Middleware(serviceVerifier(key), signing.DedupeMiddleware(signing.NewResponseDedupe(), work)), dir)
 	env := []string{"SWITCHBOARD_DATA_DIR=" + dir, "SWITCHBOARD_DATABASE_URL=", "SWITCHBOARD_SMTP_URL=", "SWITCHBOARD_API_KEY=",
 		"SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true", "SWITCHBOARD_PARTNER_CA_FILE=" + caFile, "SWITCHBOARD_SWEEP_MARGIN=1s"}
 	addr := freeAddr(t)

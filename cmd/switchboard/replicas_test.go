@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
-	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit/redistest"
 )
 
@@ -49,12 +47,7 @@ func TestTwoReplicas(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"success":true,"result":{"done":true},"providerCostMicro":500}`)
 	})
-	verifier := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return key.Public().(ed25519.PublicKey), nil }))
-	partner := partnertest.Start(t, signing.Middleware(verifier, signing.DedupeMiddleware(signing.NewResponseDedupe(), work)))
-	caFile := filepath.Join(shared, "partner-ca.pem")
-	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	partner, caFile := startPartner(t, signing.Middleware(serviceVerifier(key), signing.DedupeMiddleware(signing.NewResponseDedupe(), work)), shared)
 	const secret = "c3dpdGNoYm9hcmQgcmVwbGljYXMgc2hhcmUgdGhpcyE="
 	common := []string{"SWITCHBOARD_DATABASE_URL=" + cluster.DSN(), "SWITCHBOARD_REDIS_URL=" + redis.URL,
 		"SWITCHBOARD_SIGNING_KEY_FILE=" + keyFile, "SWITCHBOARD_MASTER_KEY=" + secret, "SWITCHBOARD_SERVER_SECRET=" + secret,

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -21,7 +20,6 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
-	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
 // TestSIGTERMUnderLoad sends SIGTERM to serve (PostgreSQL, budget leases and the batch
@@ -53,12 +51,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"success":true,"result":{"done":true},"providerCostMicro":200}`)
 	})
-	verifier := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return key.Public().(ed25519.PublicKey), nil }))
-	partner := partnertest.Start(t, signing.Middleware(verifier, signing.DedupeMiddleware(signing.NewResponseDedupe(), work)))
-	caFile := filepath.Join(dir, "partner-ca.pem")
-	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	partner, caFile := startPartner(t, signing.Middleware(serviceVerifier(key), signing.DedupeMiddleware(signing.NewResponseDedupe(), work)), dir)
 	env := []string{"SWITCHBOARD_DATA_DIR=" + dir, "SWITCHBOARD_DATABASE_URL=" + dsn, "SWITCHBOARD_SIGNING_KEY_FILE=" + keyFile,
 		"SWITCHBOARD_SMTP_URL=", "SWITCHBOARD_API_KEY=", "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true", "SWITCHBOARD_PARTNER_CA_FILE=" + caFile,
 		"SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE=100000", "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD=100",

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,7 +20,6 @@ import (
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
-	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
 // otlpReceiver is an OTLP/HTTP trace collector in the test process: it decodes every export
@@ -101,12 +97,7 @@ func TestTracesAcrossBrokerAndPartner(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"success":true,"result":{"traced":true},"providerCostMicro":100}`)
 	})
-	verifier := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return key.Public().(ed25519.PublicKey), nil }))
-	partner := partnertest.Start(t, signing.Middleware(verifier, work))
-	caFile := filepath.Join(dir, "partner-ca.pem")
-	if err := os.WriteFile(caFile, partnertest.CAPEM(partner.Server), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	partner, caFile := startPartner(t, signing.Middleware(serviceVerifier(key), work), dir)
 	env := []string{"SWITCHBOARD_DATA_DIR=" + dir, "SWITCHBOARD_DATABASE_URL=", "SWITCHBOARD_SIGNING_KEY_FILE=" + keyFile,
 		"SWITCHBOARD_SMTP_URL=", "SWITCHBOARD_API_KEY=", "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true", "SWITCHBOARD_PARTNER_CA_FILE=" + caFile,
 		"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_SERVICE_NAME=switchboard-test"}

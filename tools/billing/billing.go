@@ -68,10 +68,11 @@ func DefaultConfig() Config {
 
 // Service moves credit.
 type Service struct {
-	store *store.Store
-	cfg   Config
-	now   func() time.Time
-	log   *slog.Logger
+	store  *store.Store
+	cfg    Config
+	now    func() time.Time
+	log    *slog.Logger
+	leases *Leases // nil: every hold commits before its call is dispatched
 }
 
 // NewService builds the billing service.
@@ -107,6 +108,11 @@ type Terms struct {
 	Routed *int64
 	// Gas is the on-chain step's estimate; nil when the call has none.
 	Gas *Gas
+	// Kept is a quote the caller keeps to confirm later (a write's): refused now, with
+	// nothing written, when its worst case does not fit the key's limit and the account's
+	// free credit, so nobody is asked to confirm what they cannot pay. The hold checks again
+	// under the locks.
+	Kept bool
 }
 
 // Gas is an estimate of the network fee of a call's on-chain step.
@@ -146,15 +152,19 @@ func (q Quote) WorstMicro() int64 {
 // its partner fee depends on it.
 var ErrNeedsRoutedValue = errors.New("the partner's fee is basis points of the routed value, which is unknown")
 
-// QuoteFor prices a call by the caller account's tier.
-func (s *Service) QuoteFor(ctx context.Context, accountID string, t Terms) (Quote, error) {
+// QuoteFor prices p's call by its account's tier (and, for a Kept quote, checks it fits).
+func (s *Service) QuoteFor(ctx context.Context, p *tools.Principal, t Terms) (Quote, error) {
 	tier := s.cfg.DefaultTier
-	if acctTier, err := s.cfg.TierOf(ctx, accountID); err != nil {
+	if acctTier, err := s.cfg.TierOf(ctx, p.AccountID); err != nil {
 		return Quote{}, err
 	} else if acctTier != "" {
 		tier = acctTier
 	}
-	return s.Price(tier, t)
+	q, err := s.Price(tier, t)
+	if err != nil || !t.Kept {
+		return q, err
+	}
+	return q, s.check(ctx, p, q)
 }
 
 // Price prices a call for a caller of tier.
@@ -224,10 +234,10 @@ type Settlement struct {
 	PartnerBook      string // store.PartnerPayable(partnerID, payout); "" when no partner fee
 }
 
-// Settle prices a successful call: the partner's reported cost capped at its quoted rate, the
-// quoted platform fee, gas at the reported actual (capped at the worst case held) or, when
-// the partner reported none, at the estimate; the reservation consumed.
-func (s *Service) Settle(q Quote, partnerCostMicro int64, gasActualMicro *int64, payoutBook string) (Settlement, Charge) {
+// Settle prices a successful call of q: the partner's reported cost capped at its quoted
+// rate, the quoted platform fee, gas at the reported actual (capped at the worst case held)
+// or, when the partner reported none, at the estimate; the reservation consumed.
+func (q Quote) Settle(partnerCostMicro int64, gasActualMicro *int64, payoutBook string) (Settlement, Charge) {
 	fee := min(max(partnerCostMicro, 0), q.MaxPartnerFeeMicro)
 	gas := q.GasEstimateMicro
 	if gasActualMicro != nil {
@@ -251,9 +261,8 @@ func fits(ca *store.CreditAccount, ks *store.KeySpend, worst, limit int64) error
 	return nil
 }
 
-// Check refuses, without writing anything, a call whose worst case does not fit right now
-// (a quote the caller could not pay). The reservation checks again under the locks.
-func (s *Service) Check(ctx context.Context, p *tools.Principal, q Quote) (err error) {
+// check refuses, without writing anything, a call whose worst case does not fit right now.
+func (s *Service) check(ctx context.Context, p *tools.Principal, q Quote) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.check")
 	defer func() { tracing.End(span, err) }()
 	ks, err := s.store.KeySpendOf(ctx, p.KeyID)
@@ -267,22 +276,10 @@ func (s *Service) Check(ctx context.Context, p *tools.Principal, q Quote) (err e
 	return fits(ca, ks, q.WorstMicro(), p.SpendLimitMicro)
 }
 
-// Reservation builds the start-of-turn reservation of a call: the infrastructure cost moves
-// to reserved and the worst case is held. Its deadline is when the sweeper may refund it if
-// nobody settled it: the call's timeout plus a margin.
-func (s *Service) Reservation(requestID string, p *tools.Principal, q Quote, callTimeout time.Duration) *store.Reservation {
-	now := s.now().UTC()
-	return &store.Reservation{
-		RequestID: requestID, AccountID: p.AccountID, KeyID: p.KeyID,
-		ReservedMicro: q.ReserveMicro, WorstMicro: q.WorstMicro(),
-		ExpiresAt: now.Add(callTimeout + s.cfg.SweepMargin), CreatedAt: now,
-	}
-}
-
-// ReserveIn writes r inside q's transaction, or refuses it (SPEND_LIMIT, INSUFFICIENT_CREDITS,
+// reserveIn writes r inside q's transaction, or refuses it (SPEND_LIMIT, INSUFFICIENT_CREDITS,
 // nothing written) when its worst case does not fit, counting what other calls in flight may
 // still take. The locks make concurrent calls, on any replica, queue for the check.
-func (s *Service) ReserveIn(ctx context.Context, q *store.Q, r *store.Reservation, spendLimitMicro int64) (err error) {
+func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservation, spendLimitMicro int64) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.reserve")
 	defer func() { tracing.End(span, err) }()
 	ca, err := q.LockCredit(ctx, r.AccountID, r.CreatedAt)
@@ -402,44 +399,16 @@ func release(ctx context.Context, q *store.Q, requestID, state string, now time.
 	return r, true, q.CloseReservation(ctx, requestID, state, now)
 }
 
-// SettleIn charges a successful call inside q's transaction: the reservation is consumed as
-// infrastructure, and the partner fee, platform fee and gas are charged from available credit,
-// all in one balanced ledger transaction. It reports false when the reservation was closed
-// already (settled, or refunded by a sweeper), changing nothing.
-func (s *Service) SettleIn(ctx context.Context, q *store.Q, requestID string, st Settlement, now time.Time) (_ bool, err error) {
-	ctx, span := tracing.Child(ctx, "billing.settle")
-	defer func() { tracing.End(span, err) }()
-	r, ok, err := release(ctx, q, requestID, store.ReservationSettled, now)
-	if err != nil || !ok {
-		return false, err
-	}
-	return true, s.settleReleased(ctx, q, r, st, now)
-}
-
-// settleReleased is SettleIn's money, for a reservation r closed in q's transaction.
-func (s *Service) settleReleased(ctx context.Context, q *store.Q, r *store.Reservation, st Settlement, now time.Time) error {
-	m, err := settleMove(r, st)
-	if err != nil {
-		return err
-	}
-	return apply(ctx, q, r, now, m)
-}
-
-// RefundIn returns a call's reservation to available credit inside q's transaction. It
+// refundIn returns a call's reservation to available credit inside q's transaction. It
 // reports false when the reservation was closed already.
-func (s *Service) RefundIn(ctx context.Context, q *store.Q, requestID, reason string, now time.Time) (_ bool, err error) {
+func (s *Service) refundIn(ctx context.Context, q *store.Q, requestID, reason string, now time.Time) (_ bool, err error) {
 	ctx, span := tracing.Child(ctx, "billing.refund")
 	defer func() { tracing.End(span, err) }()
 	r, ok, err := release(ctx, q, requestID, store.ReservationRefunded, now)
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, s.refundReleased(ctx, q, r, reason, now)
-}
-
-// refundReleased is RefundIn's money, for a reservation r closed in q's transaction.
-func (s *Service) refundReleased(ctx context.Context, q *store.Q, r *store.Reservation, reason string, now time.Time) error {
-	return apply(ctx, q, r, now, refundMove(r, reason))
+	return true, apply(ctx, q, r, now, refundMove(r, reason))
 }
 
 // Refund refunds a reservation in its own transaction.
@@ -447,7 +416,7 @@ func (s *Service) Refund(ctx context.Context, requestID, reason string) (bool, e
 	var done bool
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		var err error
-		done, err = s.RefundIn(ctx, q, requestID, reason, s.now().UTC())
+		done, err = s.refundIn(ctx, q, requestID, reason, s.now().UTC())
 		return err
 	})
 	return done, err

@@ -98,11 +98,11 @@ func TestPrice(t *testing.T) {
 func TestSettleCaps(t *testing.T) {
 	s := newService(nil)
 	q, _ := s.Price("standard", billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001"), Gas: &billing.Gas{Chain: "base", EstimateMicro: 100}})
-	_, c := s.Settle(q, 5_000, micro(1_000), "book")
+	_, c := q.Settle(5_000, micro(1_000), "book")
 	if c.PartnerFeeMicro != 1000 || c.GasMicro != 150 || c.TotalMicro != 1000+1000+1000+150 {
 		t.Fatalf("over-reporting partner: %+v", c)
 	}
-	_, c = s.Settle(q, 400, nil, "book")
+	_, c = q.Settle(400, nil, "book")
 	if c.PartnerFeeMicro != 400 || c.GasMicro != 100 {
 		t.Fatalf("gas unreported: %+v", c)
 	}
@@ -127,7 +127,7 @@ func TestLedgerLifecycle(t *testing.T) {
 		}
 		settle := func(id string, stl billing.Settlement) (ok bool, err error) {
 			err = st.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
-				ok, err = s.SettleIn(ctx, tx, id, stl, time.Now().UTC())
+				ok, err = s.CloseIn(ctx, tx, id, billing.Conclusion{Settlement: &stl}, time.Now().UTC())
 				return err
 			})
 			return ok, err
@@ -173,16 +173,25 @@ func TestLedgerLifecycle(t *testing.T) {
 		}
 
 		// Refusals write nothing: one rule (spent + held + worst against the limit; available
-		// minus held against the worst) for the pre-check and the reservation alike.
-		big := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 9_251}
-		for _, check := range []error{s.Check(ctx, p, big), reserve(ctx, s, st, "r3", p, big, time.Minute)} {
+		// minus held against the worst) for a kept quote and the hold alike. Priced with the
+		// default 1000 infrastructure and 1000 platform floor.
+		kept := func(p *tools.Principal, feeUSD string) (billing.Quote, error) {
+			return s.QuoteFor(ctx, p, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString(feeUSD), Kept: true})
+		}
+		big := billing.Quote{ReserveMicro: 1000, MaxPartnerFeeMicro: 7_351, PlatformFeeMicro: 1000} // 9351 > 9350 free
+		_, bigErr := kept(p, "0.007351")
+		if q, err := kept(p, "0.00735"); err != nil || q.WorstMicro() != 9_350 {
+			t.Fatalf("a kept quote that fits exactly: %+v %v", q, err)
+		}
+		for _, check := range []error{bigErr, reserve(ctx, s, st, "r3", p, big, time.Minute)} {
 			if e, ok := check.(*tools.Error); !ok || e.Code != tools.CodeInsufficientCredits {
 				t.Fatalf("over credit: %v", check)
 			}
 		}
 		limited := *p
 		limited.SpendLimitMicro = 1_500
-		for _, check := range []error{s.Check(ctx, &limited, q), reserve(ctx, s, st, "r4", &limited, q, time.Minute)} {
+		_, limitedErr := kept(&limited, "0") // 650 spent + 2000 > 1500
+		for _, check := range []error{limitedErr, reserve(ctx, s, st, "r4", &limited, q, time.Minute)} {
 			if e, ok := check.(*tools.Error); !ok || e.Code != tools.CodeSpendLimit {
 				t.Fatalf("over spend limit (650 spent + 1000 > 1500): %v", check)
 			}
@@ -263,10 +272,11 @@ func TestGrantRespectsTheBalanceCap(t *testing.T) {
 	})
 }
 
-// reserve writes a reservation in its own transaction through ReserveIn, the dispatcher's
-// path (which writes it with the invocation).
-func reserve(ctx context.Context, s *billing.Service, st *store.Store, requestID string, p *tools.Principal, q billing.Quote, callTimeout time.Duration) error {
-	return st.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
-		return s.ReserveIn(ctx, tx, s.Reservation(requestID, p, q, callTimeout), p.SpendLimitMicro)
-	})
+// reserve holds a call's worst case in its own transaction (billing.Hold without a lease),
+// with nothing written beside it.
+func reserve(ctx context.Context, s *billing.Service, _ *store.Store, requestID string, p *tools.Principal, q billing.Quote, callTimeout time.Duration) error {
+	_, err := s.Hold(ctx, p, billing.Plan{RequestID: requestID, Quote: q, Runs: callTimeout}, noRecord)
+	return err
 }
+
+func noRecord(context.Context, *store.Q, *billing.Hold) error { return nil }

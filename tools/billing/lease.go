@@ -43,7 +43,7 @@ func DefaultLeaseConfig() LeaseConfig {
 // and the call's reservation is written by the batch writer, drawing the same amount from the
 // lease row: the account's and key's holds do not change, so every limit stays as
 // conservative as with a reservation per call. A call that does not fit the lease renews it
-// (one transaction); one that does not fit even alone is refused as ReserveIn refuses it.
+// (one transaction); one that does not fit even alone is refused as reserveIn refuses it.
 //
 // Unused budget comes back when the lease goes idle, when the account's holder reads its
 // balance on this replica, and at shutdown; a dead replica's lease is refunded by the
@@ -71,30 +71,23 @@ type lease struct {
 	returning map[string]int64
 }
 
-// NewLeases builds the lease holder of this replica; reservations drawn on leases are
-// written through batch.
-func NewLeases(svc *Service, batch *store.Batcher, cfg LeaseConfig) *Leases {
-	return &Leases{svc: svc, batch: batch, cfg: cfg, open: map[string]map[string]*lease{}}
+// UseLeases lets holds that may (Plan.MayLease) be drawn from budget leases this replica
+// holds, written through batch; it returns the leases, which the replica returns when idle
+// and at shutdown.
+func (s *Service) UseLeases(batch *store.Batcher, cfg LeaseConfig) *Leases {
+	s.leases = &Leases{svc: s, batch: batch, cfg: cfg, open: map[string]map[string]*lease{}}
+	return s.leases
 }
 
-// Drawn is a call's reservation taken from a lease, its write queued.
-type Drawn struct {
-	LeaseID string
-	Job     *store.Job // the queued write: the caller may replace it with ConcludeOnLeaseIn
-}
-
-// Reserve takes r's worst case from p's key's lease, opening or renewing the lease when it
-// holds too little, and queues the write of r (drawn from the lease) and then then's, in one
-// write-only job of the batch writer (then must only write: store.Batcher.AddWrites); done
-// gets the job's outcome. It refuses (SPEND_LIMIT, INSUFFICIENT_CREDITS) what ReserveIn
-// would refuse.
-func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Reservation, then func(ctx context.Context, q *store.Q) error, done func(error)) (_ Drawn, err error) {
+// draw takes h's worst case from p's key's lease, opening or renewing the lease when it
+// holds too little, and queues the write of h's reservation (drawn from the lease) and then
+// record's, in one write-only job of the batch writer (store.Batcher.AddWrites). It refuses
+// (SPEND_LIMIT, INSUFFICIENT_CREDITS) what reserveIn would refuse.
+func (ls *Leases) draw(ctx context.Context, p *tools.Principal, h *Hold, record Record) (err error) {
 	callCtx := ctx // the batch commit is the call's child, beside this span
 	ctx, span := tracing.Child(ctx, "billing.reserve", attribute.Bool("switchboard.budget_lease", true))
 	defer func() { tracing.End(span, err) }()
-	if p.KeyID == "" {
-		return Drawn{}, errors.New("budget leases are per API key; this caller has none")
-	}
+	r := h.r
 	for {
 		l := ls.of(p)
 		l.mu.Lock()
@@ -102,21 +95,28 @@ func (ls *Leases) Reserve(ctx context.Context, p *tools.Principal, r *store.Rese
 			l.mu.Unlock()
 			continue
 		}
-		var d Drawn
 		err := ls.take(ctx, l, p, r.WorstMicro)
 		if err == nil {
 			leaseID := l.id
-			d.LeaseID = leaseID
+			h.leaseID, h.written = leaseID, make(chan struct{})
 			// Queued under the lease's lock: its return, queued under the same lock, comes after.
-			d.Job = ls.batch.AddWrites(r.AccountID, func(ctx context.Context, q *store.Q) error {
-				if err := ls.svc.reserveFromLeaseIn(ctx, q, leaseID, r, p.SpendLimitMicro); err != nil {
+			h.job = ls.batch.AddWrites(r.AccountID, func(ctx context.Context, q *store.Q) error {
+				if err := ls.svc.reserveFromLeaseIn(ctx, q, leaseID, r, h.limit); err != nil {
 					return err
 				}
-				return then(ctx, q)
-			}, tracing.Committed(callCtx, "batch.commit", done))
+				return record(ctx, q, h)
+			}, tracing.Committed(callCtx, "batch.commit", func(err error) {
+				if err != nil {
+					// The call's conclusion fails too (nothing to conclude): nothing is charged,
+					// and the lease's budget comes back when the lease is returned.
+					ls.svc.log.Error("record a call held on a budget lease", "request_id", r.RequestID, "err", err)
+				}
+				h.writeErr = err
+				close(h.written)
+			}))
 		}
 		l.mu.Unlock()
-		return d, err
+		return err
 	}
 }
 
@@ -233,7 +233,7 @@ func (ls *Leases) giveBack(l *lease) {
 	l.returning[id] = l.left
 	l.id, l.left = "", 0
 	ls.batch.Add(l.accountID, func(ctx context.Context, q *store.Q) error {
-		_, err := ls.svc.RefundIn(ctx, q, id, "budget lease returned", ls.svc.now().UTC())
+		_, err := ls.svc.refundIn(ctx, q, id, "budget lease returned", ls.svc.now().UTC())
 		return err
 	}, func(err error) {
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -244,9 +244,9 @@ func (ls *Leases) giveBack(l *lease) {
 
 // reserveFromLeaseIn writes a call's reservation r inside q's transaction, drawing its worst
 // case from the lease leaseID: the lease row holds that much less, the call's row holds it,
-// and the reserved part moves from available to reserved in the ledger, as ReserveIn moves
+// and the reserved part moves from available to reserved in the ledger, as reserveIn moves
 // it. When the lease is gone (the sweeper refunded it while this replica had lost its
-// database), r is reserved on its own, checked as ReserveIn checks it.
+// database), r is reserved on its own, checked as reserveIn checks it.
 func (s *Service) reserveFromLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64) error {
 	drawn, err := s.drawIn(ctx, q, leaseID, r, spendLimitMicro)
 	if err != nil || !drawn {
@@ -259,26 +259,26 @@ func (s *Service) reserveFromLeaseIn(ctx context.Context, q *store.Q, leaseID st
 }
 
 // drawIn draws r's worst case from the lease row; when the lease is gone it reserves r on its
-// own (ReserveIn) and reports false.
+// own (reserveIn) and reports false.
 func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64) (bool, error) {
 	ok, err := q.DrawReservation(ctx, leaseID, r.WorstMicro)
 	if err != nil || ok {
 		return ok, err
 	}
 	s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
-	return false, s.ReserveIn(ctx, q, r, spendLimitMicro)
+	return false, s.reserveIn(ctx, q, r, spendLimitMicro)
 }
 
-// ConcludeOnLeaseIn writes inside q's transaction all the money of a call whose reservation
+// concludeOnLeaseIn writes inside q's transaction all the money of a call whose reservation
 // was drawn from the lease leaseID and never written (its queued write was replaced): the
-// draw, the reservation and its settlement (st non-nil) or refund, with the same rows and
-// ledger transactions as a start and a finish, in one update of each balance row.
-func (s *Service) ConcludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64, st *Settlement, refundReason string, now time.Time) (err error) {
+// draw, the reservation and its conclusion, with the same rows and ledger transactions as a
+// hold written and then closed, in one update of each balance row.
+func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64, c Conclusion, now time.Time) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.conclude")
 	defer func() { tracing.End(span, err) }()
-	end, state := refundMove(r, refundReason), store.ReservationRefunded
-	if st != nil {
-		m, err := settleMove(r, *st)
+	end, state := refundMove(r, c.Reason), store.ReservationRefunded
+	if c.Settlement != nil {
+		m, err := settleMove(r, *c.Settlement)
 		if err != nil {
 			return err
 		}
@@ -288,7 +288,7 @@ func (s *Service) ConcludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 	if err != nil {
 		return err
 	}
-	if !drawn { // reserved on its own: closed as a finish closes it
+	if !drawn { // reserved on its own: closed as a conclusion closes it
 		if err := q.CloseReservation(ctx, r.RequestID, state, now); err != nil {
 			return err
 		}

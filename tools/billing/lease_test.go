@@ -41,7 +41,7 @@ func newStoppedReplica(st *store.Store, c *clock, cfg billing.LeaseConfig) *repl
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := billing.NewService(st, billing.DefaultConfig(), c.now, log)
 	b := st.NewBatcher(64, log)
-	return &replica{svc: svc, batch: b, leases: billing.NewLeases(svc, b, cfg)}
+	return &replica{svc: svc, batch: b, leases: svc.UseLeases(b, cfg)}
 }
 
 func (r *replica) run(t *testing.T) {
@@ -54,13 +54,12 @@ func (r *replica) run(t *testing.T) {
 // call reserves a call of quote q on the replica's lease and, once recorded, settles it with
 // the platform fee it quoted.
 func (r *replica) call(ctx context.Context, p *tools.Principal, id string, q billing.Quote) error {
-	res := r.svc.Reservation(id, p, q, time.Minute)
-	noop := func(context.Context, *store.Q) error { return nil }
-	if _, err := r.leases.Reserve(ctx, p, res, noop, nil); err != nil {
+	h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: id, Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
+	if err != nil {
 		return err
 	}
 	r.batch.Add(p.AccountID, func(ctx context.Context, tx *store.Q) error {
-		_, err := r.svc.SettleIn(ctx, tx, id, billing.Settlement{PlatformFeeMicro: q.PlatformFeeMicro}, res.CreatedAt)
+		_, err := r.svc.CloseIn(ctx, tx, id, billing.Conclusion{Settlement: &billing.Settlement{PlatformFeeMicro: q.PlatformFeeMicro}}, h.At())
 		return err
 	}, nil)
 	return nil
@@ -169,8 +168,7 @@ func TestBudgetLeasesHoldLimitsAcrossReplicas(t *testing.T) {
 		// One replica alone reaches the limit exactly: 1500 / 300 = 5 calls in flight.
 		held := 0
 		for i := range 6 {
-			res := a.svc.Reservation(fmt.Sprintf("m%d", i), p, q, time.Minute)
-			_, err := a.leases.Reserve(ctx, p, res, func(context.Context, *store.Q) error { return nil }, nil)
+			_, err := a.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("m%d", i), Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
 			if err == nil {
 				held++
 			} else if e, ok := err.(*tools.Error); !ok || e.Code != tools.CodeSpendLimit {
@@ -260,7 +258,7 @@ func TestSweeperRefundsADeadReplicasLease(t *testing.T) {
 }
 
 // A call whose reservation write is still queued when it ends is recorded in one write
-// (ConcludeOnLeaseIn): the same balances, spend and ledger as a start and a finish.
+// (Hold.ConcludeQueued): the same balances, spend and ledger as a start and a finish.
 func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
@@ -275,8 +273,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 		noop := func(context.Context, *store.Q) error { return nil }
 		var failed []error
 		for i := range 6 {
-			res := r.svc.Reservation(fmt.Sprintf("o%d", i), p, q, time.Minute)
-			d, err := r.leases.Reserve(ctx, p, res, noop, nil)
+			h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("o%d", i), Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,9 +281,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			if i%2 == 0 {
 				stl = &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: store.PartnerPayable("p", "evm:0xabc")}
 			}
-			if !d.Job.Replace(func(ctx context.Context, tx *store.Q) error {
-				return r.svc.ConcludeOnLeaseIn(ctx, tx, d.LeaseID, res, p.SpendLimitMicro, stl, "partner failed", res.CreatedAt)
-			}, func(err error) {
+			if !h.ConcludeQueued(billing.Conclusion{Settlement: stl, Reason: "partner failed"}, h.At(), noop, func(err error) {
 				if err != nil {
 					failed = append(failed, err)
 				}
@@ -319,15 +314,17 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			}
 		}
 		// A job a batch has taken cannot be replaced.
-		res := r.svc.Reservation("o6", p, q, time.Minute)
-		d, err := r.leases.Reserve(ctx, p, res, noop, nil)
+		h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "o6", Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := r.batch.Idle(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if d.Job.Replace(noop, nil) {
+		if err := h.Written(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if h.ConcludeQueued(billing.Conclusion{Reason: "late"}, h.At(), noop, func(error) {}) {
 			t.Fatal("replaced a committed job")
 		}
 	})

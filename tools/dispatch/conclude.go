@@ -43,7 +43,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 			"success": false, "charge": refunded, "attempts": len(attempts)})
 		return InvokeOutput{}, s.fail(ctx, inv, cl, store.InvFailed, answer, attempts, refunded, e, e.Message)
 	}
-	settlement, charge := s.billing.Settle(cl.quote, answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, s.payoutBook(intent))
+	settlement, charge := cl.quote.Settle(answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, s.payoutBook(intent))
 	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
 		Result: Anything(answer.Envelope.Result), Charge: charge, Attempts: len(attempts)}
 	if intent.OutputSchema != nil && *intent.OutputSchema != "" {

@@ -62,7 +62,6 @@ type Service struct {
 	billing *billing.Service
 	tokens  *tokens.Service // nil: no token resolution before writes
 	batch   *store.Batcher  // nil: outcomes commit before the caller is answered
-	leases  *billing.Leases // nil: every call's reservation commits before its dispatch
 	journal *store.Journal  // nil: a write's outcome waits for the database alone
 	now     func() time.Time
 	log     *slog.Logger
@@ -86,11 +85,6 @@ func NewService(cfg Config, st *store.Store, client *outbound.Client, bill *bill
 // answered (group commit); readers of an account wait for its pending ones (Batcher.Wait).
 func (s *Service) SettleInBatches(b *store.Batcher) { s.batch = b }
 
-// ReserveOnLeases lets new calls made with an API key that are not writes take their
-// reservations from budget leases (billing.Leases): no transaction before the partner is called. It needs
-// SettleInBatches with the leases' batch writer.
-func (s *Service) ReserveOnLeases(l *billing.Leases) { s.leases = l }
-
 // UseJournal keeps each write's outcome in j until the database has it (finishDurable), and
 // replays what j holds before every sweep (ReplayJournal).
 func (s *Service) UseJournal(j *store.Journal) { s.journal = j }
@@ -103,16 +97,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	intent := cl.intent
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
-	res := s.billing.Reservation(inv.RequestID, c.Principal, cl.quote, time.Duration(cl.tries)*cl.timeout)
-	cl.settleBy = res.ExpiresAt
-	var moved bool
-	var err error
-	if s.leases != nil && from == "" && !cl.durable && c.Principal.KeyID != "" {
-		cl.onLease, err = s.startOnLease(bg, c.Principal, inv, res)
-		moved = err == nil
-	} else {
-		moved, err = s.start(bg, inv, from, res, c.Principal.SpendLimitMicro)
-	}
+	moved, err := s.start(bg, c.Principal, cl, inv, from)
 	if err != nil {
 		return InvokeOutput{}, err
 	}
@@ -156,7 +141,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 		// record, when it lands, is what a confirmation with the requestId answers.
 		kept := "it is recorded (and charged, if it succeeded) when the database is back, or, if this replica stops first, concluded by the sweeper, which asks the partner again with the same requestId"
 		switch {
-		case cl.onLease != nil:
+		case cl.hold != nil && cl.hold.OnLease():
 			kept = "it is recorded (and charged, if it succeeded) when the database is back, or never, if this replica stops first"
 		case errors.Is(err, errJournaled):
 			kept = "it is kept in this replica's journal and recorded (and charged, if it succeeded) as soon as the database is back"

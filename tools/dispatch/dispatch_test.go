@@ -483,14 +483,13 @@ func TestSweeperRefundsAbandonedReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := w.credit(t)
-	q, err := w.env.App.Billing.QuoteFor(ctx, key.AccountID, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001")})
+	p := tools.KeyPrincipal(key)
+	q, err := w.env.App.Billing.QuoteFor(ctx, p, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, bill := tools.KeyPrincipal(key), w.env.App.Billing
-	if err := w.env.App.Store.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
-		return bill.ReserveIn(ctx, tx, bill.Reservation(signing.NewRequestID(), p, q, 30*time.Second), p.SpendLimitMicro)
-	}); err != nil {
+	noRecord := func(context.Context, *store.Q, *billing.Hold) error { return nil }
+	if _, err := w.env.App.Billing.Hold(ctx, p, billing.Plan{RequestID: signing.NewRequestID(), Quote: q, Runs: 30 * time.Second}, noRecord); err != nil {
 		t.Fatal(err)
 	}
 	if w.credit(t) != before-1000 {

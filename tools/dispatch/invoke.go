@@ -169,13 +169,10 @@ type call struct {
 	args   []byte // canonical JSON object
 	quote  billing.Quote
 	routed tokens.Routed // what a write moves (zero for other calls)
-	// settleBy is the deadline of the call's reservation, after which the sweeper may refund
-	// it: finishing well before it may commit after the caller has its answer. Zero: the
-	// outcome is committed before anyone is answered (the sweeper's own conclusions).
-	settleBy time.Time
-	// onLease is the call's reservation drawn from its key's budget lease (startOnLease); nil
-	// when the reservation was written before the dispatch.
-	onLease *leased
+	// hold is the call's worst case held by billing (start). Finishing well before its
+	// deadline may commit after the caller has its answer. Nil: the outcome is committed
+	// before anyone is answered (the sweeper's own conclusions).
+	hold *billing.Hold
 }
 
 // planFor decides what intent's rule and pricing mean for a call of it.
@@ -221,11 +218,6 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	requestID := signing.NewRequestID()
 	inv := s.newInvocation(c, cl, requestID)
 	if cl.write {
-		// A quote the caller could not pay is refused now; a dispatched call is checked by
-		// the reservation itself, under the balance lock.
-		if err := s.billing.Check(ctx, c.Principal, cl.quote); err != nil {
-			return InvokeOutput{}, err
-		}
 		inv.State = store.InvAwaitingConfirmation
 		if err := s.store.CreateInvocation(ctx, inv, "quoted; waiting for the caller's confirmation"); err != nil {
 			return InvokeOutput{}, err

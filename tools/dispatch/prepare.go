@@ -49,7 +49,9 @@ func (s *Service) prepare(ctx context.Context, p *tools.Principal, cl *call, res
 		return e
 	}
 	cl.args = canon
-	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: feeRate(intent)}
+	// A write's quote is kept for its confirmation: one the caller could not pay is refused
+	// now (the hold checks again under the balance lock).
+	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: feeRate(intent), Kept: cl.write}
 	if rule := cl.rule; s.tokens != nil && rule.MovesTokens {
 		m, _ := v.(map[string]any)
 		resolved, err := s.tokens.ResolveArgs(ctx, intent.Category, schemaRaw, m)
@@ -68,7 +70,7 @@ func (s *Service) prepare(ctx context.Context, p *tools.Principal, cl *call, res
 			terms.Gas = &billing.Gas{Chain: gasChain, EstimateMicro: micro}
 		}
 	}
-	cl.quote, err = s.billing.QuoteFor(ctx, p.AccountID, terms)
+	cl.quote, err = s.billing.QuoteFor(ctx, p, terms)
 	if errors.Is(err, billing.ErrNeedsRoutedValue) {
 		if cl.routed.Reason != "" {
 			return tools.Errorf(tools.CodeUnavailable, "%s charges %s basis points of the value the call routes, and that value cannot be quoted now (%s); nothing was sent or charged. Try again later",

@@ -24,96 +24,65 @@ var ErrAlreadyFinished = errors.New("the invocation was finished already")
 // older sweeper): the outcome can be recorded, but nothing can be charged.
 var ErrReservationClosed = errors.New("the reservation was closed already")
 
-// start puts inv in state dispatching and reserves its credit, in one transaction. With
-// from == "" inv is new and inserted; otherwise it must be in state from (a quote being
-// confirmed), and moved reports false when it was not (another call confirmed it first).
-// A refusal of the reservation (SPEND_LIMIT, INSUFFICIENT_CREDITS) writes nothing.
-func (s *Service) start(ctx context.Context, inv *store.Invocation, from string, r *store.Reservation, spendLimitMicro int64) (moved bool, err error) {
-	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		moved = false
-		at := r.CreatedAt
-		if from != "" {
-			ok, err := q.MoveInvocation(ctx, inv.RequestID, from, store.InvDispatching, at)
-			if err != nil || !ok {
-				return err
-			}
-		}
-		// The reservation's locks and check come first; the writes after them go to the
-		// database together.
-		if err := s.billing.ReserveIn(ctx, q, r, spendLimitMicro); err != nil {
-			return err
-		}
-		inv.State, inv.DispatchedAt = store.InvDispatching, &at
-		if from == "" {
-			if err := q.InsertInvocation(ctx, inv); err != nil {
-				return err
-			}
-		}
-		moved = true
-		if err := q.AddEvent(ctx, inv.RequestID, store.InvDispatching, "credit reserved", at); err != nil {
-			return err
-		}
-		s.cfg.Failpoint("reserve")
-		return nil
-	})
-	return moved, err
-}
+// errNotMoved aborts a start whose quote another call confirmed first.
+var errNotMoved = errors.New("the invocation was moved by another call first")
 
-// leased is a call's reservation drawn from its key's budget lease.
-type leased struct {
-	billing.Drawn
-	res             *store.Reservation
-	spendLimitMicro int64
-	started         chan struct{} // closed once the batch writer wrote the call's start (or failed to)
-	startErr        *error        // why it failed, read after started is closed
-}
-
-// startOnLease is start for a new call whose reservation is taken from its key's budget
-// lease: nothing waits for the database unless the lease must be renewed. The invocation and
-// its reservation are written by the batch writer, ahead of the call's finish (which may
-// replace that write with the whole record while it still waits in the queue).
-func (s *Service) startOnLease(ctx context.Context, p *tools.Principal, inv *store.Invocation, r *store.Reservation) (*leased, error) {
-	at := r.CreatedAt
-	inv.State, inv.DispatchedAt = store.InvDispatching, &at
+// start puts inv in state dispatching and holds its worst case (billing.Hold), written
+// together: with from == "" inv is new and inserted; otherwise it must be in state from (a
+// quote being confirmed), and moved reports false when it was not (another call confirmed it
+// first). A refusal of the hold (SPEND_LIMIT, INSUFFICIENT_CREDITS) writes nothing. A hold
+// drawn from a budget lease is written by the batch writer, ahead of the call's finish (which
+// may replace that write with the whole record while it still waits in the queue).
+func (s *Service) start(ctx context.Context, p *tools.Principal, cl *call, inv *store.Invocation, from string) (moved bool, err error) {
+	plan := billing.Plan{RequestID: inv.RequestID, Quote: cl.quote, Runs: time.Duration(cl.tries) * cl.timeout,
+		MayLease: from == "" && !cl.durable}
 	row := *inv // as it starts: the caller goes on to write its outcome into inv
-	started, startErr := make(chan struct{}), new(error)
-	d, err := s.leases.Reserve(ctx, p, r, func(ctx context.Context, q *store.Q) error {
+	h, err := s.billing.Hold(ctx, p, plan, func(ctx context.Context, q *store.Q, h *billing.Hold) error {
+		at := h.At()
 		started := row // a batch may run a job again
-		if err := q.InsertInvocation(ctx, &started); err != nil {
+		started.State, started.DispatchedAt = store.InvDispatching, &at
+		if from != "" {
+			ok, err := q.MoveInvocation(ctx, row.RequestID, from, store.InvDispatching, at)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errNotMoved
+			}
+		} else if err := q.InsertInvocation(ctx, &started); err != nil {
 			return err
 		}
-		if err := q.AddFirstEvents(ctx, row.RequestID, store.Event{State: store.InvDispatching, Detail: leaseEvent, At: at}); err != nil {
+		if h.OnLease() { // its first event, written without reading
+			if err := q.AddFirstEvents(ctx, row.RequestID, store.Event{State: store.InvDispatching, Detail: leaseEvent, At: at}); err != nil {
+				return err
+			}
+		} else if err := q.AddEvent(ctx, row.RequestID, store.InvDispatching, "credit reserved", at); err != nil {
 			return err
 		}
 		s.cfg.Failpoint("reserve")
 		return nil
-	}, func(err error) {
-		if err != nil {
-			// Its finish fails too (nothing to finish): nothing is charged, and the lease's
-			// budget comes back when the lease is returned.
-			s.log.Error("record a dispatched invocation", "request_id", row.RequestID, "err", err)
-		}
-		*startErr = err
-		close(started)
 	})
-	if err != nil {
-		return nil, err
+	if errors.Is(err, errNotMoved) {
+		return false, nil
 	}
-	return &leased{Drawn: d, res: r, spendLimitMicro: p.SpendLimitMicro, started: started, startErr: startErr}, nil
+	if err != nil {
+		return false, err
+	}
+	at := h.At()
+	cl.hold = h
+	inv.State, inv.DispatchedAt = store.InvDispatching, &at
+	return true, nil
 }
 
 const leaseEvent = "credit reserved from the key's budget lease"
 
-// finishOnLeaseIn is the whole record of a call drawn on a lease whose start was never
-// written: the reservation drawn and settled or refunded (billing.ConcludeOnLeaseIn), the
-// invocation inserted in its final state, and the events a start and a finish would write.
-func (s *Service) finishOnLeaseIn(inv *store.Invocation, l *leased, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) func(ctx context.Context, q *store.Q) error {
+// finishOnLeaseIn is the rest of the whole record of a call held on a lease whose start was
+// never written (billing.Hold.ConcludeQueued writes its money first): the invocation
+// inserted in its final state, and the events a start and a finish would write.
+func finishOnLeaseIn(inv *store.Invocation, attempts []store.Attempt, detail string) func(ctx context.Context, q *store.Q) error {
 	inv.Attempts = len(attempts)
 	row := *inv
 	return func(ctx context.Context, q *store.Q) error {
-		if err := s.billing.ConcludeOnLeaseIn(ctx, q, l.LeaseID, l.res, l.spendLimitMicro, st, refundReason, *row.FinishedAt); err != nil {
-			return err
-		}
 		final := row
 		if err := q.InsertInvocation(ctx, &final); err != nil {
 			return err
@@ -149,7 +118,7 @@ var errNotRecorded = fmt.Errorf("%w: the call's record did not land within %s", 
 //     committed; while the database is away its outcome waits in the journal, replayed by
 //     this replica's sweeper (finishDurable);
 //   - a read whose dispatching record has committed may have its outcome committed by the
-//     batch writer after the answer (well before cl.settleBy, the reservation's deadline): a
+//     batch writer after the answer (well before its hold's deadline): a
 //     crash then leaves it dispatching, and the sweeper sends it again with the same
 //     requestId (it is idempotent; the partner dedupes) and records that answer;
 //   - a read drawn on a budget lease, whose dispatching record the batch writer may not have
@@ -170,26 +139,25 @@ func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, a
 	if cl.durable {
 		return s.finishDurable(ctx, journaled{Invocation: *inv, Attempts: attempts, Settlement: st, RefundReason: refundReason, Detail: detail})
 	}
-	if l := cl.onLease; l != nil {
+	if h := cl.hold; h != nil && h.OnLease() {
 		done := make(chan error, 1)
-		if l.Job.Replace(s.finishOnLeaseIn(inv, l, attempts, st, refundReason, detail), func(err error) { logged(err); done <- err }) {
+		if h.ConcludeQueued(billing.Conclusion{Settlement: st, Reason: refundReason}, *inv.FinishedAt, finishOnLeaseIn(inv, attempts, detail), func(err error) { logged(err); done <- err }) {
 			return awaitRecord(done) // its start was still queued: one write records the whole call
 		}
 		// Its start, taken by a batch, must land before the answer (and before the finish).
-		t := time.NewTimer(recordWait)
-		defer t.Stop()
-		select {
-		case <-l.started:
-			if err := *l.startErr; err != nil {
-				return fmt.Errorf("the call's start was not recorded: %w", err)
-			}
-		case <-t.C:
+		wait, cancel := context.WithTimeout(ctx, recordWait)
+		err := h.Written(wait)
+		timedOut := wait.Err() != nil
+		cancel()
+		switch {
+		case timedOut:
 			return errNotRecorded
+		case err != nil:
+			return fmt.Errorf("the call's start was not recorded: %w", err)
 		}
 	}
 	write := s.finishIn(inv, attempts, st, refundReason, detail)
-	by := cl.settleBy
-	if s.batch == nil || by.IsZero() || !s.now().Add(settleAhead).Before(by) {
+	if s.batch == nil || cl.hold == nil || !s.now().Add(settleAhead).Before(cl.hold.Deadline()) {
 		return s.store.InTx(ctx, write)
 	}
 	s.batch.Add(inv.AccountID, write, logged)
@@ -325,18 +293,13 @@ func (s *Service) finishIn(inv *store.Invocation, attempts []store.Attempt, st *
 			return ErrAlreadyFinished
 		}
 		inv.Attempts = len(attempts)
-		switch {
-		case st != nil:
-			ok, err := s.billing.SettleIn(ctx, q, inv.RequestID, *st, *inv.FinishedAt)
+		if st != nil || inv.DispatchedAt != nil {
+			closed, err := s.billing.CloseIn(ctx, q, inv.RequestID, billing.Conclusion{Settlement: st, Reason: refundReason}, *inv.FinishedAt)
 			if err != nil {
 				return err
 			}
-			if !ok {
+			if !closed && st != nil {
 				return ErrReservationClosed
-			}
-		case inv.DispatchedAt != nil:
-			if _, err := s.billing.RefundIn(ctx, q, inv.RequestID, refundReason, *inv.FinishedAt); err != nil {
-				return err
 			}
 		}
 		for _, a := range attempts {

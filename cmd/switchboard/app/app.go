@@ -573,8 +573,7 @@ func settlement(cfg Config, st *store.Store, log *slog.Logger, billSvc *billing.
 	if cfg.SettleAfterAnswer {
 		dispatchSvc.SettleInBatches(batcher)
 		if cfg.BudgetLeases {
-			leases = billing.NewLeases(billSvc, batcher, billing.DefaultLeaseConfig())
-			dispatchSvc.ReserveOnLeases(leases)
+			leases = billSvc.UseLeases(batcher, billing.DefaultLeaseConfig())
 		}
 	}
 	return batcher, leases

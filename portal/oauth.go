@@ -275,24 +275,21 @@ func (p *portal) connections(w http.ResponseWriter, r *http.Request, pr *tools.P
 		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "MCP connections are not enabled on this service"))
 		return
 	}
-	grants, err := p.o.OAuth.Grants(r.Context(), pr.AccountID)
+	conns, err := p.o.OAuth.Connections(r.Context(), pr.AccountID)
 	if err != nil {
 		p.fail(w, r, tools.Translate(err))
 		return
 	}
-	rows := make([]connectionRow, 0, len(grants))
-	for _, g := range grants {
-		row := connectionRow{ID: g.ID, Created: g.CreatedAt, LastUsed: g.LastUsedAt}
-		if g.Client != nil {
-			row.Name = g.Client.Name
-			if len(g.Client.RedirectURIs) > 0 {
-				if u, err := url.Parse(g.Client.RedirectURIs[0]); err == nil {
+	rows := make([]connectionRow, 0, len(conns))
+	for _, c := range conns {
+		row := connectionRow{ID: c.ID, Created: c.CreatedAt, LastUsed: c.LastUsedAt, Scopes: strings.Join(c.Scopes, ", ")}
+		if c.Client != nil {
+			row.Name = c.Client.Name
+			if len(c.Client.RedirectURIs) > 0 {
+				if u, err := url.Parse(c.Client.RedirectURIs[0]); err == nil {
 					row.RedirectHost = u.Scheme + "://" + u.Host
 				}
 			}
-		}
-		if k, err := p.o.Store.KeyByID(r.Context(), g.KeyID); err == nil {
-			row.Scopes = strings.Join(k.Scopes, ", ")
 		}
 		rows = append(rows, row)
 	}

@@ -76,7 +76,7 @@ type Options struct {
 	CSRFKey         []byte          // keys the per-session form tokens
 	Ceiling         keys.Limits     // the account's own ceiling, shown beside the key form
 	OAuth           *oauth.Service  // MCP authorization; nil: hosts connect with pasted keys only
-	Store           *store.Store    // lookups the pages show (a connection's key), account events
+	Store           *store.Store    // lookups the pages show (a connect page's account), account events
 	Sealer          *wallets.Sealer // opens the wallets' keys for their owner's export; nil: no export
 	Log             *slog.Logger
 

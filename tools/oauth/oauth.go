@@ -460,9 +460,31 @@ func (s *Service) RevokeGrant(ctx context.Context, accountID, grantID string) er
 	})
 }
 
-// Grants lists an account's live connections.
-func (s *Service) Grants(ctx context.Context, accountID string) ([]*store.OAuthGrant, error) {
-	return s.store.OAuthGrants(ctx, accountID)
+// Connection is a live grant as its account sees it: the client and the scopes of the key
+// that backs it.
+type Connection struct {
+	*store.OAuthGrant
+	Scopes []string // nil when the key cannot be read
+}
+
+// Connections lists an account's live connections, newest first (the portal's Connections
+// page).
+func (s *Service) Connections(ctx context.Context, accountID string) ([]Connection, error) {
+	grants, err := s.store.OAuthGrants(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Connection, 0, len(grants))
+	for _, g := range grants {
+		c := Connection{OAuthGrant: g}
+		// The scopes are shown beside the connection; one unreadable key does not hide the
+		// list, and the grant still names its client and can be revoked.
+		if k, err := s.store.KeyByID(ctx, g.KeyID); err == nil {
+			c.Scopes = k.Scopes
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // ErrInvalidToken is an access token that is unknown, expired, revoked or for another resource.

@@ -75,7 +75,7 @@ func newKernel(t *testing.T) *tools.Kernel {
 			}
 			return confirmOut{Sent: !in.Decline, Declined: in.Decline, Request: in.ConfirmRequestID}, nil
 		})
-	k, err := tools.NewKernel(tools.NewAuthenticator(st, now, quiet), tools.NewRateLimiter(now), quiet, now, echo, who, write)
+	k, err := tools.NewKernel(tools.NewAuthenticator(tools.Deps{Store: st, Now: now, Log: quiet}), tools.NewRateLimiter(now), quiet, now, echo, who, write)
 	if err != nil {
 		t.Fatal(err)
 	}

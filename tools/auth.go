@@ -68,9 +68,10 @@ type cachedKey struct {
 // AccessTokenPrefix starts every OAuth access token.
 const AccessTokenPrefix = "sbat_"
 
-// NewAuthenticator builds an Authenticator on st; now is the clock.
-func NewAuthenticator(st *store.Store, now func() time.Time, log *slog.Logger) *Authenticator {
-	return &Authenticator{store: st, now: now, log: log, cache: map[string]cachedKey{}, touched: map[string]time.Time{}}
+// NewAuthenticator builds an Authenticator on d's store.
+func NewAuthenticator(d Deps) *Authenticator {
+	d = d.WithDefaults()
+	return &Authenticator{store: d.Store, now: d.Now, log: d.Log, cache: map[string]cachedKey{}, touched: map[string]time.Time{}}
 }
 
 const (

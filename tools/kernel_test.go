@@ -38,7 +38,7 @@ func newKernel(t *testing.T, s *store.Store) (*tools.Kernel, map[string]string, 
 		return echoOut{Email: in.Email, Account: c.AccountID()}, nil
 	})
 	now := time.Now
-	k, err := tools.NewKernel(tools.NewAuthenticator(s, now, quiet), tools.NewRateLimiter(now), quiet, now, echo)
+	k, err := tools.NewKernel(tools.NewAuthenticator(tools.Deps{Store: s, Now: now, Log: quiet}), tools.NewRateLimiter(now), quiet, now, echo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,10 @@ type Service struct {
 	now   func() time.Time
 }
 
-// NewService builds the account tool's service.
-func NewService(st *store.Store, ks *keys.Service, now func() time.Time) *Service {
-	return &Service{store: st, keys: ks, now: now}
+// NewService builds the account tool's service on ks's keys.
+func NewService(d tools.Deps, ks *keys.Service) *Service {
+	d = d.WithDefaults()
+	return &Service{store: d.Store, keys: ks, now: d.Now}
 }
 
 // GetInput is account_get's (empty) input.

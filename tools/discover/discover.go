@@ -49,17 +49,25 @@ type Service struct {
 	core  map[string]Core // by handle
 }
 
-// NewService builds discover and seeds the core intents of the registered tools (a core
-// capability whose tool is not registered is not listed).
-func NewService(ctx context.Context, st *store.Store, now func() time.Time, registered []*tools.Tool) (*Service, error) {
+// Config is what discover lists besides the partners' intents.
+type Config struct {
+	// Registered are the kernel's tools: the core intents of those among them are seeded (a
+	// core capability whose tool is not registered is not listed).
+	Registered []*tools.Tool
+}
+
+// NewService builds discover and seeds the core intents of the registered tools.
+func NewService(ctx context.Context, cfg Config, d tools.Deps) (*Service, error) {
+	d = d.WithDefaults()
+	st, now := d.Store, d.Now
 	s := &Service{store: st, now: now, core: map[string]Core{}}
 	var rows []*store.PartnerIntent
 	for _, c := range CoreIntents {
-		i := slices.IndexFunc(registered, func(t *tools.Tool) bool { return t.Name == c.Tool })
+		i := slices.IndexFunc(cfg.Registered, func(t *tools.Tool) bool { return t.Name == c.Tool })
 		if i < 0 {
 			continue
 		}
-		t := registered[i]
+		t := cfg.Registered[i]
 		handle := "@" + c.Tool
 		s.core[handle] = c
 		rows = append(rows, &store.PartnerIntent{

@@ -49,7 +49,10 @@ type Service struct {
 }
 
 // NewService builds the service.
-func NewService(st *store.Store, now func() time.Time) *Service { return &Service{store: st, now: now} }
+func NewService(d tools.Deps) *Service {
+	d = d.WithDefaults()
+	return &Service{store: d.Store, now: d.Now}
+}
 
 // Create validates and stores an integration of accountID. Problems are BAD_INPUT with the
 // field in details["field"]; a taken slug is CONFLICT.

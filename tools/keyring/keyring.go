@@ -37,10 +37,18 @@ type Ring struct {
 	current string // kid the signer holds
 }
 
-// Open loads the keys, registering bootstrap (the key file's key) as current when the
-// database has none, and returns the ring and a signer on the current key.
-func Open(ctx context.Context, st *store.Store, sealer *wallets.Sealer, bootstrap ed25519.PrivateKey, now func() time.Time) (*Ring, error) {
-	r := &Ring{store: st, sealer: sealer, now: now}
+// Config is where the ring starts.
+type Config struct {
+	// Bootstrap is the key file's key, registered as current when the database has none.
+	Bootstrap ed25519.PrivateKey
+}
+
+// Open loads the keys from d's store, registering cfg.Bootstrap as current when there are
+// none, and returns the ring and a signer on the current key; sealer seals the private halves.
+func Open(ctx context.Context, cfg Config, d tools.Deps, sealer *wallets.Sealer) (*Ring, error) {
+	d = d.WithDefaults()
+	st, bootstrap := d.Store, cfg.Bootstrap
+	r := &Ring{store: st, sealer: sealer, now: d.Now}
 	keys, err := st.ServiceKeys(ctx)
 	if err != nil {
 		return nil, err

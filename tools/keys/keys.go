@@ -19,6 +19,12 @@ type Limits struct {
 	RatePerMinute int
 }
 
+// Config is what keys are minted with.
+type Config struct {
+	Env      string // "test" or "production": the secrets' prefix (tools.NewKeySecret)
+	Defaults Limits // what a key minted without limits gets
+}
+
 // Service mints and manages keys.
 type Service struct {
 	store    *store.Store
@@ -27,9 +33,10 @@ type Service struct {
 	now      func() time.Time
 }
 
-// NewService builds the key service. defaults apply when a key is minted without limits.
-func NewService(st *store.Store, env string, defaults Limits, now func() time.Time) *Service {
-	return &Service{store: st, env: env, defaults: defaults, now: now}
+// NewService builds the key service.
+func NewService(cfg Config, d tools.Deps) *Service {
+	d = d.WithDefaults()
+	return &Service{store: d.Store, env: cfg.Env, defaults: cfg.Defaults, now: d.Now}
 }
 
 // Defaults returns the configured default limits.

@@ -43,7 +43,6 @@ type Config struct {
 	AccessTTL  time.Duration
 	RefreshTTL time.Duration
 	CodeTTL    time.Duration
-	Now        func() time.Time
 	// Metadata fetches client metadata documents (a client_id that is an https URL): the
 	// partner client's guarded HTTP client. nil turns them off (registration only).
 	Metadata *http.Client
@@ -53,11 +52,13 @@ type Config struct {
 type Service struct {
 	cfg   Config
 	store *store.Store
+	now   func() time.Time
 	meta  *metadataClients // nil: no client metadata documents
 }
 
 // New builds the service.
-func New(cfg Config, st *store.Store) *Service {
+func New(cfg Config, d tools.Deps) *Service {
+	d = d.WithDefaults()
 	if cfg.AccessTTL == 0 {
 		cfg.AccessTTL = time.Hour
 	}
@@ -67,12 +68,9 @@ func New(cfg Config, st *store.Store) *Service {
 	if cfg.CodeTTL == 0 {
 		cfg.CodeTTL = 5 * time.Minute
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	s := &Service{cfg: cfg, store: st}
+	s := &Service{cfg: cfg, store: d.Store, now: d.Now}
 	if cfg.Metadata != nil {
-		s.meta = newMetadataClients(cfg.Metadata, cfg.Now)
+		s.meta = newMetadataClients(cfg.Metadata, d.Now)
 	}
 	return s
 }
@@ -153,7 +151,7 @@ func (s *Service) Register(ctx context.Context, r Registration) (Registration, *
 			return bad("client_uri must be an https URL")
 		}
 	}
-	c := &store.OAuthClient{ID: "mcp_" + uuid.NewString(), Name: name, RedirectURIs: r.RedirectURIs, ClientURI: r.ClientURI, CreatedAt: s.cfg.Now().UTC()}
+	c := &store.OAuthClient{ID: "mcp_" + uuid.NewString(), Name: name, RedirectURIs: r.RedirectURIs, ClientURI: r.ClientURI, CreatedAt: s.now().UTC()}
 	if err := s.store.CreateOAuthClient(ctx, c); err != nil {
 		return Registration{}, oerr(500, "server_error", "the registration could not be stored; try again")
 	}
@@ -282,7 +280,7 @@ func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (req *Reques
 // the chosen scopes and limits), and returns the authorization code for the redirect.
 func (s *Service) Consent(ctx context.Context, req *Request, accountID, keyID string) (string, error) {
 	code := secret("")
-	now := s.cfg.Now().UTC()
+	now := s.now().UTC()
 	g := &store.OAuthGrant{ID: uuid.NewString(), ClientID: req.Client.ID, AccountID: accountID, KeyID: keyID, Resource: req.Resource, CreatedAt: now}
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		if IsMetadataClientID(req.Client.ID) {
@@ -322,7 +320,7 @@ func (s *Service) Exchange(ctx context.Context, f url.Values) (Tokens, *Error) {
 }
 
 func (s *Service) exchangeCode(ctx context.Context, f url.Values) (Tokens, *Error) {
-	now := s.cfg.Now().UTC()
+	now := s.now().UTC()
 	var out Tokens
 	var oe *Error
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
@@ -373,7 +371,7 @@ func (s *Service) exchangeCode(ctx context.Context, f url.Values) (Tokens, *Erro
 }
 
 func (s *Service) refresh(ctx context.Context, f url.Values) (Tokens, *Error) {
-	now := s.cfg.Now().UTC()
+	now := s.now().UTC()
 	var out Tokens
 	var oe *Error
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
@@ -432,7 +430,7 @@ func (s *Service) issue(ctx context.Context, q *store.Q, grantID string, now tim
 
 // Revoke ends the grant of a token (access or refresh): RFC 7009 answers 200 whatever the token.
 func (s *Service) Revoke(ctx context.Context, token string) error {
-	now := s.cfg.Now().UTC()
+	now := s.now().UTC()
 	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		t, err := q.LockOAuthToken(ctx, hash(token))
 		if errors.Is(err, store.ErrNotFound) {
@@ -447,7 +445,7 @@ func (s *Service) Revoke(ctx context.Context, token string) error {
 
 // RevokeGrant ends an account's grant (the portal's Revoke button): its tokens and key at once.
 func (s *Service) RevokeGrant(ctx context.Context, accountID, grantID string) error {
-	now := s.cfg.Now().UTC()
+	now := s.now().UTC()
 	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		g, err := q.OAuthGrant(ctx, grantID)
 		if errors.Is(err, store.ErrNotFound) || err == nil && g.AccountID != accountID {
@@ -492,7 +490,7 @@ var ErrInvalidToken = errors.New("invalid token")
 
 // Authenticate resolves an access token to the Principal of its grant's key.
 func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Principal, error) {
-	now := s.cfg.Now().UTC()
+	now := s.now().UTC()
 	t, g, err := s.store.OAuthAccess(ctx, hash(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: unknown or revoked", ErrInvalidToken)

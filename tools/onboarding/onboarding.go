@@ -40,7 +40,6 @@ type Config struct {
 	SendWindow       time.Duration // 1 hour
 	ServiceName      string
 	OnCreate         store.CreateOption // runs in the account-creating transaction (billing's starting credit); nil: nothing
-	Now              func() time.Time
 }
 
 // codeDigits is the length of a code: 10^8 codes, so that 1,000 addresses with 5 guesses each
@@ -48,24 +47,26 @@ type Config struct {
 const codeDigits = 8
 
 // DefaultConfig returns the documented limits.
-func DefaultConfig(codeSecret []byte, now func() time.Time) Config {
+func DefaultConfig(codeSecret []byte) Config {
 	return Config{CodeSecret: codeSecret, CodeTTL: 10 * time.Minute, GuessesPerCode: 5, GuessesPerSource: 20,
 		GuessWindow: 10 * time.Minute, SendsPerPair: 5, SendsPerClient: 20, FreeSends: 3, MaxSendGap: 5 * time.Minute,
-		SendWindow: time.Hour, ServiceName: "Switchboard", Now: now}
+		SendWindow: time.Hour, ServiceName: "Switchboard"}
 }
 
 // Service runs signup and verify.
 type Service struct {
 	cfg    Config
 	store  *store.Store
+	now    func() time.Time
 	mailer Mailer
 	keys   *keys.Service
 	sealer *wallets.Sealer
 }
 
 // NewService wires the onboarding tools.
-func NewService(cfg Config, st *store.Store, mailer Mailer, ks *keys.Service, sealer *wallets.Sealer) *Service {
-	return &Service{cfg: cfg, store: st, mailer: mailer, keys: ks, sealer: sealer}
+func NewService(cfg Config, d tools.Deps, mailer Mailer, ks *keys.Service, sealer *wallets.Sealer) *Service {
+	d = d.WithDefaults()
+	return &Service{cfg: cfg, store: d.Store, now: d.Now, mailer: mailer, keys: ks, sealer: sealer}
 }
 
 // SignupInput is agent_signup's input.
@@ -155,7 +156,7 @@ func (s *Service) hash(parts ...string) string {
 
 func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (SignupOutput, error) {
 	email := normalizeEmail(in.Email)
-	now := s.cfg.Now().UTC()
+	now := s.now().UTC()
 	src := Source(c.ClientAddr)
 	emailHash := s.hash("send", email)
 	since := now.Add(-s.cfg.SendWindow)
@@ -308,7 +309,7 @@ func (s *Service) verify(ctx context.Context, c *tools.Caller, in VerifyInput) (
 	case err == nil:
 		return s.recover(ctx, acct)
 	case errors.Is(err, store.ErrNotFound):
-		return s.create(ctx, email, s.cfg.Now().UTC(), true)
+		return s.create(ctx, email, s.now().UTC(), true)
 	default:
 		return Account{}, err
 	}
@@ -334,7 +335,7 @@ func (s *Service) AccountForEmail(ctx context.Context, email string) (string, er
 	case err == nil:
 		return acct.ID, nil
 	case errors.Is(err, store.ErrNotFound):
-		created, err := s.create(ctx, email, s.cfg.Now().UTC(), false)
+		created, err := s.create(ctx, email, s.now().UTC(), false)
 		if errors.Is(err, store.ErrConflict) { // created by a concurrent sign-in
 			if acct, err := s.store.AccountByEmail(ctx, email); err == nil {
 				return acct.ID, nil
@@ -350,7 +351,7 @@ func (s *Service) AccountForEmail(ctx context.Context, email string) (string, er
 // A guess is counted against the guessing source address's own budgets before it is compared;
 // a wrong guess never voids the code, so strangers cannot take it from its owner.
 func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr string) error {
-	now := s.cfg.Now().UTC()
+	now := s.now().UTC()
 	src := Source(clientAddr)
 	rec, err := s.store.CodeByEmail(ctx, email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

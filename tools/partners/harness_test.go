@@ -65,19 +65,20 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := partners.Config{Env: "test", PseudonymSecret: []byte("pseudonym secret for tests"), Now: clk.Now, ProbeTimeout: o.probe, Notify: o.notify}
+	cfg := partners.Config{Env: "test", PseudonymSecret: []byte("pseudonym secret for tests"), ProbeTimeout: o.probe, Notify: o.notify}
 	if o.production {
 		cfg.Env = "production"
 	}
 	if cfg.ProbeTimeout == 0 {
 		cfg.ProbeTimeout = 5 * time.Second
 	}
-	svc, err := partners.NewService(cfg, st, out)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := tools.Deps{Store: st, Now: clk.Now, Log: log}
+	svc, err := partners.NewService(cfg, d, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	k, err := tools.NewKernel(tools.NewAuthenticator(st, clk.Now, log), tools.NewRateLimiter(clk.Now), log, clk.Now, svc.Tools()...)
+	k, err := tools.NewKernel(tools.NewAuthenticator(d), tools.NewRateLimiter(clk.Now), log, clk.Now, svc.Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}

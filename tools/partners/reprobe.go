@@ -126,12 +126,12 @@ func (s *Service) deactivate(ctx context.Context, row *store.PartnerIntent, reas
 	if err := s.store.RecordProbe(ctx, row.ID, result, row.ProbeFailures, s.now()); err != nil {
 		return err
 	}
-	s.cfg.Log.WarnContext(ctx, "intent deactivated by re-probe", "intent", row.PublicIdentifier, "reason", reason)
+	s.log.WarnContext(ctx, "intent deactivated by re-probe", "intent", row.PublicIdentifier, "reason", reason)
 	if s.cfg.Notify != nil {
 		text := fmt.Sprintf("Switchboard deactivated your intent %s.\n\nWhy: %s\n\nFix the endpoint (%s), check it with partner_test_endpoint, then activate it again with partner_set_active or on the portal.\n",
 			row.PublicIdentifier, reason, row.ToolEndpoint)
 		if err := s.cfg.Notify(ctx, row.OwnerID, "Switchboard deactivated "+row.PublicIdentifier, text); err != nil {
-			s.cfg.Log.WarnContext(ctx, "tell the publisher", "intent", row.PublicIdentifier, "err", err)
+			s.log.WarnContext(ctx, "tell the publisher", "intent", row.PublicIdentifier, "err", err)
 		}
 	}
 	return nil

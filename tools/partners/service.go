@@ -34,8 +34,6 @@ type Config struct {
 	// PseudonymSecret keys the pairwise userId partners see (signing.Pseudonym). Required;
 	// it must be stable across restarts and replicas.
 	PseudonymSecret []byte
-	Now             func() time.Time
-	Log             *slog.Logger
 	// ReprobeFailures is how many re-probes in a row may fail (timeouts, 5xx) before an intent
 	// is deactivated as unhealthy. Default 3.
 	ReprobeFailures int
@@ -47,12 +45,14 @@ type Config struct {
 type Service struct {
 	cfg       Config
 	store     *store.Store
+	clock     func() time.Time
+	log       *slog.Logger
 	out       *outbound.Client
 	validator *Validator
 }
 
-// NewService builds the partner service on st, calling partners through out.
-func NewService(cfg Config, st *store.Store, out *outbound.Client) (*Service, error) {
+// NewService builds the partner service on d's store, calling partners through out.
+func NewService(cfg Config, d tools.Deps, out *outbound.Client) (*Service, error) {
 	if len(cfg.PseudonymSecret) == 0 {
 		return nil, errors.New("partners: PseudonymSecret is required")
 	}
@@ -65,16 +65,11 @@ func NewService(cfg Config, st *store.Store, out *outbound.Client) (*Service, er
 	if cfg.ProbeTimeout <= 0 {
 		cfg.ProbeTimeout = 10 * time.Second
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	return &Service{cfg: cfg, store: st, out: out, validator: NewValidator(out.Guard())}, nil
+	d = d.WithDefaults()
+	return &Service{cfg: cfg, store: d.Store, clock: d.Now, log: d.Log, out: out, validator: NewValidator(out.Guard())}, nil
 }
 
-func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+func (s *Service) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
 
 // UserID is the opaque pseudonymous userId the partner partnerID sees for accountID.
 func (s *Service) UserID(accountID, partnerID string) string {

@@ -52,7 +52,8 @@ type Service struct {
 }
 
 // New dials the chain and checks its id.
-func New(ctx context.Context, cfg Config, st *store.Store, now func() time.Time, log *slog.Logger) (*Service, error) {
+func New(ctx context.Context, cfg Config, d tools.Deps) (*Service, error) {
+	d = d.WithDefaults()
 	if cfg.QuoteTTL <= 0 {
 		cfg.QuoteTTL = 10 * time.Minute
 	}
@@ -60,7 +61,7 @@ func New(ctx context.Context, cfg Config, st *store.Store, now func() time.Time,
 	if err != nil {
 		return nil, fmt.Errorf("flat-fee chain: %w", err)
 	}
-	return &Service{cfg: cfg, store: st, chain: c, now: now, log: log}, nil
+	return &Service{cfg: cfg, store: d.Store, chain: c, now: d.Now, log: d.Log}, nil
 }
 
 // Shutdown closes the chain connection.

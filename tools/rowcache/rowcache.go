@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
 )
 
 const (
@@ -39,9 +40,10 @@ type entry[V any] struct {
 	expires time.Time
 }
 
-// New builds a Cache on st; now is the clock of the entries' lifetime.
-func New(st *store.Store, now func() time.Time) *Cache {
-	return &Cache{store: st, now: now, intents: map[string]entry[*store.PartnerIntent]{}, tiers: map[string]entry[string]{}}
+// New builds a Cache on d's store; d's clock times the entries' lifetime.
+func New(d tools.Deps) *Cache {
+	d = d.WithDefaults()
+	return &Cache{store: d.Store, now: d.Now, intents: map[string]entry[*store.PartnerIntent]{}, tiers: map[string]entry[string]{}}
 }
 
 // Watch keeps the cache in step with changes on every replica until ctx ends.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
 )
 
@@ -125,7 +126,9 @@ func behind(t *testing.T, st *store.Store, query string, args ...any) {
 	}
 }
 
-func (c *clock) cacheOn(st *store.Store) *rowcache.Cache { return rowcache.New(st, c.Now) }
+func (c *clock) cacheOn(st *store.Store) *rowcache.Cache {
+	return rowcache.New(tools.Deps{Store: st, Now: c.Now})
+}
 
 // An intent cached by one replica, published, activated, edited, re-probed and deactivated
 // through another, reads as the other left it within a second: the cache on b holds the row

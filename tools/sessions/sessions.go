@@ -36,8 +36,9 @@ type Service struct {
 }
 
 // NewService builds the session service.
-func NewService(cfg Config, st *store.Store, now func() time.Time) *Service {
-	return &Service{cfg: cfg, store: st, now: now}
+func NewService(cfg Config, d tools.Deps) *Service {
+	d = d.WithDefaults()
+	return &Service{cfg: cfg, store: d.Store, now: d.Now}
 }
 
 // ErrNoSession is a cookie that names no live session: sign in again.

@@ -232,7 +232,7 @@ func TestToolsThroughTheKernel(t *testing.T) {
 	e := newEnv(t, st)
 	withAccount(t, st)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	k, err := tools.NewKernel(tools.NewAuthenticator(st, time.Now, log), tools.NewRateLimiter(time.Now), log, time.Now, e.s.Tools()...)
+	k, err := tools.NewKernel(tools.NewAuthenticator(tools.Deps{Store: st, Now: time.Now, Log: log}), tools.NewRateLimiter(time.Now), log, time.Now, e.s.Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,13 +114,9 @@ type Service struct {
 }
 
 // NewService builds the token lookups from cfg.
-func NewService(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*Service, error) {
-	if now == nil {
-		now = time.Now
-	}
-	if log == nil {
-		log = slog.Default()
-	}
+func NewService(cfg Config, d tools.Deps) (*Service, error) {
+	d = d.WithDefaults()
+	st, now, log := d.Store, d.Now, d.Log
 	reg, err := LoadRegistry()
 	if err != nil {
 		return nil, err

@@ -86,7 +86,7 @@ func newEnv(t testing.TB, st *store.Store, tweak ...func(*Config)) *env {
 		f(&cfg)
 	}
 	c := &clock{t: tokenstest.T0}
-	s, err := NewService(st, cfg, c.now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := NewService(cfg, tools.Deps{Store: st, Now: c.now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

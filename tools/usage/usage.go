@@ -19,20 +19,27 @@ import (
 // Days is the charts' window: this many UTC days, today included.
 const Days = 30
 
-// Service answers the usage reads.
-type Service struct {
-	store *store.Store
-	now   func() time.Time
-	// settled waits for the account's outcomes still being written ("": everyone's), so a
-	// call just made shows; nil: nothing is ever pending.
-	settled func(ctx context.Context, accountID string) error
-	// userID is the pseudonym a partner knows an account by (partners.Service.UserID).
-	userID func(accountID, partnerID string) string
+// Config is what the usage reads call back into.
+type Config struct {
+	// Settled waits for the account's outcomes still being written ("": everyone's), so a
+	// call just made shows: the kernel's Settled hook; nil: nothing is ever pending.
+	Settled func(ctx context.Context, accountID string) error
+	// UserID is the pseudonym a partner knows an account by (partners.Service.UserID).
+	UserID func(accountID, partnerID string) string
 }
 
-// NewService builds the usage reads. settled is the kernel's Settled hook, or nil.
-func NewService(st *store.Store, now func() time.Time, settled func(ctx context.Context, accountID string) error, userID func(accountID, partnerID string) string) *Service {
-	return &Service{store: st, now: now, settled: settled, userID: userID}
+// Service answers the usage reads.
+type Service struct {
+	store   *store.Store
+	now     func() time.Time
+	settled func(ctx context.Context, accountID string) error
+	userID  func(accountID, partnerID string) string
+}
+
+// NewService builds the usage reads.
+func NewService(cfg Config, d tools.Deps) *Service {
+	d = d.WithDefaults()
+	return &Service{store: d.Store, now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
 }
 
 func (s *Service) wait(ctx context.Context, accountID string) error {

@@ -254,6 +254,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if now == nil {
 		now = time.Now
 	}
+	d := tools.Deps{Store: st, Now: now, Log: log} // what every service shares
 	applied, err := st.Migrate(ctx)
 	if err != nil {
 		return nil, err
@@ -269,7 +270,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	signingKey, serverSecret, sealer := sec.signingKey, sec.serverSecret, sec.sealer
 	// The service key lives in the database (rotations, replicas); the key file seeds it.
-	ring, err := keyring.Open(ctx, st, sealer, signingKey, now)
+	ring, err := keyring.Open(ctx, keyring.Config{Bootstrap: signingKey}, d, sealer)
 	if err != nil {
 		return nil, err
 	}
@@ -278,13 +279,13 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	keySvc := keys.NewService(st, cfg.Env, keys.Limits{SpendMicro: spend, RatePerMinute: cfg.DefaultRateLimit}, now)
+	keySvc := keys.NewService(keys.Config{Env: cfg.Env, Defaults: keys.Limits{SpendMicro: spend, RatePerMinute: cfg.DefaultRateLimit}}, d)
 	billCfg, err := billingConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	// The intent and the caller's tier every invocation reads, from memory on every replica.
-	rows := rowcache.New(st, now)
+	rows := rowcache.New(d)
 	billCfg.TierOf = rows.Tier
 	billSvc := billing.NewService(st, billCfg, now, log)
 
@@ -295,30 +296,30 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	var all []*tools.Tool
 	// The code hashes are keyed by a server-side secret: stealing the database alone does
 	// not let anyone test codes offline.
-	obCfg := onboarding.DefaultConfig(derive(serverSecret, "switchboard e-mail codes v1"), now)
+	obCfg := onboarding.DefaultConfig(derive(serverSecret, "switchboard e-mail codes v1"))
 	obCfg.OnCreate = billSvc.StartingGrant()
-	ob := onboarding.NewService(obCfg, st, mailer, keySvc, sealer)
+	ob := onboarding.NewService(obCfg, d, mailer, keySvc, sealer)
 	if mailer != nil { // without one, e-mail onboarding is off
 		all = append(all, ob.Tools()...)
 	}
 	all = append(all, keySvc.Tools()...)
-	all = append(all, account.NewService(st, keySvc, now).Tools()...)
+	all = append(all, account.NewService(d, keySvc).Tools()...)
 	partnerOut, err := partnerClient(cfg, signer, log)
 	if err != nil {
 		return nil, err
 	}
 	pseudonyms := derive(serverSecret, "switchboard partner pseudonyms v1") // the userId partners see
-	partnerSvc, err := newPartners(cfg, st, now, log, mailer, partnerOut, pseudonyms)
+	partnerSvc, err := newPartners(cfg, d, mailer, partnerOut, pseudonyms)
 	if err != nil {
 		return nil, err
 	}
 	all = append(all, partnerSvc.Tools()...)
-	tokenSvc, err := tokens.NewService(st, cfg.Tokens, now, log)
+	tokenSvc, err := tokens.NewService(cfg.Tokens, d)
 	if err != nil {
 		return nil, err
 	}
 	all = append(all, tokenSvc.Tools()...)
-	paySvc, err := flatFee(ctx, cfg, st, now, log, func(ctx context.Context, accountID string) ([]byte, string, error) {
+	paySvc, err := flatFee(ctx, cfg, d, func(ctx context.Context, accountID string) ([]byte, string, error) {
 		return wallets.EVMKey(ctx, st, sealer, accountID)
 	})
 	if err != nil {
@@ -332,7 +333,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, dispatchSvc.Tools()...)
 
-	disc, err := discover.NewService(ctx, st, now, all)
+	disc, err := discover.NewService(ctx, discover.Config{Registered: all}, d)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +345,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	authn := tools.NewAuthenticator(st, now, log)
+	authn := tools.NewAuthenticator(d)
 	kernel, err := tools.NewKernel(authn, limiter, log, now, all...)
 	if err != nil {
 		if rdb != nil {
@@ -358,7 +359,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		toolNames = append(toolNames, t.Name)
 	}
 	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
-	h, err := humanDoors(humanDeps{cfg: cfg, st: st, now: now, log: log, kernel: kernel, authn: authn, mailer: mailer, ob: ob,
+	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, authn: authn, mailer: mailer, ob: ob,
 		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: partnerOut.HTTPClient(), serverSecret: serverSecret, sealer: sealer})
 	if err != nil {
 		return nil, err
@@ -418,19 +419,19 @@ func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (*outbo
 
 // newPartners builds the partner intents' service; its notices (an intent deactivated by
 // its re-probes) go to the owner by e-mail when a mailer is configured.
-func newPartners(cfg Config, st *store.Store, now func() time.Time, log *slog.Logger, mailer onboarding.Mailer, out *outbound.Client, pseudonyms []byte) (*partners.Service, error) {
+func newPartners(cfg Config, d tools.Deps, mailer onboarding.Mailer, out *outbound.Client, pseudonyms []byte) (*partners.Service, error) {
 	var notify func(ctx context.Context, accountID, subject, text string) error
 	if mailer != nil {
 		notify = func(ctx context.Context, accountID, subject, text string) error {
-			acct, err := st.AccountByID(ctx, accountID)
+			acct, err := d.Store.AccountByID(ctx, accountID)
 			if err != nil {
 				return err
 			}
 			return mailer.Send(ctx, onboarding.Message{To: acct.Email, Subject: subject, Text: text})
 		}
 	}
-	return partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms, Now: now, Log: log,
-		ReprobeFailures: cfg.ReprobeFailures, Notify: notify}, st, out)
+	return partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms,
+		ReprobeFailures: cfg.ReprobeFailures, Notify: notify}, d, out)
 }
 
 // newDispatch builds invoke_partner_message's service with its journal of write outcomes in
@@ -448,9 +449,7 @@ func newDispatch(cfg Config, st *store.Store, now func() time.Time, log *slog.Lo
 // humanDeps is what the portal and the authorization server are built from.
 type humanDeps struct {
 	cfg          Config
-	st           *store.Store
-	now          func() time.Time
-	log          *slog.Logger
+	deps         tools.Deps
 	kernel       *tools.Kernel
 	authn        *tools.Authenticator
 	mailer       onboarding.Mailer
@@ -472,13 +471,13 @@ type humanDoor struct {
 // humanDoors builds the portal and MCP authorization. The portal signs humans in with an
 // e-mail code or an identity provider: with neither it has no way in, and neither is built.
 func humanDoors(d humanDeps) (humanDoor, error) {
-	cfg, st, now := d.cfg, d.st, d.now
+	cfg, st, now := d.cfg, d.deps.Store, d.deps.Now
 	providers, err := cfg.Providers()
 	if err != nil || (d.mailer == nil && len(providers) == 0) {
 		return humanDoor{}, err
 	}
 	// MCP hosts sign in through the portal (MCP authorization): tokens resolve like keys.
-	oauthSvc := oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Now: now, Metadata: d.metadata}, st)
+	oauthSvc := oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Metadata: d.metadata}, d.deps)
 	d.authn.Tokens = oauthSvc.Authenticate
 	idle, err1 := time.ParseDuration(cfg.SessionIdle)
 	maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
@@ -486,7 +485,7 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 		return humanDoor{}, fmt.Errorf("SWITCHBOARD_SESSION_IDLE=%q, SWITCHBOARD_SESSION_MAX_AGE=%q: want Go durations, idle at least 1m and at most the max age", cfg.SessionIdle, cfg.SessionMaxAge)
 	}
 	ceiling := d.keySvc.Defaults()
-	sessSvc := sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: ceiling}, st, now)
+	sessSvc := sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: ceiling}, d.deps)
 	var signIn func(ctx context.Context, email, code, clientAddr string) (string, error)
 	if d.mailer != nil {
 		signIn = d.ob.SignIn
@@ -498,16 +497,16 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 	}
 	kernel := d.kernel
 	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
-		AccountForEmail: d.ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(st, now), Now: now,
+		AccountForEmail: d.ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(d.deps), Now: now,
 		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: ceiling,
-		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.log, Marketplace: d.disc, TryAs: d.keySvc.ForSession,
+		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession,
 		// The charts and call logs read like every reader: after the account's pending outcomes.
-		Usage: usage.NewService(st, now, func(ctx context.Context, accountID string) error {
+		Usage: usage.NewService(usage.Config{Settled: func(ctx context.Context, accountID string) error {
 			if kernel.Settled == nil {
 				return nil
 			}
 			return kernel.Settled(ctx, accountID)
-		}, d.partnerSvc.UserID)}
+		}, UserID: d.partnerSvc.UserID}, d.deps)}
 	handler, err := portal.New(popts)
 	if err != nil {
 		return humanDoor{}, err
@@ -752,7 +751,7 @@ func derive(serverSecret []byte, purpose string) []byte {
 }
 
 // flatFee connects the flat-fee network when one is configured.
-func flatFee(ctx context.Context, cfg Config, st *store.Store, now func() time.Time, log *slog.Logger,
+func flatFee(ctx context.Context, cfg Config, d tools.Deps,
 	walletKey func(context.Context, string) ([]byte, string, error)) (*payments.Service, error) {
 	f := cfg.FlatFee
 	if f.RPCURL == "" {
@@ -772,7 +771,7 @@ func flatFee(ctx context.Context, cfg Config, st *store.Store, now func() time.T
 		return nil, err
 	}
 	return payments.New(ctx, payments.Config{RPCURL: f.RPCURL, ChainID: int64(f.ChainID), Token: common.HexToAddress(f.Token),
-		Payer: common.HexToAddress(f.Payer), RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey, BaseURL: cfg.PublicBaseURL()}, st, now, log)
+		Payer: common.HexToAddress(f.Payer), RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey, BaseURL: cfg.PublicBaseURL()}, d)
 }
 
 // failpointOf is the tests' failpoint: the process kills itself (SIGKILL, no cleanup) at the

@@ -29,7 +29,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		for _, cached := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/cached=%v", d, cached), func(b *testing.B) {
 				env, key := benchEnv(b, d)
-				auth := tools.NewAuthenticator(env.App.Store, env.Clock.Now, env.App.Log)
+				auth := tools.NewAuthenticator(tools.Deps{Store: env.App.Store, Now: env.Clock.Now, Log: env.App.Log})
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				if cached {

@@ -22,24 +22,22 @@ type Plan struct {
 	MayLease bool
 }
 
-// Record writes the caller's own rows beside hold h, in the same write. For a hold drawn from
-// a budget lease (h.OnLease) it runs in a batch: it must then only write, and be safe to run
-// again (a batch is retried whole).
+// Record writes the caller's own rows beside hold h, in its transaction. A hold drawn from a
+// budget lease writes nothing until its call concludes (ConcludeOnLease), and Record does not
+// run for it.
 type Record func(ctx context.Context, q *store.Q, h *Hold) error
 
 // A Hold is a call's worst case held against its key's spend limit and its account's free
 // credit, under the same locks whichever way it was taken, until the call's conclusion
-// settles or refunds it (CloseIn, or ConcludeQueued for a hold whose write is still queued).
+// settles or refunds it (CloseIn, or ConcludeOnLease for a hold drawn from a lease).
 type Hold struct {
 	r     *store.Reservation
 	limit int64 // the key's spend limit, checked again if a lease is gone when the hold is written
 
-	// A hold drawn from a lease: its write is queued (job) until a batch commits it.
-	svc      *Service
-	leaseID  string
-	job      *store.Job
-	written  chan struct{} // closed once the queued write committed or failed
-	writeErr error         // read after written is closed
+	// A hold drawn from a lease, in memory until its call concludes.
+	svc     *Service
+	lease   *lease
+	leaseID string
 }
 
 // At is when the hold was taken: the call's dispatch time.
@@ -48,15 +46,16 @@ func (h *Hold) At() time.Time { return h.r.CreatedAt }
 // Deadline is when the sweeper may refund the hold if nobody concluded it.
 func (h *Hold) Deadline() time.Time { return h.r.ExpiresAt }
 
-// OnLease reports whether the hold was drawn from a budget lease (its write queued).
+// OnLease reports whether the hold was drawn from a budget lease (nothing written yet).
 func (h *Hold) OnLease() bool { return h.leaseID != "" }
 
-// Hold holds plan's worst case for p's call and writes record beside it. Without a lease the
-// hold and record commit in one transaction before Hold returns; on a lease (plan.MayLease,
-// leases in use, an API key) the worst case is taken from the key's lease in memory and the
-// hold and record are queued to the batch writer together (Written waits for them). A call
-// whose worst case does not fit is refused (SPEND_LIMIT, INSUFFICIENT_CREDITS) with nothing
-// written; an error of record's aborts the write and is returned.
+// Hold holds plan's worst case for p's call. Without a lease the hold and record commit in
+// one transaction before Hold returns; on a lease (plan.MayLease, leases in use, an API key)
+// the worst case is taken from the key's lease in memory, and nothing is written until the
+// call concludes: the whole call is then one write (ConcludeOnLease), so a call costs the
+// database one row set, merged with other calls' by the batch writer. A call whose worst case
+// does not fit is refused (SPEND_LIMIT, INSUFFICIENT_CREDITS) with nothing written; an error
+// of record's aborts the write and is returned.
 func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, record Record) (*Hold, error) {
 	now := s.now().UTC()
 	h := &Hold{svc: s, limit: p.SpendLimitMicro, r: &store.Reservation{
@@ -65,7 +64,7 @@ func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, recor
 		ExpiresAt: now.Add(plan.Runs + s.cfg.SweepMargin), CreatedAt: now,
 	}}
 	if plan.MayLease && s.leases != nil && p.KeyID != "" {
-		if err := s.leases.draw(ctx, p, h, record); err != nil {
+		if err := s.leases.draw(ctx, p, h); err != nil {
 			return nil, err
 		}
 		return h, nil
@@ -82,46 +81,24 @@ func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, recor
 	return h, nil
 }
 
-// Written waits until a hold drawn from a lease has been written with its record, and tells
-// why it was not; a hold taken in its own transaction was written before Hold returned. It
-// returns ctx's error when ctx ends first.
-func (h *Hold) Written(ctx context.Context) error {
-	if h.written == nil {
-		return nil
-	}
-	select {
-	case <-h.written:
-		return h.writeErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // Conclusion is how a call's hold ends: settled with Settlement, or (nil) refunded for Reason.
 type Conclusion struct {
 	Settlement *Settlement
 	Reason     string
 }
 
-// ConcludeQueued replaces the queued write of a hold drawn from a lease, when no batch has
-// taken it yet, with the call's whole money in one write: the draw, the hold and its
-// conclusion (the same rows and ledger transactions as a hold written and then closed),
-// then record; done gets the commit's outcome. It reports false when there is no queued write
-// to replace: the hold is concluded with CloseIn once Written.
-func (h *Hold) ConcludeQueued(c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q) error, done func(error)) bool {
-	if h.job == nil {
+// ConcludeOnLease queues the whole record of a call held on a lease to the batch writer, in
+// one write-only job: the draw from the lease, the hold and its conclusion (the same rows and
+// ledger transactions as a hold written and then closed), then record; done gets the
+// commit's outcome. It reports false, doing nothing, for a hold not drawn from a lease (it
+// was written by Hold: CloseIn concludes it).
+func (h *Hold) ConcludeOnLease(ctx context.Context, c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q) error, done func(error)) bool {
+	if h.lease == nil {
 		return false
 	}
-	return h.job.Replace(func(ctx context.Context, q *store.Q) error {
-		if err := h.svc.concludeOnLeaseIn(ctx, q, h.leaseID, h.r, h.limit, c, now); err != nil {
-			return err
-		}
-		return record(ctx, q)
-	}, func(err error) {
-		h.writeErr = err
-		close(h.written)
-		done(err)
-	})
+	h.svc.leases.concludeOnLease(ctx, h, c, now, record, done)
+	h.lease = nil // concluded once
+	return true
 }
 
 // CloseIn concludes the hold of requestID inside q's transaction: its reserved part consumed

@@ -66,6 +66,11 @@ type lease struct {
 	left    int64      // worst case micro-USD this replica may still draw
 	renewBy time.Time
 	closed  bool // returned: callers take a new lease
+	// inflight counts, by lease id, the calls drawn on it whose records are not queued yet;
+	// deferred are leases given back while calls were in flight on them: each is returned
+	// when its last call's record is queued.
+	inflight map[string]int
+	deferred map[string]bool
 	// returning are this lease's predecessors, returned through the batch writer and perhaps
 	// not yet committed, with what they held undrawn: never to be drawn again.
 	returning map[string]int64
@@ -79,15 +84,13 @@ func (s *Service) UseLeases(batch *store.Batcher, cfg LeaseConfig) *Leases {
 	return s.leases
 }
 
-// draw takes h's worst case from p's key's lease, opening or renewing the lease when it
-// holds too little, and queues the write of h's reservation (drawn from the lease) and then
-// record's, in one write-only job of the batch writer (store.Batcher.AddWrites). It refuses
-// (SPEND_LIMIT, INSUFFICIENT_CREDITS) what reserveIn would refuse.
-func (ls *Leases) draw(ctx context.Context, p *tools.Principal, h *Hold, record Record) (err error) {
-	callCtx := ctx // the batch commit is the call's child, beside this span
+// draw takes h's worst case from p's key's lease in memory, opening or renewing the lease
+// when it holds too little. Nothing is written until the call concludes (concludeOnLease):
+// the lease's return waits for it. It refuses (SPEND_LIMIT, INSUFFICIENT_CREDITS) what
+// reserveIn would refuse.
+func (ls *Leases) draw(ctx context.Context, p *tools.Principal, h *Hold) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.reserve", attribute.Bool("switchboard.budget_lease", true))
 	defer func() { tracing.End(span, err) }()
-	r := h.r
 	for {
 		l := ls.of(p)
 		l.mu.Lock()
@@ -95,28 +98,40 @@ func (ls *Leases) draw(ctx context.Context, p *tools.Principal, h *Hold, record 
 			l.mu.Unlock()
 			continue
 		}
-		err := ls.take(ctx, l, p, r.WorstMicro)
+		err := ls.take(ctx, l, p, h.r.WorstMicro)
 		if err == nil {
-			leaseID := l.id
-			h.leaseID, h.written = leaseID, make(chan struct{})
-			// Queued under the lease's lock: its return, queued under the same lock, comes after.
-			h.job = ls.batch.AddWrites(r.AccountID, func(ctx context.Context, q *store.Q) error {
-				if err := ls.svc.reserveFromLeaseIn(ctx, q, leaseID, r, h.limit); err != nil {
-					return err
-				}
-				return record(ctx, q, h)
-			}, tracing.Committed(callCtx, "batch.commit", func(err error) {
-				if err != nil {
-					// The call's conclusion fails too (nothing to conclude): nothing is charged,
-					// and the lease's budget comes back when the lease is returned.
-					ls.svc.log.Error("record a call held on a budget lease", "request_id", r.RequestID, "err", err)
-				}
-				h.writeErr = err
-				close(h.written)
-			}))
+			h.lease, h.leaseID = l, l.id
+			if l.inflight == nil {
+				l.inflight = map[string]int{}
+			}
+			l.inflight[l.id]++
 		}
 		l.mu.Unlock()
 		return err
+	}
+}
+
+// concludeOnLease queues h's whole record (the draw, the hold and its conclusion, then
+// record) to the batch writer in one write-only job, and then, when h was the last call in
+// flight on a lease given back meanwhile, that lease's return: a lease row is refunded only
+// after every call drawn on it has been written.
+func (ls *Leases) concludeOnLease(ctx context.Context, h *Hold, c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q) error, done func(error)) {
+	l, leaseID, r := h.lease, h.leaseID, h.r
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls.batch.AddWrites(r.AccountID, func(ctx context.Context, q *store.Q) error {
+		if err := ls.svc.concludeOnLeaseIn(ctx, q, leaseID, r, h.limit, c, now); err != nil {
+			return err
+		}
+		return record(ctx, q)
+	}, tracing.Committed(ctx, "batch.commit", done))
+	if l.inflight[leaseID]--; l.inflight[leaseID] > 0 {
+		return
+	}
+	delete(l.inflight, leaseID)
+	if l.deferred[leaseID] {
+		delete(l.deferred, leaseID)
+		ls.queueReturn(l.accountID, leaseID)
 	}
 }
 
@@ -223,8 +238,9 @@ func (ls *Leases) size(ca *store.CreditAccount, ks *store.KeySpend, worst, limit
 	return max(size, worst)
 }
 
-// giveBack queues the return of l's lease (l locked) after the draws queued on it: the
-// batch writer refunds what the lease row still holds then, exactly what no call took.
+// giveBack queues the return of l's lease (l locked) after the records of the calls drawn on
+// it, now or, with calls still in flight, when the last of them concludes: the batch writer
+// refunds what the lease row still holds then, exactly what no call took.
 func (ls *Leases) giveBack(l *lease) {
 	id := l.id
 	if l.returning == nil {
@@ -232,7 +248,19 @@ func (ls *Leases) giveBack(l *lease) {
 	}
 	l.returning[id] = l.left
 	l.id, l.left = "", 0
-	ls.batch.Add(l.accountID, func(ctx context.Context, q *store.Q) error {
+	if l.inflight[id] > 0 {
+		if l.deferred == nil {
+			l.deferred = map[string]bool{}
+		}
+		l.deferred[id] = true
+		return
+	}
+	ls.queueReturn(l.accountID, id)
+}
+
+// queueReturn queues the refund of what the lease row id still holds.
+func (ls *Leases) queueReturn(accountID, id string) {
+	ls.batch.Add(accountID, func(ctx context.Context, q *store.Q) error {
 		_, err := ls.svc.refundIn(ctx, q, id, "budget lease returned", ls.svc.now().UTC())
 		return err
 	}, func(err error) {
@@ -270,8 +298,7 @@ func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *sto
 }
 
 // concludeOnLeaseIn writes inside q's transaction all the money of a call whose reservation
-// was drawn from the lease leaseID and never written (its queued write was replaced): the
-// draw, the reservation and its conclusion, with the same rows and ledger transactions as a
+// was drawn from the lease leaseID: the draw, the reservation and its conclusion, with the same rows and ledger transactions as a
 // hold written and then closed, in one update of each balance row.
 func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64, c Conclusion, now time.Time) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.conclude")

@@ -2,6 +2,7 @@ package billing_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,10 +59,9 @@ func (r *replica) call(ctx context.Context, p *tools.Principal, id string, q bil
 	if err != nil {
 		return err
 	}
-	r.batch.Add(p.AccountID, func(ctx context.Context, tx *store.Q) error {
-		_, err := r.svc.CloseIn(ctx, tx, id, billing.Conclusion{Settlement: &billing.Settlement{PlatformFeeMicro: q.PlatformFeeMicro}}, h.At())
-		return err
-	}, nil)
+	if !h.ConcludeOnLease(ctx, billing.Conclusion{Settlement: &billing.Settlement{PlatformFeeMicro: q.PlatformFeeMicro}}, h.At(), noWrite, nil) {
+		return errors.New("a hold with an API key was not drawn from a lease")
+	}
 	return nil
 }
 
@@ -166,27 +166,43 @@ func TestBudgetLeasesHoldLimitsAcrossReplicas(t *testing.T) {
 		}
 		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 200} // worst 300, costs 100
 		// One replica alone reaches the limit exactly: 1500 / 300 = 5 calls in flight.
-		held := 0
+		var held []*billing.Hold
 		for i := range 6 {
-			_, err := a.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("m%d", i), Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
+			h, err := a.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("m%d", i), Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
 			if err == nil {
-				held++
+				held = append(held, h)
 			} else if e, ok := err.(*tools.Error); !ok || e.Code != tools.CodeSpendLimit {
 				t.Fatalf("call %d: %v", i, err)
 			}
 		}
-		if held != 5 {
-			t.Fatalf("%d calls of worst 300 held under a 1500 limit, want 5", held)
+		if len(held) != 5 {
+			t.Fatalf("%d calls of worst 300 held under a 1500 limit, want 5", len(held))
 		}
+		// Returned while the five are in flight (near its limit the key's leases hold a call
+		// each): a lease comes back once its calls are recorded.
 		a.leases.Return("")
 		if err := a.batch.Idle(ctx); err != nil {
 			t.Fatal(err)
 		}
-		ledgerOK(t, st)
+		for _, row := range leaseRows(t, st, "m") {
+			if row.State != store.ReservationOpen {
+				t.Fatalf("lease %+v was returned while a call drawn on it was in flight", row)
+			}
+		}
 		// Refund them all: the key is back to nothing spent, nothing held.
-		for i := range 5 {
-			if _, err := a.svc.Refund(ctx, fmt.Sprintf("m%d", i), "test"); err != nil {
-				t.Fatal(err)
+		for _, h := range held {
+			h.ConcludeOnLease(ctx, billing.Conclusion{Reason: "test"}, h.At(), noWrite, nil)
+		}
+		if err := a.batch.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ledgerOK(t, st)
+		if ks, _ := st.KeySpendOf(ctx, p.KeyID); ks.SpentMicro != 0 || ks.HeldMicro != 0 {
+			t.Fatalf("after five refunds and the leases' return: %+v", ks)
+		}
+		for _, row := range leaseRows(t, st, "m") {
+			if row.State != store.ReservationRefunded {
+				t.Fatalf("lease %+v not returned after its calls were recorded", row)
 			}
 		}
 		// Both replicas at once, 20 calls that settle at 100 each: never more than the limit
@@ -257,8 +273,8 @@ func TestSweeperRefundsADeadReplicasLease(t *testing.T) {
 	})
 }
 
-// A call whose reservation write is still queued when it ends is recorded in one write
-// (Hold.ConcludeQueued): the same balances, spend and ledger as a start and a finish.
+// A call held on a lease is recorded in one write when it concludes (Hold.ConcludeOnLease):
+// the same balances, spend and ledger as a start and a finish.
 func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
@@ -281,12 +297,12 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			if i%2 == 0 {
 				stl = &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: store.PartnerPayable("p", "evm:0xabc")}
 			}
-			if !h.ConcludeQueued(billing.Conclusion{Settlement: stl, Reason: "partner failed"}, h.At(), noop, func(err error) {
+			if !h.ConcludeOnLease(ctx, billing.Conclusion{Settlement: stl, Reason: "partner failed"}, h.At(), noop, func(err error) {
 				if err != nil {
 					failed = append(failed, err)
 				}
 			}) {
-				t.Fatal("a job of a stopped batch writer could not be replaced")
+				t.Fatal("a hold with an API key was not drawn from a lease")
 			}
 		}
 		r.run(t)
@@ -313,19 +329,15 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 				t.Fatalf("reservation o%d is %s, want %s", i, state, want)
 			}
 		}
-		// A job a batch has taken cannot be replaced.
+		// A hold is concluded once.
 		h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "o6", Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.batch.Idle(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Written(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if h.ConcludeQueued(billing.Conclusion{Reason: "late"}, h.At(), noop, func(error) {}) {
+		if !h.ConcludeOnLease(ctx, billing.Conclusion{Reason: "test"}, h.At(), noop, nil) || h.ConcludeOnLease(ctx, billing.Conclusion{Reason: "late"}, h.At(), noop, nil) {
 			t.Fatal("replaced a committed job")
 		}
 	})
 }
+
+func noWrite(context.Context, *store.Q) error { return nil }

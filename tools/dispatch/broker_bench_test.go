@@ -1,13 +1,17 @@
 package dispatch_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +19,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/uptrace/bun"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -51,7 +56,7 @@ func BenchmarkBroker(b *testing.B) {
 		b.Run(d, func(b *testing.B) {
 			w := benchWorld(b, d)
 			b.Run("latency", func(b *testing.B) { brokerLatency(b, w) })
-			b.Run("throughput", func(b *testing.B) { brokerThroughput(b, w) })
+			b.Run("throughput", func(b *testing.B) { brokerThroughput(b, w, d) })
 			b.Run("resolve", func(b *testing.B) { brokerResolve(b, w) })
 		})
 	}
@@ -98,26 +103,74 @@ func brokerLatency(b *testing.B, w *world) {
 		"relay/direct": median(r) / median(d), "invoke-p99-µs": median(i99), "relay-p99-µs": median(r99)})
 }
 
-func brokerThroughput(b *testing.B, w *world) {
+func brokerThroughput(b *testing.B, w *world, dialect string) {
 	keys := w.callers(b, parallelCallers)
 	call := direct(w)
 	invoke := invoker(w, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * parallelCallers}})
 	viaDirect := func(int) error { return call() }
-	viaSwitchboard := func(i int) error { return invoke(keys[i]) }
+	cost := &dbCost{}
+	w.env.App.Store.DB().AddQueryHook(cost)
+	var invoked atomic.Int64
+	viaSwitchboard := func(i int) error { invoked.Add(1); return invoke(keys[i]) }
 	relay, relayClient := relayServer(b, w), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * parallelCallers}}
 	viaRelay := func(int) error { return post(relayClient, relay.URL, "", invokeBody()) }
 	rate(b, parallelCallers, 200*time.Millisecond, viaDirect) // warm connections
 	rate(b, parallelCallers, 200*time.Millisecond, viaSwitchboard)
 	rate(b, parallelCallers, 200*time.Millisecond, viaRelay)
-	var d, i, r []float64
+	var d, i, r, stmts, cpu []float64
 	for range brokerRounds {
 		d = append(d, rate(b, parallelCallers, throughputFor, viaDirect))
+		calls, n, used := invoked.Load(), cost.stmts.Load(), pgCPU(dialect)
 		i = append(i, rate(b, parallelCallers, throughputFor, viaSwitchboard))
+		// What the database did for the round's calls, once their records have landed.
+		if err := w.env.App.Settled(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		calls = invoked.Load() - calls
+		stmts = append(stmts, float64(cost.stmts.Load()-n)/float64(calls))
+		cpu = append(cpu, us(pgCPU(dialect)-used)/float64(calls))
 		r = append(r, rate(b, parallelCallers, throughputFor, viaRelay))
 	}
 	b.Logf("calls/s per round, %d callers: direct %.0f, invoke %.0f, bare relay %.0f", parallelCallers, d, i, r)
+	b.Logf("per invoke, per round: statements %.2f, PostgreSQL CPU µs %.0f", stmts, cpu)
 	report(b, map[string]float64{"direct/s": median(d), "invoke/s": median(i), "invoke÷direct": median(i) / median(d),
-		"relay÷direct": median(r) / median(d)})
+		"relay÷direct": median(r) / median(d), "invoke÷relay": median(i) / median(r), "stmts/invoke": median(stmts), "pg-cpu-µs/invoke": median(cpu)})
+}
+
+// dbCost counts the statements Switchboard sends its database (BEGIN and COMMIT aside).
+type dbCost struct{ stmts atomic.Int64 }
+
+func (c *dbCost) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (c *dbCost) AfterQuery(context.Context, *bun.QueryEvent)                        { c.stmts.Add(1) }
+
+// pgCPU is the CPU time (user and system) the PostgreSQL server's processes on this machine
+// have used, read from /proc; 0 for SQLite, which runs inside Switchboard's process. The
+// server is shared with nothing else while the benchmark runs, or the figure says so.
+func pgCPU(dialect string) time.Duration {
+	if dialect != "postgres" {
+		return 0
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var ticks int64
+	for _, f := range stats {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: utime and stime are the 12th and 13th fields after comm.
+		end := bytes.LastIndexByte(raw, ')')
+		if end < 0 || !bytes.HasPrefix(raw[bytes.IndexByte(raw, '(')+1:], []byte("postgres")) {
+			continue
+		}
+		fields := strings.Fields(string(raw[end+1:]))
+		if len(fields) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(fields[11], 10, 64)
+		st, _ := strconv.ParseInt(fields[12], 10, 64)
+		ticks += u + st
+	}
+	return time.Duration(ticks) * (time.Second / 100) // USER_HZ is 100 on Linux
 }
 
 // relayServer is the least a broker of Switchboard's contract can be, as the floor under the

@@ -30,9 +30,8 @@ var errNotMoved = errors.New("the invocation was moved by another call first")
 // start puts inv in state dispatching and holds its worst case (billing.Hold), written
 // together: with from == "" inv is new and inserted; otherwise it must be in state from (a
 // quote being confirmed), and moved reports false when it was not (another call confirmed it
-// first). A refusal of the hold (SPEND_LIMIT, INSUFFICIENT_CREDITS) writes nothing. A hold
-// drawn from a budget lease is written by the batch writer, ahead of the call's finish (which
-// may replace that write with the whole record while it still waits in the queue).
+// first). A refusal of the hold (SPEND_LIMIT, INSUFFICIENT_CREDITS) writes nothing. A read
+// held on a budget lease writes nothing here: its whole record is one write when it finishes.
 func (s *Service) start(ctx context.Context, p *tools.Principal, cl *call, inv *store.Invocation, from string) (moved bool, err error) {
 	plan := billing.Plan{RequestID: inv.RequestID, Quote: cl.quote, Runs: time.Duration(cl.tries) * cl.timeout,
 		MayLease: from == "" && !cl.durable}
@@ -52,11 +51,7 @@ func (s *Service) start(ctx context.Context, p *tools.Principal, cl *call, inv *
 		} else if err := q.InsertInvocation(ctx, &started); err != nil {
 			return err
 		}
-		if h.OnLease() { // its first event, written without reading
-			if err := q.AddFirstEvents(ctx, row.RequestID, store.Event{State: store.InvDispatching, Detail: leaseEvent, At: at}); err != nil {
-				return err
-			}
-		} else if err := q.AddEvent(ctx, row.RequestID, store.InvDispatching, "credit reserved", at); err != nil {
+		if err := q.AddEvent(ctx, row.RequestID, store.InvDispatching, "credit reserved", at); err != nil {
 			return err
 		}
 		s.cfg.Failpoint("reserve")
@@ -76,9 +71,9 @@ func (s *Service) start(ctx context.Context, p *tools.Principal, cl *call, inv *
 
 const leaseEvent = "credit reserved from the key's budget lease"
 
-// finishOnLeaseIn is the rest of the whole record of a call held on a lease whose start was
-// never written (billing.Hold.ConcludeQueued writes its money first): the invocation
-// inserted in its final state, and the events a start and a finish would write.
+// finishOnLeaseIn is the rest of the whole record of a call held on a lease, written when it
+// concludes (billing.Hold.ConcludeOnLease writes its money first): the invocation inserted in
+// its final state, and the events a start and a finish would write.
 func finishOnLeaseIn(inv *store.Invocation, attempts []store.Attempt, detail string) func(ctx context.Context, q *store.Q) error {
 	inv.Attempts = len(attempts)
 	row := *inv
@@ -118,12 +113,13 @@ var errNotRecorded = fmt.Errorf("%w: the call's record did not land within %s", 
 //     committed; while the database is away its outcome waits in the journal, replayed by
 //     this replica's sweeper (finishDurable);
 //   - a read whose dispatching record has committed may have its outcome committed by the
-//     batch writer after the answer (well before its hold's deadline): a
-//     crash then leaves it dispatching, and the sweeper sends it again with the same
-//     requestId (it is idempotent; the partner dedupes) and records that answer;
-//   - a read drawn on a budget lease, whose dispatching record the batch writer may not have
-//     written yet, is answered once that record (or its whole record, which replaces a start
-//     still queued) has committed.
+//     batch writer after the answer (well before its hold's deadline): a crash then leaves
+//     it dispatching, and the sweeper sends it again with the same requestId (it is
+//     idempotent; the partner dedupes) and records that answer;
+//   - a read drawn on a budget lease has nothing written before its partner answers: it is
+//     written whole in one write-only job, merged by the batch writer with other calls',
+//     and answered once that has committed. A crash before then leaves no trace but the
+//     request the partner saw; the lease's budget comes back with the lease.
 func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) error {
 	committed := tracing.Committed(ctx, "batch.commit", nil) // the call's span of its batch commit
 	logged := func(err error) {
@@ -140,21 +136,10 @@ func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, a
 		return s.finishDurable(ctx, journaled{Invocation: *inv, Attempts: attempts, Settlement: st, RefundReason: refundReason, Detail: detail})
 	}
 	if h := cl.hold; h != nil && h.OnLease() {
+		// Nothing of the call is written yet: one write records it whole, before the answer.
 		done := make(chan error, 1)
-		if h.ConcludeQueued(billing.Conclusion{Settlement: st, Reason: refundReason}, *inv.FinishedAt, finishOnLeaseIn(inv, attempts, detail), func(err error) { logged(err); done <- err }) {
-			return awaitRecord(done) // its start was still queued: one write records the whole call
-		}
-		// Its start, taken by a batch, must land before the answer (and before the finish).
-		wait, cancel := context.WithTimeout(ctx, recordWait)
-		err := h.Written(wait)
-		timedOut := wait.Err() != nil
-		cancel()
-		switch {
-		case timedOut:
-			return errNotRecorded
-		case err != nil:
-			return fmt.Errorf("the call's start was not recorded: %w", err)
-		}
+		h.ConcludeOnLease(ctx, billing.Conclusion{Settlement: st, Reason: refundReason}, *inv.FinishedAt, finishOnLeaseIn(inv, attempts, detail), func(err error) { logged(err); done <- err })
+		return awaitRecord(done)
 	}
 	write := s.finishIn(inv, attempts, st, refundReason, detail)
 	if s.batch == nil || cl.hold == nil || !s.now().Add(settleAhead).Before(cl.hold.Deadline()) {

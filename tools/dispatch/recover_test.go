@@ -180,10 +180,12 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 	w.ledgerOK(t)
 }
 
-// With settlement after the answer (the default), a database lost while the partner works
-// on a read whose dispatch is recorded does not cost the caller the answer: it gets the
-// partner's result at once, and the batch writer records the outcome, charging it exactly
-// once, when the database is back. No sweeper is needed and the ledger balances.
+// With settlement after the answer (the default), a read drawn on a budget lease is written
+// whole, once, before its answer: a database lost while the partner works costs the caller
+// the wait (UNAVAILABLE, "not recorded yet", with the requestId), never the outcome. The
+// batch writer records it, charging it exactly once, when the database is back, and asking
+// again with the requestId answers the partner's result. No sweeper is needed and the ledger
+// balances.
 func TestOutcomeLandsWhenTheDatabaseReturns(t *testing.T) {
 	ctx := context.Background()
 	w, cluster, st, stopDB := outageWorld(t, true, func(rw http.ResponseWriter, r *http.Request) {
@@ -199,11 +201,11 @@ func TestOutcomeLandsWhenTheDatabaseReturns(t *testing.T) {
 
 	stopDB.Store(true)
 	status, out := env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@lateq status"})
-	if status != 200 || out["success"] != true || charge(out)["totalMicro"] != 2500.0 {
-		t.Fatalf("the answer with the database gone: %d %v, want the partner's result and its charge", status, out)
+	details, _ := out["error"].(map[string]any)["details"].(map[string]any)
+	if status != 503 || details["outcome"] != "not recorded yet" {
+		t.Fatalf("the answer with the database gone: %d %v, want 503 saying it is not recorded yet", status, out)
 	}
-	requestID := out["requestId"].(string)
-	time.Sleep(300 * time.Millisecond) // the batch writer retries meanwhile
+	requestID := details["requestId"].(string)
 	cluster.Start()
 	inv, err := w.settledStore(t).InvocationByID(ctx, requestID)
 	if err != nil || inv.State != store.InvSucceeded || inv.PartnerFeeMicro != 500 {
@@ -215,6 +217,10 @@ func TestOutcomeLandsWhenTheDatabaseReturns(t *testing.T) {
 	}
 	if got := before.AvailableMicro - after.AvailableMicro; got != 2500 || after.ReservedMicro != 0 || after.HeldMicro != 0 {
 		t.Fatalf("charged %d (reserved %d, held %d), want 2500 once and nothing left reserved", got, after.ReservedMicro, after.HeldMicro)
+	}
+	status, out = env.REST(t, "POST", "/v1/invoke", key, map[string]any{"message": "@lateq status", "confirmRequestId": requestID})
+	if status != 200 || out["success"] != true || out["requestId"] != requestID || charge(out)["totalMicro"] != 2500.0 {
+		t.Fatalf("asking again once recorded: %d %v, want the partner's result and its one charge", status, out)
 	}
 	if n, m, err := env.App.Sweep(ctx); n != 0 || m != 0 || err != nil {
 		t.Fatalf("the sweeper found work: %d %d %v", n, m, err)
@@ -233,8 +239,8 @@ func outageWorld(t *testing.T, settleAfterAnswer bool, work http.HandlerFunc) (w
 	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if stopDB.CompareAndSwap(true, false) {
 			if settleAfterAnswer {
-				// The batch writer records the dispatch first (a call is answered only once
-				// a crash can no longer lose it: TestCrashMatrix covers the other order).
+				// Whatever the batch writer has queued lands first (a read on a lease has
+				// nothing to write before its answer: TestCrashMatrix covers the orders).
 				time.Sleep(300 * time.Millisecond)
 			}
 			cluster.Stop() // the database is lost while the partner does the work

@@ -76,11 +76,12 @@ type Service struct {
 }
 
 // NewService builds the billing service.
-func NewService(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) *Service {
+func NewService(cfg Config, d tools.Deps) *Service {
+	d = d.WithDefaults()
 	if cfg.TierOf == nil {
-		cfg.TierOf = st.TierOf
+		cfg.TierOf = d.Store.TierOf
 	}
-	return &Service{store: st, cfg: cfg, now: now, log: log}
+	return &Service{store: d.Store, cfg: cfg, now: d.Now, log: d.Log}
 }
 
 // Config returns the prices.

@@ -2,8 +2,6 @@ package billing_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +18,7 @@ func newService(st *store.Store, tweak ...func(*billing.Config)) *billing.Servic
 	for _, f := range tweak {
 		f(&cfg)
 	}
-	return billing.NewService(st, cfg, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return billing.NewService(cfg, tools.Deps{Store: st})
 }
 
 func account(t *testing.T, st *store.Store, id string) *tools.Principal {

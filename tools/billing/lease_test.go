@@ -40,7 +40,7 @@ func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig
 // newStoppedReplica is a replica whose batch writer does not run yet: what is queued waits.
 func newStoppedReplica(st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := billing.NewService(st, billing.DefaultConfig(), c.now, log)
+	svc := billing.NewService(billing.DefaultConfig(), tools.Deps{Store: st, Now: c.now, Log: log})
 	b := st.NewBatcher(64, log)
 	return &replica{svc: svc, batch: b, leases: svc.UseLeases(b, cfg)}
 }

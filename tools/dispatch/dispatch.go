@@ -71,7 +71,9 @@ type Service struct {
 }
 
 // NewService builds the dispatcher. tokens may be nil.
-func NewService(cfg Config, st *store.Store, client *outbound.Client, bill *billing.Service, tok *tokens.Service, now func() time.Time, log *slog.Logger) *Service {
+func NewService(cfg Config, d tools.Deps, client *outbound.Client, bill *billing.Service, tok *tokens.Service) *Service {
+	d = d.WithDefaults()
+	st, now, log := d.Store, d.Now, d.Log
 	if cfg.Intents == nil {
 		cfg.Intents = st.IntentByHandle
 	}

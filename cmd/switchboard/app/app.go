@@ -287,7 +287,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	// The intent and the caller's tier every invocation reads, from memory on every replica.
 	rows := rowcache.New(d)
 	billCfg.TierOf = rows.Tier
-	billSvc := billing.NewService(st, billCfg, now, log)
+	billSvc := billing.NewService(billCfg, d)
 
 	mailer, err := chooseMailer(cfg, deps, log)
 	if err != nil {
@@ -326,7 +326,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	failpoint := failpointOf(cfg.Failpoint, log)
-	dispatchSvc, err := newDispatch(cfg, st, now, log, dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
+	dispatchSvc, err := newDispatch(cfg, d, dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
 		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint}, partnerOut, billSvc, tokenSvc)
 	if err != nil {
 		return nil, err
@@ -436,8 +436,8 @@ func newPartners(cfg Config, d tools.Deps, mailer onboarding.Mailer, out *outbou
 
 // newDispatch builds invoke_partner_message's service with its journal of write outcomes in
 // the data directory (kept until the database has them).
-func newDispatch(cfg Config, st *store.Store, now func() time.Time, log *slog.Logger, dc dispatch.Config, out *outbound.Client, bill *billing.Service, tok *tokens.Service) (*dispatch.Service, error) {
-	svc := dispatch.NewService(dc, st, out, bill, tok, now, log)
+func newDispatch(cfg Config, d tools.Deps, dc dispatch.Config, out *outbound.Client, bill *billing.Service, tok *tokens.Service) (*dispatch.Service, error) {
+	svc := dispatch.NewService(dc, d, out, bill, tok)
 	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
 	if err != nil {
 		return nil, err

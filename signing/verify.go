@@ -435,34 +435,56 @@ func (v *Verifier) Verify(ctx context.Context, body []byte, h http.Header) (*Env
 		return nil, err
 	}
 
-	payload := make([]byte, 0, len(body))
-	payload = append(payload, '{')
-	argsAt := [2]int{-1, -1}
-	first := true
-	for _, m := range members {
-		if m == sigNode {
-			continue
-		}
-		if !first {
-			payload = append(payload, ',')
-		}
-		first = false
-		payload = appendQuoted(payload, p.key(m))
-		payload = append(payload, ':')
-		start := len(payload)
-		if payload, err = p.write(payload, m); err != nil {
-			return nil, badInput("request envelope: "+err.Error(), err)
-		}
-		if f, ok := field["args"]; ok && f == m {
-			argsAt = [2]int{start, len(payload)}
-		}
+	payload, argsAt, err := p.appendSigned(make([]byte, 0, len(body)), members, sigNode)
+	if err != nil {
+		return nil, badInput("request envelope: "+err.Error(), err)
 	}
-	payload = append(payload, '}')
 	if !v.verifies(pub, payload, sig) {
 		return nil, unauthorized("service signature does not verify")
 	}
+	env, e := p.envelope(field, sigNode, payload, argsAt)
+	if e != nil {
+		return nil, e
+	}
+	if err := v.checkFreshness(env, h); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
 
-	env := &Envelope{ServiceSignature: p.stringValue(sigNode)}
+// appendSigned appends the canonical JSON of the envelope object whose sorted members are
+// members, minus serviceSignature (member sig): the bytes the service signed. argsAt is where
+// the value of args lies in them, {-1, -1} without args.
+func (p *parser) appendSigned(dst []byte, members []int32, sig int32) ([]byte, [2]int, error) {
+	dst = append(dst, '{')
+	argsAt := [2]int{-1, -1}
+	first := true
+	for _, m := range members {
+		if m == sig {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendQuoted(dst, p.key(m))
+		dst = append(dst, ':')
+		start := len(dst)
+		var err error
+		if dst, err = p.write(dst, m); err != nil {
+			return dst, argsAt, err
+		}
+		if string(p.key(m)) == "args" { // keys are unique: sortedMembers refuses duplicates
+			argsAt = [2]int{start, len(dst)}
+		}
+	}
+	return append(dst, '}'), argsAt, nil
+}
+
+// envelope reads the fields of a verified envelope: field maps the envelope's member names
+// to their nodes, and payload[argsAt[0]:argsAt[1]] is args in canonical form.
+func (p *parser) envelope(field map[string]int32, sig int32, payload []byte, argsAt [2]int) (*Envelope, *Error) {
+	env := &Envelope{ServiceSignature: p.stringValue(sig)}
 	for _, f := range []struct {
 		name string
 		dst  *string
@@ -499,9 +521,6 @@ func (v *Verifier) Verify(ctx context.Context, body []byte, h http.Header) (*Env
 		return nil, badInput("request envelope: timestamp is not a Unix time in milliseconds", err)
 	}
 	env.Timestamp = int64(ts)
-	if err := v.checkFreshness(env, h); err != nil {
-		return nil, err
-	}
 	return env, nil
 }
 

@@ -156,69 +156,87 @@ func foldNullable(m map[string]any) {
 // oneOf with a null branch, and an object with neither properties nor an additionalProperties
 // schema (except the object branch of AnyValue's union).
 func StrictProblems(doc any) []string {
-	var out []string
-	var walk func(s any, at string, property bool, keyword string, open bool)
-	walk = func(s any, at string, property bool, keyword string, open bool) {
-		if b, ok := s.(bool); ok {
-			if b || keyword != "additionalProperties" {
-				out = append(out, at+": boolean schema "+fmt.Sprint(b)+"; write an explicit schema")
-			}
-			return
+	var w strictWalker
+	w.walk(doc, "#", false, "", false)
+	return w.problems
+}
+
+// strictWalker collects StrictProblems' findings, walking a schema depth first.
+type strictWalker struct {
+	problems []string
+}
+
+// walk checks schema s found at at; property says it describes a value (a property, items,
+// additionalProperties or a prefixItems entry), keyword is the keyword it sits under and open
+// that it is a branch of AnyValue's union.
+func (w *strictWalker) walk(s any, at string, property bool, keyword string, open bool) {
+	if b, ok := s.(bool); ok {
+		if b || keyword != "additionalProperties" {
+			w.problems = append(w.problems, at+": boolean schema "+fmt.Sprint(b)+"; write an explicit schema")
 		}
-		m, ok := s.(map[string]any)
-		if !ok {
-			out = append(out, at+": not a schema object")
-			return
-		}
-		if property && !typed(m) {
-			out = append(out, at+": no type; give it a type (an open value lists every JSON type)")
-		}
-		if list, ok := m["oneOf"].([]any); ok {
-			for _, b := range list {
-				if bm, _ := b.(map[string]any); bm["type"] == "null" {
-					out = append(out, at+": oneOf with a null branch; use a type array or anyOf")
-				}
-			}
-		}
-		if _, ok := m["type"].([]any); ok {
-			out = append(out, at+": type is an array; use anyOf branches with one type each")
-		}
-		if m["type"] == "object" && !open {
-			_, props := m["properties"]
-			ap, hasAP := m["additionalProperties"]
-			_, apSchema := ap.(map[string]any)
-			if !props && !(hasAP && apSchema) {
-				out = append(out, at+`: object without properties; declare them or an additionalProperties schema`)
-			}
-		}
-		for _, k := range subschemaOne {
-			if v, ok := m[k]; ok {
-				walk(v, at+"/"+k, k == "items" || k == "additionalProperties", k, false)
-			}
-		}
-		for _, k := range subschemaMaps {
-			if props, ok := m[k].(map[string]any); ok {
-				names := make([]string, 0, len(props))
-				for n := range props {
-					names = append(names, n)
-				}
-				sort.Strings(names)
-				for _, n := range names {
-					walk(props[n], at+"/"+k+"/"+n, k == "properties", k, false)
-				}
-			}
-		}
-		for _, k := range subschemaLists {
-			if list, ok := m[k].([]any); ok {
-				union := k == "anyOf" && isAnyValue(m)
-				for i, v := range list {
-					walk(v, fmt.Sprintf("%s/%s/%d", at, k, i), k == "prefixItems", k, union)
-				}
+		return
+	}
+	m, ok := s.(map[string]any)
+	if !ok {
+		w.problems = append(w.problems, at+": not a schema object")
+		return
+	}
+	w.check(m, at, property, open)
+	w.subschemas(m, at)
+}
+
+// check applies the rules to one schema object, not to its subschemas.
+func (w *strictWalker) check(m map[string]any, at string, property, open bool) {
+	if property && !typed(m) {
+		w.problems = append(w.problems, at+": no type; give it a type (an open value lists every JSON type)")
+	}
+	if list, ok := m["oneOf"].([]any); ok {
+		for _, b := range list {
+			if bm, _ := b.(map[string]any); bm["type"] == "null" {
+				w.problems = append(w.problems, at+": oneOf with a null branch; use a type array or anyOf")
 			}
 		}
 	}
-	walk(doc, "#", false, "", false)
-	return out
+	if _, ok := m["type"].([]any); ok {
+		w.problems = append(w.problems, at+": type is an array; use anyOf branches with one type each")
+	}
+	if m["type"] == "object" && !open {
+		_, props := m["properties"]
+		ap, hasAP := m["additionalProperties"]
+		_, apSchema := ap.(map[string]any)
+		if !props && !(hasAP && apSchema) {
+			w.problems = append(w.problems, at+`: object without properties; declare them or an additionalProperties schema`)
+		}
+	}
+}
+
+// subschemas walks the subschemas of m, properties in name order.
+func (w *strictWalker) subschemas(m map[string]any, at string) {
+	for _, k := range subschemaOne {
+		if v, ok := m[k]; ok {
+			w.walk(v, at+"/"+k, k == "items" || k == "additionalProperties", k, false)
+		}
+	}
+	for _, k := range subschemaMaps {
+		if props, ok := m[k].(map[string]any); ok {
+			names := make([]string, 0, len(props))
+			for n := range props {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				w.walk(props[n], at+"/"+k+"/"+n, k == "properties", k, false)
+			}
+		}
+	}
+	for _, k := range subschemaLists {
+		if list, ok := m[k].([]any); ok {
+			union := k == "anyOf" && isAnyValue(m)
+			for i, v := range list {
+				w.walk(v, fmt.Sprintf("%s/%s/%d", at, k, i), k == "prefixItems", k, union)
+			}
+		}
+	}
 }
 
 // typed reports whether a schema says what type its values have.

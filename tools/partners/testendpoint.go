@@ -67,64 +67,17 @@ type TestOutput struct {
 
 // Test runs partner_test_endpoint for accountID.
 func (s *Service) Test(ctx context.Context, accountID string, in TestInput) (TestOutput, error) {
-	var row *store.PartnerIntent
-	switch {
-	case in.IntentID != "" && in.ToolEndpoint != "":
-		return TestOutput{}, tools.Errorf(tools.CodeBadInput, "give intentId or toolEndpoint, not both")
-	case in.IntentID != "":
-		if in.BindingType != "" || in.PublicIdentifier != "" || in.TimeoutMs != nil {
-			return TestOutput{}, tools.Errorf(tools.CodeBadInput, "bindingType, publicIdentifier and timeoutMs go with toolEndpoint; an intent is tested with its own")
-		}
-		var err error
-		if row, err = s.owned(ctx, accountID, in.IntentID); err != nil {
-			return TestOutput{}, err
-		}
-	case in.ToolEndpoint != "":
-		if s.cfg.Env == "production" {
-			return TestOutput{}, tools.Errorf(tools.CodeForbidden, "on production, partner_test_endpoint tests your published intents only (give intentId); test URLs on the test environment")
-		}
-		if p := s.validator.Endpoint(ctx, in.ToolEndpoint); p != nil {
-			return TestOutput{}, problemsError("cannot test this endpoint", []Problem{*p}, nil)
-		}
-		row = &store.PartnerIntent{ID: "test", OwnerID: accountID, ToolEndpoint: in.ToolEndpoint, BindingType: in.BindingType,
-			TimeoutMs: DefaultTimeoutMs, ParametersSchema: DefaultParametersSchema, FeeRateUnit: FeeUSDPerCall, PublicIdentifier: in.PublicIdentifier}
-		if row.BindingType == "" {
-			row.BindingType = string(signing.BindingREST)
-		}
-		if in.TimeoutMs != nil {
-			if p := Timeout(*in.TimeoutMs); p != nil {
-				return TestOutput{}, problemsError("cannot test this endpoint", []Problem{*p}, nil)
-			}
-			row.TimeoutMs = *in.TimeoutMs
-		}
-		if row.BindingType == string(signing.BindingMCPHTTP) && row.PublicIdentifier == "" {
-			return TestOutput{}, tools.Errorf(tools.CodeBadInput, "an MCP_HTTP test calls the tool named exactly as your handle: give publicIdentifier (e.g. @my-tool)")
-		}
-		if p, err := s.store.PartnerByAccount(ctx, accountID); err == nil {
-			row.PartnerID = p.ID
-		}
-	default:
-		return TestOutput{}, tools.Errorf(tools.CodeBadInput, "give intentId (one of your intents) or toolEndpoint (a URL to test)")
+	row, err := s.testRow(ctx, accountID, in)
+	if err != nil {
+		return TestOutput{}, err
 	}
 
 	rt := RoundTrip{RequestID: signing.NewRequestID(), Notes: []string{}}
-	var args []byte
-	if len(in.Args) > 0 {
-		args, rt.ArgsSource = in.Args, ArgsGiven
-		if in.IntentID != "" {
-			schema := row.ParametersSchema
-			what := "parametersSchema"
-			if IsFlatFee(row.FeeRateUnit) {
-				schema, what = `{"type":"object","properties":{"query":{"type":"string"}},"required":["query"],"additionalProperties":false}`, "the flat-fee args {query}"
-			}
-			if e := validateArgs(schema, args); e != nil {
-				e.Message = "args do not match " + what + ": " + e.Message
-				return TestOutput{}, e
-			}
-		}
-	} else {
-		args, rt.ArgsSource = ProbeArgs(row)
+	args, source, err := testArgs(row, in)
+	if err != nil {
+		return TestOutput{}, err
 	}
+	rt.ArgsSource = source
 	rt.Args = ArgsDoc(args)
 	t := Target(row)
 	fields := signing.CallFields{RequestID: rt.RequestID, IntentDefinitionID: row.ID, UserID: s.UserID(accountID, row.PartnerID), Args: args}
@@ -168,6 +121,74 @@ func (s *Service) Test(ctx context.Context, accountID string, in TestInput) (Tes
 		out.Summary += "; the intent is archived and cannot be activated"
 	}
 	return out, nil
+}
+
+// testRow returns what partner_test_endpoint tests: one of accountID's intents, or an
+// unpublished row for a URL (not on production).
+func (s *Service) testRow(ctx context.Context, accountID string, in TestInput) (*store.PartnerIntent, error) {
+	switch {
+	case in.IntentID != "" && in.ToolEndpoint != "":
+		return nil, tools.Errorf(tools.CodeBadInput, "give intentId or toolEndpoint, not both")
+	case in.IntentID != "":
+		if in.BindingType != "" || in.PublicIdentifier != "" || in.TimeoutMs != nil {
+			return nil, tools.Errorf(tools.CodeBadInput, "bindingType, publicIdentifier and timeoutMs go with toolEndpoint; an intent is tested with its own")
+		}
+		return s.owned(ctx, accountID, in.IntentID)
+	case in.ToolEndpoint != "":
+		return s.urlRow(ctx, accountID, in)
+	default:
+		return nil, tools.Errorf(tools.CodeBadInput, "give intentId (one of your intents) or toolEndpoint (a URL to test)")
+	}
+}
+
+// urlRow is the unpublished intent a test of in.ToolEndpoint calls: the defaults, with the
+// binding, handle and timeout in gives.
+func (s *Service) urlRow(ctx context.Context, accountID string, in TestInput) (*store.PartnerIntent, error) {
+	if s.cfg.Env == "production" {
+		return nil, tools.Errorf(tools.CodeForbidden, "on production, partner_test_endpoint tests your published intents only (give intentId); test URLs on the test environment")
+	}
+	if p := s.validator.Endpoint(ctx, in.ToolEndpoint); p != nil {
+		return nil, problemsError("cannot test this endpoint", []Problem{*p}, nil)
+	}
+	row := &store.PartnerIntent{ID: "test", OwnerID: accountID, ToolEndpoint: in.ToolEndpoint, BindingType: in.BindingType,
+		TimeoutMs: DefaultTimeoutMs, ParametersSchema: DefaultParametersSchema, FeeRateUnit: FeeUSDPerCall, PublicIdentifier: in.PublicIdentifier}
+	if row.BindingType == "" {
+		row.BindingType = string(signing.BindingREST)
+	}
+	if in.TimeoutMs != nil {
+		if p := Timeout(*in.TimeoutMs); p != nil {
+			return nil, problemsError("cannot test this endpoint", []Problem{*p}, nil)
+		}
+		row.TimeoutMs = *in.TimeoutMs
+	}
+	if row.BindingType == string(signing.BindingMCPHTTP) && row.PublicIdentifier == "" {
+		return nil, tools.Errorf(tools.CodeBadInput, "an MCP_HTTP test calls the tool named exactly as your handle: give publicIdentifier (e.g. @my-tool)")
+	}
+	if p, err := s.store.PartnerByAccount(ctx, accountID); err == nil {
+		row.PartnerID = p.ID
+	}
+	return row, nil
+}
+
+// testArgs returns the args of the round trip and where they came from. Args given for an
+// intent must match its parametersSchema ({query} for a flat fee).
+func testArgs(row *store.PartnerIntent, in TestInput) ([]byte, string, error) {
+	if len(in.Args) == 0 {
+		args, source := ProbeArgs(row)
+		return args, source, nil
+	}
+	if in.IntentID != "" {
+		schema := row.ParametersSchema
+		what := "parametersSchema"
+		if IsFlatFee(row.FeeRateUnit) {
+			schema, what = `{"type":"object","properties":{"query":{"type":"string"}},"required":["query"],"additionalProperties":false}`, "the flat-fee args {query}"
+		}
+		if e := validateArgs(schema, in.Args); e != nil {
+			e.Message = "args do not match " + what + ": " + e.Message
+			return nil, "", e
+		}
+	}
+	return in.Args, ArgsGiven, nil
 }
 
 func validateArgs(schema string, args []byte) *tools.Error {

@@ -283,23 +283,9 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 	if !IsCategory(category) {
 		add(&Problem{"category", fmt.Sprintf("must be one of the write categories %v or the idempotent categories %v", WriteCategories, IdempotentCategories)})
 	}
-	row.Capabilities = []string{}
-	for _, c := range in.Capabilities {
-		switch {
-		case !slices.Contains(Capabilities, c):
-			add(&Problem{"capabilities", fmt.Sprintf("unknown capability %q; the capabilities are %v", c, Capabilities)})
-		case slices.Contains(row.Capabilities, c):
-			add(&Problem{"capabilities", fmt.Sprintf("%s is listed twice", c)})
-		default:
-			row.Capabilities = append(row.Capabilities, c)
-		}
-	}
-	for _, c := range []string{CapMutatesUserFunds, CapRequiresUserSignature} {
-		if slices.Contains(row.Capabilities, c) && IsCategory(category) && !IsWriteCategory(category) {
-			add(&Problem{"capabilities", fmt.Sprintf("%s needs a write category (%s); %s is idempotent, and an intent that moves funds must be confirmed by the caller and never retried",
-				c, strings.Join(WriteCategories, ", "), category)})
-		}
-	}
+	var cps []Problem
+	row.Capabilities, cps = capabilities(category, in.Capabilities)
+	ps = append(ps, cps...)
 
 	if row.BindingType == "" {
 		row.BindingType = string(signing.BindingREST)
@@ -317,18 +303,8 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 	if len(params) == 0 {
 		params = []byte(DefaultParametersSchema)
 	}
-	row.ParametersSchema, _, p = schemaDoc("parametersSchema", params, true)
+	row.ParametersSchema, p = parametersSchema(category, in.FeeRateUnit, params)
 	add(p)
-	// Writes that move tokens are dispatched only after their token arguments are resolved
-	// (spam short-circuited, ambiguity asked back): such an intent must say which they are.
-	// Flat-fee intents get only {query} and parse it themselves.
-	if p == nil && RuleOf(category).MovesTokens && !IsFlatFee(in.FeeRateUnit) {
-		if marked, _ := tokens.TokenProperties(params); len(marked) == 0 {
-			add(&Problem{"parametersSchema", fmt.Sprintf(`a %s intent must mark its token arguments so Switchboard resolves them before dispatch: `+
-				`add "x-token": true to each (the chain is read from a sibling "chain" argument) or "x-token": {"chainProperty": "<argument>"}, `+
-				`e.g. {"type":"object","properties":{"token":{"type":"string","x-token":true},"chain":{"type":"string"},"amount":{"type":"string"}},"required":["token","amount"]}`, category)})
-		}
-	}
 	if len(in.OutputSchema) > 0 {
 		var out string
 		out, _, p = schemaDoc("outputSchema", in.OutputSchema, false)
@@ -353,19 +329,8 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 	if row.Tier == "" {
 		row.Tier = TierOneShot
 	}
-	switch {
-	case !slices.Contains(Tiers, row.Tier):
-		add(&Problem{"tier", "must be one_shot or delegation"})
-	case row.Tier == TierDelegation && len(in.PricingShape) == 0:
-		add(&Problem{"pricingShape", "is required for tier delegation"})
-	case row.Tier == TierOneShot && len(in.PricingShape) > 0:
-		add(&Problem{"pricingShape", "must be null for one_shot intents (set tier delegation to price a delegation)"})
-	case len(in.PricingShape) > 0:
-		var shape string
-		shape, p = pricing(in.PricingShape)
-		add(p)
-		row.PricingShape = &shape
-	}
+	row.PricingShape, p = tierPricing(row.Tier, in.PricingShape)
+	add(p)
 
 	row.SampleQueries, p = SampleQueries(in.SampleQueries)
 	add(p)
@@ -373,6 +338,66 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 		row.SampleQueries = []string{}
 	}
 	return row, ps
+}
+
+// capabilities returns the known capabilities listed, each once, and the problems: unknown or
+// repeated ones, and ones that move funds on an idempotent category.
+func capabilities(category string, listed []string) ([]string, []Problem) {
+	var ps []Problem
+	caps := []string{}
+	for _, c := range listed {
+		switch {
+		case !slices.Contains(Capabilities, c):
+			ps = append(ps, Problem{"capabilities", fmt.Sprintf("unknown capability %q; the capabilities are %v", c, Capabilities)})
+		case slices.Contains(caps, c):
+			ps = append(ps, Problem{"capabilities", fmt.Sprintf("%s is listed twice", c)})
+		default:
+			caps = append(caps, c)
+		}
+	}
+	for _, c := range []string{CapMutatesUserFunds, CapRequiresUserSignature} {
+		if slices.Contains(caps, c) && IsCategory(category) && !IsWriteCategory(category) {
+			ps = append(ps, Problem{"capabilities", fmt.Sprintf("%s needs a write category (%s); %s is idempotent, and an intent that moves funds must be confirmed by the caller and never retried",
+				c, strings.Join(WriteCategories, ", "), category)})
+		}
+	}
+	return caps, ps
+}
+
+// parametersSchema checks an intent's parametersSchema and returns it compacted.
+func parametersSchema(category, feeUnit string, params []byte) (string, *Problem) {
+	doc, _, p := schemaDoc("parametersSchema", params, true)
+	if p != nil {
+		return doc, p
+	}
+	// Writes that move tokens are dispatched only after their token arguments are resolved
+	// (spam short-circuited, ambiguity asked back): such an intent must say which they are.
+	// Flat-fee intents get only {query} and parse it themselves.
+	if RuleOf(category).MovesTokens && !IsFlatFee(feeUnit) {
+		if marked, _ := tokens.TokenProperties(params); len(marked) == 0 {
+			return doc, &Problem{"parametersSchema", fmt.Sprintf(`a %s intent must mark its token arguments so Switchboard resolves them before dispatch: `+
+				`add "x-token": true to each (the chain is read from a sibling "chain" argument) or "x-token": {"chainProperty": "<argument>"}, `+
+				`e.g. {"type":"object","properties":{"token":{"type":"string","x-token":true},"chain":{"type":"string"},"amount":{"type":"string"}},"required":["token","amount"]}`, category)}
+		}
+	}
+	return doc, nil
+}
+
+// tierPricing checks a tier against its pricing shape, which only a delegation has; it
+// returns the shape compacted (nil without one).
+func tierPricing(tier string, shape []byte) (*string, *Problem) {
+	switch {
+	case !slices.Contains(Tiers, tier):
+		return nil, &Problem{"tier", "must be one_shot or delegation"}
+	case tier == TierDelegation && len(shape) == 0:
+		return nil, &Problem{"pricingShape", "is required for tier delegation"}
+	case tier == TierOneShot && len(shape) > 0:
+		return nil, &Problem{"pricingShape", "must be null for one_shot intents (set tier delegation to price a delegation)"}
+	case len(shape) > 0:
+		s, p := pricing(shape)
+		return &s, p
+	}
+	return nil, nil
 }
 
 // problemsError turns problems into one BAD_INPUT error; prefix names the intent.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/switchboard-hq/switchboard/chain/httpx"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools/tokens/lists"
 )
 
 // SourceReport is how one public list fared in a refresh.
@@ -21,64 +23,22 @@ type SourceReport struct {
 // reported and skipped; the error is non-nil only when every source failed.
 func (s *Service) Refresh(ctx context.Context) ([]SourceReport, error) {
 	var reports []SourceReport
-	ids := map[string]string{} // platform + "/" + address key -> CoinGecko id
 	coins, err := s.cgList.CoinsList(ctx)
 	rep := SourceReport{Source: "coingecko coins list", Tokens: len(coins)}
 	if err != nil {
 		rep.Err = httpx.Reason(err)
 	}
 	reports = append(reports, rep)
-	for _, c := range coins {
-		for platform, addr := range c.Platforms {
-			if addr == "" || c.ID == "" {
-				continue
-			}
-			for _, ch := range Chains {
-				if ch.CoinGecko == platform {
-					ids[platform+"/"+AddressKey(ch, addr)] = c.ID
-				}
-			}
-		}
-	}
+	ids := coinGeckoIDs(coins)
 	var all []*store.Token
 	now := s.now()
 	for _, ch := range Chains {
-		list, err := s.cgList.TokenList(ctx, ch.CoinGecko)
-		rep := SourceReport{Source: "coingecko token list " + ch.CoinGecko}
-		if err != nil {
-			rep.Err = httpx.Reason(err)
-			reports = append(reports, rep)
-			continue
-		}
-		for _, t := range list {
-			dec, err := t.Decimals.Int64()
-			if err != nil || dec < 0 || dec > 36 || t.Symbol == "" || !validAddress(ch, DisplayAddress(ch, t.Address)) {
-				continue
-			}
-			key := AddressKey(ch, t.Address)
-			all = append(all, &store.Token{Chain: ch.Name, AddressKey: key, Address: DisplayAddress(ch, t.Address),
-				Ticker: clip(t.Symbol, 32), Name: clip(t.Name, 100), Decimals: int(dec), MarketDataID: ids[ch.CoinGecko+"/"+key],
-				Listed: true, Source: "coingecko-list", UpdatedAt: now})
-			rep.Tokens++
-		}
+		list, rep := s.coinGeckoTokens(ctx, ch, ids, now)
+		all = append(all, list...)
 		reports = append(reports, rep)
 	}
-	sol := chainOf("solana")
-	verified, err := s.jupList.Verified(ctx)
-	rep = SourceReport{Source: "jupiter verified"}
-	if err != nil {
-		rep.Err = httpx.Reason(err)
-	}
-	for _, t := range verified {
-		dec, err := t.Decimals.Int64()
-		if err != nil || dec < 0 || dec > 36 || t.Symbol == "" || !validAddress(sol, t.ID) {
-			continue
-		}
-		all = append(all, &store.Token{Chain: sol.Name, AddressKey: t.ID, Address: t.ID, Ticker: clip(t.Symbol, 32),
-			Name: clip(t.Name, 100), Decimals: int(dec), MarketDataID: ids[sol.CoinGecko+"/"+t.ID],
-			Listed: true, Source: "jupiter-verified", UpdatedAt: now})
-		rep.Tokens++
-	}
+	verified, rep := s.jupiterTokens(ctx, ids, now)
+	all = append(all, verified...)
 	reports = append(reports, rep)
 	failed := 0
 	for _, r := range reports {
@@ -94,6 +54,72 @@ func (s *Service) Refresh(ctx context.Context) ([]SourceReport, error) {
 	}
 	s.forgetSearches()
 	return reports, nil
+}
+
+// coinGeckoIDs maps platform + "/" + address key to the CoinGecko id, for the coins on the
+// supported chains.
+func coinGeckoIDs(coins []lists.Coin) map[string]string {
+	ids := map[string]string{}
+	for _, c := range coins {
+		for platform, addr := range c.Platforms {
+			if addr == "" || c.ID == "" {
+				continue
+			}
+			for _, ch := range Chains {
+				if ch.CoinGecko == platform {
+					ids[platform+"/"+AddressKey(ch, addr)] = c.ID
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// coinGeckoTokens reads CoinGecko's token list of ch, keeping the entries with a symbol, sane
+// decimals and a valid address.
+func (s *Service) coinGeckoTokens(ctx context.Context, ch Chain, ids map[string]string, now time.Time) ([]*store.Token, SourceReport) {
+	list, err := s.cgList.TokenList(ctx, ch.CoinGecko)
+	rep := SourceReport{Source: "coingecko token list " + ch.CoinGecko}
+	if err != nil {
+		rep.Err = httpx.Reason(err)
+		return nil, rep
+	}
+	var out []*store.Token
+	for _, t := range list {
+		dec, err := t.Decimals.Int64()
+		if err != nil || dec < 0 || dec > 36 || t.Symbol == "" || !validAddress(ch, DisplayAddress(ch, t.Address)) {
+			continue
+		}
+		key := AddressKey(ch, t.Address)
+		out = append(out, &store.Token{Chain: ch.Name, AddressKey: key, Address: DisplayAddress(ch, t.Address),
+			Ticker: clip(t.Symbol, 32), Name: clip(t.Name, 100), Decimals: int(dec), MarketDataID: ids[ch.CoinGecko+"/"+key],
+			Listed: true, Source: "coingecko-list", UpdatedAt: now})
+		rep.Tokens++
+	}
+	return out, rep
+}
+
+// jupiterTokens reads Jupiter's verified Solana tokens, keeping the entries with a symbol,
+// sane decimals and a valid address.
+func (s *Service) jupiterTokens(ctx context.Context, ids map[string]string, now time.Time) ([]*store.Token, SourceReport) {
+	sol := chainOf("solana")
+	verified, err := s.jupList.Verified(ctx)
+	rep := SourceReport{Source: "jupiter verified"}
+	if err != nil {
+		rep.Err = httpx.Reason(err)
+	}
+	var out []*store.Token
+	for _, t := range verified {
+		dec, err := t.Decimals.Int64()
+		if err != nil || dec < 0 || dec > 36 || t.Symbol == "" || !validAddress(sol, t.ID) {
+			continue
+		}
+		out = append(out, &store.Token{Chain: sol.Name, AddressKey: t.ID, Address: t.ID, Ticker: clip(t.Symbol, 32),
+			Name: clip(t.Name, 100), Decimals: int(dec), MarketDataID: ids[sol.CoinGecko+"/"+t.ID],
+			Listed: true, Source: "jupiter-verified", UpdatedAt: now})
+		rep.Tokens++
+	}
+	return out, rep
 }
 
 // dedupe keeps the first token per chain and address (one batch must not touch a row twice).

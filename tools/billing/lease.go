@@ -270,22 +270,6 @@ func (ls *Leases) queueReturn(accountID, id string) {
 	})
 }
 
-// reserveFromLeaseIn writes a call's reservation r inside q's transaction, drawing its worst
-// case from the lease leaseID: the lease row holds that much less, the call's row holds it,
-// and the reserved part moves from available to reserved in the ledger, as reserveIn moves
-// it. When the lease is gone (the sweeper refunded it while this replica had lost its
-// database), r is reserved on its own, checked as reserveIn checks it.
-func (s *Service) reserveFromLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64) error {
-	drawn, err := s.drawIn(ctx, q, leaseID, r, spendLimitMicro)
-	if err != nil || !drawn {
-		return err
-	}
-	if err := q.InsertReservation(ctx, r); err != nil {
-		return err
-	}
-	return apply(ctx, q, r, r.CreatedAt, drawMove(r))
-}
-
 // drawIn draws r's worst case from the lease row; when the lease is gone it reserves r on its
 // own (reserveIn) and reports false.
 func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64) (bool, error) {

@@ -23,7 +23,7 @@ const testRedirect = "http://127.0.0.1:3000/callback"
 func connect(t *testing.T, st *store.Store, svc *Service, clientID, accountID, keyID string, scopes []string, exchange bool) string {
 	t.Helper()
 	ctx := context.Background()
-	now := svc.Config().Now().UTC()
+	now := svc.now().UTC()
 	if err := st.CreateKey(ctx, &store.APIKey{ID: keyID, AccountID: accountID, Name: keyID, Prefix: "sb_" + keyID, Hash: "h_" + keyID,
 		Scopes: scopes, CreatedAt: now}); err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestConnections(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 		clock := func() time.Time { return now }
-		svc := New(Config{Issuer: "https://sb.example", Resource: "https://sb.example/mcp", Now: clock}, st)
+		svc := New(Config{Issuer: "https://sb.example", Resource: "https://sb.example/mcp"}, tools.Deps{Store: st, Now: clock})
 		for _, id := range []string{"a1", "a2"} {
 			if err := st.CreateAccount(ctx, &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, nil); err != nil {
 				t.Fatal(err)

@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -163,4 +165,36 @@ func TestCodeGuessesAndSingleUse(t *testing.T) {
 			t.Fatal("a code was consumed twice")
 		}
 	})
+}
+
+// SQLite's connections leave the write-ahead log alone after their commits (no checkpoint,
+// with its fsyncs, inside a commit); Checkpoint copies it into the database file.
+func TestSQLiteCheckpointsOffTheCommitPath(t *testing.T) {
+	ctx := context.Background()
+	path := storetest.DSN(t, "sqlite")
+	s := storetest.OpenURL(t, path)
+	var every int
+	if err := s.DB().NewRaw("PRAGMA wal_autocheckpoint").Scan(ctx, &every); err != nil || every != 0 {
+		t.Fatalf("wal_autocheckpoint %d %v, want 0", every, err)
+	}
+	for i := range 200 {
+		id := fmt.Sprintf("ckpt-%d", i)
+		if err := s.CreateAccount(ctx, &store.Account{ID: id, Email: id + "@example.com", CreatedAt: time.Now().UTC()}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := size(); after <= before {
+		t.Fatalf("the database file is %d bytes after the checkpoint, %d before: nothing was copied from the log", after, before)
+	}
 }

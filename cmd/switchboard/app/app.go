@@ -382,6 +382,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
 	bg.Go(func() { rows.Watch(bgCtx) })
 	bg.Go(func() { batcher.Run(bgCtx) })
+	bg.Go(func() { repeat(bgCtx, log, time.Second, "checkpoint the SQLite write-ahead log", st.Checkpoint) })
 	if leases != nil {
 		bg.Go(func() {
 			repeat(bgCtx, log, time.Second, "return idle leases", func(context.Context) error { leases.ReturnIdle(); return nil })

@@ -58,6 +58,14 @@ func BenchmarkBroker(b *testing.B) {
 			b.Run("latency", func(b *testing.B) { brokerLatency(b, w) })
 			b.Run("throughput", func(b *testing.B) { brokerThroughput(b, w, d) })
 			b.Run("resolve", func(b *testing.B) { brokerResolve(b, w) })
+			// Every record of the load has landed whole: the ledger's invariants hold.
+			ctx := context.Background()
+			if err := w.env.App.Settled(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := w.env.App.Store.LedgerCheck(ctx); err != nil {
+				b.Fatalf("ledger-check after the benchmark: %v", err)
+			}
 		})
 	}
 }

@@ -138,7 +138,9 @@ func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, a
 	if h := cl.hold; h != nil && h.OnLease() {
 		// Nothing of the call is written yet: one write records it whole, before the answer.
 		done := make(chan error, 1)
-		h.ConcludeOnLease(ctx, billing.Conclusion{Settlement: st, Reason: refundReason}, *inv.FinishedAt, finishOnLeaseIn(inv, attempts, detail), func(err error) { logged(err); done <- err })
+		if !h.ConcludeOnLease(ctx, billing.Conclusion{Settlement: st, Reason: refundReason}, *inv.FinishedAt, finishOnLeaseIn(inv, attempts, detail), func(err error) { logged(err); done <- err }) {
+			return ErrAlreadyFinished // concluded once already
+		}
 		return awaitRecord(done)
 	}
 	write := s.finishIn(inv, attempts, st, refundReason, detail)

@@ -81,7 +81,9 @@ type LedgerEntry struct {
 }
 
 // Posting is one leg of a ledger transaction: Micro (signed) on Book, of a kind
-// ("reserve", "consume", "partner_fee", "platform_fee", "gas", "refund", "grant").
+// ("reserve", "consume", "partner_fee", "platform_fee", "gas", "refund", "grant", and
+// "charge": a call's total taken from available credit in one leg, when it was drawn from a
+// budget lease and concluded in the same write).
 type Posting struct {
 	Book  string
 	Micro int64

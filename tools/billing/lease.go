@@ -282,8 +282,8 @@ func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *sto
 }
 
 // concludeOnLeaseIn writes inside q's transaction all the money of a call whose reservation
-// was drawn from the lease leaseID: the draw, the reservation and its conclusion, with the same rows and ledger transactions as a
-// hold written and then closed, in one update of each balance row.
+// was drawn from the lease leaseID: the draw, the reservation (inserted closed) and its
+// conclusion, in one update of each balance row and one ledger transaction (concludedMove).
 func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64, c Conclusion, now time.Time) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.conclude")
 	defer func() { tracing.End(span, err) }()
@@ -308,7 +308,7 @@ func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 	if err := q.InsertClosedReservation(ctx, r, state, now); err != nil {
 		return err
 	}
-	return apply(ctx, q, r, now, drawMove(r), end)
+	return apply(ctx, q, r, now, concludedMove(r, c.Settlement))
 }
 
 // ReturnIdle returns the leases unused for the configured idle time.

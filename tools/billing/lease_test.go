@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -327,6 +328,26 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			}
 			if want := map[bool]string{true: store.ReservationSettled, false: store.ReservationRefunded}[i%2 == 0]; state != want {
 				t.Fatalf("reservation o%d is %s, want %s", i, state, want)
+			}
+			// Its ledger is its breakdown in one transaction, never through the reserved book:
+			// a settled call's total charged once and each counterpart by kind; a refunded
+			// call, nothing.
+			entries, err := st.LedgerEntries(ctx, fmt.Sprintf("o%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			txns := map[string]bool{}
+			for _, e := range entries {
+				got[e.Kind] += e.AmountMicro
+				txns[e.TxnID] = true
+			}
+			want := map[string]int64{}
+			if i%2 == 0 {
+				want = map[string]int64{"charge": -each, "consume": 100, "partner_fee": 120, "platform_fee": 50}
+			}
+			if len(entries) != len(want) || len(txns) > 1 || !maps.Equal(got, want) {
+				t.Fatalf("ledger of o%d: %d rows in %d transactions, %v; want %v in one", i, len(entries), len(txns), got, want)
 			}
 		}
 		// A hold is concluded once.

@@ -321,14 +321,6 @@ func reserveMove(r *store.Reservation) move {
 	}
 }
 
-// drawMove opens r on a budget lease's hold: as reserveMove, less what the lease held.
-func drawMove(r *store.Reservation) move {
-	m := reserveMove(r)
-	m.credit.Held -= r.WorstMicro
-	m.held = 0
-	return m
-}
-
 // settleMove charges a successful call: the reservation is consumed as infrastructure, and
 // the partner fee, platform fee and gas are charged from available credit.
 func settleMove(r *store.Reservation, st Settlement) (move, error) {
@@ -356,8 +348,9 @@ func settleMove(r *store.Reservation, st Settlement) (move, error) {
 }
 
 // concludedMove is a draw from a lease and its conclusion in the same write, as one move: the
-// balance and key rows change as drawMove and then settleMove or refundMove change them, but
-// the ledger never passes through the reserved book, which only holds credit between two
+// balance and key rows change as a draw (reserveMove, less the hold the lease had already
+// taken) and then settleMove or refundMove would change them (move_test.go), but the ledger
+// never passes through the reserved book, which only holds credit between two
 // writes. A settled call is one balanced transaction: the account's available credit debited
 // once by the call's total ("charge"), and each counterpart credited by kind (infrastructure,
 // partner fee, platform fee, gas), so the call's whole breakdown is its one transaction; a

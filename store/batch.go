@@ -44,27 +44,7 @@ type batchJob struct {
 	key   string
 	fn    func(ctx context.Context, q *Q) error
 	done  func(err error) // the job's own outcome, after its batch committed (or not)
-	taken bool            // a batch has it: too late to replace
 	merge bool            // write-only: merged with its batch's other such jobs (merge.go)
-}
-
-// Job is a queued job, which its owner may replace while no batch has taken it.
-type Job struct {
-	b *lane
-	j *batchJob
-}
-
-// Replace swaps the job's work and outcome callback for fn and done, keeping its place in
-// the queue (and its kind: fn of a job queued with AddWrites must only write), and reports
-// whether it could: false when a batch has taken the job already.
-func (j *Job) Replace(fn func(ctx context.Context, q *Q) error, done func(error)) bool {
-	j.b.mu.Lock()
-	defer j.b.mu.Unlock()
-	if j.j.taken {
-		return false
-	}
-	j.j.fn, j.j.done = fn, done
-	return true
 }
 
 // Batcher is a set of lanes, each a batch writer of its own over its own connection; a key's
@@ -107,15 +87,15 @@ func (b *Batcher) lane(key string) *lane {
 }
 
 // Add queues fn for key's lane (see lane.Add).
-func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
-	return b.lane(key).Add(key, fn, done, false)
+func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) {
+	b.lane(key).Add(key, fn, done, false)
 }
 
 // AddWrites is Add for a job that only writes: inserts, balance and key deltas, ledger
 // postings, first events and draws from a lease. Such jobs are merged with the others of
 // their batch; one that reaches for anything else (a read, a conditional write) runs alone.
-func (b *Batcher) AddWrites(key string, fn func(ctx context.Context, q *Q) error, done func(error)) *Job {
-	return b.lane(key).Add(key, fn, done, true)
+func (b *Batcher) AddWrites(key string, fn func(ctx context.Context, q *Q) error, done func(error)) {
+	b.lane(key).Add(key, fn, done, true)
 }
 
 // Pending reports whether key has jobs queued or committing ("": any key).
@@ -156,7 +136,7 @@ func (b *Batcher) Run(ctx context.Context) {
 // Add queues fn for the next batch; done (may be nil) gets fn's error once its batch has
 // committed, or the error that kept the batch from committing at shutdown. key names whose
 // write it is (an account), for Wait.
-func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error), merge bool) *Job {
+func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error), merge bool) {
 	b.mu.Lock()
 	if len(b.queue) >= maxQueued && !b.stopped {
 		b.mu.Unlock()
@@ -167,9 +147,7 @@ func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done fu
 	j := &batchJob{seq: b.added, key: key, fn: fn, done: done, merge: merge}
 	b.lastOf[key] = j.seq
 	stopped := b.stopped
-	if stopped {
-		j.taken = true
-	} else {
+	if !stopped {
 		b.queue = append(b.queue, j)
 	}
 	b.mu.Unlock()
@@ -177,13 +155,12 @@ func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done fu
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		b.commit(ctx, []*batchJob{j})
-		return &Job{b: b, j: j}
+		return
 	}
 	select {
 	case b.wake <- struct{}{}:
 	default:
 	}
-	return &Job{b: b, j: j}
 }
 
 // maxQueued is how many jobs may wait before Add holds its caller back (at most backOffFor):
@@ -279,9 +256,6 @@ func (b *lane) take() []*batchJob {
 	n := min(len(b.queue), b.max)
 	batch := slices.Clone(b.queue[:n])
 	b.queue = slices.Delete(b.queue, 0, n)
-	for _, j := range batch {
-		j.taken = true
-	}
 	return batch
 }
 

@@ -50,7 +50,8 @@ func (h *Hold) Deadline() time.Time { return h.r.ExpiresAt }
 func (h *Hold) OnLease() bool { return h.leaseID != "" }
 
 // Hold holds plan's worst case for p's call. Without a lease the hold and record commit in
-// one transaction before Hold returns; on a lease (plan.MayLease, leases in use, an API key)
+// one transaction before Hold returns; on a lease (plan.MayLease, leases in use, an API key,
+// a call short enough to be recorded before its lease's deadline: Leases.outlasts)
 // the worst case is taken from the key's lease in memory, and nothing is written until the
 // call concludes: the whole call is then one write (ConcludeOnLease), so a call costs the
 // database one row set, merged with other calls' by the batch writer. A call whose worst case
@@ -63,7 +64,7 @@ func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, recor
 		ReservedMicro: plan.Quote.ReserveMicro, WorstMicro: plan.Quote.WorstMicro(),
 		ExpiresAt: now.Add(plan.Runs + s.cfg.SweepMargin), CreatedAt: now,
 	}}
-	if plan.MayLease && s.leases != nil && p.KeyID != "" {
+	if plan.MayLease && s.leases != nil && p.KeyID != "" && s.leases.outlasts(plan.Runs) {
 		if err := s.leases.draw(ctx, p, h); err != nil {
 			return nil, err
 		}

@@ -24,8 +24,9 @@ type LeaseConfig struct {
 	// TTL is a lease's deadline in the database, moved on every renewal: past it the sweeper
 	// of any replica refunds what is left (a replica that died with a lease open).
 	TTL time.Duration
-	// Renew is how long a replica draws on a lease before renewing its deadline; well under
-	// TTL, so that calls drawn on it are recorded before the deadline.
+	// Renew is how long a replica draws on a lease before replacing it with a new one; well
+	// under TTL: a call drawn on a lease is recorded when it ends, so a lease serves only the
+	// calls that end before its deadline (Leases.outlasts).
 	Renew time.Duration
 	// Idle is how long a lease may go unused before its replica returns what is left.
 	Idle time.Duration
@@ -74,6 +75,18 @@ type lease struct {
 	// returning are this lease's predecessors, returned through the batch writer and perhaps
 	// not yet committed, with what they held undrawn: never to be drawn again.
 	returning map[string]int64
+}
+
+// recordSlack is what a lease's deadline keeps beyond the longest call drawn on it, for the
+// call's record to reach the database through the batch writer.
+const recordSlack = 30 * time.Second
+
+// outlasts reports whether a call that may run for runs, drawn on a lease at any time before
+// the lease is renewed, is recorded (its draw written) before the lease's deadline, when the
+// sweeper may refund the lease under it. A longer call (timeoutMs × tries over 60 s with the
+// defaults) reserves on its own, with a deadline of its own.
+func (ls *Leases) outlasts(runs time.Duration) bool {
+	return ls.cfg.Renew+runs+recordSlack <= ls.cfg.TTL
 }
 
 // UseLeases lets holds that may (Plan.MayLease) be drawn from budget leases this replica

@@ -56,7 +56,7 @@ func (r *replica) run(t *testing.T) {
 // call reserves a call of quote q on the replica's lease and, once recorded, settles it with
 // the platform fee it quoted.
 func (r *replica) call(ctx context.Context, p *tools.Principal, id string, q billing.Quote) error {
-	h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: id, Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
+	h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: id, Quote: q, Runs: 10 * time.Second, MayLease: true}, noRecord)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func TestCallsReserveFromABudgetLease(t *testing.T) {
 		ctx := context.Background()
 		c := &clock{}
 		c.ns.Store(time.Now().UnixNano())
-		r := newReplica(t, st, c, billing.LeaseConfig{Calls: 4, TTL: time.Minute, Renew: 30 * time.Second, Idle: 2 * time.Second})
+		r := newReplica(t, st, c, billing.LeaseConfig{Calls: 4, TTL: 2 * time.Minute, Renew: 30 * time.Second, Idle: 2 * time.Second})
 		p := account(t, st, "l")
 		if err := r.svc.Grant(ctx, "l", 1_000_000, "grant"); err != nil {
 			t.Fatal(err)
@@ -169,7 +169,7 @@ func TestBudgetLeasesHoldLimitsAcrossReplicas(t *testing.T) {
 		// One replica alone reaches the limit exactly: 1500 / 300 = 5 calls in flight.
 		var held []*billing.Hold
 		for i := range 6 {
-			h, err := a.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("m%d", i), Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
+			h, err := a.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("m%d", i), Quote: q, Runs: 10 * time.Second, MayLease: true}, noRecord)
 			if err == nil {
 				held = append(held, h)
 			} else if e, ok := err.(*tools.Error); !ok || e.Code != tools.CodeSpendLimit {
@@ -290,7 +290,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 		noop := func(context.Context, *store.Q) error { return nil }
 		var failed []error
 		for i := range 6 {
-			h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("o%d", i), Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
+			h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("o%d", i), Quote: q, Runs: 10 * time.Second, MayLease: true}, noRecord)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -351,7 +351,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			}
 		}
 		// A hold is concluded once.
-		h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "o6", Quote: q, Runs: time.Minute, MayLease: true}, noRecord)
+		h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "o6", Quote: q, Runs: 10 * time.Second, MayLease: true}, noRecord)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,3 +362,46 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 }
 
 func noWrite(context.Context, *store.Q) error { return nil }
+
+// A call that may run past its lease's deadline (drawn just before the lease is replaced)
+// is held on its own, with a deadline of its own; a shorter one is drawn on the lease.
+func TestLongCallsAreNotDrawnOnALease(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		c.ns.Store(time.Now().UnixNano())
+		r := newReplica(t, st, c, billing.DefaultLeaseConfig()) // 2-minute deadline, replaced after 30 s
+		p := account(t, st, "x")
+		if err := r.svc.Grant(ctx, "x", 1_000_000, "grant"); err != nil {
+			t.Fatal(err)
+		}
+		q := billing.Quote{ReserveMicro: 100, PlatformFeeMicro: 50}
+		short, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "x1", Quote: q, Runs: 60 * time.Second, MayLease: true}, noRecord)
+		if err != nil {
+			t.Fatal(err)
+		}
+		long, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "x2", Quote: q, Runs: 61 * time.Second, MayLease: true}, noRecord)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !short.OnLease() || long.OnLease() {
+			t.Fatalf("a 60 s call on a lease: %v, a 61 s call: %v; want true and false", short.OnLease(), long.OnLease())
+		}
+		var state string
+		if err := st.DB().NewSelect().Model((*store.Reservation)(nil)).Column("state").Where("request_id = ?", "x2").Scan(ctx, &state); err != nil || state != store.ReservationOpen {
+			t.Fatalf("the long call's own reservation: %q %v, want open", state, err)
+		}
+		if want := c.now().Add(61*time.Second + billing.DefaultConfig().SweepMargin); !long.Deadline().Equal(want.UTC()) {
+			t.Fatalf("the long call's deadline %v, want %v", long.Deadline(), want)
+		}
+		short.ConcludeOnLease(ctx, billing.Conclusion{Reason: "test"}, short.At(), noWrite, nil)
+		if _, err := r.svc.Refund(ctx, "x2", "test"); err != nil {
+			t.Fatal(err)
+		}
+		r.leases.Return("")
+		if err := r.batch.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ledgerOK(t, st)
+	})
+}

@@ -93,7 +93,8 @@ func (s *Service) UseJournal(j *store.Journal) { s.journal = j }
 
 // dispatch reserves (moving inv from state `from`, or inserting it when from is ""), calls
 // the partner (retrying idempotent categories once), and settles or refunds. The database sees
-// two transactions: start (invocation + reservation) and finish (attempts, money, outcome).
+// two writes, start (invocation + reservation) and finish (attempts, money, outcome), or, for
+// a read held on a budget lease, one: its whole record when it finishes.
 func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, from string) (InvokeOutput, error) {
 	began := time.Now() // wall time for Observe: s.now may be a test's clock
 	intent := cl.intent

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -27,36 +29,41 @@ const (
 type Invocation struct {
 	bun.BaseModel `bun:"table:invocations"`
 
-	RequestID           string     `bun:"request_id,pk"`
-	AccountID           string     `bun:"account_id,notnull"`
-	KeyID               string     `bun:"key_id,notnull"`
-	IntentID            string     `bun:"intent_id,notnull"`
-	Handle              string     `bun:"handle,notnull"`
-	Category            string     `bun:"category,notnull"`
-	IntentRevision      int        `bun:"intent_revision,notnull"`
-	Args                string     `bun:"args,notnull"`
-	State               string     `bun:"state,notnull"`
-	ReserveMicro        int64      `bun:"reserve_micro,notnull"`
-	MaxPartnerFeeMicro  int64      `bun:"max_partner_fee_micro,notnull"`
-	MaxPlatformFeeMicro int64      `bun:"max_platform_fee_micro,notnull"`
-	RoutedValueMicro    *int64     `bun:"routed_value_micro"` // USD value the args move; nil when none or not quotable
-	GasChain            string     `bun:"gas_chain,notnull"`
-	GasEstimateMicro    int64      `bun:"gas_estimate_micro,notnull"`
-	MaxGasMicro         int64      `bun:"max_gas_micro,notnull"`
-	Attempts            int        `bun:"attempts,notnull"`
-	HTTPStatus          *int       `bun:"http_status"`
-	OutcomeCode         string     `bun:"outcome_code,notnull"`
-	OutcomeMessage      string     `bun:"outcome_message,notnull"`
-	OutputSchemaValid   *bool      `bun:"output_schema_valid"`
-	PartnerFeeMicro     int64      `bun:"partner_fee_micro,notnull"`
-	PlatformFeeMicro    int64      `bun:"platform_fee_micro,notnull"`
-	GasMicro            int64      `bun:"gas_micro,notnull"`
-	LatencyMs           *int       `bun:"latency_ms"` // the partner's answer time (last attempt)
-	RefundedMicro       int64      `bun:"refunded_micro,notnull"`
-	Answer              *string    `bun:"answer"` // the JSON answer or error body, replayed to a repeated confirmation
-	CreatedAt           time.Time  `bun:"created_at,notnull"`
-	DispatchedAt        *time.Time `bun:"dispatched_at"`
-	FinishedAt          *time.Time `bun:"finished_at"`
+	RequestID           string  `bun:"request_id,pk"`
+	AccountID           string  `bun:"account_id,notnull"`
+	KeyID               string  `bun:"key_id,notnull"`
+	IntentID            string  `bun:"intent_id,notnull"`
+	Handle              string  `bun:"handle,notnull"`
+	Category            string  `bun:"category,notnull"`
+	IntentRevision      int     `bun:"intent_revision,notnull"`
+	Args                string  `bun:"args,notnull"`
+	State               string  `bun:"state,notnull"`
+	ReserveMicro        int64   `bun:"reserve_micro,notnull"`
+	MaxPartnerFeeMicro  int64   `bun:"max_partner_fee_micro,notnull"`
+	MaxPlatformFeeMicro int64   `bun:"max_platform_fee_micro,notnull"`
+	RoutedValueMicro    *int64  `bun:"routed_value_micro"` // USD value the args move; nil when none or not quotable
+	GasChain            string  `bun:"gas_chain,notnull"`
+	GasEstimateMicro    int64   `bun:"gas_estimate_micro,notnull"`
+	MaxGasMicro         int64   `bun:"max_gas_micro,notnull"`
+	Attempts            int     `bun:"attempts,notnull"`
+	HTTPStatus          *int    `bun:"http_status"`
+	OutcomeCode         string  `bun:"outcome_code,notnull"`
+	OutcomeMessage      string  `bun:"outcome_message,notnull"`
+	OutputSchemaValid   *bool   `bun:"output_schema_valid"`
+	PartnerFeeMicro     int64   `bun:"partner_fee_micro,notnull"`
+	PlatformFeeMicro    int64   `bun:"platform_fee_micro,notnull"`
+	GasMicro            int64   `bun:"gas_micro,notnull"`
+	LatencyMs           *int    `bun:"latency_ms"` // the partner's answer time (last attempt)
+	RefundedMicro       int64   `bun:"refunded_micro,notnull"`
+	Answer              *string `bun:"answer"`              // the JSON answer or error body, replayed to a repeated confirmation
+	PayoutBook          string  `bun:"payout_book,notnull"` // the partner fee's book; "" when none was charged
+	// A call recorded whole in one row (a read on a budget lease) carries its history here, as
+	// JSON events, instead of in invocation_events, and the ledger transaction of its batch.
+	Trail        *string    `bun:"trail"`
+	LedgerTxn    *string    `bun:"ledger_txn"`
+	CreatedAt    time.Time  `bun:"created_at,notnull"`
+	DispatchedAt *time.Time `bun:"dispatched_at"`
+	FinishedAt   *time.Time `bun:"finished_at"`
 }
 
 // InvocationEvent is one state transition.
@@ -182,11 +189,50 @@ func (s *Store) InvocationByID(ctx context.Context, requestID string) (*Invocati
 	return inv, nil
 }
 
-// InvocationEvents lists an invocation's transitions in order.
+// InvocationEvents lists an invocation's transitions in order: its event rows, or the trail
+// of a call recorded whole in its own row.
 func (s *Store) InvocationEvents(ctx context.Context, requestID string) ([]InvocationEvent, error) {
 	var evs []InvocationEvent
-	err := s.db.NewSelect().Model(&evs).Where("request_id = ?", requestID).OrderExpr("seq ASC").Scan(ctx)
-	return evs, normalize(err)
+	if err := s.db.NewSelect().Model(&evs).Where("request_id = ?", requestID).OrderExpr("seq ASC").Scan(ctx); err != nil || len(evs) > 0 {
+		return evs, normalize(err)
+	}
+	var trail []*string
+	if err := s.db.NewSelect().Model((*Invocation)(nil)).Column("trail").Where("request_id = ?", requestID).Scan(ctx, &trail); err != nil {
+		return nil, normalize(err)
+	}
+	if len(trail) == 0 || trail[0] == nil {
+		return nil, nil
+	}
+	return TrailEvents(requestID, *trail[0])
+}
+
+// Trail encodes events as an invocation's trail (Invocation.Trail).
+func Trail(events ...Event) string {
+	rows := make([]trailEvent, len(events))
+	for i, e := range events {
+		rows[i] = trailEvent{State: e.State, Detail: e.Detail, At: e.At.UTC()}
+	}
+	raw, _ := json.Marshal(rows)
+	return string(raw)
+}
+
+// TrailEvents decodes an invocation's trail as its events.
+func TrailEvents(requestID, trail string) ([]InvocationEvent, error) {
+	var rows []trailEvent
+	if err := json.Unmarshal([]byte(trail), &rows); err != nil {
+		return nil, fmt.Errorf("invocation %s: its trail is not a list of events: %w", requestID, err)
+	}
+	evs := make([]InvocationEvent, len(rows))
+	for i, r := range rows {
+		evs[i] = InvocationEvent{ID: fmt.Sprintf("%s/%d", requestID, i+1), RequestID: requestID, Seq: i + 1, State: r.State, Detail: r.Detail, At: r.At}
+	}
+	return evs, nil
+}
+
+type trailEvent struct {
+	State  string    `json:"state"`
+	Detail string    `json:"detail,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // Attempt is one call to the partner, recorded with the outcome.

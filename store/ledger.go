@@ -20,6 +20,14 @@ import (
 func UserAvailable(accountID string) string { return "user:" + accountID + ":available" }
 func UserReserved(accountID string) string  { return "user:" + accountID + ":reserved" }
 
+// The platform's books a call's breakdown is credited to (billing names them; ledger-check
+// recomputes batches from invocations with them).
+const (
+	BookPlatformFees  = "platform:fees"
+	BookPlatformInfra = "platform:infra"
+	BookGas           = "platform:gas" // gas passed through: the platform's float that pays networks
+)
+
 // PartnerPayable names what is owed to a partner at one payout address.
 func PartnerPayable(partnerID, payout string) string { return "partner:" + partnerID + ":" + payout }
 
@@ -255,6 +263,37 @@ func (q *Q) PostAll(ctx context.Context, requestID string, now time.Time, txns .
 	return q.write(ctx, q.tx.NewInsert().Model(&rows).Returning("NULL"))
 }
 
+// PostCall writes the balanced ledger transaction of one call recorded whole in its own row
+// (Invocation.LedgerTxn). Merged with other calls' records, it goes into one transaction for
+// the batch, one leg per book and kind (merged.statements); written alone, it is a
+// transaction of its own, with requestID on its rows.
+func (q *Q) PostCall(ctx context.Context, requestID string, now time.Time, t Txn) error {
+	if len(t.Legs) == 0 {
+		return nil // nothing charged (a refund): the call names no transaction
+	}
+	if q.m == nil {
+		return q.PostAll(ctx, requestID, now, t)
+	}
+	var sum int64
+	for _, l := range t.Legs {
+		sum += l.Micro
+	}
+	if sum != 0 {
+		return fmt.Errorf("unbalanced ledger transaction: legs sum to %d", sum)
+	}
+	if t.At.IsZero() {
+		t.At = now
+	}
+	q.m.calls = append(q.m.calls, callTxn{requestID: requestID, txn: t})
+	return nil
+}
+
+// callTxn is one call's ledger transaction, waiting to be summed into its batch's.
+type callTxn struct {
+	requestID string
+	txn       Txn
+}
+
 // LockCredit reads (creating when absent) and locks an account's balance row.
 func (q *Q) LockCredit(ctx context.Context, accountID string, now time.Time) (*CreditAccount, error) {
 	tx, err := q.now(ctx)
@@ -444,6 +483,14 @@ func (s *Store) ExpiredReservations(ctx context.Context, now time.Time, limit in
 	return ids, normalize(err)
 }
 
+// BatchEntries returns the rows of the batch transaction txnID (Invocation.LedgerTxn): the
+// sums of its calls' postings, a leg per book and kind.
+func (s *Store) BatchEntries(ctx context.Context, txnID string) ([]LedgerEntry, error) {
+	var rows []LedgerEntry
+	err := s.db.NewSelect().Model(&rows).Where("request_id IS NULL AND txn_id = ?", txnID).OrderExpr("kind, book").Scan(ctx)
+	return rows, normalize(err)
+}
+
 // LedgerEntries returns the ledger rows of one invocation.
 func (s *Store) LedgerEntries(ctx context.Context, requestID string) ([]LedgerEntry, error) {
 	var rows []LedgerEntry
@@ -472,6 +519,9 @@ func (s *Store) LedgerCheck(ctx context.Context) error {
 	}
 	if total != 0 {
 		return fmt.Errorf("the ledger sums to %d, not 0", total)
+	}
+	if err := s.checkBatches(ctx); err != nil {
+		return err
 	}
 	var accounts []CreditAccount
 	if err := s.db.NewSelect().Model(&accounts).Scan(ctx); err != nil {
@@ -531,6 +581,39 @@ func (s *Store) LedgerCheck(ctx context.Context) error {
 		if h.Held != h.Want {
 			return fmt.Errorf("key %s has %d held but its open reservations explain %d", h.ID, h.Held, h.Want)
 		}
+	}
+	return nil
+}
+
+// checkBatches proves that every batch transaction of calls recorded whole (PostCall) is the
+// sum of the breakdowns of the invocations that name it: per book and kind, its legs less
+// what those calls' rows say (the total charged to each account, infrastructure, partner
+// fee to its payout book, platform fee, gas) leave nothing.
+func (s *Store) checkBatches(ctx context.Context) error {
+	var bad []struct {
+		Txn  string `bun:"t"`
+		Book string `bun:"book"`
+		Kind string `bun:"kind"`
+		Off  int64  `bun:"off"`
+	}
+	const calls = "FROM invocations WHERE ledger_txn IS NOT NULL"
+	err := s.db.NewRaw(`SELECT t, book, kind, SUM(a) AS off FROM (
+		SELECT txn_id AS t, book, kind, amount_micro AS a FROM ledger_entries
+			WHERE request_id IS NULL AND txn_id IN (SELECT ledger_txn `+calls+`)
+		UNION ALL SELECT ledger_txn, 'user:' || account_id || ':available', 'charge',
+			reserve_micro + partner_fee_micro + platform_fee_micro + gas_micro `+calls+`
+		UNION ALL SELECT ledger_txn, ?, 'consume', -reserve_micro `+calls+`
+		UNION ALL SELECT ledger_txn, payout_book, 'partner_fee', -partner_fee_micro `+calls+`
+		UNION ALL SELECT ledger_txn, ?, 'platform_fee', -platform_fee_micro `+calls+`
+		UNION ALL SELECT ledger_txn, ?, 'gas', -gas_micro `+calls+`
+	) AS x GROUP BY t, book, kind HAVING SUM(a) <> 0 ORDER BY t LIMIT 5`,
+		BookPlatformInfra, BookPlatformFees, BookGas).Scan(ctx, &bad)
+	if err != nil {
+		return normalize(err)
+	}
+	if len(bad) > 0 {
+		b := bad[0]
+		return fmt.Errorf("batch ledger transaction %s: its %s legs on %s differ by %d micro-USD from the sum of its calls' breakdowns", b.Txn, b.Kind, b.Book, b.Off)
 	}
 	return nil
 }

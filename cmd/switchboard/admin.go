@@ -397,5 +397,11 @@ func invocation(ctx context.Context, a *app.App, requestID string) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"invocation": inv, "events": events, "ledger": ledger}, nil
+	out := map[string]any{"invocation": inv, "events": events, "ledger": ledger}
+	if inv.LedgerTxn != nil { // recorded whole in its row: its postings are summed in its batch's
+		if out["ledgerBatch"], err = a.Store.BatchEntries(ctx, *inv.LedgerTxn); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -31,9 +31,9 @@ const (
 // Ledger books of the platform. Amounts are signed micro-USD: positive grows the book.
 const (
 	BookGrants        = "external:grants"
-	BookPlatformFees  = "platform:fees"
-	BookPlatformInfra = "platform:infra"
-	BookGas           = "platform:gas" // gas passed through: the platform's float that pays networks
+	BookPlatformFees  = store.BookPlatformFees
+	BookPlatformInfra = store.BookPlatformInfra
+	BookGas           = store.BookGas
 )
 
 // Config prices invocations. All amounts are micro-USD.
@@ -385,23 +385,28 @@ func refundMove(r *store.Reservation, reason string) move {
 // apply writes moves of r inside q's transaction: one update of the balance row, one of the
 // key's row (when it changes) and one insert of their ledger transactions.
 func apply(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time, moves ...move) error {
-	var d store.CreditDelta
-	var spent, held int64
+	var sum move
 	txns := make([]store.Txn, len(moves))
 	for i, m := range moves {
-		d.Available, d.Reserved, d.Held = d.Available+m.credit.Available, d.Reserved+m.credit.Reserved, d.Held+m.credit.Held
-		spent, held = spent+m.spent, held+m.held
+		sum.credit.Available, sum.credit.Reserved, sum.credit.Held = sum.credit.Available+m.credit.Available, sum.credit.Reserved+m.credit.Reserved, sum.credit.Held+m.credit.Held
+		sum.spent, sum.held = sum.spent+m.spent, sum.held+m.held
 		txns[i] = m.txn
 	}
-	if err := q.AdjustCredit(ctx, r.AccountID, d, now); err != nil {
+	if err := adjust(ctx, q, r, now, sum); err != nil {
 		return err
 	}
-	if spent != 0 || held != 0 {
-		if err := q.AdjustKeySpend(ctx, r.KeyID, spent, held); err != nil {
-			return err
-		}
-	}
 	return q.PostAll(ctx, r.RequestID, now, txns...)
+}
+
+// adjust applies m's changes to r's balance and key rows (not its ledger transaction).
+func adjust(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time, m move) error {
+	if err := q.AdjustCredit(ctx, r.AccountID, m.credit, now); err != nil {
+		return err
+	}
+	if m.spent != 0 || m.held != 0 {
+		return q.AdjustKeySpend(ctx, r.KeyID, m.spent, m.held)
+	}
+	return nil
 }
 
 // release closes an open reservation; ok is false (nothing changed) when it was closed

@@ -295,8 +295,8 @@ func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *sto
 }
 
 // concludeOnLeaseIn writes inside q's transaction all the money of a call whose reservation
-// was drawn from the lease leaseID: the draw, the reservation (inserted closed) and its
-// conclusion, in one update of each balance row and one ledger transaction (concludedMove).
+// was drawn from the lease leaseID: the draw and its conclusion, in one update of each balance
+// row and one ledger transaction (concludedMove) summed into the batch's.
 func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64, c Conclusion, now time.Time) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.conclude")
 	defer func() { tracing.End(span, err) }()
@@ -318,10 +318,14 @@ func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 		}
 		return apply(ctx, q, r, now, end)
 	}
-	if err := q.InsertClosedReservation(ctx, r, state, now); err != nil {
+	// Drawn: no reservation row of its own (the lease's row held its worst case, and the
+	// invocation row the caller's record carries its whole breakdown); its ledger transaction
+	// is summed into its batch's.
+	m := concludedMove(r, c.Settlement)
+	if err := adjust(ctx, q, r, now, m); err != nil {
 		return err
 	}
-	return apply(ctx, q, r, now, concludedMove(r, c.Settlement))
+	return q.PostCall(ctx, r.RequestID, now, m.txn)
 }
 
 // ReturnIdle returns the leases unused for the configured idle time.

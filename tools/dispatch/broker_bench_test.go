@@ -89,26 +89,30 @@ func brokerLatency(b *testing.B, w *world) {
 	call := direct(w)
 	invoke := invoker(w, &http.Client{})
 	viaSwitchboard := func() error { return invoke(w.caller) }
-	relay := relayServer(b, w)
+	relay, recording := relayServer(b, w), recordingRelay(b, w)
 	viaRelay := func() error { return post(http.DefaultClient, relay.URL, "", invokeBody()) }
+	viaRecording := func() error { return post(http.DefaultClient, recording.URL, "", invokeBody()) }
 	latencies(b, 50, call) // warm connections and caches
 	latencies(b, 50, viaSwitchboard)
 	latencies(b, 50, viaRelay)
-	var d, i, r, d99, i99, r99 []float64
+	latencies(b, 50, viaRecording)
+	var d, i, r, c, d99, i99, r99, c99 []float64
 	for range brokerRounds {
 		for _, side := range []struct {
 			call     func() error
 			p50, p99 *[]float64
-		}{{call, &d, &d99}, {viaSwitchboard, &i, &i99}, {viaRelay, &r, &r99}} {
+		}{{call, &d, &d99}, {viaSwitchboard, &i, &i99}, {viaRelay, &r, &r99}, {viaRecording, &c, &c99}} {
 			took := latencies(b, latencySamples, side.call)
 			*side.p50 = append(*side.p50, us(took[len(took)/2]))
 			*side.p99 = append(*side.p99, us(took[len(took)*99/100]))
 		}
 	}
-	b.Logf("p50 per round, µs: direct %.0f, invoke %.0f, bare relay %.0f", d, i, r)
-	b.Logf("p99 per round, µs: direct %.0f, invoke %.0f, bare relay %.0f", d99, i99, r99)
+	b.Logf("p50 per round, µs: direct %.0f, invoke %.0f, bare relay %.0f, relay with a commit %.0f", d, i, r, c)
+	b.Logf("p99 per round, µs: direct %.0f, invoke %.0f, bare relay %.0f, relay with a commit %.0f", d99, i99, r99, c99)
 	report(b, map[string]float64{"direct-p50-µs": median(d), "invoke-p50-µs": median(i), "invoke/direct": median(i) / median(d),
-		"relay/direct": median(r) / median(d), "invoke-p99-µs": median(i99), "relay-p99-µs": median(r99)})
+		"relay/direct": median(r) / median(d), "invoke-p99-µs": median(i99), "relay-p99-µs": median(r99),
+		"invoke÷relay-p50": median(i) / median(r), "invoke÷relay-p99": median(i99) / median(r99),
+		"committing-relay-p50-µs": median(c), "committing-relay-p99-µs": median(c99)})
 }
 
 func brokerThroughput(b *testing.B, w *world, dialect string) {
@@ -189,7 +193,27 @@ func pgCPU(dialect string) time.Duration {
 // broker figures: one more HTTP hop in front of the partner, the envelope signed with the
 // service key, the partner's answer relayed with a signed receipt of it. No keys, limits,
 // schemas, prices or records: every other cost of an invocation is Switchboard's own.
-func relayServer(b *testing.B, w *world) *httptest.Server {
+func relayServer(b *testing.B, w *world) *httptest.Server { return relayWith(b, w, nil) }
+
+// recordingRelay is the bare relay that also makes each call durable before answering it,
+// the least a broker that must never lose an answered call can do: one row (the partner's
+// answer) committed to the world's database in a transaction of its own. Beside the bare
+// relay it shows what a commit alone costs on this machine and database.
+func recordingRelay(b *testing.B, w *world) *httptest.Server {
+	ctx := context.Background()
+	st := w.env.App.Store
+	if _, err := st.DB().ExecContext(ctx, "CREATE TABLE IF NOT EXISTS bench_calls (id TEXT PRIMARY KEY, answer TEXT NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	return relayWith(b, w, func(ctx context.Context, id string, answer []byte) error {
+		return st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO bench_calls (id, answer) VALUES (?, ?)", id, string(answer))
+			return err
+		})
+	})
+}
+
+func relayWith(b *testing.B, w *world, record func(ctx context.Context, id string, answer []byte) error) *httptest.Server {
 	signer := signing.NewSigner(w.env.App.SigningKey)
 	tr := w.partner.Client().Transport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 2 * parallelCallers
@@ -220,6 +244,12 @@ func relayServer(b *testing.B, w *world) *httptest.Server {
 		if err != nil {
 			http.Error(rw, err.Error(), 500)
 			return
+		}
+		if record != nil {
+			if err := record(r.Context(), fields.RequestID, body); err != nil {
+				http.Error(rw, err.Error(), 503)
+				return
+			}
 		}
 		rw.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(rw).Encode(map[string]any{"result": json.RawMessage(body), "receipt": receipt})

@@ -73,20 +73,20 @@ const leaseEvent = "credit reserved from the key's budget lease"
 
 // finishOnLeaseIn is the rest of the whole record of a call held on a lease, written when it
 // concludes (billing.Hold.ConcludeOnLease writes its money first): the invocation inserted in
-// its final state, and the events a start and a finish would write.
+// its final state, one row carrying its breakdown and, as its trail, the events a start and a
+// finish would write.
 func finishOnLeaseIn(inv *store.Invocation, attempts []store.Attempt, detail string) func(ctx context.Context, q *store.Q) error {
 	inv.Attempts = len(attempts)
+	events := []store.Event{{State: store.InvDispatching, Detail: leaseEvent, At: *inv.DispatchedAt}}
+	for _, a := range attempts {
+		events = append(events, store.Event{State: "attempt", Detail: a.Detail, At: a.At})
+	}
+	trail := store.Trail(append(events, store.Event{State: inv.State, Detail: detail, At: *inv.FinishedAt})...)
 	row := *inv
+	row.Trail = &trail
 	return func(ctx context.Context, q *store.Q) error {
 		final := row
-		if err := q.InsertInvocation(ctx, &final); err != nil {
-			return err
-		}
-		events := []store.Event{{State: store.InvDispatching, Detail: leaseEvent, At: *row.DispatchedAt}}
-		for _, a := range attempts {
-			events = append(events, store.Event{State: "attempt", Detail: a.Detail, At: a.At})
-		}
-		return q.AddFirstEvents(ctx, row.RequestID, append(events, store.Event{State: row.State, Detail: detail, At: *row.FinishedAt})...)
+		return q.InsertInvocation(ctx, &final)
 	}
 }
 
@@ -121,6 +121,9 @@ var errNotRecorded = fmt.Errorf("%w: the call's record did not land within %s", 
 //     and answered once that has committed. A crash before then leaves no trace but the
 //     request the partner saw; the lease's budget comes back with the lease.
 func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, attempts []store.Attempt, st *billing.Settlement, refundReason, detail string) error {
+	if st != nil && st.PartnerFeeMicro > 0 {
+		inv.PayoutBook = st.PartnerBook
+	}
 	committed := tracing.Committed(ctx, "batch.commit", nil) // the call's span of its batch commit
 	logged := func(err error) {
 		committed(err)

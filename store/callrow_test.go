@@ -1,0 +1,138 @@
+package store_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+)
+
+// Calls recorded whole in one row each (a read on a budget lease) and merged into one batch
+// write one ledger transaction for the batch, a leg per book and kind; each settled call's
+// row names it, and ledger-check proves its legs are the sum of those rows' breakdowns, so a
+// row that says other than what was posted is found. A call's history is its row's trail.
+func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		payout := store.PartnerPayable("p", "evm:0xabc")
+		for _, a := range []string{"b1", "b2"} {
+			billingAccount(t, s, a)
+			if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+				if _, err := q.LockCredit(ctx, a, now); err != nil {
+					return err
+				}
+				if err := q.AdjustCredit(ctx, a, store.CreditDelta{Available: 10_000}, now); err != nil {
+					return err
+				}
+				return q.Post(ctx, "", "grant", now, store.Posting{Book: "external:grants", Micro: -10_000, Kind: "grant"},
+					store.Posting{Book: store.UserAvailable(a), Micro: 10_000, Kind: "grant"})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A call's whole record: its charge from available credit, its breakdown posted, its row.
+		call := func(account, id string, settled bool) func(context.Context, *store.Q) error {
+			return func(ctx context.Context, q *store.Q) error {
+				inv := &store.Invocation{RequestID: id, AccountID: account, KeyID: "key-" + account, IntentID: "i", Handle: "@h", Category: "DATA",
+					Args: "{}", State: store.InvFailed, ReserveMicro: 100, RefundedMicro: 100, CreatedAt: now, DispatchedAt: &now, FinishedAt: &now}
+				var legs []store.Posting
+				if settled {
+					inv.State, inv.RefundedMicro = store.InvSucceeded, 0
+					inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.GasMicro, inv.PayoutBook = 120, 50, 7, payout
+					legs = []store.Posting{{Book: store.UserAvailable(account), Micro: -277, Kind: "charge"},
+						{Book: store.BookPlatformInfra, Micro: 100, Kind: "consume"}, {Book: payout, Micro: 120, Kind: "partner_fee"},
+						{Book: store.BookPlatformFees, Micro: 50, Kind: "platform_fee"}, {Book: store.BookGas, Micro: 7, Kind: "gas"}}
+					if err := q.AdjustCredit(ctx, account, store.CreditDelta{Available: -277}, now); err != nil {
+						return err
+					}
+				}
+				trail := store.Trail(store.Event{State: store.InvDispatching, Detail: "drawn", At: now}, store.Event{State: inv.State, Detail: "done", At: now})
+				inv.Trail = &trail
+				if err := q.PostCall(ctx, id, now, store.Txn{Memo: "settlement", Legs: legs}); err != nil {
+					return err
+				}
+				return q.InsertInvocation(ctx, inv)
+			}
+		}
+		b := s.NewBatcher(64, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		failed := make(chan error, 8)
+		for _, c := range []struct {
+			account, id string
+			settled     bool
+		}{{"b1", "s1", true}, {"b2", "s2", true}, {"b1", "s3", true}, {"b1", "r1", false}} {
+			b.AddWrites(c.account, call(c.account, c.id, c.settled), func(err error) { failed <- err })
+		}
+		bctx, stop := context.WithCancel(ctx)
+		go b.Run(bctx)
+		if err := b.Idle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		stop()
+		for range 4 {
+			if err := <-failed; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.LedgerCheck(ctx); err != nil {
+			t.Fatalf("ledger-check after a batch of calls: %v", err)
+		}
+		txn := map[string]*string{}
+		var evs []store.InvocationEvent
+		for _, id := range []string{"s1", "s2", "s3", "r1"} {
+			inv, err := s.InvocationByID(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			txn[id] = inv.LedgerTxn
+			if rows, _ := s.LedgerEntries(ctx, id); len(rows) != 0 {
+				t.Fatalf("call %s has %d ledger rows of its own, want none (its batch's carry it)", id, len(rows))
+			}
+		}
+		if txn["s1"] == nil || txn["s2"] == nil || txn["s3"] == nil || *txn["s3"] != *txn["s1"] || txn["r1"] != nil {
+			t.Fatalf("batch transactions named by the calls: %v (the settled ones of a batch share one; the refunded one names none)", txn)
+		}
+		legs, err := s.BatchEntries(ctx, *txn["s1"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, l := range legs {
+			got[l.Kind+" "+l.Book] = l.AmountMicro
+		}
+		// b1's two settled calls share a batch; b2's joins it when the accounts share a lane
+		// (SQLite has one; PostgreSQL several).
+		n := int64(2)
+		want := map[string]int64{"charge " + store.UserAvailable("b1"): -2 * 277}
+		if *txn["s2"] == *txn["s1"] {
+			n, want["charge "+store.UserAvailable("b2")] = 3, -277
+		}
+		want["consume "+store.BookPlatformInfra], want["partner_fee "+payout] = n*100, n*120
+		want["platform_fee "+store.BookPlatformFees], want["gas "+store.BookGas] = n*50, n*7
+		if len(legs) != len(want) {
+			t.Fatalf("the batch's transaction has %d legs (%v), want %d: one per book and kind", len(legs), got, len(want))
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Fatalf("batch leg %s = %d, want %d (all: %v)", k, got[k], v, got)
+			}
+		}
+		evs, err = s.InvocationEvents(ctx, "s2")
+		if err != nil || len(evs) != 2 || evs[0].State != store.InvDispatching || evs[1].Detail != "done" || evs[1].Seq != 2 || !evs[1].At.Equal(now) {
+			t.Fatalf("history from the row's trail: %+v %v", evs, err)
+		}
+		// A row that says other than what was posted breaks the proof.
+		if _, err := s.DB().NewUpdate().Model((*store.Invocation)(nil)).Set("partner_fee_micro = partner_fee_micro + 1").
+			Where("request_id = ?", "s3").Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LedgerCheck(ctx); err == nil || !strings.Contains(err.Error(), "batch ledger transaction "+*txn["s1"]) {
+			t.Fatalf("ledger-check with a call's row off its batch: %v", err)
+		}
+	})
+}

@@ -247,7 +247,7 @@ func relayWith(b *testing.B, w *world, record func(ctx context.Context, id strin
 		}
 		if record != nil {
 			if err := record(r.Context(), fields.RequestID, body); err != nil {
-				http.Error(rw, err.Error(), 503)
+				http.Error(rw, err.Error(), http.StatusServiceUnavailable)
 				return
 			}
 		}

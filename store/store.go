@@ -46,7 +46,7 @@ type Store struct {
 	// SQLite has one writer, and every transaction here takes its lock (_txlock=immediate):
 	// this process's transactions queue for it on writer instead of polling SQLite's lock,
 	// whose busy handler sleeps 1, 2, 5... up to 100 ms between tries. Behind the batch
-	// writer's back-to-back commits a lease renewal polled for 45 ms on average.
+	// writer's back-to-back commits a lease renewal polled for about 50 ms on average.
 	writer sync.Mutex
 }
 

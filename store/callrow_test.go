@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/uptrace/bun/dialect"
 )
 
 // Calls recorded whole in one row each (a read on a budget lease) and merged into one batch
@@ -125,6 +126,23 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 		evs, err = s.InvocationEvents(ctx, "s2")
 		if err != nil || len(evs) != 2 || evs[0].State != store.InvDispatching || evs[1].Detail != "done" || evs[1].Seq != 2 || !evs[1].At.Equal(now) {
 			t.Fatalf("history from the row's trail: %+v %v", evs, err)
+		}
+		if s.DB().Dialect().Name() == dialect.SQLite {
+			// The batch writer's prepared rows store values as bun renders them: a row written
+			// alone through bun reads back alike, byte for byte.
+			alone := &store.Invocation{RequestID: "alone", AccountID: "b1", KeyID: "key-b1", IntentID: "i", Handle: "@h", Category: "DATA",
+				Args: "{}", State: store.InvSucceeded, CreatedAt: now, DispatchedAt: &now, FinishedAt: &now}
+			if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error { return q.InsertInvocation(ctx, alone) }); err != nil {
+				t.Fatal(err)
+			}
+			var raw []string
+			if err := s.DB().NewRaw(`SELECT typeof(created_at) || ' ' || created_at || ' ' || typeof(finished_at) || ' ' || COALESCE(output_schema_valid, 'null') || ' ' || typeof(trail)
+				FROM invocations WHERE request_id IN ('alone', 's2') ORDER BY request_id`).Scan(ctx, &raw); err != nil {
+				t.Fatal(err)
+			}
+			if len(raw) != 2 || strings.Replace(raw[1], "text null text", "text null null", 1) != raw[0] {
+				t.Fatalf("stored by the batch writer and by bun: %q", raw)
+			}
 		}
 		// A row that says other than what was posted breaks the proof.
 		if _, err := s.DB().NewUpdate().Model((*store.Invocation)(nil)).Set("partner_fee_micro = partner_fee_micro + 1").

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
 )
 
 // A batch's write-only jobs (a call recorded on a budget lease: inserts, balance deltas and a
@@ -82,12 +83,12 @@ func (m *merged) adjustKey(keyID string, spent, held int64) {
 // none), which must together change exactly len(m.draws) rows; writes are the rest, in the
 // order every writer locks rows (balance rows by account, then key rows by key). On
 // PostgreSQL each kind of row is one statement (parsed and planned once per batch, the
-// server's CPU); SQLite, in the process, runs a simple statement per row instead, cheaper
-// there than one joined to a list of values.
-func (m *merged) statements(s *Store, tx bun.Tx) (draws []string, writes []string, err error) {
-	render := func(q bun.Query) (string, error) {
+// server's CPU); SQLite, in the process, runs a prepared statement per row instead
+// (prepared.go), cheaper there than parsing one joined to a list of values.
+func (m *merged) statements(s *Store, tx bun.Tx) (draws []rowWrite, writes []rowWrite, err error) {
+	render := func(q bun.Query) (rowWrite, error) {
 		text, err := q.AppendQuery(s.db.QueryGen(), nil)
-		return string(text), err
+		return rowWrite{text: string(text)}, err
 	}
 	ids := slices.Sorted(maps.Keys(m.draws))
 	switch {
@@ -100,56 +101,59 @@ func (m *merged) statements(s *Store, tx bun.Tx) (draws []string, writes []strin
 			args = append(args, id, m.draws[id])
 		}
 		args = append(args, ReservationOpen)
-		text, err := render(tx.NewRaw(`UPDATE reservations SET worst_micro = worst_micro - v.d
+		w, err := render(tx.NewRaw(`UPDATE reservations SET worst_micro = worst_micro - v.d
 			FROM (`+strings.Join(rows, " UNION ALL ")+`) AS v
 			WHERE reservations.request_id = v.id AND reservations.state = ? AND reservations.worst_micro >= v.d`, args...))
 		if err != nil {
 			return nil, nil, err
 		}
-		draws = append(draws, text)
+		draws = append(draws, w)
 	default:
 		for _, id := range ids {
-			text, err := render(tx.NewRaw(`UPDATE reservations SET worst_micro = worst_micro - ?
-				WHERE request_id = ? AND state = ? AND worst_micro >= ?`, m.draws[id], id, ReservationOpen, m.draws[id]))
-			if err != nil {
-				return nil, nil, err
-			}
-			draws = append(draws, text)
+			draws = append(draws, rowWrite{text: `UPDATE reservations SET worst_micro = worst_micro - ? WHERE request_id = ? AND state = ? AND worst_micro >= ?`,
+				args: []any{m.draws[id], id, ReservationOpen, m.draws[id]}})
 		}
 	}
 	add := func(q bun.Query) {
 		if err != nil {
 			return
 		}
-		var text string
-		if text, err = render(q); err == nil {
-			writes = append(writes, text)
+		var w rowWrite
+		if w, err = render(q); err == nil {
+			writes = append(writes, w)
 		}
 	}
 	m.batchTxn()
 	if len(m.reservations) > 0 {
 		add(tx.NewInsert().Model(&m.reservations).Returning("NULL"))
 	}
-	if len(m.invocations) > 0 {
-		add(tx.NewInsert().Model(&m.invocations).Returning("NULL"))
-	}
-	if s.postgres {
-		if q := m.creditUpdate(tx); q != nil {
-			add(q)
-		}
-		if q := m.keyUpdate(tx); q != nil {
-			add(q)
-		}
-	} else {
+	if !s.postgres {
+		writes = append(writes, insertRows(s, m.invocations)...)
 		for _, id := range slices.Sorted(maps.Keys(m.credit)) {
 			c := m.credit[id]
-			add(adjustCredit(tx, id, c.d, c.at))
+			writes = append(writes, rowWrite{text: `UPDATE credit_accounts SET available_micro = available_micro + ?, reserved_micro = reserved_micro + ?,
+				held_micro = held_micro + ?, updated_at = ? WHERE account_id = ?`, args: []any{c.d.Available, c.d.Reserved, c.d.Held, c.at.UTC().Format(bunTime), id}})
 		}
 		for _, id := range slices.Sorted(maps.Keys(m.keys)) {
 			if k := m.keys[id]; k.spent != 0 || k.held != 0 {
-				add(adjustKeySpend(tx, id, k.spent, k.held))
+				writes = append(writes, rowWrite{text: `UPDATE key_spend SET spent_micro = spent_micro + ?, held_micro = held_micro + ? WHERE key_id = ?`,
+					args: []any{k.spent, k.held, id}})
 			}
 		}
+		writes = append(writes, insertRows(s, m.ledger)...)
+		if len(m.events) > 0 {
+			add(insertEvents(tx, m.events))
+		}
+		return draws, writes, err
+	}
+	if len(m.invocations) > 0 {
+		add(tx.NewInsert().Model(&m.invocations).Returning("NULL"))
+	}
+	if q := m.creditUpdate(tx); q != nil {
+		add(q)
+	}
+	if q := m.keyUpdate(tx); q != nil {
+		add(q)
 	}
 	if len(m.ledger) > 0 {
 		add(tx.NewInsert().Model(&m.ledger).Returning("NULL"))
@@ -257,17 +261,14 @@ func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string
 		}
 		return cause
 	}
-	if s.postgres { // two round trips: the savepoint and the draws, then the writes
-		res, err := tx.ExecContext(ctx, strings.Join(append([]string{"SAVEPOINT " + sp}, draws...), ";\n"))
-		if err != nil {
-			return undo(err)
-		}
-		if len(draws) > 0 { // one statement: its result is the last one's
-			if n, err := res.RowsAffected(); err != nil || n != int64(len(m.draws)) {
-				return undo(errors.Join(errDrawsMissed, err))
+	if s.postgres {
+		// One round trip: the draws are checked in the database (checkedDraws), and a miss
+		// fails the statement, skipping the rest.
+		all := append([]rowWrite{{text: "SAVEPOINT " + sp}}, checkedDraws(draws, len(m.draws))...)
+		if _, err := tx.ExecContext(ctx, joined(append(append(all, writes...), rowWrite{text: "RELEASE " + sp}))); err != nil {
+			if isDrawsMissed(err) {
+				err = errDrawsMissed
 			}
-		}
-		if _, err := tx.ExecContext(ctx, strings.Join(append(writes, "RELEASE "+sp), ";\n")); err != nil {
 			return undo(err)
 		}
 		return nil
@@ -277,7 +278,7 @@ func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string
 	}
 	var drawn int64
 	for _, d := range draws {
-		res, err := tx.ExecContext(ctx, d)
+		res, err := s.exec(ctx, tx, d)
 		if err != nil {
 			return undo(err)
 		}
@@ -290,12 +291,41 @@ func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string
 	if drawn != int64(len(m.draws)) {
 		return undo(errDrawsMissed)
 	}
-	for _, w := range append(writes, "RELEASE "+sp) {
-		if _, err := tx.ExecContext(ctx, w); err != nil {
+	for _, w := range append(writes, rowWrite{text: "RELEASE " + sp}) {
+		if _, err := s.exec(ctx, tx, w); err != nil {
 			return undo(err)
 		}
 	}
 	return nil
+}
+
+// checkedDraws wraps PostgreSQL's draws statement (rendered, its values inline) in a block
+// that raises drawsMissedCode unless it changed exactly want rows, so the draws and the writes
+// that must follow only a full draw travel in one round trip.
+func checkedDraws(draws []rowWrite, want int) []rowWrite {
+	if len(draws) == 0 {
+		return nil
+	}
+	return []rowWrite{{text: fmt.Sprintf(`DO $draws$ DECLARE n bigint; BEGIN %s; GET DIAGNOSTICS n = ROW_COUNT;
+		IF n <> %d THEN RAISE EXCEPTION 'a merged draw missed its lease' USING ERRCODE = '%s'; END IF; END $draws$`,
+		draws[0].text, want, drawsMissedCode)}}
+}
+
+// drawsMissedCode is the SQLSTATE checkedDraws raises.
+const drawsMissedCode = "SB001"
+
+func isDrawsMissed(err error) bool {
+	var pgErr pgdriver.Error
+	return errors.As(err, &pgErr) && pgErr.Field('C') == drawsMissedCode
+}
+
+// joined is rendered statements as one round trip (PostgreSQL).
+func joined(ws []rowWrite) string {
+	texts := make([]string, len(ws))
+	for i, w := range ws {
+		texts[i] = w.text
+	}
+	return strings.Join(texts, ";\n")
 }
 
 // notMerged is what a Q method that cannot merge returns while its Q merges.

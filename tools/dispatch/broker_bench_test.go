@@ -133,14 +133,15 @@ func brokerThroughput(b *testing.B, w *world, dialect string) {
 	var d, i, r, stmts, cpu []float64
 	for range brokerRounds {
 		d = append(d, rate(b, parallelCallers, throughputFor, viaDirect))
-		calls, n, used := invoked.Load(), cost.stmts.Load(), pgCPU(dialect)
+		st := w.env.App.Store
+		calls, n, used := invoked.Load(), cost.stmts.Load()+st.PreparedRuns(), pgCPU(dialect)
 		i = append(i, rate(b, parallelCallers, throughputFor, viaSwitchboard))
 		// What the database did for the round's calls, once their records have landed.
 		if err := w.env.App.Settled(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		calls = invoked.Load() - calls
-		stmts = append(stmts, float64(cost.stmts.Load()-n)/float64(calls))
+		stmts = append(stmts, float64(cost.stmts.Load()+st.PreparedRuns()-n)/float64(calls))
 		cpu = append(cpu, us(pgCPU(dialect)-used)/float64(calls))
 		r = append(r, rate(b, parallelCallers, throughputFor, viaRelay))
 	}
@@ -150,8 +151,9 @@ func brokerThroughput(b *testing.B, w *world, dialect string) {
 		"relay÷direct": median(r) / median(d), "invoke÷relay": median(i) / median(r), "stmts/invoke": median(stmts), "pg-cpu-µs/invoke": median(cpu)})
 }
 
-// dbCost counts the statements Switchboard sends its database (BEGIN and COMMIT aside; the
-// batch writer sends several in one round trip on PostgreSQL, joined by ";\n").
+// dbCost counts the statements Switchboard sends its database through bun (BEGIN and COMMIT
+// aside; the batch writer sends several in one round trip on PostgreSQL, joined by ";\n");
+// the batch writer's prepared statements on SQLite are counted by the store (PreparedRuns).
 type dbCost struct{ stmts atomic.Int64 }
 
 func (c *dbCost) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }

@@ -93,6 +93,13 @@ func (m *merged) statements(s *Store, tx bun.Tx) (draws []rowWrite, writes []row
 	ids := slices.Sorted(maps.Keys(m.draws))
 	switch {
 	case len(ids) == 0:
+	case s.postgres && len(ids) == 1: // planned more cheaply than the join below
+		w, err := render(tx.NewRaw(`UPDATE reservations SET worst_micro = worst_micro - ? WHERE request_id = ? AND state = ? AND worst_micro >= ?`,
+			m.draws[ids[0]], ids[0], ReservationOpen, m.draws[ids[0]]))
+		if err != nil {
+			return nil, nil, err
+		}
+		draws = append(draws, w)
 	case s.postgres:
 		rows := make([]string, len(ids))
 		args := make([]any, 0, 2*len(ids))
@@ -205,9 +212,14 @@ func (m *merged) batchTxn() {
 // creditUpdate is one UPDATE of every balance row m changes (nil: none), each by its own
 // deltas, stamped with the latest change's time. Lanes hold disjoint accounts, so no other
 // transaction locks two of these rows (the order the statement takes them in is free).
-func (m *merged) creditUpdate(tx bun.Tx) *bun.RawQuery {
-	if len(m.credit) == 0 {
+func (m *merged) creditUpdate(tx bun.Tx) bun.Query {
+	switch len(m.credit) {
+	case 0:
 		return nil
+	case 1: // planned more cheaply than the join below
+		for id, c := range m.credit {
+			return adjustCredit(tx, id, c.d, c.at)
+		}
 	}
 	var at time.Time
 	rows, args := make([]string, 0, len(m.credit)), make([]any, 0, 4*len(m.credit)+1)
@@ -225,7 +237,15 @@ func (m *merged) creditUpdate(tx bun.Tx) *bun.RawQuery {
 }
 
 // keyUpdate is one UPDATE of every key spend row m changes (nil: none).
-func (m *merged) keyUpdate(tx bun.Tx) *bun.RawQuery {
+func (m *merged) keyUpdate(tx bun.Tx) bun.Query {
+	if len(m.keys) == 1 {
+		for id, k := range m.keys {
+			if k.spent == 0 && k.held == 0 {
+				return nil
+			}
+			return adjustKeySpend(tx, id, k.spent, k.held)
+		}
+	}
 	var rows []string
 	var args []any
 	for _, id := range slices.Sorted(maps.Keys(m.keys)) {

@@ -192,6 +192,31 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("ledger-check: %v\n%s", err, out)
 	}
+	// The operator's view of a call recorded whole in its row: its history from the row's
+	// trail, no ledger rows of its own, and the batch transaction it is charged in.
+	show := exec.Command(bin, "admin", "invocation", answers[0].requestID)
+	show.Env = append(os.Environ(), env...)
+	raw, err := show.Output()
+	if err != nil {
+		t.Fatalf("admin invocation: %v\n%s", err, raw)
+	}
+	var view struct {
+		Invocation  store.Invocation
+		Events      []store.InvocationEvent
+		Ledger      []store.LedgerEntry
+		LedgerBatch []store.LedgerEntry `json:"ledgerBatch"`
+	}
+	if err := json.Unmarshal(raw, &view); err != nil {
+		t.Fatalf("admin invocation: %v\n%s", err, raw)
+	}
+	charged := false
+	for _, e := range view.LedgerBatch {
+		charged = charged || e.Kind == "partner_fee" && e.Book == view.Invocation.PayoutBook && e.AmountMicro >= view.Invocation.PartnerFeeMicro
+	}
+	if n := len(view.Events); n < 2 || view.Events[0].State != store.InvDispatching || view.Events[n-1].State != store.InvSucceeded ||
+		len(view.Ledger) != 0 || view.Invocation.LedgerTxn == nil || !charged {
+		t.Fatalf("admin invocation of a read on a lease: %s", raw)
+	}
 	t.Logf("SIGTERM under load: %d calls answered (%d of them after SIGTERM, %d slow ones in flight at the partner when it came), 0 resets, 0 5xx, all recorded; exit 0 %s after SIGTERM (1 s drain delay)",
 		len(answers), afterSignal, slow, drained.Round(10*time.Millisecond))
 }

@@ -11,3 +11,9 @@ ALTER TABLE invocations ADD COLUMN ledger_txn TEXT;
 -- An operator reading one call finds its batch's transaction; only rows of no one request
 -- (batches, grants, payouts: a few per batch, not per call) pay for this index.
 CREATE INDEX ledger_entries_batch_idx ON ledger_entries (txn_id) WHERE request_id IS NULL;
+--bun:split
+-- Rows of no one request (a batch's legs: about one per call) no longer enter the request
+-- index, which only ever looks one request's rows up.
+DROP INDEX ledger_entries_request_idx;
+--bun:split
+CREATE INDEX ledger_entries_request_idx ON ledger_entries (request_id) WHERE request_id IS NOT NULL;

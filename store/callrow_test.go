@@ -152,5 +152,19 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 		if err := s.LedgerCheck(ctx); err == nil || !strings.Contains(err.Error(), "batch ledger transaction "+*txn["s1"]) {
 			t.Fatalf("ledger-check with a call's row off its batch: %v", err)
 		}
+		// So does a batch whose calls' rows are gone.
+		if _, err := s.DB().NewUpdate().Model((*store.Invocation)(nil)).Set("partner_fee_micro = partner_fee_micro - 1").
+			Where("request_id = ?", "s3").Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LedgerCheck(ctx); err != nil {
+			t.Fatalf("ledger-check with the row put back: %v", err)
+		}
+		if _, err := s.DB().NewDelete().Model((*store.Invocation)(nil)).Where("ledger_txn = ?", *txn["s2"]).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LedgerCheck(ctx); err == nil || !strings.Contains(err.Error(), "batch ledger transaction "+*txn["s2"]) {
+			t.Fatalf("ledger-check with a batch's calls gone: %v", err)
+		}
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -89,41 +88,6 @@ func (q *Q) AddEvent(ctx context.Context, requestID, state, detail string, at ti
 type Event struct {
 	State, Detail string
 	At            time.Time
-}
-
-// AddFirstEvents writes the history of an invocation inserted in this transaction, which has
-// none yet, in one statement.
-func (q *Q) AddFirstEvents(ctx context.Context, requestID string, events ...Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	rows := make([]eventRow, len(events))
-	for i, e := range events {
-		rows[i] = eventRow{requestID: requestID, seq: i + 1, e: e}
-	}
-	if q.m != nil {
-		q.m.events = append(q.m.events, rows...)
-		return nil
-	}
-	return q.write(ctx, insertEvents(q.tx, rows))
-}
-
-// eventRow is one invocation event with its number.
-type eventRow struct {
-	requestID string
-	seq       int
-	e         Event
-}
-
-// insertEvents inserts numbered events in one statement.
-func insertEvents(tx bun.Tx, rows []eventRow) *bun.RawQuery {
-	values := make([]string, len(rows))
-	args := make([]any, 0, 6*len(rows))
-	for i, r := range rows {
-		values[i] = "(?, ?, ?, ?, ?, ?)"
-		args = append(args, rowID(), r.requestID, r.seq, r.e.State, r.e.Detail, r.e.At)
-	}
-	return tx.NewRaw("INSERT INTO invocation_events (id, request_id, seq, state, detail, at) VALUES "+strings.Join(values, ", "), args...)
 }
 
 // InsertInvocation writes a new invocation row.

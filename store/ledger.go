@@ -341,13 +341,25 @@ func (q *Q) AdjustCredit(ctx context.Context, accountID string, d CreditDelta, n
 	return q.write(ctx, adjustCredit(q.tx, accountID, d, now))
 }
 
-func adjustCredit(tx bun.Tx, accountID string, d CreditDelta, now time.Time) *bun.UpdateQuery {
-	return tx.NewUpdate().Model((*CreditAccount)(nil)).
-		Set("available_micro = available_micro + ?", d.Available).
-		Set("reserved_micro = reserved_micro + ?", d.Reserved).
-		Set("held_micro = held_micro + ?", d.Held).
-		Set("updated_at = ?", now).
-		Where("account_id = ?", accountID)
+func adjustCredit(tx bun.Tx, accountID string, d CreditDelta, now time.Time) *bun.RawQuery {
+	return creditWrite(accountID, d, now).raw(tx)
+}
+
+// creditWrite, keyWrite and drawWrite are the changes of one balance row, key spend row and
+// lease row: rendered by bun (raw), or run prepared by SQLite's batch writer (prepared.go).
+func creditWrite(accountID string, d CreditDelta, now time.Time) rowWrite {
+	return rowWrite{text: `UPDATE credit_accounts SET available_micro = available_micro + ?, reserved_micro = reserved_micro + ?,
+		held_micro = held_micro + ?, updated_at = ? WHERE account_id = ?`, args: []any{d.Available, d.Reserved, d.Held, now, accountID}}
+}
+
+func keyWrite(keyID string, spent, held int64) rowWrite {
+	return rowWrite{text: `UPDATE key_spend SET spent_micro = spent_micro + ?, held_micro = held_micro + ? WHERE key_id = ?`,
+		args: []any{spent, held, keyID}}
+}
+
+func drawWrite(requestID string, worst int64) rowWrite {
+	return rowWrite{text: `UPDATE reservations SET worst_micro = worst_micro - ? WHERE request_id = ? AND state = ? AND worst_micro >= ?`,
+		args: []any{worst, requestID, ReservationOpen, worst}}
 }
 
 // AdjustKeySpend adds to a locked key spend row.
@@ -359,31 +371,14 @@ func (q *Q) AdjustKeySpend(ctx context.Context, keyID string, spent, held int64)
 	return q.write(ctx, adjustKeySpend(q.tx, keyID, spent, held))
 }
 
-func adjustKeySpend(tx bun.Tx, keyID string, spent, held int64) *bun.UpdateQuery {
-	return tx.NewUpdate().Model((*KeySpend)(nil)).
-		Set("spent_micro = spent_micro + ?", spent).Set("held_micro = held_micro + ?", held).
-		Where("key_id = ?", keyID)
+func adjustKeySpend(tx bun.Tx, keyID string, spent, held int64) *bun.RawQuery {
+	return keyWrite(keyID, spent, held).raw(tx)
 }
 
 // InsertReservation writes a new reservation in state open.
 func (q *Q) InsertReservation(ctx context.Context, r *Reservation) error {
 	r.State = ReservationOpen
-	if q.m != nil {
-		q.m.reservations = append(q.m.reservations, *r)
-		return nil
-	}
 	return q.write(ctx, q.tx.NewInsert().Model(r).Returning("NULL"))
-}
-
-// InsertClosedReservation writes a reservation opened and closed in this transaction.
-func (q *Q) InsertClosedReservation(ctx context.Context, r *Reservation, state string, now time.Time) error {
-	closed := *r
-	closed.State, closed.ClosedAt = state, &now
-	if q.m != nil {
-		q.m.reservations = append(q.m.reservations, closed)
-		return nil
-	}
-	return q.write(ctx, q.tx.NewInsert().Model(&closed).Returning("NULL"))
 }
 
 // DrawReservation moves worst micro-USD of holding out of an open reservation (a budget
@@ -397,9 +392,7 @@ func (q *Q) DrawReservation(ctx context.Context, requestID string, worst int64) 
 		q.m.draws[requestID] += worst
 		return true, nil
 	}
-	return q.affectsOne(ctx, q.tx.NewUpdate().Model((*Reservation)(nil)).
-		Set("worst_micro = worst_micro - ?", worst).
-		Where("request_id = ? AND state = ? AND worst_micro >= ?", requestID, ReservationOpen, worst))
+	return q.affectsOne(ctx, drawWrite(requestID, worst).raw(q.tx))
 }
 
 // OpenReservations reports which of ids are open reservations, as committed: a plain read
@@ -588,7 +581,9 @@ func (s *Store) LedgerCheck(ctx context.Context) error {
 // checkBatches proves that every batch transaction of calls recorded whole (PostCall) is the
 // sum of the breakdowns of the invocations that name it: per book and kind, its legs less
 // what those calls' rows say (the total charged to each account, infrastructure, partner
-// fee to its payout book, platform fee, gas) leave nothing.
+// fee to its payout book, platform fee, gas) leave nothing. A batch is named by its calls or
+// found by its charge legs (only a batch charges with no request), so one whose calls' rows
+// are gone is a break too.
 func (s *Store) checkBatches(ctx context.Context) error {
 	var bad []struct {
 		Txn  string `bun:"t"`
@@ -599,7 +594,8 @@ func (s *Store) checkBatches(ctx context.Context) error {
 	const calls = "FROM invocations WHERE ledger_txn IS NOT NULL"
 	err := s.db.NewRaw(`SELECT t, book, kind, SUM(a) AS off FROM (
 		SELECT txn_id AS t, book, kind, amount_micro AS a FROM ledger_entries
-			WHERE request_id IS NULL AND txn_id IN (SELECT ledger_txn `+calls+`)
+			WHERE request_id IS NULL AND (txn_id IN (SELECT ledger_txn `+calls+`)
+				OR txn_id IN (SELECT txn_id FROM ledger_entries WHERE request_id IS NULL AND kind = 'charge'))
 		UNION ALL SELECT ledger_txn, 'user:' || account_id || ':available', 'charge',
 			reserve_micro + partner_fee_micro + platform_fee_micro + gas_micro `+calls+`
 		UNION ALL SELECT ledger_txn, ?, 'consume', -reserve_micro `+calls+`

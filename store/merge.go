@@ -25,14 +25,12 @@ var errNotMerged = errors.New("this write cannot be merged with others")
 
 // merged gathers the writes of write-only jobs.
 type merged struct {
-	invocations  []Invocation
-	reservations []Reservation
-	ledger       []LedgerEntry
-	calls        []callTxn // summed into one transaction for the batch (batchTxn)
-	events       []eventRow
-	credit       map[string]creditChange
-	keys         map[string]keyChange
-	draws        map[string]int64 // reservation (lease) -> worst micro-USD drawn out of it
+	invocations []Invocation
+	ledger      []LedgerEntry
+	calls       []callTxn // summed into one transaction for the batch (batchTxn)
+	credit      map[string]creditChange
+	keys        map[string]keyChange
+	draws       map[string]int64 // reservation (lease) -> worst micro-USD drawn out of it
 }
 
 type creditChange struct {
@@ -49,10 +47,8 @@ func newMerged() *merged {
 // add folds o (one job's writes) into m.
 func (m *merged) add(o *merged) {
 	m.invocations = append(m.invocations, o.invocations...)
-	m.reservations = append(m.reservations, o.reservations...)
 	m.ledger = append(m.ledger, o.ledger...)
 	m.calls = append(m.calls, o.calls...)
-	m.events = append(m.events, o.events...)
 	for id, c := range o.credit {
 		m.adjustCredit(id, c.d, c.at)
 	}
@@ -93,14 +89,17 @@ func (m *merged) statements(s *Store, tx bun.Tx) (draws []rowWrite, writes []row
 	ids := slices.Sorted(maps.Keys(m.draws))
 	switch {
 	case len(ids) == 0:
-	case s.postgres && len(ids) == 1: // planned more cheaply than the join below
-		w, err := render(tx.NewRaw(`UPDATE reservations SET worst_micro = worst_micro - ? WHERE request_id = ? AND state = ? AND worst_micro >= ?`,
-			m.draws[ids[0]], ids[0], ReservationOpen, m.draws[ids[0]]))
+	case !s.postgres:
+		for _, id := range ids {
+			draws = append(draws, drawWrite(id, m.draws[id]))
+		}
+	case len(ids) == 1: // planned more cheaply than the join below
+		w, err := render(drawWrite(ids[0], m.draws[ids[0]]).raw(tx))
 		if err != nil {
 			return nil, nil, err
 		}
 		draws = append(draws, w)
-	case s.postgres:
+	default:
 		rows := make([]string, len(ids))
 		args := make([]any, 0, 2*len(ids))
 		for i, id := range ids {
@@ -115,14 +114,23 @@ func (m *merged) statements(s *Store, tx bun.Tx) (draws []rowWrite, writes []row
 			return nil, nil, err
 		}
 		draws = append(draws, w)
-	default:
-		for _, id := range ids {
-			draws = append(draws, rowWrite{text: `UPDATE reservations SET worst_micro = worst_micro - ? WHERE request_id = ? AND state = ? AND worst_micro >= ?`,
-				args: []any{m.draws[id], id, ReservationOpen, m.draws[id]}})
+	}
+	m.batchTxn()
+	if !s.postgres {
+		writes = insertRows(s, m.invocations)
+		for _, id := range slices.Sorted(maps.Keys(m.credit)) {
+			c := m.credit[id]
+			writes = append(writes, creditWrite(id, c.d, c.at))
 		}
+		for _, id := range slices.Sorted(maps.Keys(m.keys)) {
+			if k := m.keys[id]; k.spent != 0 || k.held != 0 {
+				writes = append(writes, keyWrite(id, k.spent, k.held))
+			}
+		}
+		return draws, append(writes, insertRows(s, m.ledger)...), nil
 	}
 	add := func(q bun.Query) {
-		if err != nil {
+		if q == nil || err != nil {
 			return
 		}
 		var w rowWrite
@@ -130,43 +138,13 @@ func (m *merged) statements(s *Store, tx bun.Tx) (draws []rowWrite, writes []row
 			writes = append(writes, w)
 		}
 	}
-	m.batchTxn()
-	if len(m.reservations) > 0 {
-		add(tx.NewInsert().Model(&m.reservations).Returning("NULL"))
-	}
-	if !s.postgres {
-		writes = append(writes, insertRows(s, m.invocations)...)
-		for _, id := range slices.Sorted(maps.Keys(m.credit)) {
-			c := m.credit[id]
-			writes = append(writes, rowWrite{text: `UPDATE credit_accounts SET available_micro = available_micro + ?, reserved_micro = reserved_micro + ?,
-				held_micro = held_micro + ?, updated_at = ? WHERE account_id = ?`, args: []any{c.d.Available, c.d.Reserved, c.d.Held, c.at.UTC().Format(bunTime), id}})
-		}
-		for _, id := range slices.Sorted(maps.Keys(m.keys)) {
-			if k := m.keys[id]; k.spent != 0 || k.held != 0 {
-				writes = append(writes, rowWrite{text: `UPDATE key_spend SET spent_micro = spent_micro + ?, held_micro = held_micro + ? WHERE key_id = ?`,
-					args: []any{k.spent, k.held, id}})
-			}
-		}
-		writes = append(writes, insertRows(s, m.ledger)...)
-		if len(m.events) > 0 {
-			add(insertEvents(tx, m.events))
-		}
-		return draws, writes, err
-	}
 	if len(m.invocations) > 0 {
 		add(tx.NewInsert().Model(&m.invocations).Returning("NULL"))
 	}
-	if q := m.creditUpdate(tx); q != nil {
-		add(q)
-	}
-	if q := m.keyUpdate(tx); q != nil {
-		add(q)
-	}
+	add(m.creditUpdate(tx))
+	add(m.keyUpdate(tx))
 	if len(m.ledger) > 0 {
 		add(tx.NewInsert().Model(&m.ledger).Returning("NULL"))
-	}
-	if len(m.events) > 0 {
-		add(insertEvents(tx, m.events))
 	}
 	return draws, writes, err
 }

@@ -38,7 +38,10 @@ type prepared struct {
 // hooks do not see): the benchmarks' statement counts add it.
 func (s *Store) PreparedRuns() int64 { return s.prep.runs.Load() }
 
-// exec runs w inside tx.
+// raw is w for bun to render, its values inline.
+func (w rowWrite) raw(tx bun.Tx) *bun.RawQuery { return tx.NewRaw(w.text, w.args...) }
+
+// exec runs w inside tx: prepared, with its arguments as bun would render them.
 func (s *Store) exec(ctx context.Context, tx bun.Tx, w rowWrite) (sql.Result, error) {
 	if w.args == nil {
 		return tx.ExecContext(ctx, w.text)
@@ -47,8 +50,12 @@ func (s *Store) exec(ctx context.Context, tx bun.Tx, w rowWrite) (sql.Result, er
 	if err != nil {
 		return nil, err
 	}
+	args := make([]any, len(w.args))
+	for i, a := range w.args {
+		args[i] = argOf(reflect.ValueOf(a))
+	}
 	s.prep.runs.Add(1)
-	return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, w.args...)
+	return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 }
 
 // statement returns text prepared (database/sql prepares it again on each connection that
@@ -100,15 +107,18 @@ func insertRows[T any](s *Store, rows []T) []rowWrite {
 		v := reflect.ValueOf(&rows[i]).Elem()
 		args := make([]any, len(ri.fields))
 		for j, f := range ri.fields {
-			args[j] = argOf(f.Value(v))
+			args[j] = f.Value(v).Interface() // exec gives them as bun renders them (argOf)
 		}
 		out[i] = rowWrite{text: ri.text, args: args}
 	}
 	return out
 }
 
-// argOf is a column's value as an argument: NULL for a nil pointer, a time as bun renders it.
+// argOf is a value as an argument: NULL for a nil pointer, a time as bun renders it.
 func argOf(v reflect.Value) any {
+	if !v.IsValid() {
+		return nil
+	}
 	if v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			return nil

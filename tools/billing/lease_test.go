@@ -60,7 +60,8 @@ func (r *replica) call(ctx context.Context, p *tools.Principal, id string, q bil
 	if err != nil {
 		return err
 	}
-	if !h.ConcludeOnLease(ctx, billing.Conclusion{Settlement: &billing.Settlement{PlatformFeeMicro: q.PlatformFeeMicro}}, h.At(), noWrite, nil) {
+	c := billing.Conclusion{Settlement: &billing.Settlement{PlatformFeeMicro: q.PlatformFeeMicro}}
+	if !h.ConcludeOnLease(ctx, c, h.At(), callRow(p, id, q, c), nil) {
 		return errors.New("a hold with an API key was not drawn from a lease")
 	}
 	return nil
@@ -298,7 +299,8 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			if i%2 == 0 {
 				stl = &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: store.PartnerPayable("p", "evm:0xabc")}
 			}
-			if !h.ConcludeOnLease(ctx, billing.Conclusion{Settlement: stl, Reason: "partner failed"}, h.At(), noop, func(err error) {
+			c := billing.Conclusion{Settlement: stl, Reason: "partner failed"}
+			if !h.ConcludeOnLease(ctx, c, h.At(), callRow(p, fmt.Sprintf("o%d", i), q, c), func(err error) {
 				if err != nil {
 					failed = append(failed, err)
 				}
@@ -363,6 +365,21 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 }
 
 func noWrite(context.Context, *store.Q) error { return nil }
+
+// callRow is the record dispatch writes beside a call's money: its invocation row with the
+// breakdown, which ledger-check sums its batch's ledger transaction against.
+func callRow(p *tools.Principal, requestID string, q billing.Quote, c billing.Conclusion) func(context.Context, *store.Q) error {
+	return func(ctx context.Context, sq *store.Q) error {
+		now := time.Now().UTC()
+		inv := &store.Invocation{RequestID: requestID, AccountID: p.AccountID, KeyID: p.KeyID, IntentID: "i", Handle: "@h", Category: "QUERY",
+			Args: "{}", State: store.InvFailed, ReserveMicro: q.ReserveMicro, RefundedMicro: q.ReserveMicro, CreatedAt: now, DispatchedAt: &now, FinishedAt: &now}
+		if st := c.Settlement; st != nil {
+			inv.State, inv.RefundedMicro, inv.PayoutBook = store.InvSucceeded, 0, st.PartnerBook
+			inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.GasMicro = st.PartnerFeeMicro, st.PlatformFeeMicro, st.GasMicro
+		}
+		return sq.InsertInvocation(ctx, inv)
+	}
+}
 
 // A call that may run past its lease's deadline (drawn just before the lease is replaced)
 // is held on its own, with a deadline of its own; a shorter one is drawn on the lease.

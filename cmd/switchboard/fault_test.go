@@ -35,10 +35,14 @@ type server struct {
 	stderr *syncBuffer
 }
 
+// buildBinary builds switchboard as deploy/image/build ships it: static, without cgo (so
+// go-ethereum's pure-Go secp256k1, no libc), paths trimmed and symbols stripped.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "switchboard")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin

@@ -177,6 +177,12 @@ func TestSQLiteCheckpointsOffTheCommitPath(t *testing.T) {
 	if err := s.DB().NewRaw("PRAGMA wal_autocheckpoint").Scan(ctx, &every); err != nil || every != 0 {
 		t.Fatalf("wal_autocheckpoint %d %v, want 0", every, err)
 	}
+	// A savepoint's journal of the pages it changed stays in memory (2), never a file opened
+	// and deleted inside a commit.
+	var temp int
+	if err := s.DB().NewRaw("PRAGMA temp_store").Scan(ctx, &temp); err != nil || temp != 2 {
+		t.Fatalf("temp_store %d %v, want 2 (MEMORY)", temp, err)
+	}
 	for i := range 200 {
 		id := fmt.Sprintf("ckpt-%d", i)
 		if err := s.CreateAccount(ctx, &store.Account{ID: id, Email: id + "@example.com", CreatedAt: time.Now().UTC()}, nil, nil); err != nil {

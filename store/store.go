@@ -131,13 +131,49 @@ func (s *Store) Close() error { return s.db.Close() }
 // Checkpoint copies what SQLite's write-ahead log holds into the database file, as far as
 // it can without waiting for readers or the writer (PASSIVE), off every commit's path; serve
 // runs it every second. It does nothing on PostgreSQL.
+//
+// The log starts over from its beginning only when a writer finds it wholly copied and no
+// reader in it, which a steady load never leaves: under 32 callers it grew by 150 MB a second
+// without end, and calls/s fell by a third in 16 s. Past restartFrames, Checkpoint therefore
+// finishes the copy with this process's writers held back (they queue on s.writer) and
+// starts the log over (RESTART), waiting at most restartWait for readers still in it (when
+// they outlast that, it tries again next time). Writers wait about 20 ms for it, once a second
+// at most; the file keeps its size (truncating it took 55 ms) and is written over.
 func (s *Store) Checkpoint(ctx context.Context) error {
 	if s.postgres {
 		return nil
 	}
-	_, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
-	return err
+	var busy, frames, copied int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err != nil {
+		return err
+	}
+	if frames < restartFrames {
+		return nil
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var timeout int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&timeout); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", restartWait.Milliseconds())); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", timeout))
+	s.writer.Lock()
+	defer s.writer.Unlock()
+	return conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &frames, &copied)
 }
+
+// restartFrames is the size of SQLite's log (in pages, 4 KB each) past which Checkpoint
+// starts it over; restartWait how long it then waits for readers to leave it.
+const (
+	restartFrames = 4096
+	restartWait   = 50 * time.Millisecond
+)
 
 // Ping checks the database answers (health checks).
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }

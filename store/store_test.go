@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -203,4 +207,74 @@ func TestSQLiteCheckpointsOffTheCommitPath(t *testing.T) {
 	if after := size(); after <= before {
 		t.Fatalf("the database file is %d bytes after the checkpoint, %d before: nothing was copied from the log", after, before)
 	}
+}
+
+// Under a steady load, with a writer always about to commit and a reader always inside the
+// log, SQLite never starts its write-ahead log over by itself: Checkpoint must, or the log
+// grows by all that is written (150 MB a second under 32 invoking callers) without end.
+func TestSQLiteLogStartsOverUnderSteadyLoad(t *testing.T) {
+	ctx := context.Background()
+	path := storetest.DSN(t, "sqlite")
+	s := storetest.OpenURL(t, path)
+	if _, err := s.DB().ExecContext(ctx, "CREATE TABLE wal_load (id INTEGER PRIMARY KEY, b TEXT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	load, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range 3 { // readers, each holding a snapshot of the log for a few milliseconds at a time
+		wg.Go(func() {
+			conn, err := s.DB().Conn(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			for load.Err() == nil {
+				var n int
+				if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM wal_load").Scan(&n); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(3 * time.Millisecond)
+				if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() { // serve's checkpointer, ten times as often
+		for load.Err() == nil {
+			if err := s.Checkpoint(ctx); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	blob := strings.Repeat("x", 32<<10)
+	written := 0
+	for written < 96<<20 && !t.Failed() {
+		err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO wal_load (b) VALUES (?)", blob)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		written += len(blob)
+	}
+	stop()
+	wg.Wait()
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every byte written went through the log: a log that never started over holds them all.
+	if fi.Size() > int64(written)/2 {
+		t.Fatalf("the write-ahead log is %d MB after %d MB were written: it never started over", fi.Size()>>20, written>>20)
+	}
+	t.Logf("the write-ahead log is %d MB after %d MB were written", fi.Size()>>20, written>>20)
 }

@@ -15,9 +15,9 @@ import (
 
 // A batch's write-only jobs (a call recorded on a budget lease: inserts, balance deltas and a
 // draw from the lease) are merged: their rows go in one INSERT per table, their deltas in one
-// UPDATE per table (one per row on SQLite), their draws in one checked UPDATE. A batch of N such jobs then
-// costs a few statements and two round trips instead of several of each per job, which is
-// what bounds an invocation's database cost under load.
+// UPDATE per table, their draws in one checked UPDATE (on SQLite, one of each per run of rows:
+// runs). A batch of N such jobs then costs a few statements and two round trips instead of
+// several of each per job, which is what bounds an invocation's database cost under load.
 
 // errNotMerged is a merged job reaching for something a merge cannot hold (a read, a
 // conditional write, any other statement): the job runs alone instead.
@@ -77,76 +77,130 @@ func (m *merged) adjustKey(keyID string, spent, held int64) {
 
 // statements renders m: draws are the checked UPDATEs of the leases (none when there are
 // none), which must together change exactly len(m.draws) rows; writes are the rest, in the
-// order every writer locks rows (balance rows by account, then key rows by key). On
-// PostgreSQL each kind of row is one statement (parsed and planned once per batch, the
-// server's CPU); SQLite, in the process, runs a prepared statement per row instead
-// (prepared.go), cheaper there than parsing one joined to a list of values.
+// order every writer locks rows (balance rows by account, then key rows by key). Each kind of
+// row is one statement for all of them (its rows listed, its deltas joined in); PostgreSQL
+// parses and plans it once per batch, the server's CPU. SQLite, in the process, runs them
+// prepared (prepared.go), in runs of 1, 2, 4... up to maxRun rows (runs), so it parses each
+// form once per run length rather than once per batch, or per row.
 func (m *merged) statements(s *Store, tx bun.Tx) (draws []rowWrite, writes []rowWrite, err error) {
-	render := func(q bun.Query) (rowWrite, error) {
-		text, err := q.AppendQuery(s.db.QueryGen(), nil)
-		return rowWrite{text: string(text)}, err
-	}
-	ids := slices.Sorted(maps.Keys(m.draws))
-	switch {
-	case len(ids) == 0:
-	case !s.postgres:
-		for _, id := range ids {
-			draws = append(draws, drawWrite(id, m.draws[id]))
-		}
-	case len(ids) == 1: // planned more cheaply than the join below
-		w, err := render(drawWrite(ids[0], m.draws[ids[0]]).raw(tx))
-		if err != nil {
-			return nil, nil, err
-		}
-		draws = append(draws, w)
-	default:
-		rows := make([]string, len(ids))
-		args := make([]any, 0, 2*len(ids))
-		for i, id := range ids {
-			rows[i] = "SELECT ? AS id, CAST(? AS BIGINT) AS d"
-			args = append(args, id, m.draws[id])
-		}
-		args = append(args, ReservationOpen)
-		w, err := render(tx.NewRaw(`UPDATE reservations SET worst_micro = worst_micro - v.d
-			FROM (`+strings.Join(rows, " UNION ALL ")+`) AS v
-			WHERE reservations.request_id = v.id AND reservations.state = ? AND reservations.worst_micro >= v.d`, args...))
-		if err != nil {
-			return nil, nil, err
-		}
-		draws = append(draws, w)
-	}
 	m.batchTxn()
-	if !s.postgres {
-		writes = insertRows(s, m.invocations)
-		for _, id := range slices.Sorted(maps.Keys(m.credit)) {
-			c := m.credit[id]
-			writes = append(writes, creditWrite(id, c.d, c.at))
+	leases := slices.Sorted(maps.Keys(m.draws))
+	accounts := slices.Sorted(maps.Keys(m.credit))
+	var keys []string
+	for _, id := range slices.Sorted(maps.Keys(m.keys)) {
+		if k := m.keys[id]; k.spent != 0 || k.held != 0 {
+			keys = append(keys, id)
 		}
-		for _, id := range slices.Sorted(maps.Keys(m.keys)) {
-			if k := m.keys[id]; k.spent != 0 || k.held != 0 {
-				writes = append(writes, keyWrite(id, k.spent, k.held))
-			}
+	}
+	if !s.postgres {
+		for _, run := range runs(leases) {
+			draws = append(draws, drawsWrite(run, m.draws))
+		}
+		writes = insertRows(s, m.invocations)
+		for _, run := range runs(accounts) {
+			writes = append(writes, creditsWrite(run, m.credit))
+		}
+		for _, run := range runs(keys) {
+			writes = append(writes, keysWrite(run, m.keys))
 		}
 		return draws, append(writes, insertRows(s, m.ledger)...), nil
 	}
-	add := func(q bun.Query) {
-		if q == nil || err != nil {
+	add := func(to *[]rowWrite, q bun.Query) {
+		if err != nil {
 			return
 		}
-		var w rowWrite
-		if w, err = render(q); err == nil {
-			writes = append(writes, w)
-		}
+		text, qerr := q.AppendQuery(s.db.QueryGen(), nil)
+		*to, err = append(*to, rowWrite{text: string(text)}), qerr
+	}
+	if len(leases) > 0 {
+		add(&draws, drawsWrite(leases, m.draws).raw(tx))
 	}
 	if len(m.invocations) > 0 {
-		add(tx.NewInsert().Model(&m.invocations).Returning("NULL"))
+		add(&writes, tx.NewInsert().Model(&m.invocations).Returning("NULL"))
 	}
-	add(m.creditUpdate(tx))
-	add(m.keyUpdate(tx))
+	if len(accounts) > 0 {
+		add(&writes, creditsWrite(accounts, m.credit).raw(tx))
+	}
+	if len(keys) > 0 {
+		add(&writes, keysWrite(keys, m.keys).raw(tx))
+	}
 	if len(m.ledger) > 0 {
-		add(tx.NewInsert().Model(&m.ledger).Returning("NULL"))
+		add(&writes, tx.NewInsert().Model(&m.ledger).Returning("NULL"))
 	}
 	return draws, writes, err
+}
+
+// maxRun is the most rows one of SQLite's prepared merged statements carries.
+const maxRun = 32
+
+// runs splits ids into runs of at most maxRun, each a power of two long, longest first.
+func runs[T any](ids []T) [][]T {
+	var out [][]T
+	for len(ids) > 0 {
+		n := maxRun
+		for n > len(ids) {
+			n /= 2
+		}
+		out, ids = append(out, ids[:n]), ids[n:]
+	}
+	return out
+}
+
+// drawsWrite draws each lease of ids down by its worst: one checked UPDATE, by key when
+// there is one lease (planned more cheaply than the join).
+func drawsWrite(ids []string, worst map[string]int64) rowWrite {
+	if len(ids) == 1 {
+		return drawWrite(ids[0], worst[ids[0]])
+	}
+	rows, args := make([]string, len(ids)), make([]any, 0, 2*len(ids)+1)
+	for i, id := range ids {
+		rows[i] = "SELECT ? AS id, CAST(? AS BIGINT) AS d"
+		args = append(args, id, worst[id])
+	}
+	return rowWrite{text: `UPDATE reservations SET worst_micro = worst_micro - v.d
+		FROM (` + strings.Join(rows, " UNION ALL ") + `) AS v
+		WHERE reservations.request_id = v.id AND reservations.state = ? AND reservations.worst_micro >= v.d`,
+		args: append(args, ReservationOpen)}
+}
+
+// creditsWrite changes the balance row of each account of ids by its own deltas, stamped
+// with the latest change's time. Lanes hold disjoint accounts, so no other transaction locks
+// two of these rows (the order the statement takes them in is free).
+func creditsWrite(ids []string, credit map[string]creditChange) rowWrite {
+	if len(ids) == 1 {
+		c := credit[ids[0]]
+		return creditWrite(ids[0], c.d, c.at)
+	}
+	var at time.Time
+	rows, args := make([]string, len(ids)), make([]any, 1, 4*len(ids)+1)
+	for i, id := range ids {
+		c := credit[id]
+		rows[i] = "SELECT ? AS id, CAST(? AS BIGINT) AS a, CAST(? AS BIGINT) AS r, CAST(? AS BIGINT) AS h"
+		args = append(args, id, c.d.Available, c.d.Reserved, c.d.Held)
+		if c.at.After(at) {
+			at = c.at
+		}
+	}
+	args[0] = at
+	return rowWrite{text: `UPDATE credit_accounts SET available_micro = available_micro + v.a, reserved_micro = reserved_micro + v.r,
+		held_micro = held_micro + v.h, updated_at = ? FROM (` + strings.Join(rows, " UNION ALL ") + `) AS v
+		WHERE credit_accounts.account_id = v.id`, args: args}
+}
+
+// keysWrite changes the key spend row of each key of ids by its own deltas.
+func keysWrite(ids []string, keys map[string]keyChange) rowWrite {
+	if len(ids) == 1 {
+		k := keys[ids[0]]
+		return keyWrite(ids[0], k.spent, k.held)
+	}
+	rows, args := make([]string, len(ids)), make([]any, 0, 3*len(ids))
+	for i, id := range ids {
+		k := keys[id]
+		rows[i] = "SELECT ? AS id, CAST(? AS BIGINT) AS s, CAST(? AS BIGINT) AS h"
+		args = append(args, id, k.spent, k.held)
+	}
+	return rowWrite{text: `UPDATE key_spend SET spent_micro = spent_micro + v.s, held_micro = held_micro + v.h
+		FROM (` + strings.Join(rows, " UNION ALL ") + `) AS v WHERE key_spend.key_id = v.id`, args: args}
 }
 
 // batchTxn sums the calls' transactions (PostCall) into one for the batch, with one leg per
@@ -185,58 +239,6 @@ func (m *merged) batchTxn() {
 		}
 	}
 	m.calls = nil
-}
-
-// creditUpdate is one UPDATE of every balance row m changes (nil: none), each by its own
-// deltas, stamped with the latest change's time. Lanes hold disjoint accounts, so no other
-// transaction locks two of these rows (the order the statement takes them in is free).
-func (m *merged) creditUpdate(tx bun.Tx) bun.Query {
-	switch len(m.credit) {
-	case 0:
-		return nil
-	case 1: // planned more cheaply than the join below
-		for id, c := range m.credit {
-			return adjustCredit(tx, id, c.d, c.at)
-		}
-	}
-	var at time.Time
-	rows, args := make([]string, 0, len(m.credit)), make([]any, 0, 4*len(m.credit)+1)
-	for _, id := range slices.Sorted(maps.Keys(m.credit)) {
-		c := m.credit[id]
-		rows = append(rows, "SELECT ? AS id, CAST(? AS BIGINT) AS a, CAST(? AS BIGINT) AS r, CAST(? AS BIGINT) AS h")
-		args = append(args, id, c.d.Available, c.d.Reserved, c.d.Held)
-		if c.at.After(at) {
-			at = c.at
-		}
-	}
-	return tx.NewRaw(`UPDATE credit_accounts SET available_micro = available_micro + v.a, reserved_micro = reserved_micro + v.r,
-		held_micro = held_micro + v.h, updated_at = ? FROM (`+strings.Join(rows, " UNION ALL ")+`) AS v
-		WHERE credit_accounts.account_id = v.id`, append([]any{at}, args...)...)
-}
-
-// keyUpdate is one UPDATE of every key spend row m changes (nil: none).
-func (m *merged) keyUpdate(tx bun.Tx) bun.Query {
-	if len(m.keys) == 1 {
-		for id, k := range m.keys {
-			if k.spent == 0 && k.held == 0 {
-				return nil
-			}
-			return adjustKeySpend(tx, id, k.spent, k.held)
-		}
-	}
-	var rows []string
-	var args []any
-	for _, id := range slices.Sorted(maps.Keys(m.keys)) {
-		if k := m.keys[id]; k.spent != 0 || k.held != 0 {
-			rows = append(rows, "SELECT ? AS id, CAST(? AS BIGINT) AS s, CAST(? AS BIGINT) AS h")
-			args = append(args, id, k.spent, k.held)
-		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	return tx.NewRaw(`UPDATE key_spend SET spent_micro = spent_micro + v.s, held_micro = held_micro + v.h
-		FROM (`+strings.Join(rows, " UNION ALL ")+`) AS v WHERE key_spend.key_id = v.id`, args...)
 }
 
 // errDrawsMissed is a merged draw that found its lease closed or short: the merge is undone

@@ -15,9 +15,10 @@ import (
 
 // SQLite parses every statement it is sent, and bun renders values into the text, so no two
 // of the batch writer's statements were alike: its rows, a handful per call, cost SQLite more
-// to parse than to write. On SQLite the batch writer's per-row statements are prepared once
-// per connection instead and run with arguments, given as bun would have rendered them (times
-// as bun's UTC text), so what is stored reads back and compares the same.
+// to parse than to write. On SQLite the batch writer's statements, each for a run of 1, 2, 4...
+// rows (runs), are prepared once per connection instead and run with arguments, given as bun
+// would have rendered them (times as bun's UTC text), so what is stored reads back and
+// compares the same.
 
 // rowWrite is one statement of a merged write: text with args for a prepared statement, or
 // text complete as bun rendered it (args nil).
@@ -30,7 +31,7 @@ type rowWrite struct {
 type prepared struct {
 	mu      sync.Mutex
 	stmts   map[string]*sql.Stmt
-	inserts sync.Map // reflect.Type -> *rowInsert
+	inserts sync.Map // insertForm -> *rowInsert
 	runs    atomic.Int64
 }
 
@@ -77,15 +78,20 @@ func (s *Store) statement(ctx context.Context, text string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// rowInsert is the INSERT of one row of a model, with a placeholder per column.
+// rowInsert is the INSERT of rows rows of a model, with a placeholder per column and row.
 type rowInsert struct {
 	text   string
 	fields []*schema.Field
 }
 
-// insertOf returns the row INSERT of model type t (a struct).
-func (s *Store) insertOf(t reflect.Type) *rowInsert {
-	if ri, ok := s.prep.inserts.Load(t); ok {
+type insertForm struct {
+	t    reflect.Type
+	rows int
+}
+
+// insertOf returns the INSERT of n rows of model type t (a struct).
+func (s *Store) insertOf(t reflect.Type, n int) *rowInsert {
+	if ri, ok := s.prep.inserts.Load(insertForm{t, n}); ok {
 		return ri.(*rowInsert)
 	}
 	table := s.db.Table(t)
@@ -93,23 +99,29 @@ func (s *Store) insertOf(t reflect.Type) *rowInsert {
 	for i, f := range table.Fields {
 		cols[i], marks[i] = string(f.SQLName), "?"
 	}
-	ri := &rowInsert{text: "INSERT INTO " + string(table.SQLName) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")",
+	values := make([]string, n)
+	for i := range values {
+		values[i] = "(" + strings.Join(marks, ", ") + ")"
+	}
+	ri := &rowInsert{text: "INSERT INTO " + string(table.SQLName) + " (" + strings.Join(cols, ", ") + ") VALUES " + strings.Join(values, ", "),
 		fields: table.Fields}
-	s.prep.inserts.Store(t, ri)
+	s.prep.inserts.Store(insertForm{t, n}, ri)
 	return ri
 }
 
-// insertRows is one prepared INSERT per row of rows (a slice of a model).
+// insertRows is rows (a slice of a model) as prepared INSERTs, one per run (runs).
 func insertRows[T any](s *Store, rows []T) []rowWrite {
-	ri := s.insertOf(reflect.TypeFor[T]())
-	out := make([]rowWrite, len(rows))
-	for i := range rows {
-		v := reflect.ValueOf(&rows[i]).Elem()
-		args := make([]any, len(ri.fields))
-		for j, f := range ri.fields {
-			args[j] = f.Value(v).Interface() // exec gives them as bun renders them (argOf)
+	var out []rowWrite
+	for _, run := range runs(rows) {
+		ri := s.insertOf(reflect.TypeFor[T](), len(run))
+		args := make([]any, 0, len(run)*len(ri.fields))
+		for i := range run {
+			v := reflect.ValueOf(&run[i]).Elem()
+			for _, f := range ri.fields {
+				args = append(args, f.Value(v).Interface()) // exec gives them as bun renders them (argOf)
+			}
 		}
-		out[i] = rowWrite{text: ri.text, args: args}
+		out = append(out, rowWrite{text: ri.text, args: args})
 	}
 	return out
 }

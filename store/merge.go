@@ -82,7 +82,7 @@ func (m *merged) adjustKey(keyID string, spent, held int64) {
 // parses and plans it once per batch, the server's CPU. SQLite, in the process, runs them
 // prepared (prepared.go), in runs of 1, 2, 4... up to maxRun rows (runs), so it parses each
 // form once per run length rather than once per batch, or per row.
-func (m *merged) statements(s *Store, tx bun.Tx) (draws []rowWrite, writes []rowWrite, err error) {
+func (m *merged) statements(s *Store, tx bun.IDB) (draws []rowWrite, writes []rowWrite, err error) {
 	m.batchTxn()
 	leases := slices.Sorted(maps.Keys(m.draws))
 	accounts := slices.Sorted(maps.Keys(m.credit))
@@ -299,16 +299,15 @@ func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string
 	return nil
 }
 
-// checkedDraws wraps PostgreSQL's draws statement (rendered, its values inline) in a block
-// that raises drawsMissedCode unless it changed exactly want rows, so the draws and the writes
-// that must follow only a full draw travel in one round trip.
+// checkedDraws is PostgreSQL's draws statement (rendered, its values inline) made to fail
+// with drawsMissedCode unless it changed exactly want rows (switchboard_check_draws, a
+// function of the migrations), so the draws and the writes that must follow only a full draw
+// travel in one round trip.
 func checkedDraws(draws []rowWrite, want int) []rowWrite {
 	if len(draws) == 0 {
 		return nil
 	}
-	return []rowWrite{{text: fmt.Sprintf(`DO $draws$ DECLARE n bigint; BEGIN %s; GET DIAGNOSTICS n = ROW_COUNT;
-		IF n <> %d THEN RAISE EXCEPTION 'a merged draw missed its lease' USING ERRCODE = '%s'; END IF; END $draws$`,
-		draws[0].text, want, drawsMissedCode)}}
+	return []rowWrite{{text: fmt.Sprintf("WITH drawn AS (%s RETURNING 1) SELECT switchboard_check_draws(count(*), %d) FROM drawn", draws[0].text, want)}}
 }
 
 // drawsMissedCode is the SQLSTATE checkedDraws raises.

@@ -40,7 +40,7 @@ type prepared struct {
 func (s *Store) PreparedRuns() int64 { return s.prep.runs.Load() }
 
 // raw is w for bun to render, its values inline.
-func (w rowWrite) raw(tx bun.Tx) *bun.RawQuery { return tx.NewRaw(w.text, w.args...) }
+func (w rowWrite) raw(tx bun.IDB) *bun.RawQuery { return tx.NewRaw(w.text, w.args...) }
 
 // exec runs w inside tx: prepared, with its arguments as bun would render them.
 func (s *Store) exec(ctx context.Context, tx bun.Tx, w rowWrite) (sql.Result, error) {

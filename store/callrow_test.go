@@ -4,9 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -62,6 +66,9 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 			}
 		}
 		b := s.NewBatcher(64, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		trips := &roundTrips{}
+		//lint:ignore SA1019 the hook must see this store's own DB, which WithQueryHook would clone
+		s.DB().AddQueryHook(trips)
 		failed := make(chan error, 8)
 		for _, c := range []struct {
 			account, id string
@@ -78,6 +85,13 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 		for range 4 {
 			if err := <-failed; err != nil {
 				t.Fatal(err)
+			}
+		}
+		// On PostgreSQL a batch of calls on leases alone is one round trip, BEGIN to COMMIT
+		// (one per lane: SQLite has one, PostgreSQL puts b1 and b2 in one or two).
+		if s.Postgres() {
+			if q := trips.all(); len(q) == 0 || len(q) > 2 || !strings.HasPrefix(q[0], "BEGIN;\n") || !strings.HasSuffix(q[0], ";\nCOMMIT") {
+				t.Fatalf("the batch's round trips: %q", q)
 			}
 		}
 		if err := s.LedgerCheck(ctx); err != nil {
@@ -167,4 +181,23 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 			t.Fatalf("ledger-check with a batch's calls gone: %v", err)
 		}
 	})
+}
+
+// roundTrips records the queries a store's DB sends while it is on.
+type roundTrips struct {
+	mu      sync.Mutex
+	queries []string
+}
+
+func (r *roundTrips) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (r *roundTrips) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queries = append(r.queries, e.Query)
+}
+
+func (r *roundTrips) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.queries)
 }

@@ -75,7 +75,7 @@ func TestLedgerCheckFindsABreak(t *testing.T) {
 	})
 }
 
-func billingAccount(t *testing.T, s *store.Store, id string) {
+func billingAccount(t testing.TB, s *store.Store, id string) {
 	t.Helper()
 	now := time.Now().UTC()
 	if err := s.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, newKey("key-"+id, id, "hash-"+id)); err != nil {

@@ -104,15 +104,18 @@ func TestSetHeaders(t *testing.T) {
 	}
 }
 
+// Request IDs are UUIDs (version 7), unique, and ordered as they were made: the invocations
+// they key are appended to their index.
 func TestNewRequestID(t *testing.T) {
-	v4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	v7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	seen := map[string]bool{}
+	last := ""
 	for range 100 {
 		id := signing.NewRequestID()
-		if !v4.MatchString(id) || seen[id] {
-			t.Fatalf("bad or repeated id %q", id)
+		if !v7.MatchString(id) || seen[id] || id <= last {
+			t.Fatalf("bad, repeated or unordered id %q (after %q)", id, last)
 		}
-		seen[id] = true
+		seen[id], last = true, id
 	}
 }
 

@@ -97,7 +97,7 @@ func (e *env) account(t *testing.T, scopes ...string) (string, string) {
 	if len(scopes) == 0 {
 		scopes = []string{"read", "publish"}
 	}
-	id := "acct_" + strings.ReplaceAll(signing.NewRequestID()[:13], "-", "")
+	id := "acct_" + signing.NewRequestID()[24:] // the random tail (the head is the time)
 	secret, prefix := tools.NewKeySecret("test")
 	now := e.clock.Now()
 	key := &store.APIKey{ID: "key_" + id, AccountID: id, Name: "k", Prefix: prefix, Hash: tools.HashKey(secret), Scopes: scopes,

@@ -371,10 +371,11 @@ func (b *lane) inOneTrip(ctx context.Context, ordered []*batchJob, errs []error)
 		if !j.merge {
 			return false, nil
 		}
-		// The job's Q only gathers its writes: its queries are built on the store's DB
-		// and never run (every Q method that would run one refuses while it merges).
+		// The job's Q only gathers its writes, outside any transaction: it has none to run
+		// a statement in (the merged writes refuse anything else first; a Q method that
+		// reached for its tx regardless would fail loudly, never write outside one).
 		jm := newMerged()
-		switch err := j.fn(ctx, &Q{tx: b.store.db, store: b.store, m: jm}); {
+		switch err := j.fn(ctx, &Q{store: b.store, m: jm}); {
 		case err == nil:
 			m.add(jm)
 		case errors.Is(err, errNotMerged):
@@ -386,6 +387,9 @@ func (b *lane) inOneTrip(ctx context.Context, ordered []*batchJob, errs []error)
 	draws, writes, err := m.statements(b.store, b.store.db)
 	if err != nil {
 		return false, nil
+	}
+	if len(draws) == 0 && len(writes) == 0 {
+		return true, nil // every job failed before reaching the database
 	}
 	if b.beforeCommit != nil {
 		b.beforeCommit()

@@ -107,7 +107,7 @@ type Posting struct {
 // and sent together, in one round trip, before the next read, conditional write or commit:
 // an invocation's transaction then costs a few round trips instead of one per statement.
 type Q struct {
-	tx      bun.IDB // a transaction (a merged job's Q: the store's DB, only to build queries with)
+	tx      bun.Tx // zero for a job merged outside any transaction (Batcher's inOneTrip)
 	store   *Store
 	changed []Change // what the transaction changed, fanned out after it commits
 	pending []string // PostgreSQL: queued writes, in order
@@ -194,9 +194,9 @@ func (q *Q) execNow(ctx context.Context, query statement) (sql.Result, error) {
 }
 
 // now returns the transaction for a read or a conditional write, after the queued writes.
-func (q *Q) now(ctx context.Context) (bun.IDB, error) {
+func (q *Q) now(ctx context.Context) (bun.Tx, error) {
 	if q.m != nil {
-		return nil, notMerged("a read")
+		return bun.Tx{}, notMerged("a read")
 	}
 	return q.tx, q.flush(ctx)
 }
@@ -341,7 +341,7 @@ func (q *Q) AdjustCredit(ctx context.Context, accountID string, d CreditDelta, n
 	return q.write(ctx, adjustCredit(q.tx, accountID, d, now))
 }
 
-func adjustCredit(tx bun.IDB, accountID string, d CreditDelta, now time.Time) *bun.RawQuery {
+func adjustCredit(tx bun.Tx, accountID string, d CreditDelta, now time.Time) *bun.RawQuery {
 	return creditWrite(accountID, d, now).raw(tx)
 }
 
@@ -371,7 +371,7 @@ func (q *Q) AdjustKeySpend(ctx context.Context, keyID string, spent, held int64)
 	return q.write(ctx, adjustKeySpend(q.tx, keyID, spent, held))
 }
 
-func adjustKeySpend(tx bun.IDB, keyID string, spent, held int64) *bun.RawQuery {
+func adjustKeySpend(tx bun.Tx, keyID string, spent, held int64) *bun.RawQuery {
 	return keyWrite(keyID, spent, held).raw(tx)
 }
 

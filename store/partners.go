@@ -145,7 +145,7 @@ func (q *Q) InsertIntents(ctx context.Context, p *Partner, rows []*PartnerIntent
 
 // lockPartner returns the account's Partner, creating it if needed, locked for the rest of
 // the transaction on PostgreSQL.
-func (s *Store) lockPartner(ctx context.Context, tx bun.IDB, accountID string, now time.Time) (*Partner, error) {
+func (s *Store) lockPartner(ctx context.Context, tx bun.Tx, accountID string, now time.Time) (*Partner, error) {
 	fresh := &Partner{ID: uuid.NewString(), AccountID: accountID, CreatedAt: now.UTC()}
 	if _, err := tx.NewInsert().Model(fresh).On("CONFLICT (account_id) DO NOTHING").Exec(ctx); err != nil {
 		return nil, fmt.Errorf("create partner: %w", normalize(err))

@@ -78,7 +78,7 @@ func (s *Store) statement(ctx context.Context, text string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// rowInsert is the INSERT of rows rows of a model, with a placeholder per column and row.
+// rowInsert is the INSERT of a run of rows of a model, with a placeholder per column and row.
 type rowInsert struct {
 	text   string
 	fields []*schema.Field

@@ -306,26 +306,21 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 	errs := make([]error, len(ordered))
 	var err error
 	for attempt := 0; ; attempt++ {
+		handled := false
 		if b.store.postgres {
-			var handled bool
-			if handled, err = b.inOneTrip(ctx, ordered, errs); handled {
-				if err == nil || ctx.Err() != nil {
-					break
-				}
-				b.log.WarnContext(ctx, "batch commit failed; retrying", "jobs", len(batch), "attempt", attempt+1, "err", err)
-				sleep(ctx, min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second))
-				continue
-			}
+			handled, err = b.inOneTrip(ctx, ordered, errs)
 		}
-		err = b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			if err := b.runAll(ctx, tx, ordered, errs); err != nil {
-				return err
-			}
-			if b.beforeCommit != nil {
-				b.beforeCommit()
-			}
-			return nil
-		})
+		if !handled {
+			err = b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+				if err := b.runAll(ctx, tx, ordered, errs); err != nil {
+					return err
+				}
+				if b.beforeCommit != nil {
+					b.beforeCommit()
+				}
+				return nil
+			})
+		}
 		if err == nil || ctx.Err() != nil {
 			break
 		}
@@ -368,14 +363,11 @@ func (b *lane) inOneTrip(ctx context.Context, ordered []*batchJob, errs []error)
 	clear(errs)
 	m := newMerged()
 	for i, j := range ordered {
-		if !j.merge {
-			return false, nil
-		}
-		// The job's Q only gathers its writes, outside any transaction: it has none to run
-		// a statement in (the merged writes refuse anything else first; a Q method that
-		// reached for its tx regardless would fail loudly, never write outside one).
-		jm := newMerged()
-		switch err := j.fn(ctx, &Q{store: b.store, m: jm}); {
+		// Outside any transaction the job's Q has none to run a statement in: the merged
+		// writes refuse anything else first, and a Q method that reached for its tx
+		// regardless would fail loudly, never write outside one.
+		jm, err := b.gatherWrites(ctx, bun.Tx{}, j)
+		switch {
 		case err == nil:
 			m.add(jm)
 		case errors.Is(err, errNotMerged):
@@ -445,18 +437,14 @@ func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs 
 		return nil
 	}
 	for i, j := range ordered {
-		if j.merge {
-			m := newMerged()
-			err := j.fn(ctx, &Q{tx: tx, store: b.store, m: m})
-			switch {
-			case err == nil:
-				seg.add(m)
-				segJobs = append(segJobs, i)
-				continue
-			case !errors.Is(err, errNotMerged):
-				errs[i] = err // it failed before reaching the database
-				continue
-			}
+		switch m, err := b.gatherWrites(ctx, tx, j); {
+		case err == nil:
+			seg.add(m)
+			segJobs = append(segJobs, i)
+			continue
+		case !errors.Is(err, errNotMerged):
+			errs[i] = err // it failed before reaching the database
+			continue
 		}
 		if err := flush(); err != nil {
 			return err
@@ -468,6 +456,20 @@ func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs 
 		errs[i] = jobErr
 	}
 	return flush()
+}
+
+// gatherWrites runs write-only job j to gather its writes, to merge: errNotMerged when j is not
+// write-only or reached for something a merge cannot hold (it runs alone then), or j's own
+// failure before it reached the database.
+func (b *lane) gatherWrites(ctx context.Context, tx bun.Tx, j *batchJob) (*merged, error) {
+	if !j.merge {
+		return nil, errNotMerged
+	}
+	m := newMerged()
+	if err := j.fn(ctx, &Q{tx: tx, store: b.store, m: m}); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // commitAlone commits one job in a transaction of its own (retried while the database is

@@ -234,12 +234,8 @@ func (q *Q) PostAll(ctx context.Context, requestID string, now time.Time, txns .
 	}
 	var rows []LedgerEntry
 	for _, t := range txns {
-		var sum int64
-		for _, l := range t.Legs {
-			sum += l.Micro
-		}
-		if sum != 0 {
-			return fmt.Errorf("unbalanced ledger transaction: legs sum to %d", sum)
+		if err := t.balanced(); err != nil {
+			return err
 		}
 		txn, at := rowID(), now
 		if !t.At.IsZero() {
@@ -274,6 +270,18 @@ func (q *Q) PostCall(ctx context.Context, requestID string, now time.Time, t Txn
 	if q.m == nil {
 		return q.PostAll(ctx, requestID, now, t)
 	}
+	if err := t.balanced(); err != nil {
+		return err
+	}
+	if t.At.IsZero() {
+		t.At = now
+	}
+	q.m.calls = append(q.m.calls, callTxn{requestID: requestID, txn: t})
+	return nil
+}
+
+// balanced refuses a transaction whose legs do not sum to zero.
+func (t Txn) balanced() error {
 	var sum int64
 	for _, l := range t.Legs {
 		sum += l.Micro
@@ -281,10 +289,6 @@ func (q *Q) PostCall(ctx context.Context, requestID string, now time.Time, t Txn
 	if sum != 0 {
 		return fmt.Errorf("unbalanced ledger transaction: legs sum to %d", sum)
 	}
-	if t.At.IsZero() {
-		t.At = now
-	}
-	q.m.calls = append(q.m.calls, callTxn{requestID: requestID, txn: t})
 	return nil
 }
 

@@ -135,7 +135,8 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	switch {
 	case errors.Is(err, ErrAlreadyFinished):
 		// The sweeper of another replica finished it first (this one lost its database for a
-		// while): its record is the truth.
+		// while), or its own record landed in a commit whose answer was lost: its record is
+		// the truth.
 		if done, ferr := s.store.Invocation(bg, inv.AccountID, inv.RequestID); ferr == nil {
 			return replay(done)
 		}

@@ -47,6 +47,12 @@ func newWorld(t testing.TB, dialect string, cfg func(*apptest.Config)) *world {
 // newWorldAt is newWorld with its clock starting at start (zero: now).
 func newWorldAt(t testing.TB, dialect string, start time.Time, cfg func(*apptest.Config)) *world {
 	t.Helper()
+	return newWorldOn(t, apptest.Options{Dialect: dialect, Start: start}, cfg)
+}
+
+// newWorldOn is newWorld with the app's options (its dialect, clock, a store of the test's own).
+func newWorldOn(t testing.TB, o apptest.Options, cfg func(*apptest.Config)) *world {
+	t.Helper()
 	w := &world{seen: map[string][]*signing.Envelope{}}
 	// The service key is only known once the app exists, so the verifier reads it late.
 	var pub ed25519.PublicKey
@@ -56,13 +62,14 @@ func newWorldAt(t testing.TB, dialect string, start time.Time, cfg func(*apptest
 	if err := os.WriteFile(caFile, partnertest.CAPEM(w.partner.Server), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.env = apptest.Start(t, apptest.Options{Dialect: dialect, Start: start, Config: func(c *apptest.Config) {
+	o.Config = func(c *apptest.Config) {
 		c.AllowLocalEndpoints = true
 		c.PartnerCAFile = caFile
 		if cfg != nil {
 			cfg(c)
 		}
-	}})
+	}
+	w.env = apptest.Start(t, o)
 	pub = w.env.App.SigningKey.Public().(ed25519.PublicKey)
 	w.publisher = w.env.Onboard(t, "publisher@example.com")["apiKey"].(string)
 	acct := w.env.Onboard(t, "caller@example.com")

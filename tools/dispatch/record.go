@@ -144,7 +144,16 @@ func (s *Service) finish(ctx context.Context, inv *store.Invocation, cl *call, a
 		if !h.ConcludeOnLease(ctx, billing.Conclusion{Settlement: st, Reason: refundReason}, *inv.FinishedAt, finishOnLeaseIn(inv, attempts, detail), func(err error) { logged(err); done <- err }) {
 			return ErrAlreadyFinished // concluded once already
 		}
-		return awaitRecord(done)
+		err := awaitRecord(done)
+		if err != nil && !store.IsUnavailable(err) {
+			// A batch whose commit landed but whose answer the connection lost is sent again,
+			// and then fails on the rows it wrote the first time: the call's row is its
+			// record, and the caller is answered from it, never told it failed.
+			if _, ferr := s.store.Invocation(ctx, inv.AccountID, inv.RequestID); ferr == nil {
+				return ErrAlreadyFinished
+			}
+		}
+		return err
 	}
 	write := s.finishIn(inv, attempts, st, refundReason, detail)
 	if s.batch == nil || cl.hold == nil || !s.now().Add(settleAhead).Before(cl.hold.Deadline()) {

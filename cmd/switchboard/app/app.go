@@ -84,6 +84,10 @@ type App struct {
 	batcher    *store.Batcher    // finished invocations, committed after their callers are answered
 	leases     *billing.Leases   // budget leases of new calls; nil when off
 	draining   *atomic.Bool      // set by Drain: /readyz answers 503 from then on
+
+	// The operator CLI's way to accounts and keys: the same services agent_verify uses.
+	Onboarding *onboarding.Service // accounts (with their wallets) by e-mail
+	APIKeys    *keys.Service       // API keys
 }
 
 // Drain marks the replica as leaving: /readyz answers 503 at once, so proxies and Kubernetes
@@ -398,7 +402,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			bg.Wait()
 		})
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
 }
 
 // partnerClient is the outbound client every partner call, probe and metadata fetch goes
@@ -682,7 +686,8 @@ func chooseMailer(cfg Config, deps Deps, log *slog.Logger) (onboarding.Mailer, e
 	case cfg.SMTPURL != "":
 		return onboarding.NewSMTPMailer(cfg.SMTPURL, cfg.MailFrom)
 	case cfg.Env == "production":
-		log.Warn("no SWITCHBOARD_SMTP_URL in production: e-mail onboarding is off; humans paste keys")
+		log.Warn("no SWITCHBOARD_SMTP_URL in production: e-mail sign-up and sign-in are off (agent_signup answers 404, /developer says so); " +
+			"let people in with 'switchboard admin account create --email ...' and 'switchboard admin key issue --email ... --scopes ...', or set SWITCHBOARD_SMTP_URL")
 		return nil, nil
 	default:
 		log.Warn("no SWITCHBOARD_SMTP_URL: the development mailer writes one-time codes to this log instead of sending them")

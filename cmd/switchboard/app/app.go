@@ -276,7 +276,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	// The service key lives in the database (rotations, replicas); the key file seeds it.
 	ring, err := keyring.Open(ctx, keyring.Config{Bootstrap: signingKey}, d, sealer)
 	if err != nil {
-		return nil, err
+		return nil, secretsToCopy(cfg, err)
 	}
 	signer := ring.Signer()
 	spend, err := usdMicro("SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", cfg.DefaultSpendLimit, tools.MaxUSDMicro)

@@ -182,7 +182,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 			go a.RunPayouts(ctx, every)
 		}
 	}
-	log.Info("switchboard serving", "addr", cfg.Addr, "metrics_addr", cfg.MetricsAddr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
+	log.Info("switchboard serving", "addr", cfg.Addr, "data_dir", cfg.DataDir, "metrics_addr", cfg.MetricsAddr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
 	select {
 	case err := <-errc:
 		return err

@@ -78,7 +78,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_METRICS_ADDR", flag: "metrics-addr", usage: "listen address for the operator's /metrics (Prometheus) and /debug/pprof/, e.g. 127.0.0.1:9090; keep it off the public network; empty: off", str: &c.MetricsAddr, common: true},
 		{env: "SWITCHBOARD_BASE_URL", flag: "base-url", usage: "public base URL (https, required in production), used in llms.txt, OpenAPI and links; empty in test: derived from the listen address", str: &c.BaseURL, common: true},
 		{env: "SWITCHBOARD_TEST_BASE_URL", flag: "test-base-url", usage: "base URL of this deployment's test environment, listed in OpenAPI servers beside the base URL", str: &c.TestBaseURL},
-		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database and generated keys", str: &c.DataDir, common: true},
+		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database, generated keys and the journal of write outcomes; empty: $XDG_DATA_HOME/switchboard, else ~/.local/share/switchboard, so serve, stdio and admin find the same database from any directory", str: &c.DataDir, common: true},
 		{env: "SWITCHBOARD_DATABASE_URL", flag: "database-url", usage: "postgres://... selects PostgreSQL; a path selects another SQLite file; empty: SQLite in the data dir", str: &c.DatabaseURL, common: true},
 		{env: "SWITCHBOARD_DATABASE_MAX_CONNS", flag: "database-max-conns", usage: "PostgreSQL connections this process keeps open at most (all kept when idle); N replicas use up to N times this", integer: &c.DatabaseMaxConns},
 		{env: "SWITCHBOARD_ENV", flag: "env", usage: "test or production (key prefixes sb_test_ and sb_live_, publishing rules)", str: &c.Env, common: true},
@@ -143,7 +143,7 @@ func (c *Config) settings() []setting {
 // Defaults returns the documented defaults.
 func Defaults() Config {
 	return Config{
-		Addr: ":8080", DataDir: "./data", Env: "test",
+		Addr: ":8080", Env: "test",
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
 		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
@@ -189,6 +189,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			}
 			*s.integer = n
 		}
+	}
+	if c.DataDir == "" {
+		dir, err := DefaultDataDir(getenv)
+		if err != nil {
+			return c, err
+		}
+		c.DataDir = dir
 	}
 	return c, c.Validate()
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/partners/demo"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit"
@@ -308,7 +309,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, keySvc.Tools()...)
 	all = append(all, account.NewService(d, keySvc).Tools()...)
-	partnerOut, err := partnerClient(cfg, signer, log)
+	demoPartner, err := startDemo(cfg, signer, log)
+	if err != nil {
+		return nil, err
+	}
+	partnerOut, err := partnerClient(cfg, signer, log, demoPartner)
 	if err != nil {
 		return nil, err
 	}
@@ -318,6 +323,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	all = append(all, partnerSvc.Tools()...)
+	if demoPartner != nil {
+		if err := offerDemo(ctx, ob, partnerSvc, log); err != nil {
+			log.Warn("demo partner not offered", "err", err)
+		}
+	}
 	tokenSvc, err := tokens.NewService(cfg.Tokens, d)
 	if err != nil {
 		return nil, err
@@ -395,6 +405,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
+			if demoPartner != nil {
+				defer demoPartner.Close()
+			}
 			if leases != nil {
 				leases.Return("") // queued before the batch writer's last drain
 			}
@@ -407,7 +420,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 
 // partnerClient is the outbound client every partner call, probe and metadata fetch goes
 // through: the service's signature, the SSRF guard, the extra CA of SWITCHBOARD_PARTNER_CA_FILE.
-func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (*outbound.Client, error) {
+func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger, demoPartner *demo.Partner) (*outbound.Client, error) {
 	if cfg.AllowLocalEndpoints && cfg.Env == "production" {
 		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production: partner endpoints may be http and local addresses (SSRF guard off); use it only to probe partners from an operator machine")
 	}
@@ -415,7 +428,11 @@ func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (*outbo
 	if err != nil {
 		return nil, err
 	}
-	out, err := outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log})
+	if demoPartner != nil { // its certificate is valid for its in-process host alone
+		partnerCA = append(append(partnerCA, '\n'), demoPartner.CAPEM()...)
+	}
+	out, err := outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log,
+		InProcess: demoDialers(demoPartner)})
 	if err != nil {
 		return nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
 	}

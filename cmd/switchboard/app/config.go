@@ -36,6 +36,7 @@ type Config struct {
 	MasterKey           string
 	ServerSecret        string
 	AllowLocalEndpoints bool
+	DemoPartner         bool // test environment: serve offers the in-process demo partner @demo_echo
 	PartnerCAFile       string
 	InfraCostUSD        string // reserved per invocation, decimal USD
 	FeeTiers            string // tier=bps,... platform basis points on routed value by caller tier
@@ -87,6 +88,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_SIGNING_KEY_FILE", flag: "signing-key-file", usage: "PEM (PKCS#8) Ed25519 private key for envelopes; empty: <data dir>/signing-key.pem, generated when absent", str: &c.SigningKeyFile},
 		{env: "SWITCHBOARD_MASTER_KEY", flag: "master-key", usage: "base64 32-byte key(s) sealing wallet keys, current first, comma-separated (rotation); empty: <data dir>/master.key, generated", str: &c.MasterKey},
 		{env: "SWITCHBOARD_SERVER_SECRET", flag: "server-secret", usage: "base64 32-byte secret keying e-mail code hashes and partner pseudonyms (userId); never rotate it; empty: <data dir>/server-secret.key, generated", str: &c.ServerSecret},
+		{env: "SWITCHBOARD_DEMO_PARTNER", flag: "demo-partner", usage: "test environment only: offer @demo_echo, a partner served inside the process (signed, verified, billed in test credit) so discover → invoke works on a fresh install; never offered in production", boolean: &c.DemoPartner},
 		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only: partner endpoints may be http and local addresses", boolean: &c.AllowLocalEndpoints},
 		{env: "SWITCHBOARD_INFRA_COST_USD", flag: "infra-cost-usd", usage: "infrastructure cost reserved at the start of each invocation, consumed on success, refunded on failure", str: &c.InfraCostUSD},
 		{env: "SWITCHBOARD_FEE_TIERS", flag: "fee-tiers", usage: "platform fee in basis points of the value a call routes, by the caller's tier (tier=bps, comma-separated; must list standard, every new account's tier; the operator moves accounts with `switchboard admin set-tier`)", str: &c.FeeTiers},
@@ -143,7 +145,7 @@ func (c *Config) settings() []setting {
 // Defaults returns the documented defaults.
 func Defaults() Config {
 	return Config{
-		Addr: ":8080", Env: "test",
+		Addr: ":8080", Env: "test", DemoPartner: true,
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
 		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),

@@ -47,7 +47,7 @@ type Options struct {
 	Now func() time.Time
 	// InProcess are hosts served inside this process (Guard.InProcess).
 	InProcess map[string]func(ctx context.Context) (net.Conn, error)
-	Log *slog.Logger
+	Log       *slog.Logger
 }
 
 // Client talks to partner endpoints. It is safe for concurrent use and keeps one

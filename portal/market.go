@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/discover"
+	"github.com/switchboard-hq/switchboard/tools/jsondepth"
 	"github.com/switchboard-hq/switchboard/tools/usage"
 )
 
@@ -308,6 +309,10 @@ func argsFromForm(r *http.Request, params []discover.Param, form map[string]any)
 			}
 			args[pm.Name] = json.Number(raw)
 		case "json":
+			if err := jsondepth.Check([]byte(raw)); err != nil {
+				errs[key] = "the value is " + err.Error()
+				continue
+			}
 			if !json.Valid([]byte(raw)) {
 				errs[key] = "not valid JSON; write the value as JSON, e.g. {\"a\": 1} or [1, 2]"
 				continue

@@ -2,6 +2,7 @@ package portal
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/jsondepth"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 )
 
@@ -56,8 +58,15 @@ func OAuthAPI(o Options) http.Handler {
 			return
 		}
 		var reg oauth.Registration
-		dec := json.NewDecoder(r.Body)
-		if err := dec.Decode(&reg); err != nil {
+		body, err := io.ReadAll(r.Body) // bounded by the front's body limit
+		if err == nil {
+			if err := jsondepth.Check(body); err != nil {
+				writeOAuthJSON(w, http.StatusBadRequest, &oauth.Error{Code: "invalid_client_metadata", Description: "the registration is " + err.Error()})
+				return
+			}
+			err = json.Unmarshal(body, &reg)
+		}
+		if err != nil {
 			writeOAuthJSON(w, http.StatusBadRequest, &oauth.Error{Code: "invalid_client_metadata", Description: "the body must be a JSON client registration (RFC 7591)"})
 			return
 		}

@@ -276,3 +276,19 @@ func TestCodeEmailWording(t *testing.T) {
 		}
 	}
 }
+
+// A JSON field of a form nested past the limit is refused at its field, naming the limit,
+// before anything decodes it.
+func TestFormJSONFieldsAreDepthBounded(t *testing.T) {
+	env, _ := withPartner(t, nil)
+	h := newHuman(t, env)
+	h.signIn("deep@example.com")
+	h.get("/developer/intents/new")
+	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
+	st, body := h.post("/developer/intents/new", url.Values{"csrf": {h.csrf()}, "action": {"publish"}, "publicIdentifier": {"@deep_schema"}, "name": {"Deep"},
+		"description": {"d"}, "category": {"QUERY"}, "bindingType": {"REST"}, "toolEndpoint": {"https://example.com/x"},
+		"parametersSchema": {deep}, "feeRate": {"0"}}, false)
+	if st != 422 || !strings.Contains(body, `id="parametersSchema-error"`) || !strings.Contains(body, "nested deeper than 64 levels") {
+		t.Fatalf("a schema nested 100,000 deep: %d\n%.2000s", st, body)
+	}
+}

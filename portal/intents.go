@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/jsondepth"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 )
 
@@ -103,7 +103,7 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 		args["feeRateUnit"] = u
 	}
 	if s := str(form["parametersSchema"]); s != "" {
-		if err := jsondepth.Check([]byte(s)); err != nil {
+		if err := jsonlimit.Request([]byte(s)); err != nil {
 			v.Errors["parametersSchema"] = "the schema is " + err.Error()
 		} else if !json.Valid([]byte(s)) {
 			v.Errors["parametersSchema"] = "not valid JSON; write a JSON Schema object, e.g. {\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}},\"required\":[\"query\"]}"

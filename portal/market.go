@@ -12,7 +12,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/discover"
-	"github.com/switchboard-hq/switchboard/tools/jsondepth"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 	"github.com/switchboard-hq/switchboard/tools/usage"
 )
 
@@ -309,7 +309,7 @@ func argsFromForm(r *http.Request, params []discover.Param, form map[string]any)
 			}
 			args[pm.Name] = json.Number(raw)
 		case "json":
-			if err := jsondepth.Check([]byte(raw)); err != nil {
+			if err := jsonlimit.Request([]byte(raw)); err != nil {
 				errs[key] = "the value is " + err.Error()
 				continue
 			}

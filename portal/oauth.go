@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/jsondepth"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 )
 
@@ -60,7 +60,7 @@ func OAuthAPI(o Options) http.Handler {
 		var reg oauth.Registration
 		body, err := io.ReadAll(r.Body) // bounded by the front's body limit
 		if err == nil {
-			if err := jsondepth.Check(body); err != nil {
+			if err := jsonlimit.Request(body); err != nil {
 				writeOAuthJSON(w, http.StatusBadRequest, &oauth.Error{Code: "invalid_client_metadata", Description: "the registration is " + err.Error()})
 				return
 			}

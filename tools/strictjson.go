@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/switchboard-hq/switchboard/tools/jsondepth"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 )
 
 // CheckText refuses what no field of any tool may hold: a NUL character (databases refuse or
@@ -27,8 +27,8 @@ func CheckText(where, s string) *Error {
 
 // CheckJSON refuses JSON text that decoders read differently or lossily, naming where the
 // problem is as a JSON pointer under what ("arguments", "request body"):
-//   - nesting deeper than jsondepth.Max levels (checked first, before anything keeps state per
-//     level, so a deep body costs one scan and no memory);
+//   - nesting deeper than jsonlimit.MaxDepth levels, or more than jsonlimit.MaxItems items
+//     (checked first, before anything keeps state per level: a deep body costs one scan);
 //   - a key that appears twice in one object (Go and JSON.parse keep the last, other readers
 //     the first: a proxy could see another call than the one dispatched);
 //   - invalid UTF-8, and \u escapes of unpaired UTF-16 surrogates (both silently become U+FFFD);
@@ -39,8 +39,8 @@ func CheckJSON(what string, raw []byte) *Error {
 	return checkJSON(what, raw, true)
 }
 
-// CheckJSONUnambiguous is CheckJSON without the NUL rule: it refuses only nesting past the
-// limit and what decoders read differently or lossily (duplicate keys, invalid UTF-8, unpaired
+// CheckJSONUnambiguous is CheckJSON without the NUL rule: it refuses only JSON past the limits
+// and what decoders read differently or lossily (duplicate keys, invalid UTF-8, unpaired
 // surrogate escapes). The MCP envelope check uses it, so a NUL inside a tool's arguments still
 // reaches the kernel, which refuses it as a tool error naming the field.
 func CheckJSONUnambiguous(what string, raw []byte) *Error {
@@ -48,7 +48,7 @@ func CheckJSONUnambiguous(what string, raw []byte) *Error {
 }
 
 func checkJSON(what string, raw []byte, nul bool) *Error {
-	if e := CheckDepth(what, raw); e != nil {
+	if e := CheckLimits(what, raw); e != nil {
 		return e
 	}
 	c := jsonChecker{data: raw, what: what, nul: nul}
@@ -57,17 +57,23 @@ func checkJSON(what string, raw []byte, nul bool) *Error {
 	return c.err
 }
 
-// CheckDepth refuses JSON text nested deeper than jsondepth.Max, naming the limit.
-func CheckDepth(what string, raw []byte) *Error {
-	var de *jsondepth.Error
-	if err := jsondepth.Check(raw); errors.As(err, &de) {
-		return Errorf(CodeBadInput, "%s is nested deeper than %d levels of objects and arrays (at byte %d); send at most %d levels", what, de.Limit, de.Offset, de.Limit).
-			WithDetails(map[string]any{"maxDepth": de.Limit, "offset": de.Offset})
+// CheckLimits refuses JSON text nested deeper than jsonlimit.MaxDepth or holding more than
+// jsonlimit.MaxItems items, naming the limit: what a caller sends is held to both before it is
+// decoded.
+func CheckLimits(what string, raw []byte) *Error {
+	var le *jsonlimit.Error
+	if err := jsonlimit.Request(raw); errors.As(err, &le) {
+		if le.Items {
+			return Errorf(CodeBadInput, "%s holds more than %d items (array elements and object members; at byte %d); send at most %d in one request", what, le.Limit, le.Offset, le.Limit).
+				WithDetails(map[string]any{"maxItems": le.Limit, "offset": le.Offset})
+		}
+		return Errorf(CodeBadInput, "%s is nested deeper than %d levels of objects and arrays (at byte %d); send at most %d levels", what, le.Limit, le.Offset, le.Limit).
+			WithDetails(map[string]any{"maxDepth": le.Limit, "offset": le.Offset})
 	}
 	return nil
 }
 
-// jsonChecker walks JSON text at most jsondepth.Max levels deep (CheckDepth ran first). Where
+// jsonChecker walks JSON text at most jsonlimit.MaxDepth levels deep (CheckLimits ran first). Where
 // it is, is kept as one segment per level, and turned into a JSON pointer only to report an
 // error: a path string built per level would cost memory with the square of the depth.
 type jsonChecker struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/jsondepth"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 )
 
 func TestCheckJSON(t *testing.T) {
@@ -69,8 +69,8 @@ func TestCheckJSONRefusesDeepNesting(t *testing.T) {
 			if e == nil || e.Code != tools.CodeBadInput || !strings.Contains(e.Message, "nested deeper than 64 levels") {
 				t.Fatalf("%s × %d: %v; want BAD_INPUT naming the limit of 64 levels", shape.open, depth, e)
 			}
-			if e.Details["maxDepth"] != jsondepth.Max {
-				t.Fatalf("details %v; want maxDepth %d", e.Details, jsondepth.Max)
+			if e.Details["maxDepth"] != jsonlimit.MaxDepth {
+				t.Fatalf("details %v; want maxDepth %d", e.Details, jsonlimit.MaxDepth)
 			}
 		}
 	}
@@ -86,7 +86,8 @@ func TestCheckJSONRefusesDeepNesting(t *testing.T) {
 }
 
 // hostileShapes are 1 MiB bodies of the shapes that made a checker keep state per level or per
-// key: deep nesting, a huge key above 63 levels, many keys, many small objects, escapes.
+// key: deep nesting, a huge key above 63 levels, many keys, many small objects, escapes (the
+// wide ones are refused for their items, the deep ones for their depth).
 func hostileShapes() map[string][]byte {
 	const size = 1 << 20
 	fill := func(prefix, unit, suffix string) []byte {
@@ -126,8 +127,8 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// FuzzCheckJSON runs the checker on any text: it never panics, refuses every text nested past
-// the limit, and allocates at most 4 bytes per byte checked (plus 64 KB).
+// FuzzCheckJSON runs the checker on any text: it never panics, refuses every text past the
+// limits (depth, items), and allocates at most 4 bytes per byte checked (plus 64 KB).
 func FuzzCheckJSON(f *testing.F) {
 	for _, s := range []string{`{"a":1,"a":2}`, `{"s":"\ud83d"}`, `[[[[1]]]]`, `{"a":{"b":[{"c":"\u0000"}]}}`, "{\"\xff\":1}", `"x`, `{"a"`, `[1,2`} {
 		f.Add([]byte(s))
@@ -141,8 +142,8 @@ func FuzzCheckJSON(f *testing.F) {
 		if limit := uint64(4*len(data) + 64<<10); got > limit {
 			t.Fatalf("checking %d bytes allocated %d bytes; want at most %d", len(data), got, limit)
 		}
-		if jsondepth.Check(data) != nil && (e == nil || !strings.Contains(e.Message, "nested deeper than")) {
-			t.Fatalf("text nested past the limit was not refused for it: %v", e)
+		if jsonlimit.Request(data) != nil && (e == nil || !strings.Contains(e.Message, "nested deeper than") && !strings.Contains(e.Message, "items")) {
+			t.Fatalf("text past the limits was not refused for them: %v", e)
 		}
 	})
 }

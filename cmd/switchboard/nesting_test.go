@@ -108,7 +108,8 @@ func readKB(pid int, field string) (int64, bool) {
 
 // TestNestingCostsBoundedMemory sends serve, built as it ships, 1 MiB-bounded bodies nested
 // 10,000 to 500,000 deep, four at a time, at every public door that parses JSON (REST signup
-// and verify, MCP, OAuth registration), and stdio the same as lines. Every answer is a 4xx (or
+// and verify, MCP, OAuth registration), and stdio the same as lines; then 1 MiB bodies of
+// half a million small items. Every answer is a 4xx (or
 // a JSON-RPC parse error) naming the limit within a second, and the process's peak RSS stays
 // under 64 MB above idle. A guard kills the server past 1 GB above idle. Before the depth
 // limit, one body nested 10,000 deep took REST to 147 MB and one nested 500,000 deep to 22.7 GB.
@@ -171,6 +172,46 @@ func TestNestingCostsBoundedMemory(t *testing.T) {
 				if peak > peakMax {
 					t.Errorf("%s, %s × %d: peak RSS %d kB above idle; want under %d", door.name, shape.name, depth, peak, peakMax)
 				}
+			}
+		}
+	}
+
+	// Wide bodies of 1 MiB: decoded whole, 500,000 zeros held 50 MB; they are refused for
+	// their items before anything decodes them.
+	wide := map[string][]byte{
+		"zeros":         []byte(`{"email":"a@example.com","x":[` + strings.Repeat("0,", 500_000) + `0]}`),
+		"empty objects": []byte(`{"email":"a@example.com","x":[` + strings.Repeat("{},", 340_000) + `0]}`),
+		"empty strings": []byte(`{"email":"a@example.com","x":[` + strings.Repeat(`"",`, 340_000) + `0]}`),
+	}
+	for _, door := range doors[:3] {
+		for name, body := range wide {
+			if door.path == "/mcp" {
+				body = append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_signup","arguments":`), body...), "}}"...)
+			}
+			guard.resetPeak()
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					req, _ := http.NewRequest("POST", s.url+door.path, bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					resp, err := client.Do(req)
+					if err != nil {
+						t.Errorf("%s, %s: %v", door.name, name, err)
+						return
+					}
+					answer, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 400 || !strings.Contains(string(answer), "more than 50000 items") {
+						t.Errorf("%s, %s: HTTP %d %.200s; want 400 naming the limit of 50000 items", door.name, name, resp.StatusCode, answer)
+					}
+				})
+			}
+			wg.Wait()
+			peak := guard.peak()
+			t.Logf("%s, 1 MiB of %s, 4 at a time: peak RSS %.1f MB above idle", door.name, name, float64(peak)/1024)
+			if peak > peakMax {
+				t.Errorf("%s, %s: peak RSS %d kB above idle; want under %d", door.name, name, peak, peakMax)
 			}
 		}
 	}

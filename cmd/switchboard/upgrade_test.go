@@ -223,6 +223,7 @@ type upgradeCall struct {
 	requestID string
 	problem   string // empty: answered as expected
 	at        time.Time
+	previous  bool // sent (first) to a replica of the previous release
 }
 
 // TestRollingUpgrade upgrades two replicas of the previous release to this working tree's
@@ -309,8 +310,8 @@ func TestRollingUpgrade(t *testing.T) {
 	rot.set(a, b)
 	var mu sync.Mutex
 	var calls []upgradeCall
-	record := func(c upgradeCall) {
-		c.at = time.Now()
+	record := func(c upgradeCall, s *server) {
+		c.at, c.previous = time.Now(), s.cmd.Path == oldBin
 		mu.Lock()
 		calls = append(calls, c)
 		mu.Unlock()
@@ -323,25 +324,29 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	kinds := map[string]func(){
 		"account": func() {
-			st, out := rot.pick().do("GET", "/v1/account", agent, nil)
-			record(upgradeCall{kind: "account", problem: problem(st, out, 200)})
+			s := rot.pick()
+			st, out := s.do("GET", "/v1/account", agent, nil)
+			record(upgradeCall{kind: "account", problem: problem(st, out, 200)}, s)
 		},
 		"discover": func() {
-			st, out := rot.pick().do("GET", "/v1/discover?query=rolling+upgrade", agent, nil)
-			record(upgradeCall{kind: "discover", problem: problem(st, out, 200)})
+			s := rot.pick()
+			st, out := s.do("GET", "/v1/discover?query=rolling+upgrade", agent, nil)
+			record(upgradeCall{kind: "discover", problem: problem(st, out, 200)}, s)
 		},
 		"read": func() {
-			st, out := rot.pick().do("POST", "/v1/invoke", agent, map[string]any{"message": "@upread go"})
+			s := rot.pick()
+			st, out := s.do("POST", "/v1/invoke", agent, map[string]any{"message": "@upread go"})
 			c := upgradeCall{kind: "read", problem: problem(st, out, 200)}
 			c.requestID, _ = out["requestId"].(string)
 			if c.problem == "" && (out["success"] != true || c.requestID == "") {
 				c.problem = fmt.Sprint(out)
 			}
-			record(c)
+			record(c, s)
 		},
 		"write": func() {
 			c := upgradeCall{kind: "write"}
-			st, out := rot.pick().do("POST", "/v1/invoke", agent, map[string]any{"message": "@upwrite do it"})
+			s := rot.pick()
+			st, out := s.do("POST", "/v1/invoke", agent, map[string]any{"message": "@upwrite do it"})
 			if c.problem = problem(st, out, 409); c.problem == "" {
 				c.requestID, _ = details(out)["requestId"].(string)
 				st, out = rot.pick().do("POST", "/v1/invoke", agent, map[string]any{"message": "@upwrite do it", "confirmRequestId": c.requestID})
@@ -349,11 +354,12 @@ func TestRollingUpgrade(t *testing.T) {
 					c.problem = fmt.Sprint(out)
 				}
 			}
-			record(c)
+			record(c, s)
 		},
 		"flat": func() {
 			c := upgradeCall{kind: "flat"}
-			st, out := rot.pick().do("POST", "/v1/invoke", agent, map[string]any{"message": "@upflat weather"})
+			s := rot.pick()
+			st, out := s.do("POST", "/v1/invoke", agent, map[string]any{"message": "@upflat weather"})
 			q, _ := details(out)["quote"].(map[string]any)
 			if c.problem = problem(st, out, 402); c.problem == "" && q == nil {
 				c.problem = fmt.Sprintf("a quote without its terms: %v", out)
@@ -368,7 +374,7 @@ func TestRollingUpgrade(t *testing.T) {
 					}
 				}
 			}
-			record(c)
+			record(c, s)
 		},
 	}
 	var stop atomic.Bool
@@ -391,6 +397,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatalf("switchboard migrate (this release): %v\n%s", err, migrated)
 	}
+	migratedAt := time.Now()
 	time.Sleep(2 * time.Second)
 	replace := func(old *server, env []string, others ...*server) *server {
 		rot.set(others...)
@@ -420,9 +427,12 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 
 	perKind := map[string]int{}
-	failed := 0
+	failed, previousOnNew := 0, 0
 	for _, c := range calls {
 		perKind[c.kind]++
+		if c.previous && c.at.After(migratedAt) {
+			previousOnNew++
+		}
 		if c.problem != "" {
 			failed++
 			if failed <= 10 {
@@ -432,6 +442,9 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	if failed > 0 {
 		t.Fatalf("%d of %d calls failed during the upgrade", failed, len(calls))
+	}
+	if previousOnNew == 0 {
+		t.Fatal("no call was served by the previous release on this release's schema")
 	}
 	for _, kind := range []string{"account", "discover", "read", "write", "flat"} {
 		if perKind[kind] < 3 {
@@ -490,8 +503,8 @@ func TestRollingUpgrade(t *testing.T) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("ledger-check: %v\n%s", err, out)
 	}
-	t.Logf("rolling upgrade %s -> working tree: %d calls (%v) in %s of load, 0 failed, %d invocations recorded once each; %s; both releases built in %s",
-		previousRelease[:7], len(calls), perKind, loaded.Round(100*time.Millisecond), len(recorded), strings.TrimSpace(string(migrated)), built.Round(time.Second))
+	t.Logf("rolling upgrade %s -> working tree: %d calls (%v) in %s of load, 0 failed (%d of them served by the previous release on this release's schema), %d invocations recorded once each; %s; both releases built in %s",
+		previousRelease[:7], len(calls), perKind, loaded.Round(100*time.Millisecond), previousOnNew, len(recorded), strings.TrimSpace(string(migrated)), built.Round(time.Second))
 }
 
 // signQuote signs a flat-fee quote's EIP-3009 authorization with key, as a paying agent does.

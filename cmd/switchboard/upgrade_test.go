@@ -508,20 +508,29 @@ func TestRollingUpgrade(t *testing.T) {
 }
 
 // signQuote signs a flat-fee quote's EIP-3009 authorization with key, as a paying agent does.
+// A quote missing a field signs zeros, and the call's answer says what is wrong.
 func signQuote(t *testing.T, chain *anviltest.Chain, q map[string]any, key *ecdsa.PrivateKey) map[string]any {
 	from := crypto.PubkeyToAddress(key.PublicKey)
-	to := common.HexToAddress(q["payTo"].(string))
-	value, _ := new(big.Int).SetString(q["amount"].(string), 10)
-	after, before := int64(q["validAfter"].(float64)), int64(q["validBefore"].(float64))
+	payTo, _ := q["payTo"].(string)
+	amount, _ := q["amount"].(string)
+	hexNonce, _ := q["nonce"].(string)
+	validAfter, _ := q["validAfter"].(float64)
+	validBefore, _ := q["validBefore"].(float64)
+	to := common.HexToAddress(payTo)
+	value, ok := new(big.Int).SetString(amount, 10)
+	if !ok {
+		value = new(big.Int)
+	}
+	after, before := int64(validAfter), int64(validBefore)
 	var nonce [32]byte
-	copy(nonce[:], common.FromHex(q["nonce"].(string)))
+	copy(nonce[:], common.FromHex(hexNonce))
 	sig, err := contracts.Sign(contracts.TypedData(contracts.ReceiveWithAuthorization, anviltest.ChainID, chain.Token, from, to, value, after, before, nonce), key)
 	if err != nil {
 		t.Error(err)
 		return nil
 	}
 	return map[string]any{"signature": hexutil.Encode(sig), "primaryType": contracts.ReceiveWithAuthorization, "authorization": map[string]any{
-		"from": from.Hex(), "to": to.Hex(), "value": q["amount"], "validAfter": fmt.Sprint(after), "validBefore": fmt.Sprint(before), "nonce": q["nonce"]}}
+		"from": from.Hex(), "to": to.Hex(), "value": amount, "validAfter": fmt.Sprint(after), "validBefore": fmt.Sprint(before), "nonce": hexNonce}}
 }
 
 // details is an error answer's details.

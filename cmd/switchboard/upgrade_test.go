@@ -219,7 +219,7 @@ func (r *rotation) set(live ...*server) {
 
 // upgradeCall is one call of the steady load and what its caller was told.
 type upgradeCall struct {
-	kind      string // account, discover, read, write, flat
+	kind      string // account, discover, key, read, write, flat
 	requestID string
 	problem   string // empty: answered as expected
 	at        time.Time
@@ -228,8 +228,8 @@ type upgradeCall struct {
 
 // TestRollingUpgrade upgrades two replicas of the previous release to this working tree's
 // under steady load: both serve on one PostgreSQL and one Redis; callers read (the account,
-// discover), invoke a read intent, invoke a write intent and confirm it (often on the other
-// replica), and pay a flat-fee intent on anvil. Then `switchboard migrate` runs this
+// discover), mint a key, use it and revoke it, invoke a read intent, invoke a write intent
+// and confirm it (often on the other replica), and pay a flat-fee intent on anvil. Then `switchboard migrate` runs this
 // release's migrations while the previous release serves, and the replicas are replaced one
 // at a time: out of the rotation, SIGTERM (drained, exit 0), the new release started on the
 // same settings and put back. No call fails, every answered call is recorded once as
@@ -333,6 +333,24 @@ func TestRollingUpgrade(t *testing.T) {
 			st, out := s.do("GET", "/v1/discover?query=rolling+upgrade", agent, nil)
 			record(upgradeCall{kind: "discover", problem: problem(st, out, 200)}, s)
 		},
+		// A key minted on one replica, used on the next and revoked on the one after: keys
+		// written by either release are read and changed by the other.
+		"key": func() {
+			s := rot.pick()
+			st, out := s.do("POST", "/v1/keys", agent, map[string]any{"name": fmt.Sprint("rolling ", time.Now().UnixNano()), "scopes": []string{"read"}})
+			c := upgradeCall{kind: "key", problem: problem(st, out, 201)}
+			id, _ := out["id"].(string)
+			minted, _ := out["secret"].(string)
+			if c.problem == "" {
+				st, out = rot.pick().do("GET", "/v1/account", minted, nil)
+				c.problem = problem(st, out, 200)
+			}
+			if c.problem == "" {
+				st, out = rot.pick().do("DELETE", "/v1/keys/"+id, agent, nil)
+				c.problem = problem(st, out, 200)
+			}
+			record(c, s)
+		},
 		"read": func() {
 			s := rot.pick()
 			st, out := s.do("POST", "/v1/invoke", agent, map[string]any{"message": "@upread go"})
@@ -379,7 +397,7 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	for _, kind := range []string{"read", "read", "read", "write", "write", "account", "discover", "flat"} {
+	for _, kind := range []string{"read", "read", "read", "write", "write", "account", "discover", "key", "flat"} {
 		wg.Go(func() {
 			for !stop.Load() {
 				kinds[kind]()
@@ -446,7 +464,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if previousOnNew == 0 {
 		t.Fatal("no call was served by the previous release on this release's schema")
 	}
-	for _, kind := range []string{"account", "discover", "read", "write", "flat"} {
+	for _, kind := range []string{"account", "discover", "key", "read", "write", "flat"} {
 		if perKind[kind] < 3 {
 			t.Fatalf("only %d %s calls ran under the upgrade: %v", perKind[kind], kind, perKind)
 		}

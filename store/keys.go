@@ -97,10 +97,10 @@ func (s *Store) KeyAncestors(ctx context.Context, key *APIKey) ([]*APIKey, error
 		return nil, nil
 	}
 	var up []*APIKey
-	err := s.db.NewRaw(`WITH RECURSIVE up(id, depth) AS (
-			SELECT parent_id, 1 FROM api_keys WHERE id = ?
-			UNION ALL SELECT k.parent_id, up.depth + 1 FROM api_keys k JOIN up ON k.id = up.id WHERE k.parent_id IS NOT NULL)
-		SELECT k.* FROM api_keys k JOIN up ON k.id = up.id ORDER BY up.depth`, key.ID).Scan(ctx, &up)
+	// The model's own columns, never *: a later release may add columns this one cannot scan.
+	err := s.db.NewSelect().WithRecursive("up", s.db.NewRaw(`SELECT parent_id AS id, 1 AS depth FROM api_keys WHERE id = ?
+			UNION ALL SELECT k.parent_id, up.depth + 1 FROM api_keys k JOIN up ON k.id = up.id WHERE k.parent_id IS NOT NULL`, key.ID)).
+		Model(&up).Join("JOIN up ON up.id = api_key.id").OrderExpr("up.depth").Scan(ctx)
 	return up, normalize(err)
 }
 

@@ -147,7 +147,7 @@ func TestSweeperRefundsAChildKeysHoldOnEveryAncestor(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, err := tools.ResolveKey(ctx, st, k)
-			if err != nil || len(p.Ancestors) != 2 {
+			if err != nil || len(p.Ancestors) != 2 || p.Ancestors[0].KeyID != chain[0] { // nearest first
 				t.Fatalf("the grandchild's principal: %+v %v", p, err)
 			}
 			chain = append(chain, p.Ancestors[1].KeyID) // the primary key

@@ -516,7 +516,10 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Princi
 	if g.LastUsedAt == nil || now.Sub(*g.LastUsedAt) > time.Minute {
 		_ = s.store.TouchOAuthGrant(ctx, g.ID, now) // bookkeeping; never fails the call
 	}
-	p := tools.KeyPrincipal(key)
+	p, err := tools.ResolveKey(ctx, s.store, key)
+	if err != nil {
+		return nil, err
+	}
 	p.Method = tools.AuthOAuth
 	return p, nil
 }

@@ -35,6 +35,7 @@ type Key struct {
 	SpendLimitUSD      float64    `json:"spendLimitUsd"`
 	RateLimitPerMinute int        `json:"rateLimitPerMinute"`
 	IntegrationID      string     `json:"integrationId,omitempty"`
+	ParentID           string     `json:"parentId,omitempty"` // the key it was minted under ("" for a root)
 	CreatedAt          time.Time  `json:"createdAt"`
 	LastUsedAt         *time.Time `json:"lastUsedAt,omitempty"`
 	RevokedAt          *time.Time `json:"revokedAt,omitempty"`

@@ -365,8 +365,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	portalHandler, oauthAPI, oauthSvc := h.portal, h.oauthAPI, h.oauth
+	bodyTimeout, err := time.ParseDuration(cfg.BodyReadTimeout)
+	if err != nil || bodyTimeout < time.Second {
+		return nil, fmt.Errorf("SWITCHBOARD_BODY_READ_TIMEOUT=%q: want a Go duration of at least 1s, e.g. 20s", cfg.BodyReadTimeout)
+	}
 	draining := new(atomic.Bool)
-	handler, err := front(frontOptions{
+	handler, err := front(frontOptions{BodyReadTimeout: bodyTimeout,
 		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
 		Keys: ring, Ready: st.Ping, Readiness: readiness(st, ring, draining, log), Log: log, Observe: mx.ObserveHTTP,
 		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil},

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
@@ -56,6 +57,8 @@ type Config struct {
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
 	LogLevel            string
+	BodyReadTimeout     string        // Go duration reading one request body may take
+	MaxConnsPerClient   int           // connections open at once from one client address; 0: no cap
 	RedisURL            string        // shared rate limits for several replicas; empty: in this process
 	ReprobeInterval     string        // Go duration between re-probes of each active intent; 0 disables
 	ReprobeFailures     int           // re-probes in a row that may fail before an intent is deactivated
@@ -120,6 +123,8 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
 		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it", str: &c.Failpoint},
+		{env: "SWITCHBOARD_BODY_READ_TIMEOUT", flag: "body-read-timeout", usage: "how long reading one request body may take (Go duration); 20s reads the 1 MiB maximum at 64 KiB/s (512 kbit/s) with 4 s to spare. A slower body is cut off and its connection closed", str: &c.BodyReadTimeout},
+		{env: "SWITCHBOARD_MAX_CONNS_PER_CLIENT", flag: "max-conns-per-client", usage: "connections open at once from one client address (an IPv4 address, an IPv6 /64); one more is answered 429 and closed. 0: no cap (behind a proxy that connects from its own address, every caller is one client: raise it or use 0)", integer: &c.MaxConnsPerClient},
 		{env: "SWITCHBOARD_LOG_LEVEL", flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
 		{env: "SWITCHBOARD_RPC_ETHEREUM", flag: "rpc-ethereum", usage: "Ethereum JSON-RPC URL (balances, token metadata)", str: &c.Tokens.RPCEthereum},
 		{env: "SWITCHBOARD_RPC_ARBITRUM", flag: "rpc-arbitrum", usage: "Arbitrum One JSON-RPC URL", str: &c.Tokens.RPCArbitrum},
@@ -144,7 +149,7 @@ func (c *Config) settings() []setting {
 func Defaults() Config {
 	return Config{
 		Addr: ":8080", DataDir: "./data", Env: "test",
-		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
+		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info", BodyReadTimeout: "20s", MaxConnsPerClient: 64,
 		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
@@ -229,6 +234,12 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
 		return fmt.Errorf("SWITCHBOARD_METRICS_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)
+	}
+	if d, err := time.ParseDuration(c.BodyReadTimeout); err != nil || d < time.Second {
+		return fmt.Errorf("SWITCHBOARD_BODY_READ_TIMEOUT=%q: want a Go duration of at least 1s, e.g. 20s", c.BodyReadTimeout)
+	}
+	if c.MaxConnsPerClient < 0 {
+		return fmt.Errorf("SWITCHBOARD_MAX_CONNS_PER_CLIENT=%d: want 0 (no cap) or more, e.g. 64", c.MaxConnsPerClient)
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	c.TestBaseURL = strings.TrimRight(c.TestBaseURL, "/")

@@ -62,6 +62,9 @@ type Deps struct {
 	Now    func() time.Time
 	Mailer onboarding.Mailer
 	Log    *slog.Logger
+	// Metadata, when set, fetches client metadata documents instead of the guarded client
+	// (tests serve documents on loopback, which the guard refuses whatever the settings).
+	Metadata *http.Client
 }
 
 // App is a built service.
@@ -304,9 +307,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, keySvc.Tools()...)
 	all = append(all, account.NewService(d, keySvc).Tools()...)
-	partnerOut, err := partnerClient(cfg, signer, log)
+	partnerOut, metadataClient, err := partnerClient(cfg, signer, log)
 	if err != nil {
 		return nil, err
+	}
+	if deps.Metadata != nil {
+		metadataClient = deps.Metadata
 	}
 	pseudonyms := derive(serverSecret, "switchboard partner pseudonyms v1") // the userId partners see
 	partnerSvc, err := newPartners(cfg, d, mailer, partnerOut, pseudonyms)
@@ -360,7 +366,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
 	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, authn: authn, mailer: mailer, ob: ob,
-		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: partnerOut.HTTPClient(), serverSecret: serverSecret, sealer: sealer})
+		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: metadataClient, serverSecret: serverSecret, sealer: sealer})
 	if err != nil {
 		return nil, err
 	}
@@ -405,21 +411,27 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
 }
 
-// partnerClient is the outbound client every partner call, probe and metadata fetch goes
-// through: the service's signature, the SSRF guard, the extra CA of SWITCHBOARD_PARTNER_CA_FILE.
-func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (*outbound.Client, error) {
+// partnerClient is the outbound client every partner call and probe goes through: the
+// service's signature, the SSRF guard, the extra CA of SWITCHBOARD_PARTNER_CA_FILE. metadata
+// fetches client metadata documents: the same, with the guard on whatever
+// SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS says (anyone can name a document's URL; only the operator
+// names partner endpoints in development).
+func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (out *outbound.Client, metadata *http.Client, err error) {
 	if cfg.AllowLocalEndpoints && cfg.Env == "production" {
-		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production: partner endpoints may be http and local addresses (SSRF guard off); use it only to probe partners from an operator machine")
+		return nil, nil, errors.New("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true turns off the SSRF guard and is refused in production; unset it (to check a partner on a local address, run `switchboard partner check URL` from an operator machine)")
 	}
 	partnerCA, err := outbound.ReadCAFile(cfg.PartnerCAFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out, err := outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log})
+	if out, err = outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log}); err != nil {
+		return nil, nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
+	}
+	guarded, err := outbound.New(outbound.Options{ExtraCAPEM: partnerCA, Log: log})
 	if err != nil {
-		return nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
+		return nil, nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
 	}
-	return out, nil
+	return out, guarded.HTTPClient(), nil
 }
 
 // newPartners builds the partner intents' service; its notices (an intent deactivated by

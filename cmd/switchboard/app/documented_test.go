@@ -1,9 +1,15 @@
 package app_test
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
 
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
 // Issue 35 item 7: POST /v1/keys with an integrationId nobody has answers 404, and its
@@ -19,5 +25,25 @@ func TestAnUnknownIntegrationIsADocumented404(t *testing.T) {
 	op, _ := doc["paths"].(map[string]any)["/v1/keys"].(map[string]any)["post"].(map[string]any)
 	if _, ok := op["responses"].(map[string]any)["404"]; !ok {
 		t.Fatalf("POST /v1/keys answers 404 but its OpenAPI responses are %v", op["responses"])
+	}
+}
+
+// Issue 35 item 7: production does not start with SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS (it turns
+// the SSRF guard off), with an error naming the setting; the test environment still does.
+func TestProductionRefusesLocalEndpoints(t *testing.T) {
+	for _, env := range []string{"production", "test"} {
+		cfg := app.Defaults()
+		cfg.Env, cfg.DataDir, cfg.AllowLocalEndpoints = env, t.TempDir(), true
+		cfg.BaseURL = "https://switchboard.example.com"
+		a, err := app.BuildOn(context.Background(), cfg, app.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, storetest.Open(t, "sqlite"))
+		if a != nil {
+			a.Stop()
+		}
+		switch {
+		case env == "production" && (err == nil || !strings.Contains(err.Error(), "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS") || !strings.Contains(err.Error(), "unset it")):
+			t.Fatalf("production with local endpoints allowed: %v", err)
+		case env == "test" && err != nil:
+			t.Fatalf("test environment with local endpoints allowed: %v", err)
+		}
 	}
 }

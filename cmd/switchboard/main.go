@@ -108,6 +108,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "applied %d migration(s)%s\n", len(applied), list(applied))
 		return nil
 	case "stdio":
+		if err := cfg.CheckLocalEndpoints(); err != nil {
+			return err
+		}
 		if cfg.APIKey == "" {
 			log.Warn("SWITCHBOARD_API_KEY is not set: only the onboarding tools will work")
 		}

@@ -417,8 +417,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 // SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS says (anyone can name a document's URL; only the operator
 // names partner endpoints in development).
 func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (out *outbound.Client, metadata *http.Client, err error) {
-	if cfg.AllowLocalEndpoints && cfg.Env == "production" {
-		return nil, nil, errors.New("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true turns off the SSRF guard and is refused in production; unset it (to check a partner on a local address, run `switchboard partner check URL` from an operator machine)")
+	if cfg.AllowLocalEndpoints && cfg.Env == "production" { // serve and stdio refuse it (Config.CheckLocalEndpoints)
+		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production for this operator command: its partner probes may reach local addresses; a serving process refuses it")
 	}
 	partnerCA, err := outbound.ReadCAFile(cfg.PartnerCAFile)
 	if err != nil {

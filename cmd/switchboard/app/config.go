@@ -3,6 +3,7 @@
 package app
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/switchboard-hq/switchboard/store"
@@ -290,12 +291,25 @@ func (c *Config) PublicBaseURL() string {
 // CheckServe is what serving needs beyond Validate: in production a public https base URL,
 // since llms.txt, OpenAPI and every link a caller follows are built from it.
 func (c *Config) CheckServe() error {
+	if err := c.CheckLocalEndpoints(); err != nil {
+		return err
+	}
 	if c.Env != "production" {
 		return nil
 	}
 	u, err := url.Parse(c.BaseURL)
 	if c.BaseURL == "" || err != nil || u.Scheme != "https" || u.Host == "" {
 		return fmt.Errorf("SWITCHBOARD_BASE_URL=%q: production needs the public https URL callers use, e.g. SWITCHBOARD_BASE_URL=https://switchboard.example.com", c.BaseURL)
+	}
+	return nil
+}
+
+// CheckLocalEndpoints refuses SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS in a production process that
+// serves (serve, stdio): it turns the partner calls' SSRF guard off. Operator commands may use
+// it to probe a partner on a local address.
+func (c *Config) CheckLocalEndpoints() error {
+	if c.AllowLocalEndpoints && c.Env == "production" {
+		return errors.New("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true turns off the SSRF guard and is refused in production; unset it (to check a partner on a local address, run `switchboard partner check URL` from an operator machine)")
 	}
 	return nil
 }

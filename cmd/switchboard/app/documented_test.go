@@ -1,15 +1,11 @@
 package app_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
-	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
 // Issue 35 item 7: POST /v1/keys with an integrationId nobody has answers 404, and its
@@ -28,17 +24,14 @@ func TestAnUnknownIntegrationIsADocumented404(t *testing.T) {
 	}
 }
 
-// Issue 35 item 7: production does not start with SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS (it turns
-// the SSRF guard off), with an error naming the setting; the test environment still does.
+// Issue 35 item 7: a production process that serves (serve, stdio) does not start with
+// SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS (it turns the SSRF guard off), with an error naming the
+// setting; the test environment still may.
 func TestProductionRefusesLocalEndpoints(t *testing.T) {
 	for _, env := range []string{"production", "test"} {
 		cfg := app.Defaults()
-		cfg.Env, cfg.DataDir, cfg.AllowLocalEndpoints = env, t.TempDir(), true
-		cfg.BaseURL = "https://switchboard.example.com"
-		a, err := app.BuildOn(context.Background(), cfg, app.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, storetest.Open(t, "sqlite"))
-		if a != nil {
-			a.Stop()
-		}
+		cfg.Env, cfg.AllowLocalEndpoints, cfg.BaseURL = env, true, "https://switchboard.example.com"
+		err := cfg.CheckServe()
 		switch {
 		case env == "production" && (err == nil || !strings.Contains(err.Error(), "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS") || !strings.Contains(err.Error(), "unset it")):
 			t.Fatalf("production with local endpoints allowed: %v", err)

@@ -221,7 +221,7 @@ func takeGuess(ctx context.Context, tx bun.Tx, email, codeHash string, b GuessBu
 // in does not use up an address or network shared by many people.
 func (s *Store) ReturnGuess(ctx context.Context, sources ...string) error {
 	_, err := s.db.NewUpdate().Model((*EmailCodeSource)(nil)).Set("guesses = guesses - 1").
-		Where("source IN (?) AND guesses > 0", bun.In(sources)).Exec(ctx)
+		Where("source IN (?) AND guesses > 0", bun.List(sources)).Exec(ctx)
 	return normalize(err)
 }
 

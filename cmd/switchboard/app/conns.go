@@ -78,13 +78,15 @@ func (p *perClient) release(src string) {
 	p.open[src]--
 }
 
-// refuse answers a connection past the cap and closes it, waiting at most a second on a
-// client that does not read.
+// refuse answers a connection past the cap and closes it, within a second whatever the
+// client does. What the client sent is read and dropped first: closing with it unread would
+// reset the connection, and the client could lose the answer.
 func refuse(c net.Conn) {
 	c.SetDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(tooManyBody), tooManyBody)
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.CloseWrite()
+		io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 	}
 	c.Close()
 }

@@ -19,6 +19,9 @@ import (
 // cross-site protection applies); the authorize step is a portal page behind the sign-in,
 // with the portal's CSRF protection on the consent form.
 
+// registrationsPerMinute bounds client registrations per client address.
+const registrationsPerMinute = 20
+
 // OAuthAPI serves /.well-known/oauth-protected-resource (RFC 9728),
 // /.well-known/oauth-authorization-server (RFC 8414), /oauth/register (RFC 7591),
 // /oauth/token and /oauth/revoke (RFC 7009).
@@ -27,7 +30,7 @@ func OAuthAPI(o Options) http.Handler {
 		o.Now = time.Now
 	}
 	cfg := o.OAuth.Config()
-	limiter := tools.NewRateLimiter(o.Now)
+	limiter := limiterOf(o)
 	mux := http.NewServeMux()
 	resource := func(w http.ResponseWriter, r *http.Request) {
 		writeOAuthJSON(w, http.StatusOK, map[string]any{
@@ -52,7 +55,13 @@ func OAuthAPI(o Options) http.Handler {
 		})
 	})
 	mux.HandleFunc("POST /oauth/register", func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait, _ := limiter.Allow(r.Context(), "register:"+r.Header.Get(tools.HeaderClientAddr), 20); !ok {
+		ok, wait, err := limiter.Allow(r.Context(), "register:"+r.Header.Get(tools.HeaderClientAddr), registrationsPerMinute)
+		switch {
+		case err != nil: // a registration writes: never let it through unlimited
+			w.Header().Set("Retry-After", "2")
+			writeOAuthJSON(w, http.StatusServiceUnavailable, &oauth.Error{Code: "temporarily_unavailable", Description: "registration is paused for a moment; retry in a few seconds"})
+			return
+		case !ok:
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 			writeOAuthJSON(w, http.StatusTooManyRequests, &oauth.Error{Code: "slow_down", Description: "too many registrations from this address; wait a minute"})
 			return

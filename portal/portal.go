@@ -78,7 +78,10 @@ type Options struct {
 	OAuth           *oauth.Service  // MCP authorization; nil: hosts connect with pasted keys only
 	Store           *store.Store    // lookups the pages show (a connect page's account), account events
 	Sealer          *wallets.Sealer // opens the wallets' keys for their owner's export; nil: no export
-	Log             *slog.Logger
+	// Limiter counts sign-in steps and client registrations per address: the kernel's, so
+	// replicas sharing a Redis share these limits too. nil: counted in this process.
+	Limiter tools.Limiter
+	Log     *slog.Logger
 
 	// The marketplace, charts and call logs (market.go).
 	Marketplace *discover.Service // nil: the marketplace is not served
@@ -94,7 +97,7 @@ const signInsPerMinute = 20
 
 type portal struct {
 	o       Options
-	limiter *tools.RateLimiter
+	limiter tools.Limiter
 	pages   map[string]*template.Template
 	oidc    providers
 }
@@ -104,7 +107,7 @@ func New(o Options) (http.Handler, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	p := &portal{o: o, pages: map[string]*template.Template{}, oidc: providers{found: map[int]*oidc.Provider{}}, limiter: tools.NewRateLimiter(o.Now)}
+	p := &portal{o: o, pages: map[string]*template.Template{}, oidc: providers{found: map[int]*oidc.Provider{}}, limiter: limiterOf(o)}
 	funcs := template.FuncMap{
 		"join":    func(v any) string { return strings.Join(strs(v), ", ") },
 		"checked": func(v any, s string) bool { return slices.Contains(strs(v), s) },
@@ -261,7 +264,16 @@ func (p *portal) authed(h authedHandler) http.Handler {
 // limited bounds a sign-in step per client address: 429 with Retry-After past the limit.
 func (p *portal) limited(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait, _ := p.limiter.Allow(r.Context(), "signin:"+r.Header.Get(tools.HeaderClientAddr), signInsPerMinute); !ok {
+		ok, wait, err := p.limiter.Allow(r.Context(), "signin:"+r.Header.Get(tools.HeaderClientAddr), signInsPerMinute)
+		switch {
+		case err != nil:
+			// As the kernel does for calls that write: never let them through unlimited.
+			p.o.Log.WarnContext(r.Context(), "rate limiter unavailable; sign-in refused", "err", err)
+			e := tools.Errorf(tools.CodeUnavailable, "signing in is paused for a moment: the rate limiter is unreachable; retry in a few seconds")
+			e.RetryAfter = 2 * time.Second
+			p.fail(w, r, e)
+			return
+		case !ok:
 			e := tools.Errorf(tools.CodeRateLimited, "too many sign-in attempts from this address; wait a minute and try again")
 			e.RetryAfter = wait + time.Second
 			p.fail(w, r, e)
@@ -269,6 +281,14 @@ func (p *portal) limited(h http.HandlerFunc) http.Handler {
 		}
 		h(w, r)
 	})
+}
+
+// limiterOf is o's limiter, or one in this process.
+func limiterOf(o Options) tools.Limiter {
+	if o.Limiter != nil {
+		return o.Limiter
+	}
+	return tools.NewRateLimiter(o.Now)
 }
 
 // sessionOf is the signed-in human of r, nil when there is none.

@@ -40,6 +40,8 @@ type frontOptions struct {
 	Readiness func(ctx context.Context) error
 	Log       *slog.Logger
 	Observe   func(route string, status int, elapsed time.Duration) // metrics; route is from a fixed set
+	// BodyReadTimeout bounds reading one request's body (SWITCHBOARD_BODY_READ_TIMEOUT).
+	BodyReadTimeout time.Duration
 }
 
 // front is the one HTTP surface: every door mounted on one mux behind one middleware.
@@ -117,7 +119,7 @@ func front(o frontOptions) (http.Handler, error) {
 		route := routeLabels(mux, portalPaths)
 		observe = func(r *http.Request, status int, elapsed time.Duration) { o.Observe(route(r), status, elapsed) }
 	}
-	return middleware(mux, o.Log, observe), nil
+	return middleware(mux, o.Log, observe, o.BodyReadTimeout), nil
 }
 
 // routeLabels names requests for metrics from the pattern of mux that matches them, never from
@@ -154,10 +156,10 @@ func routeLabels(mux *http.ServeMux, portalPaths []string) func(r *http.Request)
 	}
 }
 
-// middleware gives every request an id and bounds its body, and sets the two headers the MCP
+// middleware gives every request an id and bounds its body (size and read time), and sets the two headers the MCP
 // door reads as trusted (the client address and the request id) after deleting whatever a
 // client sent in them: the MCP handler is safe only behind this.
-func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Request, status int, elapsed time.Duration)) http.Handler {
+func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Request, status int, elapsed time.Duration), bodyTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := uuid.NewString()
@@ -176,6 +178,7 @@ func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Reques
 			}
 			return
 		}
+		bodyDeadline(w, r, bodyTimeout)
 		r.Body = http.MaxBytesReader(w, r.Body, rest.MaxBody)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)

@@ -51,7 +51,6 @@ type BrowseQuery struct {
 // Listing is one intent as the marketplace shows it.
 type Listing struct {
 	Match
-	Price     string // the price in words
 	PriceKind string // PriceKind.Name
 	Write     bool   // a write category: calls need the caller's confirmation
 }
@@ -115,7 +114,7 @@ func (s *Service) Browse(ctx context.Context, q BrowseQuery) (BrowseResult, erro
 }
 
 func listing(m Match) Listing {
-	l := Listing{Match: m, Price: PriceWords(m.Fee.FeeRate, m.Fee.FeeRateUnit), Write: partners.IsWriteCategory(m.Category)}
+	l := Listing{Match: m, Write: partners.IsWriteCategory(m.Category)}
 	for _, k := range PriceKinds {
 		if slices.Contains(k.Units, m.Fee.FeeRateUnit) {
 			l.PriceKind = k.Name
@@ -124,19 +123,25 @@ func listing(m Match) Listing {
 	return l
 }
 
-// PriceWords says an intent's fee the way a person reads it.
-func PriceWords(rate, unit string) string {
+// PriceWords says what a call of an intent can cost, the way a person reads it. A partner
+// is paid what it reports in providerCostMicro, capped by its feeRate (the spec's billing),
+// so a credit-charged rate reads "up to"; a listing free of partner fees still names the
+// infrastructure fee (infraMicro) every call costs. A core intent is a tool called directly,
+// with no charge.
+func PriceWords(rate, unit string, infraMicro int64, core bool) string {
 	d, err := decimal.NewFromString(rate)
 	if err != nil {
 		return rate + " " + unit
 	}
 	switch {
+	case core:
+		return "Free: a built-in tool, called directly, with no charge"
 	case unit == partners.FeeBps && d.IsZero(), unit == partners.FeeUSDPerCall && d.IsZero():
-		return "Free: no partner fee (Switchboard's platform fee applies)"
+		return fmt.Sprintf("Free of partner fees: a call still costs the %s USD infrastructure fee and Switchboard's platform fee", tools.USD(infraMicro))
 	case unit == partners.FeeUSDPerCall:
-		return d.String() + " USD per call, charged only when the call succeeds"
+		return "Up to " + d.String() + " USD per call (the partner is paid what it reports, at most this), charged only when the call succeeds"
 	case unit == partners.FeeBps:
-		return fmt.Sprintf("%s basis points (%s%%) of the value routed, charged only when the call succeeds", d.String(), d.Div(decimal.NewFromInt(100)).String())
+		return fmt.Sprintf("Up to %s basis points (%s%%) of the value routed (the partner is paid what it reports, at most this), charged only when the call succeeds", d.String(), d.Div(decimal.NewFromInt(100)).String())
 	case unit == partners.FeeFlatUSDC:
 		return "Flat fee of " + d.String() + " USDC, paid on chain before the call (x402), refunded if it fails"
 	case unit == partners.FeeFlatStablecoin:

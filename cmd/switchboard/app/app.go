@@ -333,7 +333,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, dispatchSvc.Tools()...)
 
-	disc, err := discover.NewService(ctx, discover.Config{Registered: all}, d)
+	disc, err := discover.NewService(ctx, discover.Config{Registered: all, InfraCostMicro: billCfg.InfraCostMicro}, d)
 	if err != nil {
 		return nil, err
 	}

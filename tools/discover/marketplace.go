@@ -211,6 +211,7 @@ type Detail struct {
 	Params       []Param
 	QueryOnly    bool // takes only {query}: the message text is enough
 	FlatFee      bool
+	Scopes       []string // what a key needs to call it: partner, and its category's own scope
 	Publisher    Publisher
 	Snippets     Snippets
 }
@@ -218,9 +219,12 @@ type Detail struct {
 // Publisher is who publishes an intent, as the public sees it.
 type Publisher struct {
 	PartnerID string
-	Core      bool // Switchboard itself
-	Since     time.Time
-	Intents   []Listing // its listed intents, this one included
+	// Name is how the public reads the publisher: partners have no display name, so it is
+	// the first of its listed handles (in name order), never the partner's internal id.
+	Name    string
+	Core    bool // Switchboard itself
+	Since   time.Time
+	Intents []Listing // its listed intents, this one included
 }
 
 // Snippets show how to call an intent, the handle filled in.
@@ -245,7 +249,10 @@ func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, e
 		return Detail{}, err
 	}
 	d := Detail{Listing: listing(ranked[0]), Params: Params(in.ParametersSchema), QueryOnly: partners.QueryOnly([]byte(in.ParametersSchema)),
-		FlatFee: partners.IsFlatFee(in.FeeRateUnit)}
+		FlatFee: partners.IsFlatFee(in.FeeRateUnit), Scopes: []string{string(tools.ScopePartner)}}
+	if sc := partners.RuleOf(in.Category).Scope; sc != "" {
+		d.Scopes = append(d.Scopes, string(sc))
+	}
 	if in.OutputSchema != nil {
 		d.OutputSchema = tools.IndentJSON(*in.OutputSchema)
 	}
@@ -261,6 +268,10 @@ func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, e
 	for _, o := range others {
 		d.Publisher.Intents = append(d.Publisher.Intents, listing(s.match(o, "")))
 	}
+	d.Publisher.Name = d.Handle
+	if len(d.Publisher.Intents) > 0 {
+		d.Publisher.Name = d.Publisher.Intents[0].Handle
+	}
 	d.Snippets = s.snippets(d, baseURL)
 	return d, nil
 }
@@ -271,7 +282,7 @@ func (s *Service) snippets(d Detail, baseURL string) Snippets {
 		method, path, _ := strings.Cut(core.Route, " ")
 		return Snippets{
 			MCP:  fmt.Sprintf("tools/call %s %s", core.Tool, exampleArgs(d.Params)),
-			REST: fmt.Sprintf("curl -X %s '%s%s' -H 'x-api-key: $SWITCHBOARD_API_KEY'", method, baseURL, path),
+			REST: fmt.Sprintf("curl -X %s '%s%s' -H \"x-api-key: $SWITCHBOARD_API_KEY\"", method, baseURL, path),
 			SDK:  fmt.Sprintf("c := switchboard.New(%q, os.Getenv(\"SWITCHBOARD_API_KEY\"))\nout, err := c.%s(ctx, switchboard.%s{...})", baseURL, sdkMethod[core.Tool][0], sdkMethod[core.Tool][1]),
 		}
 	}
@@ -286,8 +297,10 @@ func (s *Service) snippets(d Detail, baseURL string) Snippets {
 		goArgs = ", Args: map[string]any{" + goMap(exampleArgs(d.Params)) + "}"
 	}
 	sn := Snippets{
-		MCP:  "tools/call invoke_partner_message\n" + string(pretty),
-		REST: fmt.Sprintf("curl -X POST '%s/v1/invoke' \\\n  -H 'x-api-key: $SWITCHBOARD_API_KEY' -H 'content-type: application/json' \\\n  -d '%s'", baseURL, body),
+		MCP: "tools/call invoke_partner_message\n" + string(pretty),
+		// The key in double quotes, so the shell expands it; the body in single quotes, its own
+		// single quotes closed and escaped, so it is sent as written.
+		REST: fmt.Sprintf("curl -X POST '%s/v1/invoke' \\\n  -H \"x-api-key: $SWITCHBOARD_API_KEY\" -H 'content-type: application/json' \\\n  -d '%s'", baseURL, strings.ReplaceAll(body, "'", `'\''`)),
 		SDK: fmt.Sprintf("c := switchboard.New(%q, os.Getenv(\"SWITCHBOARD_API_KEY\"))\nout, err := c.Invoke(ctx, switchboard.InvokeInput{Message: %q%s})\n\n// TypeScript\nconst out = await sb.invoke(%s);",
 			baseURL, msg, goArgs, body),
 	}

@@ -497,7 +497,8 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 		return humanDoor{}, err
 	}
 	kernel := d.kernel
-	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
+	_, codesInLog := d.mailer.(onboarding.DevMailer)
+	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, CodesInLog: codesInLog, OpenAPI: apiDoc,
 		AccountForEmail: d.ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(d.deps), Now: now,
 		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: ceiling,
 		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession,

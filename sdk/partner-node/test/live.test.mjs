@@ -81,6 +81,7 @@ test("the README quickstart partner passes test-endpoint, activates, answers an 
   // Paid what the kit reports: the quoted rate, with no line of the handler's about money.
   assert.equal(inv.charge.partnerFeeMicro, 50_000, JSON.stringify(inv.charge));
   assert.equal(inv.charge.infrastructureMicro, inv.charge.reservedMicro);
+  for (let i = 0; i < 40 && !p.output().includes(inv.requestId); i++) await new Promise((r) => setTimeout(r, 50));
   assert.match(p.output(), new RegExp(`switchboard call verified requestId=${inv.requestId}`));
   // The call's signed receipt verifies with the kit, from the answer and as the partner fetches
   // it; a receipt altered in any field does not.
@@ -93,6 +94,8 @@ test("the README quickstart partner passes test-endpoint, activates, answers an 
   // A GET is not how Switchboard calls: refused, as is an unsigned POST.
   assert.equal((await fetch(url)).status, 405);
   assert.equal((await fetch(url, { method: "POST", body: "{}", headers: { "x-service-request-id": "forged-1" } })).status, 401);
+  // The child's log reaches us through a pipe: give the line a moment to arrive.
+  for (let i = 0; i < 40 && !/requestId=forged-1/.test(p.output()); i++) await new Promise((r) => setTimeout(r, 50));
   assert.match(p.output(), /switchboard call refused requestId=forged-1 401/);
 });
 

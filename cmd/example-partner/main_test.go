@@ -198,6 +198,9 @@ func TestTheQuickstartCertificateAndOneLogLinePerCall(t *testing.T) {
 		t.Fatalf("an unsigned call: %d", resp.StatusCode)
 	}
 
+	for i := 0; i < 100 && !strings.Contains(logs.String(), "forged-1"); i++ { // logged after the answer is written
+		time.Sleep(10 * time.Millisecond)
+	}
 	var verified, refused int
 	for _, l := range strings.Split(logs.String(), "\n") {
 		switch {

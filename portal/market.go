@@ -50,7 +50,14 @@ var marketFuncs = template.FuncMap{
 		return strconv.Itoa(*x)
 	},
 	"pretty": pretty,
-	"query":  func(kv ...string) template.URL { return template.URL(queryOf(kv...)) },
+	// plural writes a count with its noun: 1 call, 2 calls.
+	"plural": func(n any, one, many string) string {
+		if c := fmt.Sprint(n); c != "1" {
+			return c + " " + many
+		}
+		return "1 " + one
+	},
+	"query": func(kv ...string) template.URL { return template.URL(queryOf(kv...)) },
 }
 
 // usdAny writes micro-USD (an int64 of ours, or a JSON number of a tool's answer) as USD.
@@ -223,7 +230,7 @@ func (p *portal) tryIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	caller := pr
 	if p.o.TryAs != nil {
 		var err error
-		if caller, err = p.o.TryAs(r.Context(), pr); err != nil {
+		if caller, err = p.o.TryAs(r.Context(), pr, d.Scopes); err != nil {
 			p.fail(w, r, tools.Translate(err))
 			return
 		}

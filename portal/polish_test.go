@@ -256,8 +256,8 @@ func TestReadableKeysPage(t *testing.T) {
 	}
 }
 
-// The code e-mail says where to enter the code: the sign-in page for a human who asked there,
-// agent_verify for an agent.
+// The code e-mail says where to enter the code: the sign-in page for a human who asked there;
+// for an agent, both doors (a REST caller has no agent_verify tool).
 func TestCodeEmailWording(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	h := newHuman(t, env)
@@ -270,7 +270,7 @@ func TestCodeEmailWording(t *testing.T) {
 				t.Errorf("the human's e-mail: %s", m.Text)
 			}
 		case "agent@example.com":
-			if !strings.Contains(m.Text, "Enter it with agent_verify") {
+			if !strings.Contains(m.Text, "POST /v1/agents/verify") || !strings.Contains(m.Text, "agent_verify tool") {
 				t.Errorf("the agent's e-mail: %s", m.Text)
 			}
 		}

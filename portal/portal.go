@@ -66,6 +66,9 @@ type Options struct {
 	// SignIn checks an e-mail code and returns the account (onboarding.Service.SignIn).
 	// nil when no mailer is configured: only the identity providers sign in.
 	SignIn func(ctx context.Context, email, code, clientAddr string) (string, error)
+	// CodesInLog says the development mailer writes codes to the server's log instead of
+	// e-mailing them (the test environment without SMTP): the sign-in page says where to look.
+	CodesInLog bool
 	// AccountForEmail returns (creating) the account of an e-mail an identity provider verified.
 	AccountForEmail func(ctx context.Context, email string) (string, error)
 	OIDC            []OIDCProvider // sign-in buttons besides the e-mail code
@@ -86,8 +89,9 @@ type Options struct {
 	// The marketplace, charts and call logs (market.go).
 	Marketplace *discover.Service // nil: the marketplace is not served
 	Usage       *usage.Service
-	// TryAs is the principal a session's Try it calls are made as (keys.Service.ForSession).
-	TryAs func(ctx context.Context, p *tools.Principal) (*tools.Principal, error)
+	// TryAs is the principal a session's Try it calls are made as, with the scopes the call
+	// needs (keys.Service.ForSession).
+	TryAs func(ctx context.Context, p *tools.Principal, scopes []string) (*tools.Principal, error)
 }
 
 var notFound = tools.Errorf(tools.CodeNotFound, "there is no page at this address; use the navigation above, or start from the documentation")
@@ -133,6 +137,7 @@ func New(o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /docs.md", p.docsIndex)
 	mux.HandleFunc("GET /docs/{page}", p.doc)
 	mux.Handle("GET /docs/screenshots/", docImages)
+	mux.HandleFunc("GET /sdk/{path...}", p.sdkReadme)
 	mux.HandleFunc("GET /developer/sign-in", p.signInPage)
 	mux.Handle("POST /developer/sign-in", p.limited(p.sendCode))
 	mux.Handle("POST /developer/sign-in/code", p.limited(p.checkCode))
@@ -404,13 +409,14 @@ func (p *portal) signInPage(w http.ResponseWriter, r *http.Request) {
 
 type signInData struct {
 	EmailCode   bool // the e-mail code sign-in is offered
+	CodesInLog  bool // the codes are in the server's log, not e-mailed
 	CodeStep    bool
 	Email, Code string
 	Providers   []string // labels of the OpenID Connect buttons, by index
 }
 
 func (p *portal) signInData(d signInData) signInData {
-	d.EmailCode = p.o.SignIn != nil
+	d.EmailCode, d.CodesInLog = p.o.SignIn != nil, p.o.CodesInLog
 	for _, pv := range p.o.OIDC {
 		d.Providers = append(d.Providers, pv.Label)
 	}
@@ -519,7 +525,15 @@ func (p *portal) keys(w http.ResponseWriter, r *http.Request, pr *tools.Principa
 	if r.URL.Query().Get("revoked") != "" {
 		d.Flash = "The key was revoked: it stops working at once."
 	}
-	p.render(w, http.StatusOK, "keys", p.page(pr, "API keys", d))
+	v := p.page(pr, "API keys", d)
+	v.Form = newKeyForm()
+	p.render(w, http.StatusOK, "keys", v)
+}
+
+// newKeyForm is the key form as it opens: read ticked, the least a key does, so the form
+// submits as it is.
+func newKeyForm() map[string]any {
+	return map[string]any{"scopes": []string{string(tools.ScopeRead)}}
 }
 
 func (p *portal) issueKey(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
@@ -566,7 +580,7 @@ func (p *portal) issueKey(w http.ResponseWriter, r *http.Request, pr *tools.Prin
 		v.Form, v.Errors, status = form, errs, http.StatusUnprocessableEntity
 	} else {
 		d.Issued = issued
-		v.Data = d
+		v.Data, v.Form = d, newKeyForm()
 	}
 	p.render(w, status, "keys", v)
 }

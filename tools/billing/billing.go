@@ -212,9 +212,12 @@ func bpsOf(micro, bps int64) int64 {
 	return decimal.NewFromInt(micro).Mul(decimal.NewFromInt(bps)).Div(decimal.NewFromInt(10_000)).Round(0).IntPart()
 }
 
-// Charge is what an invocation reserved and was charged, for the caller's answer.
+// Charge is what an invocation reserved and was charged, for the caller's answer, in the
+// portal's words: infrastructure, partner fee, platform fee, gas.
 type Charge struct {
-	ReservedMicro    int64 `json:"reservedMicro" jsonschema_description:"reserved at the start for infrastructure"`
+	InfrastructureMicro int64 `json:"infrastructureMicro" jsonschema_description:"the infrastructure fee every call costs: reserved at the start, charged on success, refunded on failure"`
+	// ReservedMicro is InfrastructureMicro under its first name, kept for the clients that read it.
+	ReservedMicro    int64 `json:"reservedMicro" jsonschema_description:"deprecated: the same as infrastructureMicro, kept for older clients"`
 	PartnerFeeMicro  int64 `json:"partnerFeeMicro" jsonschema_description:"charged for the partner (0 unless the call succeeded)"`
 	PlatformFeeMicro int64 `json:"platformFeeMicro" jsonschema_description:"the platform's fee: its tier basis points on the routed value, or the per-call floor"`
 	GasMicro         int64 `json:"gasMicro" jsonschema_description:"network gas passed through (0 when the call has no on-chain step)"`
@@ -224,7 +227,7 @@ type Charge struct {
 
 // Refunded is the charge of a call that failed: its reservation returned.
 func (q Quote) Refunded() Charge {
-	return Charge{ReservedMicro: q.ReserveMicro, RefundedMicro: q.ReserveMicro}
+	return Charge{InfrastructureMicro: q.ReserveMicro, ReservedMicro: q.ReserveMicro, RefundedMicro: q.ReserveMicro}
 }
 
 // Settlement is how a successful call is charged, in one balanced ledger transaction.
@@ -245,7 +248,7 @@ func (q Quote) Settle(partnerCostMicro int64, gasActualMicro *int64, payoutBook 
 		gas = min(max(*gasActualMicro, 0), q.MaxGasMicro)
 	}
 	st := Settlement{PartnerFeeMicro: fee, PlatformFeeMicro: q.PlatformFeeMicro, GasMicro: gas, PartnerBook: payoutBook}
-	return st, Charge{ReservedMicro: q.ReserveMicro, PartnerFeeMicro: fee, PlatformFeeMicro: q.PlatformFeeMicro, GasMicro: gas,
+	return st, Charge{InfrastructureMicro: q.ReserveMicro, ReservedMicro: q.ReserveMicro, PartnerFeeMicro: fee, PlatformFeeMicro: q.PlatformFeeMicro, GasMicro: gas,
 		TotalMicro: q.ReserveMicro + fee + q.PlatformFeeMicro + gas}
 }
 

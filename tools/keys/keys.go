@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -309,27 +310,51 @@ func (s *Service) revoke(ctx context.Context, c *tools.Caller, in RevokeInput) (
 const TryItKeyName = "Try it on the portal"
 
 // ForSession returns the principal a portal session calls partners as: the session with the
-// account's Try it key, so the call is reserved, limited and charged on a key like any
-// agent's (spend is per key) and shows in the charts under that key. The key is created on
-// first use with the default limits; its secret is never shown, so only the portal uses it.
-// Revoked, it is replaced on the next call.
-func (s *Service) ForSession(ctx context.Context, p *tools.Principal) (*tools.Principal, error) {
+// account's Try it key for exactly the scopes the call needs (scopes: partner, and the
+// intent's own write scope, if any), so the call is reserved, limited and charged on a key
+// like any agent's (spend is per key) and shows in the charts under that key. The key is
+// created on the first call that needs its scopes, never before, with the default limits;
+// its secret is never shown, so only the portal uses it; its use is recorded (lastUsedAt)
+// as an agent's is. Revoked, it is replaced on the next call.
+func (s *Service) ForSession(ctx context.Context, p *tools.Principal, scopes []string) (*tools.Principal, error) {
 	if p == nil || p.Method != tools.AuthSession {
 		return nil, tools.Errorf(tools.CodeForbidden, "only a signed-in portal session calls with the Try it key")
+	}
+	need := slices.Clone(scopes)
+	slices.Sort(need)
+	need = slices.Compact(need)
+	if len(need) == 0 {
+		return nil, tools.Errorf(tools.CodeInternal, "a Try it call names no scope")
+	}
+	for _, sc := range need {
+		if !slices.Contains(tools.ScopeNames(), sc) {
+			return nil, tools.Errorf(tools.CodeInternal, "a Try it call needs the unknown scope %q", sc)
+		}
+	}
+	name := TryItKeyName
+	if extra := slices.DeleteFunc(slices.Clone(need), func(sc string) bool { return sc == string(tools.ScopePartner) }); len(extra) > 0 {
+		name += " (" + strings.Join(extra, ", ") + ")"
 	}
 	list, err := s.store.Keys(ctx, p.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(list, func(k *store.APIKey) bool { return k.Name == TryItKeyName && k.RevokedAt == nil })
+	i := slices.IndexFunc(list, func(k *store.APIKey) bool {
+		have := slices.Clone(k.Scopes)
+		slices.Sort(have)
+		return k.Name == name && k.RevokedAt == nil && slices.Equal(have, need)
+	})
 	var key *store.APIKey
 	if i >= 0 {
 		key = list[i]
 	} else {
-		key, _ = s.New(p.AccountID, TryItKeyName, tools.ScopeNames(), s.defaults)
+		key, _ = s.New(p.AccountID, name, need, s.defaults)
 		if err := s.mint(ctx, key); err != nil {
 			return nil, fmt.Errorf("create the Try it key: %w", err)
 		}
+	}
+	if err := s.store.TouchKeys(ctx, map[string]time.Time{key.ID: s.now().UTC()}); err != nil {
+		return nil, fmt.Errorf("record the Try it key's use: %w", err)
 	}
 	out := *p
 	out.Scopes = append([]string(nil), key.Scopes...)

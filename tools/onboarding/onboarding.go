@@ -201,7 +201,7 @@ func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (
 		}
 	}
 	code := s.codeOf(email, rec.Seed)
-	where := "Enter it with agent_verify."
+	where := "Enter it with POST /v1/agents/verify (REST) or the agent_verify tool (MCP)."
 	switch enterAt(ctx) {
 	case atSignInPage:
 		where = "Enter it on the " + s.cfg.ServiceName + " sign-in page where you asked for it."

@@ -339,7 +339,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, dispatchSvc.Tools()...)
 
-	disc, err := discover.NewService(ctx, discover.Config{Registered: all}, d)
+	disc, err := discover.NewService(ctx, discover.Config{Registered: all, InfraCostMicro: billCfg.InfraCostMicro}, d)
 	if err != nil {
 		return nil, err
 	}
@@ -514,7 +514,8 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 		return humanDoor{}, err
 	}
 	kernel := d.kernel
-	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
+	_, codesInLog := d.mailer.(onboarding.DevMailer)
+	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, CodesInLog: codesInLog, OpenAPI: apiDoc,
 		AccountForEmail: d.ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(d.deps), Now: now,
 		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: ceiling,
 		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession, Limiter: d.limiter,

@@ -57,7 +57,7 @@ func front(o frontOptions) (http.Handler, error) {
 	}
 	mux.Handle("/mcp", oneCredential(mcpEnvelope(mcpDoor)))
 	mux.Handle("/v1/", oneCredential(v1))
-	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize", "/marketplace", "/marketplace/", "/favicon.ico"}
+	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/sdk/", "/connect/", "/oauth/authorize", "/marketplace", "/marketplace/", "/favicon.ico"}
 	if o.Portal != nil {
 		for _, path := range portalPaths {
 			mux.Handle(path, o.Portal)
@@ -113,7 +113,15 @@ func front(o frontOptions) (http.Handler, error) {
 		}
 		io.WriteString(w, `{"status":"ready"}`)
 	})
-	mux.HandleFunc("/", rest.NotFound)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// A browser opening the service's address lands on the documentation; an API client
+		// keeps the JSON answer that says where the routes are.
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && o.Portal != nil && acceptsHTML(r) {
+			http.Redirect(w, r, "/docs", http.StatusSeeOther)
+			return
+		}
+		rest.NotFound(w, r)
+	})
 	var observe func(*http.Request, int, time.Duration)
 	if o.Observe != nil {
 		route := routeLabels(mux, portalPaths)
@@ -271,4 +279,15 @@ func clientAddr(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// acceptsHTML reports whether a request is a browser's: its Accept names text/html.
+func acceptsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+			return true
+		}
+	}
+	return false
 }

@@ -921,7 +921,7 @@ export interface operations {
                             category: string;
                             description: string;
                             fee: {
-                                /** @description decimal, in feeRateUnit */
+                                /** @description decimal, in feeRateUnit: the most the partner is paid (it is paid what it reports, up to this) */
                                 feeRate: string;
                                 feeRateUnit: string;
                             };
@@ -947,6 +947,8 @@ export interface operations {
                             } & {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             };
+                            /** @description what a call can cost, in words */
+                            price: string;
                             /** @description how it has behaved over the last 30 days, from real calls and the continuous re-probe */
                             quality: {
                                 /** @description finished calls in the window */
@@ -1097,13 +1099,15 @@ export interface operations {
                         charge: {
                             /** @description network gas passed through (0 when the call has no on-chain step) */
                             gasMicro: number;
+                            /** @description the infrastructure fee every call costs: reserved at the start, charged on success, refunded on failure */
+                            infrastructureMicro: number;
                             /** @description charged for the partner (0 unless the call succeeded) */
                             partnerFeeMicro: number;
                             /** @description the platform's fee: its tier basis points on the routed value, or the per-call floor */
                             platformFeeMicro: number;
                             /** @description returned to your credit (the reservation, when the call failed) */
                             refundedMicro: number;
-                            /** @description reserved at the start for infrastructure */
+                            /** @description deprecated: the same as infrastructureMicro, kept for older clients */
                             reservedMicro: number;
                             /** @description the one bundled charge: infrastructure + partner fee + platform fee + gas (0 when nothing was charged) */
                             totalMicro: number;

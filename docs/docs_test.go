@@ -60,3 +60,29 @@ func hasAnchor(doc, anchor string) bool {
 	}
 	return false
 }
+
+// Each 402 code says what to do for its own cause: PAYMENT_REQUIRED (a flat-fee intent, paid
+// on chain) is not solved by adding credit, so its row sends the caller to x402 instead.
+func TestErrorsSayWhatToDoPerPaymentCode(t *testing.T) {
+	raw, err := os.ReadFile("errors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		for _, code := range []string{"PAYMENT_REQUIRED", "SPEND_LIMIT", "INSUFFICIENT_CREDITS"} {
+			if strings.HasPrefix(line, "| `"+code+"`") {
+				rows[code] = line
+			}
+		}
+	}
+	if len(rows) != 3 {
+		t.Fatalf("each 402 code needs its own row in errors.md: %v", rows)
+	}
+	if pr := rows["PAYMENT_REQUIRED"]; !strings.Contains(pr, "x402") || strings.Contains(pr, "| add credit") {
+		t.Errorf("PAYMENT_REQUIRED: %s", pr)
+	}
+	if !strings.Contains(rows["SPEND_LIMIT"], "spendLimitUsd") || !strings.Contains(rows["INSUFFICIENT_CREDITS"], "credit") {
+		t.Errorf("SPEND_LIMIT / INSUFFICIENT_CREDITS: %v", rows)
+	}
+}

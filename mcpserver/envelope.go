@@ -12,12 +12,17 @@ import (
 // UTF-8 and unpaired surrogate escapes into U+FFFD, so a filter or log that reads the first
 // params.name, or the bytes, could see another call than the one that runs. Refused, at any
 // depth (batch elements and arguments included):
+//   - nesting deeper than jsonlimit.MaxDepth levels, more than jsonlimit.MaxItems items (first:
+//     nothing keeps state per level before it);
 //   - text that is not exactly one JSON value (trailing data, which the go-sdk ignores);
 //   - invalid UTF-8 anywhere, and \u escapes of unpaired UTF-16 surrogates;
 //   - a key twice in one object.
 //
 // A NUL inside a string is unambiguous and left to the kernel, which names the field.
 func CheckMessage(raw []byte) *tools.Error {
+	if e := tools.CheckLimits("the JSON-RPC message", raw); e != nil {
+		return e // before any reader keeps state per level
+	}
 	if !utf8.Valid(raw) {
 		at := invalidUTF8At(raw)
 		return tools.Errorf(tools.CodeBadInput, "the JSON-RPC message is not valid UTF-8 (byte 0x%02x at offset %d); send UTF-8 text", raw[at], at).

@@ -116,8 +116,7 @@ func TestPortalInABrowser(t *testing.T) {
 	do("issue a key",
 		chromedp.Navigate(env.URL+"/developer/api-keys"),
 		chromedp.WaitVisible(chromedp.CSS(`#name`)),
-		chromedp.SendKeys(chromedp.CSS(`#name`), "laptop agent"),
-		chromedp.Click(chromedp.CSS(`input[value=read]`)),
+		chromedp.SendKeys(chromedp.CSS(`#name`), "laptop agent"), // read is ticked already
 		chromedp.Click(chromedp.CSS(`input[value=partner]`)),
 		chromedp.Click(chromedp.CSS(`form[action="/developer/api-keys"] button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#secret`)))

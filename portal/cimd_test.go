@@ -48,10 +48,9 @@ func testClientIDMetadataDocument(t *testing.T, dialect string) {
 	if err := os.WriteFile(caFile, partnertest.CAPEM(docs), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := apptest.Start(t, apptest.Options{Dialect: dialect, Config: func(c *apptest.Config) {
-		c.AllowLocalEndpoints = true
-		c.PartnerCAFile = caFile
-	}})
+	// The documents are fetched by the test server's own client: the service's client refuses
+	// loopback, whatever SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS says (TestMetadataFetchesKeepTheirGuard).
+	env := apptest.Start(t, apptest.Options{Dialect: dialect, Metadata: docs.Client()})
 	_, _, asm := apptest.Do(t, "GET", env.URL+"/.well-known/oauth-authorization-server", "", nil)
 	if asm["client_id_metadata_document_supported"] != true || asm["registration_endpoint"] != env.URL+"/oauth/register" {
 		t.Fatalf("authorization server metadata: %v", asm)
@@ -110,4 +109,52 @@ func testClientIDMetadataDocument(t *testing.T, dialect string) {
 	if st, page := h.get("/developer/connections"); st != 200 || !strings.Contains(page, "Example Host") {
 		t.Fatalf("connections: %d %s", st, page)
 	}
+}
+
+// Issue 35 item 7: SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS opens partner endpoints on local
+// addresses in development, never client metadata documents: anyone can name a document's URL
+// on the authorize page, so its fetch keeps the SSRF guard and a loopback document is refused
+// before any request reaches it.
+func TestMetadataFetchesKeepTheirGuard(t *testing.T) {
+	var fetches atomic.Int32
+	docs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"client_id": "https://" + r.Host + r.URL.Path, "client_name": "Inside", "redirect_uris": []string{"http://127.0.0.1:7777/callback"},
+			"grant_types": []string{"authorization_code"}, "response_types": []string{"code"}, "token_endpoint_auth_method": "none"})
+	}))
+	defer docs.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, partnertest.CAPEM(docs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := apptest.Start(t, apptest.Options{Config: func(c *apptest.Config) {
+		c.AllowLocalEndpoints = true
+		c.PartnerCAFile = caFile
+	}})
+	c := &oauthClient{t: t, env: env, id: docs.URL + "/oauth/client.json", redirect: "http://127.0.0.1:7777/callback"}
+	h := newHuman(t, env)
+	h.signIn("guarded@example.com")
+	noFollow(h)
+	_, challenge := pkce("g")
+	resp, err := h.c.Get(env.URL + c.authorizeURL(challenge, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || strings.Contains(string(b), "Inside") || resp.Header.Get("Location") != "" || fetches.Load() != 0 {
+		t.Fatalf("a metadata document on loopback with SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS: %d, %d fetches, %s", resp.StatusCode, fetches.Load(), b)
+	}
+	t.Logf("refused: %s", firstLine(string(b), "metadata"))
+}
+
+// firstLine is the first line of s that mentions word (for the log).
+func firstLine(s, word string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }

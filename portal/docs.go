@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/docs"
+	"github.com/switchboard-hq/switchboard/sdk"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
@@ -91,6 +92,18 @@ func (p *portal) doc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.serveDoc(w, r, name, md)
+}
+
+// sdkReadme serves an SDK's README (sdk.READMEs) at /sdk/<package>/README.md as a page, where
+// docs/sdks.md links it.
+func (p *portal) sdkReadme(w http.ResponseWriter, r *http.Request) {
+	path := r.PathValue("path")
+	raw, err := fs.ReadFile(sdk.READMEs, path)
+	if err != nil || !strings.HasSuffix(path, "/README.md") {
+		p.fail(w, r, noDoc)
+		return
+	}
+	p.serveDoc(w, r, "sdks", raw)
 }
 
 func (p *portal) serveDoc(w http.ResponseWriter, r *http.Request, name string, md []byte) {

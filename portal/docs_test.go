@@ -4,6 +4,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,7 +15,8 @@ import (
 
 // Every page in docs/ is listed on /docs, served as HTML and as Markdown, and every link and
 // image on it that points inside /docs answers, its #section included: a page written with
-// GitHub's relative links (name.md, name.md#section, screenshots/x.png) works when served.
+// GitHub's relative links (name.md, name.md#section, screenshots/x.png, ../sdk/x/README.md)
+// works when served.
 func TestEveryDocsPageIsListedAndItsLinksResolve(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	h := newHuman(t, env)
@@ -45,10 +47,13 @@ func TestEveryDocsPageIsListedAndItsLinksResolve(t *testing.T) {
 		}
 		for _, m := range relative.FindAllStringSubmatch(body, -1) {
 			target, section := m[1], m[2]
-			if strings.HasPrefix(target, "../") {
-				continue // a file of the repository (an SDK's README): GitHub's rendering only
+			// Resolved as a browser does from the page: ../sdk/x/README.md is /sdk/x/README.md.
+			ref, err := url.Parse(target)
+			if err != nil {
+				t.Fatalf("/docs/%s links %q: %v", name, target, err)
 			}
-			resp, err := http.Get(env.URL + "/docs/" + target) // not h.get: an image is no page
+			at, _ := url.Parse(env.URL + "/docs/" + name)
+			resp, err := http.Get(at.ResolveReference(ref).String()) // not h.get: an image is no page
 			if err != nil {
 				t.Fatal(err)
 			}

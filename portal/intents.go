@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 )
 
@@ -102,8 +103,12 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 		args["feeRateUnit"] = u
 	}
 	if s := str(form["parametersSchema"]); s != "" {
-		if !json.Valid([]byte(s)) {
+		if err := jsonlimit.Request([]byte(s)); err != nil {
+			v.Errors["parametersSchema"] = "the schema is " + err.Error()
+		} else if !json.Valid([]byte(s)) {
 			v.Errors["parametersSchema"] = "not valid JSON; write a JSON Schema object, e.g. {\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}},\"required\":[\"query\"]}"
+		} else if msg := partners.ParametersSchemaProblem(str(form["category"]), str(form["feeRateUnit"]), []byte(s)); msg != "" {
+			v.Errors["parametersSchema"] = msg // checked here too: a bad handle would stop the publish before the schema is read
 		}
 		args["parametersSchema"] = json.RawMessage(s)
 	}
@@ -118,11 +123,14 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 		args["payoutAddresses"] = map[string]string{"evm": a}
 	}
 	if len(v.Errors) > 0 {
-		// Not published: the other fields are still checked, so every problem shows at once.
+		// Not published: the other fields are still checked, so every problem shows at once
+		// (a fee that reads as a number is checked too: a negative one has its own error).
 		delete(args, "parametersSchema")
-		delete(args, "feeRate")
+		if _, bad := v.Errors["feeRate"]; bad {
+			delete(args, "feeRate")
+		}
 		if e := p.o.Kernel.Tool("partner_publish_intent").CheckInput(args); e != nil {
-			for f, msg := range fieldErrors(e, "publicIdentifier", "name", "description", "category", "capabilities", "bindingType", "toolEndpoint", "feeRateUnit", "payoutAddresses") {
+			for f, msg := range fieldErrors(e, "publicIdentifier", "name", "description", "category", "capabilities", "bindingType", "toolEndpoint", "feeRateUnit", "feeRate", "payoutAddresses") {
 				if f != "form" {
 					v.Errors[f] = msg
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/discover"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 	"github.com/switchboard-hq/switchboard/tools/usage"
 )
 
@@ -49,7 +50,14 @@ var marketFuncs = template.FuncMap{
 		return strconv.Itoa(*x)
 	},
 	"pretty": pretty,
-	"query":  func(kv ...string) template.URL { return template.URL(queryOf(kv...)) },
+	// plural writes a count with its noun: 1 call, 2 calls.
+	"plural": func(n any, one, many string) string {
+		if c := fmt.Sprint(n); c != "1" {
+			return c + " " + many
+		}
+		return "1 " + one
+	},
+	"query": func(kv ...string) template.URL { return template.URL(queryOf(kv...)) },
 }
 
 // usdAny writes micro-USD (an int64 of ours, or a JSON number of a tool's answer) as USD.
@@ -222,7 +230,7 @@ func (p *portal) tryIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	caller := pr
 	if p.o.TryAs != nil {
 		var err error
-		if caller, err = p.o.TryAs(r.Context(), pr); err != nil {
+		if caller, err = p.o.TryAs(r.Context(), pr, d.Scopes); err != nil {
 			p.fail(w, r, tools.Translate(err))
 			return
 		}
@@ -308,6 +316,10 @@ func argsFromForm(r *http.Request, params []discover.Param, form map[string]any)
 			}
 			args[pm.Name] = json.Number(raw)
 		case "json":
+			if err := jsonlimit.Request([]byte(raw)); err != nil {
+				errs[key] = "the value is " + err.Error()
+				continue
+			}
 			if !json.Valid([]byte(raw)) {
 				errs[key] = "not valid JSON; write the value as JSON, e.g. {\"a\": 1} or [1, 2]"
 				continue

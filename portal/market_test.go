@@ -151,7 +151,7 @@ func TestMarketplaceBrowse(t *testing.T) {
 			st, body = anon.get("/marketplace/@weather-bps")
 			for _, want := range []string{"30 basis points (0.3%) of the value routed", "<code>query</code>", "Last re-probe",
 				`&#34;message&#34;: &#34;@weather-bps &lt;your request&gt;&#34;`, env.URL + "/v1/invoke", "InvokeWithConfirmation", "/developer/sign-in",
-				"@weather-plain</a>", "Partner <code>"} {
+				"@weather-plain</a>", "The partner behind <strong>@weather-"} {
 				if !strings.Contains(body, want) {
 					t.Errorf("the intent page lacks %q", want)
 				}
@@ -284,7 +284,7 @@ func TestChartsAndCallLogs(t *testing.T) {
 
 			_, body = caller.get("/developer/usage")
 			if !strings.Contains(body, "0.006 USD over 3 calls") || !strings.Contains(body, `<svg class="chart"`) || !strings.Contains(body, `<rect class="bar s1"`) ||
-				!strings.Contains(body, "second agent (") || !strings.Contains(body, "0.002 USD over 1 calls") {
+				!strings.Contains(body, "second agent (") || !strings.Contains(body, "0.002 USD over 1 call ·") {
 				t.Fatalf("usage page:\n%s", body)
 			}
 			var keyLink []string

@@ -2,6 +2,7 @@ package portal
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 )
 
@@ -16,6 +18,9 @@ import (
 // called by MCP hosts (native apps and browser apps alike: CORS open, no cookies, so no
 // cross-site protection applies); the authorize step is a portal page behind the sign-in,
 // with the portal's CSRF protection on the consent form.
+
+// registrationsPerMinute bounds client registrations per client address.
+const registrationsPerMinute = 20
 
 // OAuthAPI serves /.well-known/oauth-protected-resource (RFC 9728),
 // /.well-known/oauth-authorization-server (RFC 8414), /oauth/register (RFC 7591),
@@ -25,7 +30,7 @@ func OAuthAPI(o Options) http.Handler {
 		o.Now = time.Now
 	}
 	cfg := o.OAuth.Config()
-	limiter := tools.NewRateLimiter(o.Now)
+	limiter := limiterOf(o)
 	mux := http.NewServeMux()
 	resource := func(w http.ResponseWriter, r *http.Request) {
 		writeOAuthJSON(w, http.StatusOK, map[string]any{
@@ -50,14 +55,27 @@ func OAuthAPI(o Options) http.Handler {
 		})
 	})
 	mux.HandleFunc("POST /oauth/register", func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait, _ := limiter.Allow(r.Context(), "register:"+r.Header.Get(tools.HeaderClientAddr), 20); !ok {
+		ok, wait, err := limiter.Allow(r.Context(), "register:"+r.Header.Get(tools.HeaderClientAddr), registrationsPerMinute)
+		switch {
+		case err != nil: // a registration writes: never let it through unlimited
+			w.Header().Set("Retry-After", "2")
+			writeOAuthJSON(w, http.StatusServiceUnavailable, &oauth.Error{Code: "temporarily_unavailable", Description: "registration is paused for a moment; retry in a few seconds"})
+			return
+		case !ok:
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 			writeOAuthJSON(w, http.StatusTooManyRequests, &oauth.Error{Code: "slow_down", Description: "too many registrations from this address; wait a minute"})
 			return
 		}
 		var reg oauth.Registration
-		dec := json.NewDecoder(r.Body)
-		if err := dec.Decode(&reg); err != nil {
+		body, err := io.ReadAll(r.Body) // bounded by the front's body limit
+		if err == nil {
+			if err := jsonlimit.Request(body); err != nil {
+				writeOAuthJSON(w, http.StatusBadRequest, &oauth.Error{Code: "invalid_client_metadata", Description: "the registration is " + err.Error()})
+				return
+			}
+			err = json.Unmarshal(body, &reg)
+		}
+		if err != nil {
 			writeOAuthJSON(w, http.StatusBadRequest, &oauth.Error{Code: "invalid_client_metadata", Description: "the body must be a JSON client registration (RFC 7591)"})
 			return
 		}

@@ -140,6 +140,12 @@ func TestMCPAuthorization(t *testing.T) {
 			}{
 				{map[string]any{"redirect_uris": []string{"http://evil.example/cb"}}, "invalid_redirect_uri"},
 				{map[string]any{"redirect_uris": []string{"javascript:alert(1)"}}, "invalid_redirect_uri"},
+				// Issue 35: user info, and any scheme but https and loopback http (the MCP
+				// authorization spec: "All redirect URIs MUST be either localhost or use HTTPS").
+				{map[string]any{"redirect_uris": []string{"https://user:password@app.example/cb"}}, "invalid_redirect_uri"},
+				{map[string]any{"redirect_uris": []string{"http://user@127.0.0.1:7777/cb"}}, "invalid_redirect_uri"},
+				{map[string]any{"redirect_uris": []string{"com.example.app:/oauth/cb"}}, "invalid_redirect_uri"},
+				{map[string]any{"redirect_uris": []string{"myapp://callback"}}, "invalid_redirect_uri"},
 				{map[string]any{"redirect_uris": []string{"https://app.example/cb#frag"}}, "invalid_redirect_uri"},
 				{map[string]any{"redirect_uris": []string{}}, "invalid_redirect_uri"},
 				{map[string]any{"redirect_uris": []string{"https://a.example/1", "https://a.example/2", "https://a.example/3", "https://a.example/4", "https://a.example/5", "https://a.example/6"}}, "invalid_redirect_uri"},

@@ -256,8 +256,8 @@ func TestReadableKeysPage(t *testing.T) {
 	}
 }
 
-// The code e-mail says where to enter the code: the sign-in page for a human who asked there,
-// agent_verify for an agent.
+// The code e-mail says where to enter the code: the sign-in page for a human who asked there;
+// for an agent, both doors (a REST caller has no agent_verify tool).
 func TestCodeEmailWording(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	h := newHuman(t, env)
@@ -270,9 +270,25 @@ func TestCodeEmailWording(t *testing.T) {
 				t.Errorf("the human's e-mail: %s", m.Text)
 			}
 		case "agent@example.com":
-			if !strings.Contains(m.Text, "Enter it with agent_verify") {
+			if !strings.Contains(m.Text, "POST /v1/agents/verify") || !strings.Contains(m.Text, "agent_verify tool") {
 				t.Errorf("the agent's e-mail: %s", m.Text)
 			}
 		}
+	}
+}
+
+// A JSON field of a form nested past the limit is refused at its field, naming the limit,
+// before anything decodes it.
+func TestFormJSONFieldsAreDepthBounded(t *testing.T) {
+	env, _ := withPartner(t, nil)
+	h := newHuman(t, env)
+	h.signIn("deep@example.com")
+	h.get("/developer/intents/new")
+	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
+	st, body := h.post("/developer/intents/new", url.Values{"csrf": {h.csrf()}, "action": {"publish"}, "publicIdentifier": {"@deep_schema"}, "name": {"Deep"},
+		"description": {"d"}, "category": {"QUERY"}, "bindingType": {"REST"}, "toolEndpoint": {"https://example.com/x"},
+		"parametersSchema": {deep}, "feeRate": {"0"}}, false)
+	if st != 422 || !strings.Contains(body, `id="parametersSchema-error"`) || !strings.Contains(body, "nested deeper than 64 levels") {
+		t.Fatalf("a schema nested 100,000 deep: %d\n%.2000s", st, body)
 	}
 }

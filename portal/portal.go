@@ -66,6 +66,9 @@ type Options struct {
 	// SignIn checks an e-mail code and returns the account (onboarding.Service.SignIn).
 	// nil when no mailer is configured: only the identity providers sign in.
 	SignIn func(ctx context.Context, email, code, clientAddr string) (string, error)
+	// CodesInLog says the development mailer writes codes to the server's log instead of
+	// e-mailing them (the test environment without SMTP): the sign-in page says where to look.
+	CodesInLog bool
 	// AccountForEmail returns (creating) the account of an e-mail an identity provider verified.
 	AccountForEmail func(ctx context.Context, email string) (string, error)
 	OIDC            []OIDCProvider // sign-in buttons besides the e-mail code
@@ -78,13 +81,17 @@ type Options struct {
 	OAuth           *oauth.Service  // MCP authorization; nil: hosts connect with pasted keys only
 	Store           *store.Store    // lookups the pages show (a connect page's account), account events
 	Sealer          *wallets.Sealer // opens the wallets' keys for their owner's export; nil: no export
-	Log             *slog.Logger
+	// Limiter counts sign-in steps and client registrations per address: the kernel's, so
+	// replicas sharing a Redis share these limits too. nil: counted in this process.
+	Limiter tools.Limiter
+	Log     *slog.Logger
 
 	// The marketplace, charts and call logs (market.go).
 	Marketplace *discover.Service // nil: the marketplace is not served
 	Usage       *usage.Service
-	// TryAs is the principal a session's Try it calls are made as (keys.Service.ForSession).
-	TryAs func(ctx context.Context, p *tools.Principal) (*tools.Principal, error)
+	// TryAs is the principal a session's Try it calls are made as, with the scopes the call
+	// needs (keys.Service.ForSession).
+	TryAs func(ctx context.Context, p *tools.Principal, scopes []string) (*tools.Principal, error)
 }
 
 var notFound = tools.Errorf(tools.CodeNotFound, "there is no page at this address; use the navigation above, or start from the documentation")
@@ -94,7 +101,7 @@ const signInsPerMinute = 20
 
 type portal struct {
 	o       Options
-	limiter *tools.RateLimiter
+	limiter tools.Limiter
 	pages   map[string]*template.Template
 	oidc    providers
 }
@@ -104,7 +111,7 @@ func New(o Options) (http.Handler, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	p := &portal{o: o, pages: map[string]*template.Template{}, oidc: providers{found: map[int]*oidc.Provider{}}, limiter: tools.NewRateLimiter(o.Now)}
+	p := &portal{o: o, pages: map[string]*template.Template{}, oidc: providers{found: map[int]*oidc.Provider{}}, limiter: limiterOf(o)}
 	funcs := template.FuncMap{
 		"join":    func(v any) string { return strings.Join(strs(v), ", ") },
 		"checked": func(v any, s string) bool { return slices.Contains(strs(v), s) },
@@ -130,6 +137,7 @@ func New(o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /docs.md", p.docsIndex)
 	mux.HandleFunc("GET /docs/{page}", p.doc)
 	mux.Handle("GET /docs/screenshots/", docImages)
+	mux.HandleFunc("GET /sdk/{path...}", p.sdkReadme)
 	mux.HandleFunc("GET /developer/sign-in", p.signInPage)
 	mux.Handle("POST /developer/sign-in", p.limited(p.sendCode))
 	mux.Handle("POST /developer/sign-in/code", p.limited(p.checkCode))
@@ -261,7 +269,16 @@ func (p *portal) authed(h authedHandler) http.Handler {
 // limited bounds a sign-in step per client address: 429 with Retry-After past the limit.
 func (p *portal) limited(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait, _ := p.limiter.Allow(r.Context(), "signin:"+r.Header.Get(tools.HeaderClientAddr), signInsPerMinute); !ok {
+		ok, wait, err := p.limiter.Allow(r.Context(), "signin:"+r.Header.Get(tools.HeaderClientAddr), signInsPerMinute)
+		switch {
+		case err != nil:
+			// As the kernel does for calls that write: never let them through unlimited.
+			p.o.Log.WarnContext(r.Context(), "rate limiter unavailable; sign-in refused", "err", err)
+			e := tools.Errorf(tools.CodeUnavailable, "signing in is paused for a moment: the rate limiter is unreachable; retry in a few seconds")
+			e.RetryAfter = 2 * time.Second
+			p.fail(w, r, e)
+			return
+		case !ok:
 			e := tools.Errorf(tools.CodeRateLimited, "too many sign-in attempts from this address; wait a minute and try again")
 			e.RetryAfter = wait + time.Second
 			p.fail(w, r, e)
@@ -269,6 +286,14 @@ func (p *portal) limited(h http.HandlerFunc) http.Handler {
 		}
 		h(w, r)
 	})
+}
+
+// limiterOf is o's limiter, or one in this process.
+func limiterOf(o Options) tools.Limiter {
+	if o.Limiter != nil {
+		return o.Limiter
+	}
+	return tools.NewRateLimiter(o.Now)
 }
 
 // sessionOf is the signed-in human of r, nil when there is none.
@@ -384,13 +409,14 @@ func (p *portal) signInPage(w http.ResponseWriter, r *http.Request) {
 
 type signInData struct {
 	EmailCode   bool // the e-mail code sign-in is offered
+	CodesInLog  bool // the codes are in the server's log, not e-mailed
 	CodeStep    bool
 	Email, Code string
 	Providers   []string // labels of the OpenID Connect buttons, by index
 }
 
 func (p *portal) signInData(d signInData) signInData {
-	d.EmailCode = p.o.SignIn != nil
+	d.EmailCode, d.CodesInLog = p.o.SignIn != nil, p.o.CodesInLog
 	for _, pv := range p.o.OIDC {
 		d.Providers = append(d.Providers, pv.Label)
 	}
@@ -499,7 +525,15 @@ func (p *portal) keys(w http.ResponseWriter, r *http.Request, pr *tools.Principa
 	if r.URL.Query().Get("revoked") != "" {
 		d.Flash = "The key was revoked: it stops working at once."
 	}
-	p.render(w, http.StatusOK, "keys", p.page(pr, "API keys", d))
+	v := p.page(pr, "API keys", d)
+	v.Form = newKeyForm()
+	p.render(w, http.StatusOK, "keys", v)
+}
+
+// newKeyForm is the key form as it opens: read ticked, the least a key does, so the form
+// submits as it is.
+func newKeyForm() map[string]any {
+	return map[string]any{"scopes": []string{string(tools.ScopeRead)}}
 }
 
 func (p *portal) issueKey(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
@@ -546,7 +580,7 @@ func (p *portal) issueKey(w http.ResponseWriter, r *http.Request, pr *tools.Prin
 		v.Form, v.Errors, status = form, errs, http.StatusUnprocessableEntity
 	} else {
 		d.Issued = issued
-		v.Data = d
+		v.Data, v.Form = d, newKeyForm()
 	}
 	p.render(w, status, "keys", v)
 }

@@ -21,7 +21,11 @@ func llmsTxt(o Docs) string {
 	fmt.Fprintf(&b, "# Switchboard\n\n")
 	fmt.Fprintf(&b, "> MCP-native onboarding, API keys, token lookups and signed partner intents for AI agents.\n\n")
 	fmt.Fprintf(&b, "MCP (Streamable HTTP): %s/mcp — send your key as the `x-api-key` header (or `Authorization: Bearer`).\n", base)
-	fmt.Fprintf(&b, "REST: %s/v1/... — every route and its errors in %s/openapi.json.\n\n", base, base)
+	if o.Portal { // the reference in Markdown fits an agent's context; the OpenAPI document is many times larger
+		fmt.Fprintf(&b, "REST: %s/v1/... — every route, its input and its errors in %s/docs/api.md (read this one); the full OpenAPI document, many times larger, is %s/openapi.json.\n\n", base, base, base)
+	} else {
+		fmt.Fprintf(&b, "REST: %s/v1/... — every route and its errors in %s/openapi.json.\n\n", base, base)
+	}
 	fmt.Fprintf(&b, "## Onboarding methods enabled here\n\n")
 	if o.Portal {
 		fmt.Fprintf(&b, "Paste a key (no inbox needed): ask a human to sign in at %s/developer/sign-in, issue a key at %s/developer/api-keys and paste it to you. Do not retry signup.\n\n", base, base)

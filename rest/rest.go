@@ -232,6 +232,9 @@ func x402Args(r *http.Request, args json.RawMessage) (json.RawMessage, *tools.Er
 	if err != nil {
 		return nil, tools.Errorf(tools.CodeBadInput, "the PAYMENT-SIGNATURE header is not base64: %v", err)
 	}
+	if e := tools.CheckJSON("the PAYMENT-SIGNATURE header", raw); e != nil {
+		return nil, e
+	}
 	var pp struct {
 		Accepted map[string]any `json:"accepted"`
 		Payload  map[string]any `json:"payload"`

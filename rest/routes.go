@@ -44,7 +44,7 @@ const (
 var Routes = []Route{
 	{Method: http.MethodPost, Path: "/v1/agents/signup", Tool: "agent_signup", Errors: []tools.Code{rateLimited}},
 	{Method: http.MethodPost, Path: "/v1/agents/verify", Tool: "agent_verify", Errors: []tools.Code{unauth, rateLimited}},
-	{Method: http.MethodPost, Path: "/v1/keys", Tool: "api_key_create", Created: true},
+	{Method: http.MethodPost, Path: "/v1/keys", Tool: "api_key_create", Created: true, Errors: []tools.Code{notFound, conflict}}, // notFound: an unknown integrationId; conflict: the live-key cap
 	{Method: http.MethodGet, Path: "/v1/keys", Tool: "api_key_list"},
 	{Method: http.MethodDelete, Path: "/v1/keys/{key_id}", Tool: "api_key_revoke", Params: map[string]string{"key_id": "keyId"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodGet, Path: "/v1/account", Tool: "account_get"},

@@ -9,7 +9,10 @@
 // Partner side: Verifier (public key from the service URL, PEM or a key; cached one hour;
 // stale key kept when a refresh fails; 503 without any key), Middleware for REST endpoints,
 // MCPMiddleware and Verifier.VerifyHeaders for MCP_HTTP endpoints, and Dedupe /
-// DedupeMiddleware to replay the first response per requestId for about 60 seconds.
+// DedupeMiddleware to replay the first response per requestId for about 60 seconds, and
+// Charging to answer a success with its providerCostMicro: Switchboard pays a partner what it
+// reports, capped by its published feeRate, and nothing when it reports nothing, so answer
+// with Charging(result, micro), micro being FeeRateMicro of your feeRate for the quoted rate.
 //
 // Numbers: every JavaScript partner reads JSON numbers as IEEE-754 doubles, so Canonicalize
 // rejects any number whose value a double cannot hold exactly as written (for example

@@ -118,71 +118,110 @@ type EmailCodeSource struct {
 
 // Refusals of TakeGuess. Nothing is counted for a refused guess.
 var (
-	ErrPairGuesses   = errors.New("this source address used all its guesses at this code")
-	ErrSourceGuesses = errors.New("this source address used all its guesses in this window")
+	ErrPairGuesses   = errors.New("this source used all its guesses at this code")
+	ErrSourceGuesses = errors.New("this source used all its guesses in this window")
 )
 
-// Guesses are the counts after a guess TakeGuess allowed; after ErrSourceGuesses,
-// SourceWindow is when the source's full window started.
+// GuessBudget is what one source may guess: an address, or a network holding many (an IPv6
+// /64 or /48). A guess is counted under every budget of its client at once.
+type GuessBudget struct {
+	Source    string // the key guesses are counted under, e.g. "203.0.113.7" or "2001:db8:1::/48"
+	PerCode   int    // guesses at one e-mail's code
+	PerWindow int    // guesses at any codes in one window
+}
+
+// Guesses are the counts after a guess TakeGuess allowed. Pair and Source are the first
+// budget's counts; LeftAtCode is the fewest guesses any budget has left at this code. After a
+// refusal, Refused is the index of the budget that refused it and, after ErrSourceGuesses,
+// SourceWindow is when that budget's full window started.
 type Guesses struct {
 	Pair, Source int
+	LeftAtCode   int
+	Refused      int
 	SourceWindow time.Time
 }
 
-// TakeGuess counts one guess before it is compared, for the source address across e-mails
-// (perSource in a window starting at its first guess and lasting window) and, when codeHash is
-// not empty, for the source at that e-mail's code (perCode). Each is a conditional increment in
-// one transaction, so parallel guesses can never pass a cap, and a refused guess counts
-// nothing. Only the guessing source's own counts are touched: no one else's guesses refuse it.
-func (s *Store) TakeGuess(ctx context.Context, email, codeHash, source string, perCode, perSource int, window time.Duration, now time.Time) (Guesses, error) {
+// TakeGuess counts one guess before it is compared, under each budget: for the source across
+// e-mails (PerWindow in a window starting at its first guess and lasting window) and, when
+// codeHash is not empty, for the source at that e-mail's code (PerCode). Each is a conditional
+// increment in one transaction, so parallel guesses can never pass a cap, and a guess refused
+// by any budget counts under none. Only the guessing client's own sources are touched: no one
+// outside them can spend their budgets.
+func (s *Store) TakeGuess(ctx context.Context, email, codeHash string, budgets []GuessBudget, window time.Duration, now time.Time) (Guesses, error) {
 	var g Guesses
 	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		g = Guesses{}
-		cutoff := now.Add(-window)
-		var counts []int
-		if _, err := tx.NewInsert().Model(&EmailCodeSource{Source: source, WindowStart: now, Guesses: 1}).
-			On("CONFLICT (source) DO UPDATE").
-			Set("guesses = CASE WHEN email_code_sources.window_start <= ? THEN 1 ELSE email_code_sources.guesses + 1 END", cutoff).
-			Set("window_start = CASE WHEN email_code_sources.window_start <= ? THEN EXCLUDED.window_start ELSE email_code_sources.window_start END", cutoff).
-			Where("email_code_sources.window_start <= ? OR email_code_sources.guesses < ?", cutoff, perSource).
-			Returning("guesses").Exec(ctx, &counts); err != nil {
-			return err
-		}
-		if len(counts) == 0 {
-			var src EmailCodeSource
-			if err := tx.NewSelect().Model(&src).Where("source = ?", source).Scan(ctx); err != nil {
+		g = Guesses{LeftAtCode: -1}
+		for i, b := range budgets {
+			g.Refused = i
+			c, err := takeGuess(ctx, tx, email, codeHash, b, window, now)
+			if err != nil {
+				g.SourceWindow = c.windowStart
 				return err
 			}
-			g.SourceWindow = src.WindowStart
-			return ErrSourceGuesses
+			if i == 0 {
+				g.Pair, g.Source = c.pair, c.source
+			}
+			if codeHash != "" && (g.LeftAtCode < 0 || b.PerCode-c.pair < g.LeftAtCode) {
+				g.LeftAtCode = b.PerCode - c.pair
+			}
 		}
-		g.Source = counts[0]
-		if codeHash == "" {
-			return nil
-		}
-		counts = counts[:0]
-		if _, err := tx.NewInsert().Model(&EmailCodeAttempts{Email: email, ClientAddr: source, CodeHash: codeHash, Attempts: 1}).
-			On("CONFLICT (email, client_addr) DO UPDATE").
-			Set("attempts = CASE WHEN email_code_attempts.code_hash = EXCLUDED.code_hash THEN email_code_attempts.attempts + 1 ELSE 1 END").
-			Set("code_hash = EXCLUDED.code_hash").
-			Where("email_code_attempts.code_hash <> EXCLUDED.code_hash OR email_code_attempts.attempts < ?", perCode).
-			Returning("attempts").Exec(ctx, &counts); err != nil {
-			return err
-		}
-		if len(counts) == 0 {
-			return ErrPairGuesses
-		}
-		g.Pair = counts[0]
+		g.Refused = -1
 		return nil
 	})
 	return g, err
 }
 
-// ReturnGuess gives a source back the guess a right code took from its window, so signing
-// in does not use up an address shared by many people.
-func (s *Store) ReturnGuess(ctx context.Context, source string) error {
+type guessCounts struct {
+	pair, source int
+	windowStart  time.Time // after ErrSourceGuesses
+}
+
+// takeGuess counts one guess under one budget, in tx.
+func takeGuess(ctx context.Context, tx bun.Tx, email, codeHash string, b GuessBudget, window time.Duration, now time.Time) (guessCounts, error) {
+	var c guessCounts
+	cutoff := now.Add(-window)
+	var counts []int
+	if _, err := tx.NewInsert().Model(&EmailCodeSource{Source: b.Source, WindowStart: now, Guesses: 1}).
+		On("CONFLICT (source) DO UPDATE").
+		Set("guesses = CASE WHEN email_code_sources.window_start <= ? THEN 1 ELSE email_code_sources.guesses + 1 END", cutoff).
+		Set("window_start = CASE WHEN email_code_sources.window_start <= ? THEN EXCLUDED.window_start ELSE email_code_sources.window_start END", cutoff).
+		Where("email_code_sources.window_start <= ? OR email_code_sources.guesses < ?", cutoff, b.PerWindow).
+		Returning("guesses").Exec(ctx, &counts); err != nil {
+		return c, err
+	}
+	if len(counts) == 0 {
+		var src EmailCodeSource
+		if err := tx.NewSelect().Model(&src).Where("source = ?", b.Source).Scan(ctx); err != nil {
+			return c, err
+		}
+		c.windowStart = src.WindowStart
+		return c, ErrSourceGuesses
+	}
+	c.source = counts[0]
+	if codeHash == "" {
+		return c, nil
+	}
+	counts = counts[:0]
+	if _, err := tx.NewInsert().Model(&EmailCodeAttempts{Email: email, ClientAddr: b.Source, CodeHash: codeHash, Attempts: 1}).
+		On("CONFLICT (email, client_addr) DO UPDATE").
+		Set("attempts = CASE WHEN email_code_attempts.code_hash = EXCLUDED.code_hash THEN email_code_attempts.attempts + 1 ELSE 1 END").
+		Set("code_hash = EXCLUDED.code_hash").
+		Where("email_code_attempts.code_hash <> EXCLUDED.code_hash OR email_code_attempts.attempts < ?", b.PerCode).
+		Returning("attempts").Exec(ctx, &counts); err != nil {
+		return c, err
+	}
+	if len(counts) == 0 {
+		return c, ErrPairGuesses
+	}
+	c.pair = counts[0]
+	return c, nil
+}
+
+// ReturnGuess gives each source back the guess a right code took from its window, so signing
+// in does not use up an address or network shared by many people.
+func (s *Store) ReturnGuess(ctx context.Context, sources ...string) error {
 	_, err := s.db.NewUpdate().Model((*EmailCodeSource)(nil)).Set("guesses = guesses - 1").
-		Where("source = ? AND guesses > 0", source).Exec(ctx)
+		Where("source IN (?) AND guesses > 0", bun.List(sources)).Exec(ctx)
 	return normalize(err)
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,6 +25,7 @@ type APIKey struct {
 	LastUsedAt         *time.Time `bun:"last_used_at"`
 	RevokedAt          *time.Time `bun:"revoked_at"`
 	IntegrationID      *string    `bun:"integration_id"` // issued on an integration's /connect page
+	ParentID           *string    `bun:"parent_id"`      // the key it was minted from; nil: a root
 }
 
 // HasScope reports whether the key carries scope.
@@ -40,6 +42,66 @@ func (k *APIKey) HasScope(scope string) bool {
 func (s *Store) CreateKey(ctx context.Context, key *APIKey) error {
 	_, err := s.db.NewInsert().Model(key).Exec(ctx)
 	return normalize(err)
+}
+
+// Why MintKey refuses a key.
+var (
+	ErrTooManyKeys   = errors.New("the account holds the most live keys it may")
+	ErrParentRevoked = errors.New("the key it would be minted from is revoked")
+)
+
+// MintKey inserts a key unless its account already holds maxLive live keys (ErrTooManyKeys)
+// or its parent is revoked (ErrParentRevoked). The account's row is locked first, as
+// RevokeKey locks it, so concurrent mints and revocations of one account's keys queue: no
+// count is passed, and no key is minted under a revoked one.
+func (s *Store) MintKey(ctx context.Context, key *APIKey, maxLive int) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := s.lockAccountKeys(ctx, tx, key.AccountID); err != nil {
+			return err
+		}
+		live, err := tx.NewSelect().Model((*APIKey)(nil)).Where("account_id = ? AND revoked_at IS NULL", key.AccountID).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if live >= int64(maxLive) {
+			return ErrTooManyKeys
+		}
+		if key.ParentID != nil {
+			n, err := tx.NewSelect().Model((*APIKey)(nil)).Where("id = ? AND account_id = ? AND revoked_at IS NULL", *key.ParentID, key.AccountID).Count(ctx)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return ErrParentRevoked
+			}
+		}
+		_, err = tx.NewInsert().Model(key).Exec(ctx)
+		return err
+	})
+}
+
+// lockAccountKeys locks the account's row, which every change to the set of its live keys
+// takes first (SQLite's write transactions are exclusive already).
+func (s *Store) lockAccountKeys(ctx context.Context, tx bun.Tx, accountID string) error {
+	if !s.postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "SELECT 1 FROM accounts WHERE id = ? FOR UPDATE", accountID)
+	return err
+}
+
+// KeyAncestors returns the keys above a key in its tree, nearest first (none for a root), in
+// one query.
+func (s *Store) KeyAncestors(ctx context.Context, key *APIKey) ([]*APIKey, error) {
+	if key.ParentID == nil {
+		return nil, nil
+	}
+	var up []*APIKey
+	// The model's own columns, never *: a later release may add columns this one cannot scan.
+	err := s.db.NewSelect().WithRecursive("up", s.db.NewRaw(`SELECT parent_id AS id, 1 AS depth FROM api_keys WHERE id = ?
+			UNION ALL SELECT k.parent_id, up.depth + 1 FROM api_keys k JOIN up ON k.id = up.id WHERE k.parent_id IS NOT NULL`, key.ID)).
+		Model(&up).Join("JOIN up ON up.id = api_key.id").OrderExpr("up.depth").Scan(ctx)
+	return up, normalize(err)
 }
 
 // KeyByHash finds a key (revoked or not) by the hash of its secret.
@@ -59,18 +121,21 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]*APIKey, error) {
 	return keys, normalize(err)
 }
 
-// RevokeKey marks an account's key revoked at now and returns it. Revoking a revoked key
-// keeps its first revocation time. Another account's key is ErrNotFound.
+// RevokeKey marks an account's key revoked at now, with every live key minted under it, and
+// returns it. Revoking a revoked key keeps its first revocation time. Another account's key
+// is ErrNotFound.
 func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time.Time) (*APIKey, error) {
 	key := new(APIKey)
+	var revoked []string
 	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewUpdate().Model((*APIKey)(nil)).
-			Set("revoked_at = ?", now).
-			Where("id = ? AND account_id = ? AND revoked_at IS NULL", keyID, accountID).
-			Exec(ctx); err != nil {
+		if err := s.lockAccountKeys(ctx, tx, accountID); err != nil {
+			return err
+		}
+		var err error
+		if revoked, err = revokeTree(ctx, tx, accountID, keyID, now); err != nil {
 			return fmt.Errorf("revoke key: %w", err)
 		}
-		if err := s.announce(ctx, tx, KeyChange, keyID); err != nil {
+		if err := s.announce(ctx, tx, KeyChange, revoked...); err != nil {
 			return err
 		}
 		return tx.NewSelect().Model(key).Where("id = ? AND account_id = ?", keyID, accountID).Scan(ctx)
@@ -78,8 +143,25 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 	if err != nil {
 		return nil, err
 	}
-	s.changed(KeyChange, keyID)
+	s.changed(KeyChange, revoked...)
 	return key, nil
+}
+
+// revokeTree revokes an account's key and its live descendants at now, returning their ids.
+func revokeTree(ctx context.Context, tx bun.Tx, accountID, keyID string, now time.Time) ([]string, error) {
+	var ids []string
+	if err := tx.NewRaw(`WITH RECURSIVE sub(id) AS (
+			SELECT id FROM api_keys WHERE id = ? AND account_id = ?
+			UNION ALL SELECT k.id FROM api_keys k JOIN sub ON k.parent_id = sub.id)
+		SELECT k.id FROM api_keys k JOIN sub ON k.id = sub.id WHERE k.revoked_at IS NULL`, keyID, accountID).Scan(ctx, &ids); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	_, err := tx.NewUpdate().Model((*APIKey)(nil)).Set("revoked_at = ?", now).
+		Where("id IN (?) AND revoked_at IS NULL", bun.List(ids)).Exec(ctx)
+	return ids, err
 }
 
 // TouchKeys records when keys were last used, in one statement: each key gets the latest

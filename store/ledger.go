@@ -66,12 +66,21 @@ type Reservation struct {
 	RequestID     string     `bun:"request_id,pk"`
 	AccountID     string     `bun:"account_id,notnull"`
 	KeyID         string     `bun:"key_id,notnull"`
+	KeyChain      string     `bun:"key_chain,notnull"` // the key's ancestors, nearest first, comma-separated
 	ReservedMicro int64      `bun:"reserved_micro,notnull"`
 	WorstMicro    int64      `bun:"worst_micro,notnull"`
 	State         string     `bun:"state,notnull"`
 	ExpiresAt     time.Time  `bun:"expires_at,notnull"`
 	CreatedAt     time.Time  `bun:"created_at,notnull"`
 	ClosedAt      *time.Time `bun:"closed_at"`
+}
+
+// SpendKeys are the keys whose spend rows r moves: its key, then the key's ancestors.
+func (r *Reservation) SpendKeys() []string {
+	if r.KeyChain == "" {
+		return []string{r.KeyID}
+	}
+	return append([]string{r.KeyID}, strings.Split(r.KeyChain, ",")...)
 }
 
 // LedgerEntry is one row of a balanced ledger transaction.
@@ -318,19 +327,45 @@ func (q *Q) LockCredit(ctx context.Context, accountID string, now time.Time) (*C
 
 // LockKeySpend reads (creating when absent) and locks a key's spend row.
 func (q *Q) LockKeySpend(ctx context.Context, keyID string) (*KeySpend, error) {
+	ks, err := q.LockKeySpends(ctx, []string{keyID})
+	if err != nil {
+		return nil, err
+	}
+	return ks[0], nil
+}
+
+// LockKeySpends reads (creating when absent) and locks the spend rows of keys (a key and its
+// ancestors), in one round trip, returned in the order of keys.
+func (q *Q) LockKeySpends(ctx context.Context, keys []string) ([]*KeySpend, error) {
 	tx, err := q.now(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ks := &KeySpend{KeyID: keyID}
-	if q.store.postgres {
-		return ks, tx.NewInsert().Model(ks).On("CONFLICT (key_id) DO UPDATE").Set("key_id = EXCLUDED.key_id").
-			Returning("*").Scan(ctx)
+	rows := make([]KeySpend, len(keys))
+	for i, id := range keys {
+		rows[i].KeyID = id
 	}
-	if _, err := tx.NewInsert().Model(ks).On("CONFLICT (key_id) DO NOTHING").Exec(ctx); err != nil {
+	if q.store.postgres {
+		err = tx.NewInsert().Model(&rows).On("CONFLICT (key_id) DO UPDATE").Set("key_id = EXCLUDED.key_id").
+			Returning("*").Scan(ctx)
+	} else if _, err = tx.NewInsert().Model(&rows).On("CONFLICT (key_id) DO NOTHING").Exec(ctx); err == nil {
+		rows = rows[:0]
+		err = tx.NewSelect().Model(&rows).Where("key_id IN (?)", bun.List(keys)).Scan(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
-	return ks, tx.NewSelect().Model(ks).Where("key_id = ?", keyID).Scan(ctx)
+	by := make(map[string]*KeySpend, len(rows))
+	for i := range rows {
+		by[rows[i].KeyID] = &rows[i]
+	}
+	out := make([]*KeySpend, len(keys))
+	for i, id := range keys {
+		if out[i] = by[id]; out[i] == nil {
+			return nil, fmt.Errorf("key spend row %s: %w", id, ErrNotFound)
+		}
+	}
+	return out, nil
 }
 
 // CreditDelta changes an account's balance row; each field is added.
@@ -368,11 +403,20 @@ func drawWrite(requestID string, worst int64) rowWrite {
 
 // AdjustKeySpend adds to a locked key spend row.
 func (q *Q) AdjustKeySpend(ctx context.Context, keyID string, spent, held int64) error {
-	if q.m != nil {
-		q.m.adjustKey(keyID, spent, held)
-		return nil
+	return q.AdjustKeySpends(ctx, []string{keyID}, spent, held)
+}
+
+// AdjustKeySpends adds the same amounts to each of keys' locked spend rows (a key and its
+// ancestors).
+func (q *Q) AdjustKeySpends(ctx context.Context, keys []string, spent, held int64) error {
+	for _, id := range keys {
+		if q.m != nil {
+			q.m.adjustKey(id, spent, held)
+		} else if err := q.write(ctx, adjustKeySpend(q.tx, id, spent, held)); err != nil {
+			return err
+		}
 	}
-	return q.write(ctx, adjustKeySpend(q.tx, keyID, spent, held))
+	return nil
 }
 
 func adjustKeySpend(tx bun.Tx, keyID string, spent, held int64) *bun.RawQuery {
@@ -455,6 +499,25 @@ func (s *Store) Credit(ctx context.Context, accountID string) (*CreditAccount, e
 		return &CreditAccount{AccountID: accountID}, nil
 	}
 	return ca, normalize(err)
+}
+
+// KeySpends returns what each of keys has spent and holds (zero when it never spent), in
+// the order of keys.
+func (s *Store) KeySpends(ctx context.Context, keys []string) ([]*KeySpend, error) {
+	var rows []KeySpend
+	if err := s.db.NewSelect().Model(&rows).Where("key_id IN (?)", bun.List(keys)).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	out := make([]*KeySpend, len(keys))
+	for i, id := range keys {
+		out[i] = &KeySpend{KeyID: id}
+		for j := range rows {
+			if rows[j].KeyID == id {
+				out[i] = &rows[j]
+			}
+		}
+	}
+	return out, nil
 }
 
 // KeySpendOf returns what a key has spent and holds (zero when it never spent).
@@ -552,7 +615,8 @@ func (s *Store) LedgerCheck(ctx context.Context) error {
 		return fmt.Errorf("open reservations total %d but reserved balances total %d", open, reserved)
 	}
 	// Holds are not money, but each must be explained by open reservations: an account holds
-	// their worst cases beyond what they reserved, a key their whole worst cases.
+	// their worst cases beyond what they reserved, a key the whole worst cases of its own and
+	// its descendants' (whose key_chain names it).
 	var badHold []struct {
 		ID   string `bun:"id"`
 		Held int64  `bun:"held"`
@@ -570,7 +634,8 @@ func (s *Store) LedgerCheck(ctx context.Context) error {
 	}
 	badHold = badHold[:0]
 	if err := s.db.NewRaw(`SELECT k.key_id AS id, k.held_micro AS held,
-		COALESCE((SELECT SUM(r.worst_micro) FROM reservations r WHERE r.key_id = k.key_id AND r.state = ?), 0) AS want
+		COALESCE((SELECT SUM(r.worst_micro) FROM reservations r WHERE r.state = ?
+			AND (r.key_id = k.key_id OR ',' || r.key_chain || ',' LIKE '%,' || k.key_id || ',%')), 0) AS want
 		FROM key_spend k`, ReservationOpen).Scan(ctx, &badHold); err != nil {
 		return normalize(err)
 	}

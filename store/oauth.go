@@ -182,11 +182,16 @@ func (q *Q) RevokeOAuthGrant(ctx context.Context, id, why string, now time.Time)
 	if _, err := q.tx.NewDelete().Model((*OAuthToken)(nil)).Where("grant_id = ?", id).Exec(ctx); err != nil {
 		return err
 	}
-	if _, err = q.tx.NewUpdate().Model((*APIKey)(nil)).Set("revoked_at = ?", now).Where("id = ? AND revoked_at IS NULL", g.KeyID).Exec(ctx); err != nil {
+	// The grant's key, and (were there any) every key minted under it: nothing a grant
+	// created outlives it.
+	revoked, err := revokeTree(ctx, q.tx, g.AccountID, g.KeyID, now)
+	if err != nil {
 		return err
 	}
-	q.changed = append(q.changed, Change{Kind: KeyChange, ID: g.KeyID})
-	return q.store.announce(ctx, q.tx, KeyChange, g.KeyID)
+	for _, id := range revoked {
+		q.changed = append(q.changed, Change{Kind: KeyChange, ID: id})
+	}
+	return q.store.announce(ctx, q.tx, KeyChange, revoked...)
 }
 
 // OAuthAccess returns an access token and its grant (ErrNotFound: unknown or revoked).

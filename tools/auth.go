@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,7 @@ type Authenticator struct {
 
 type cachedKey struct {
 	key     *store.APIKey
+	up      []*store.APIKey // its ancestors, nearest first
 	expires time.Time
 }
 
@@ -129,7 +131,7 @@ func (a *Authenticator) forget(keyID string) {
 		return
 	}
 	for h, c := range a.cache {
-		if c.key.ID == keyID {
+		if c.key.ID == keyID || slices.ContainsFunc(c.up, func(k *store.APIKey) bool { return k.ID == keyID }) {
 			delete(a.cache, h)
 		}
 	}
@@ -149,7 +151,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*Princ
 	}
 	hash := HashKey(secret)
 	now := a.now()
-	key, err := a.lookup(ctx, hash, now)
+	key, up, err := a.lookup(ctx, hash, now)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, Errorf(CodeUnauthenticated, "unknown API key; check it was copied whole, or get a new one with agent_signup and agent_verify")
 	}
@@ -159,22 +161,30 @@ func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*Princ
 	if key.RevokedAt != nil {
 		return nil, Errorf(CodeUnauthenticated, "this API key was revoked at %s; use another key of the account, or verify your e-mail again (agent_signup, agent_verify) for a new one", key.RevokedAt.UTC().Format(time.RFC3339))
 	}
+	if err := ancestorsLive(up); err != nil { // never cached: only a race with a revocation gets here
+		return nil, err
+	}
 	a.used(ctx, key, now)
-	return KeyPrincipal(key), nil
+	return KeyPrincipal(key, up...), nil
 }
 
-// lookup finds a key by hash, from the cache while the watch is live.
-func (a *Authenticator) lookup(ctx context.Context, hash string, now time.Time) (*store.APIKey, error) {
+// lookup finds a key by hash with its ancestors (store.KeyAncestors: a second query only for a
+// key minted from another), from the cache while the watch is live.
+func (a *Authenticator) lookup(ctx context.Context, hash string, now time.Time) (*store.APIKey, []*store.APIKey, error) {
 	a.mu.Lock()
 	c, ok := a.cache[hash]
 	live, gen := a.live, a.gen
 	a.mu.Unlock()
 	if ok && live && now.Before(c.expires) {
-		return c.key, nil
+		return c.key, c.up, nil
 	}
 	key, err := a.store.KeyByHash(ctx, hash)
-	if err != nil || key.RevokedAt != nil || !live {
-		return key, err
+	if err != nil || key.RevokedAt != nil {
+		return key, nil, err
+	}
+	up, err := a.store.KeyAncestors(ctx, key)
+	if err != nil || !live || slices.ContainsFunc(up, func(k *store.APIKey) bool { return k.RevokedAt != nil }) {
+		return key, up, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -182,9 +192,9 @@ func (a *Authenticator) lookup(ctx context.Context, hash string, now time.Time) 
 		if len(a.cache) >= cacheMax {
 			clear(a.cache)
 		}
-		a.cache[hash] = cachedKey{key: key, expires: now.Add(cacheFor)}
+		a.cache[hash] = cachedKey{key: key, up: up, expires: now.Add(cacheFor)}
 	}
-	return key, nil
+	return key, up, nil
 }
 
 // used records a key's use at most once a minute: in the next batch while the watch runs,

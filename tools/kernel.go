@@ -68,6 +68,29 @@ func NewKernel(auth *Authenticator, limiter Limiter, log *slog.Logger, now func(
 	return k, nil
 }
 
+// allow takes a call from p's rate limit and each of its ancestors' (all or none): a key
+// minted from another never calls more than its ancestors allow together. over is the
+// ancestor whose limit refused the call (nil: p's own, or allowed).
+func (k *Kernel) allow(ctx context.Context, p *Principal) (ok bool, wait time.Duration, over *Ancestor, err error) {
+	if len(p.Ancestors) == 0 {
+		ok, wait, err = k.limiter.Allow(ctx, p.ID(), p.RateLimitPerMinute)
+		return ok, wait, nil, err
+	}
+	buckets := make([]Bucket, 0, 1+len(p.Ancestors))
+	buckets = append(buckets, Bucket{ID: p.ID(), PerMinute: p.RateLimitPerMinute})
+	for _, a := range p.Ancestors {
+		buckets = append(buckets, Bucket{ID: a.KeyID, PerMinute: a.RateLimitPerMinute})
+	}
+	refused, wait, err := k.limiter.AllowAll(ctx, buckets)
+	if err != nil || refused < 0 {
+		return err == nil, 0, nil, err
+	}
+	if refused > 0 {
+		over = &p.Ancestors[refused-1]
+	}
+	return false, wait, over, nil
+}
+
 // Tools lists the tools in registration order.
 func (k *Kernel) Tools() []*Tool { return k.tools }
 
@@ -130,7 +153,7 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 			}
 		}
 		caller.Principal = p
-		ok, wait, err := k.limiter.Allow(ctx, p.ID(), p.RateLimitPerMinute)
+		ok, wait, over, err := k.allow(ctx, p)
 		switch {
 		case err != nil && t.Annotations.ReadOnly != nil && *t.Annotations.ReadOnly:
 			// A lookup costs nothing: let it through rather than fail every read with the limiter.
@@ -139,8 +162,13 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 			e := Errorf(CodeUnavailable, "%s cannot run now: the rate limiter that all replicas share is unreachable, and a call that writes or costs money is never let through unlimited; retry in a few seconds", t.Name).Wrap(err)
 			e.RetryAfter = 2 * time.Second
 			return nil, e
+		case !ok && over != nil:
+			e := Errorf(CodeRateLimited, "the key %s that this key was minted under allows %d requests a minute, shared by every key minted under it; retry in %d s",
+				over.KeyID, over.RateLimitPerMinute, int(wait.Seconds()))
+			e.RetryAfter = wait
+			return nil, e
 		case !ok:
-			e := Errorf(CodeRateLimited, "this key allows %d requests a minute; retry in %d s, or mint a key with a higher limit", p.RateLimitPerMinute, int(wait.Seconds()))
+			e := Errorf(CodeRateLimited, "this key allows %d requests a minute; retry in %d s, or use a key with a higher limit", p.RateLimitPerMinute, int(wait.Seconds()))
 			e.RetryAfter = wait
 			return nil, e
 		}

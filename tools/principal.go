@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"context"
 	"slices"
+	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
 )
@@ -25,6 +27,17 @@ type Principal struct {
 	Scopes             []string
 	SpendLimitMicro    int64
 	RateLimitPerMinute int
+	// Ancestors are the keys above KeyID in its tree, nearest first (none for a root, a
+	// session): a call counts against each one's spend and rate limits too, so minting never
+	// multiplies them. Parents never change, so it is resolved once, at authentication.
+	Ancestors []Ancestor
+}
+
+// Ancestor is a key above a principal's key, with the limits its descendants share.
+type Ancestor struct {
+	KeyID              string
+	SpendLimitMicro    int64
+	RateLimitPerMinute int
 }
 
 // HasScope reports whether the principal carries scope.
@@ -38,10 +51,39 @@ func (p *Principal) ID() string {
 	return "session:" + p.SessionID
 }
 
-// KeyPrincipal is the principal an API key stands for.
-func KeyPrincipal(k *store.APIKey) *Principal {
-	return &Principal{
+// KeyPrincipal is the principal an API key stands for, under its ancestors (nearest first;
+// store.KeyAncestors).
+func KeyPrincipal(k *store.APIKey, ancestors ...*store.APIKey) *Principal {
+	p := &Principal{
 		AccountID: k.AccountID, Method: AuthAPIKey, KeyID: k.ID, Scopes: k.Scopes,
 		SpendLimitMicro: k.SpendLimitMicro, RateLimitPerMinute: k.RateLimitPerMinute,
 	}
+	for _, a := range ancestors {
+		p.Ancestors = append(p.Ancestors, Ancestor{KeyID: a.ID, SpendLimitMicro: a.SpendLimitMicro, RateLimitPerMinute: a.RateLimitPerMinute})
+	}
+	return p
+}
+
+// ResolveKey returns the principal of a live key with its ancestors, or UNAUTHENTICATED when
+// one of them is revoked (revoking a key revokes the keys under it; this holds even for a
+// key minted while its parent was being revoked).
+func ResolveKey(ctx context.Context, st *store.Store, k *store.APIKey) (*Principal, error) {
+	up, err := st.KeyAncestors(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if err := ancestorsLive(up); err != nil {
+		return nil, err
+	}
+	return KeyPrincipal(k, up...), nil
+}
+
+func ancestorsLive(up []*store.APIKey) error {
+	for _, a := range up {
+		if a.RevokedAt != nil {
+			return Errorf(CodeUnauthenticated, "the key this key was minted from (%s, %s) was revoked at %s, and with it every key minted under it; use another key of the account",
+				a.Name, a.Prefix, a.RevokedAt.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }

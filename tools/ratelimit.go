@@ -14,6 +14,17 @@ import (
 // kernel then refuses calls that cost money rather than let them through unlimited.
 type Limiter interface {
 	Allow(ctx context.Context, id string, perMinute int) (ok bool, retryAfter time.Duration, err error)
+	// AllowAll takes one token from every bucket, or none: refused is the index of the first
+	// bucket that had none (-1: allowed) and retryAfter how long until every refusing bucket
+	// has one. A key's call takes from its own bucket and each ancestor's, all or nothing, so
+	// a refused call costs no bucket anything.
+	AllowAll(ctx context.Context, buckets []Bucket) (refused int, retryAfter time.Duration, err error)
+}
+
+// Bucket is one rate limit a call counts against: an id's perMinute.
+type Bucket struct {
+	ID        string
+	PerMinute int
 }
 
 // RateLimiter enforces each key's rateLimitPerMinute as a token bucket that refills
@@ -45,26 +56,45 @@ func (r *RateLimiter) Allow(_ context.Context, keyID string, perMinute int) (ok 
 }
 
 func (r *RateLimiter) take(keyID string, perMinute int) (ok bool, retryAfter time.Duration) {
-	if perMinute <= 0 {
-		return false, time.Minute
-	}
+	refused, wait, _ := r.AllowAll(context.Background(), []Bucket{{ID: keyID, PerMinute: perMinute}})
+	return refused < 0, wait
+}
+
+// AllowAll takes one token from every bucket or from none. It never fails.
+func (r *RateLimiter) AllowAll(_ context.Context, buckets []Bucket) (refused int, retryAfter time.Duration, _ error) {
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.buckets[keyID]
-	if b == nil || b.perMinute != perMinute {
-		b = &bucket{perMinute: perMinute, lim: rate.NewLimiter(rate.Limit(float64(perMinute)/60), perMinute)}
-		r.buckets[keyID] = b
+	refused = -1
+	var wait time.Duration
+	bs := make([]*bucket, len(buckets))
+	for i, want := range buckets {
+		if want.PerMinute <= 0 {
+			return i, time.Minute, nil
+		}
+		b := r.buckets[want.ID]
+		if b == nil || b.perMinute != want.PerMinute {
+			b = &bucket{perMinute: want.PerMinute, lim: rate.NewLimiter(rate.Limit(float64(want.PerMinute)/60), want.PerMinute)}
+			r.buckets[want.ID] = b
+		}
+		b.seen, bs[i] = now, b
+		if b.lim.TokensAt(now) < 1 {
+			res := b.lim.ReserveN(now, 1)
+			wait = max(wait, res.DelayFrom(now))
+			res.CancelAt(now)
+			if refused < 0 {
+				refused = i
+			}
+		}
 	}
-	b.seen = now
 	r.evictIdle(now)
-	if b.lim.AllowN(now, 1) {
-		return true, 0
+	if refused >= 0 {
+		return refused, time.Duration(math.Ceil(wait.Seconds())) * time.Second, nil
 	}
-	res := b.lim.ReserveN(now, 1)
-	wait := res.DelayFrom(now)
-	res.CancelAt(now)
-	return false, time.Duration(math.Ceil(wait.Seconds())) * time.Second
+	for _, b := range bs {
+		b.lim.AllowN(now, 1)
+	}
+	return -1, 0, nil
 }
 
 // evictIdle drops buckets idle for over a minute (they are full again by then), at most once

@@ -1,10 +1,14 @@
 package tools
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 )
 
 // CheckText refuses what no field of any tool may hold: a NUL character (databases refuse or
@@ -23,6 +27,8 @@ func CheckText(where, s string) *Error {
 
 // CheckJSON refuses JSON text that decoders read differently or lossily, naming where the
 // problem is as a JSON pointer under what ("arguments", "request body"):
+//   - nesting deeper than jsonlimit.MaxDepth levels, or more than jsonlimit.MaxItems items
+//     (checked first, before anything keeps state per level: a deep body costs one scan);
 //   - a key that appears twice in one object (Go and JSON.parse keep the last, other readers
 //     the first: a proxy could see another call than the one dispatched);
 //   - invalid UTF-8, and \u escapes of unpaired UTF-16 surrogates (both silently become U+FFFD);
@@ -30,38 +36,92 @@ func CheckText(where, s string) *Error {
 //
 // Syntax errors are left to the decoder, which reports them; CheckJSON stops at the first one.
 func CheckJSON(what string, raw []byte) *Error {
-	c := jsonChecker{data: raw, what: what, nul: true}
-	c.space()
-	c.value("")
-	return c.err
+	return checkJSON(what, raw, true)
 }
 
-// CheckJSONUnambiguous is CheckJSON without the NUL rule: it refuses only what decoders read
-// differently or lossily (duplicate keys, invalid UTF-8, unpaired surrogate escapes). The MCP
-// envelope check uses it, so a NUL inside a tool's arguments still reaches the kernel, which
-// refuses it as a tool error naming the field.
+// CheckJSONUnambiguous is CheckJSON without the NUL rule: it refuses only JSON past the limits
+// and what decoders read differently or lossily (duplicate keys, invalid UTF-8, unpaired
+// surrogate escapes). The MCP envelope check uses it, so a NUL inside a tool's arguments still
+// reaches the kernel, which refuses it as a tool error naming the field.
 func CheckJSONUnambiguous(what string, raw []byte) *Error {
-	c := jsonChecker{data: raw, what: what}
+	return checkJSON(what, raw, false)
+}
+
+func checkJSON(what string, raw []byte, nul bool) *Error {
+	if e := CheckLimits(what, raw); e != nil {
+		return e
+	}
+	c := jsonChecker{data: raw, what: what, nul: nul}
 	c.space()
-	c.value("")
+	c.value()
 	return c.err
 }
 
+// CheckLimits refuses JSON text nested deeper than jsonlimit.MaxDepth or holding more than
+// jsonlimit.MaxItems items, naming the limit: what a caller sends is held to both before it is
+// decoded.
+func CheckLimits(what string, raw []byte) *Error {
+	var le *jsonlimit.Error
+	if err := jsonlimit.Request(raw); errors.As(err, &le) {
+		if le.Items {
+			return Errorf(CodeBadInput, "%s holds more than %d items (array elements and object members; at byte %d); send at most %d in one request", what, le.Limit, le.Offset, le.Limit).
+				WithDetails(map[string]any{"maxItems": le.Limit, "offset": le.Offset})
+		}
+		return Errorf(CodeBadInput, "%s is nested deeper than %d levels of objects and arrays (at byte %d); send at most %d levels", what, le.Limit, le.Offset, le.Limit).
+			WithDetails(map[string]any{"maxDepth": le.Limit, "offset": le.Offset})
+	}
+	return nil
+}
+
+// jsonChecker walks JSON text at most jsonlimit.MaxDepth levels deep (CheckLimits ran first). Where
+// it is, is kept as one segment per level, and turned into a JSON pointer only to report an
+// error: a path string built per level would cost memory with the square of the depth.
 type jsonChecker struct {
 	data []byte
 	pos  int
 	what string
 	nul  bool // refuse NUL (\u0000) too
 	err  *Error
+	at   []segment  // the keys and indexes from the root to the value being checked
+	keys [][]string // per level, the keys of the object being checked there
 }
 
-func (c *jsonChecker) fail(path, format string, args ...any) {
+// smallObject is how many keys an object's duplicates are looked for in a list, not a map.
+const smallObject = 16
+
+// segment is one step of a JSON pointer: an object's key, or an array's index.
+type segment struct {
+	key   string
+	index int
+	isKey bool
+}
+
+// pointer renders the path to the current value as a JSON pointer (RFC 6901), with extra
+// appended as a last, literal step ("(key)" for a problem in a key itself).
+func (c *jsonChecker) pointer(extra string) string {
+	var b strings.Builder
+	for _, s := range c.at {
+		b.WriteByte('/')
+		if s.isKey {
+			b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s.key))
+		} else {
+			b.WriteString(strconv.Itoa(s.index))
+		}
+	}
+	if extra != "" {
+		b.WriteString("/" + extra)
+	}
+	if b.Len() == 0 {
+		return "/"
+	}
+	return b.String()
+}
+
+func (c *jsonChecker) fail(extra, format string, args ...any) {
 	if c.err != nil {
 		return
 	}
-	if path == "" {
-		path = "/"
-	}
+	path := c.pointer(extra)
 	c.err = Errorf(CodeBadInput, "%s: %s %s", c.what, path, fmt.Sprintf(format, args...)).
 		WithDetails(map[string]any{"at": path})
 }
@@ -77,17 +137,17 @@ func (c *jsonChecker) space() {
 	}
 }
 
-func (c *jsonChecker) value(path string) {
+func (c *jsonChecker) value() {
 	if c.err != nil || c.pos >= len(c.data) {
 		return
 	}
 	switch c.data[c.pos] {
 	case '{':
-		c.object(path)
+		c.object()
 	case '[':
-		c.array(path)
+		c.array()
 	case '"':
-		c.str(path, false)
+		c.str("", false)
 	default: // numbers and literals: the decoder checks them
 		for c.pos < len(c.data) && !valueEnd[c.data[c.pos]] {
 			c.pos++
@@ -95,9 +155,17 @@ func (c *jsonChecker) value(path string) {
 	}
 }
 
-func (c *jsonChecker) object(path string) {
+func (c *jsonChecker) object() {
 	c.pos++ // {
-	seen := map[string]bool{}
+	// Duplicates are found in a list of the keys reused per level, and in a map only past
+	// smallObject keys: most objects are small, and a map each would cost 20 times the body.
+	level := len(c.at)
+	for len(c.keys) <= level {
+		c.keys = append(c.keys, nil)
+	}
+	keys := c.keys[level][:0]
+	defer func() { c.keys[level] = keys[:0] }()
+	var seen map[string]bool
 	for c.err == nil {
 		c.space()
 		if c.pos >= len(c.data) || c.data[c.pos] == '}' {
@@ -108,25 +176,35 @@ func (c *jsonChecker) object(path string) {
 			c.pos = len(c.data) // a syntax error: the decoder reports it
 			return
 		}
-		key, ok := c.str(path+"/(key)", true)
+		key, ok := c.str("(key)", true)
 		if !ok {
 			return
 		}
-		child := path + "/" + key
-		if strings.ContainsAny(key, "~/") {
-			child = path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+		var dup bool
+		switch {
+		case seen != nil:
+			dup, seen[key] = seen[key], true
+		case len(keys) < smallObject:
+			dup, keys = slices.Contains(keys, key), append(keys, key)
+		default:
+			seen = make(map[string]bool, 2*smallObject)
+			for _, k := range keys {
+				seen[k] = true
+			}
+			dup, seen[key] = seen[key], true
 		}
-		if seen[key] {
-			c.fail(path, "has the key %q twice; send each key once", key)
+		if dup {
+			c.fail("", "has the key %q twice; send each key once", key)
 			return
 		}
-		seen[key] = true
 		c.space()
 		if c.pos < len(c.data) && c.data[c.pos] == ':' {
 			c.pos++
 		}
 		c.space()
-		c.value(child)
+		c.at = append(c.at, segment{isKey: true, key: key})
+		c.value()
+		c.at = c.at[:len(c.at)-1]
 		c.space()
 		if c.pos < len(c.data) && c.data[c.pos] == ',' {
 			c.pos++
@@ -134,8 +212,10 @@ func (c *jsonChecker) object(path string) {
 	}
 }
 
-func (c *jsonChecker) array(path string) {
+func (c *jsonChecker) array() {
 	c.pos++ // [
+	c.at = append(c.at, segment{})
+	defer func() { c.at = c.at[:len(c.at)-1] }()
 	for i := 0; c.err == nil; i++ {
 		c.space()
 		if c.pos >= len(c.data) || c.data[c.pos] == ']' {
@@ -143,7 +223,8 @@ func (c *jsonChecker) array(path string) {
 			return
 		}
 		start := c.pos
-		c.value(path + "/" + strconv.Itoa(i))
+		c.at[len(c.at)-1].index = i
+		c.value()
 		c.space()
 		if c.pos < len(c.data) && c.data[c.pos] == ',' {
 			c.pos++
@@ -157,19 +238,29 @@ func (c *jsonChecker) array(path string) {
 
 // str scans a string literal, checking its UTF-8 and escapes; with want (keys) it also
 // returns the string's value.
-func (c *jsonChecker) str(path string, want bool) (string, bool) {
+func (c *jsonChecker) str(extra string, want bool) (string, bool) {
 	d := c.data
-	i := c.pos + 1
+	start := c.pos + 1
+	i := start
 	var b strings.Builder
+	building := false // b holds the value: an escape was met (else the value is the raw bytes)
 	for i < len(d) {
 		ch := d[i]
 		switch {
 		case ch == '"':
 			c.pos = i + 1
+			if want && !building {
+				return string(d[start:i]), true
+			}
 			return b.String(), true
 		case ch == '\\' && i+1 < len(d):
+			if want && !building {
+				building = true
+				b.Grow(2 * (i - start + 16))
+				b.Write(d[start:i])
+			}
 			if d[i+1] != 'u' {
-				if want {
+				if building {
 					b.WriteByte(d[i+1])
 				}
 				i += 2
@@ -183,7 +274,7 @@ func (c *jsonChecker) str(path string, want bool) (string, bool) {
 			i += 6
 			switch {
 			case r == 0 && c.nul:
-				c.fail(path, "contains a NUL character (\\u0000); remove it")
+				c.fail(extra, "contains a NUL character (\\u0000); remove it")
 				return "", false
 			case r >= 0xD800 && r < 0xDC00:
 				r2, ok := rune(0), false
@@ -191,33 +282,33 @@ func (c *jsonChecker) str(path string, want bool) (string, bool) {
 					r2, ok = hex4at(d, i+2)
 				}
 				if !ok || r2 < 0xDC00 || r2 >= 0xE000 {
-					c.fail(path, "has an unpaired UTF-16 surrogate escape (\\u%04x); send the whole character", r)
+					c.fail(extra, "has an unpaired UTF-16 surrogate escape (\\u%04x); send the whole character", r)
 					return "", false
 				}
 				i += 6
-				if want {
+				if building {
 					b.WriteRune(0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00))
 				}
 			case r >= 0xDC00 && r < 0xE000:
-				c.fail(path, "has an unpaired UTF-16 surrogate escape (\\u%04x); send the whole character", r)
+				c.fail(extra, "has an unpaired UTF-16 surrogate escape (\\u%04x); send the whole character", r)
 				return "", false
 			default:
-				if want {
+				if building {
 					b.WriteRune(r)
 				}
 			}
 		case ch < utf8.RuneSelf:
-			if want {
+			if building {
 				b.WriteByte(ch)
 			}
 			i++
 		default:
 			r, size := utf8.DecodeRune(d[i:])
 			if r == utf8.RuneError && size <= 1 {
-				c.fail(path, "is not valid UTF-8 (byte 0x%02x); send UTF-8 text", ch)
+				c.fail(extra, "is not valid UTF-8 (byte 0x%02x); send UTF-8 text", ch)
 				return "", false
 			}
-			if want {
+			if building {
 				b.WriteRune(r)
 			}
 			i += size

@@ -1,10 +1,12 @@
 package tools_test
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 )
 
 func TestCheckJSON(t *testing.T) {
@@ -57,4 +59,91 @@ func BenchmarkCheckJSON(b *testing.B) {
 			b.Fatal(e)
 		}
 	}
+}
+
+func TestCheckJSONRefusesDeepNesting(t *testing.T) {
+	for _, depth := range []int{65, 10_000, 500_000} {
+		for _, shape := range []struct{ open, close string }{{"[", "]"}, {`{"a":`, "}"}, {`[{"k":[`, "]}]"}} {
+			body := []byte(strings.Repeat(shape.open, depth) + strings.Repeat(shape.close, depth))
+			e := tools.CheckJSON("request body", body)
+			if e == nil || e.Code != tools.CodeBadInput || !strings.Contains(e.Message, "nested deeper than 64 levels") {
+				t.Fatalf("%s × %d: %v; want BAD_INPUT naming the limit of 64 levels", shape.open, depth, e)
+			}
+			if e.Details["maxDepth"] != jsonlimit.MaxDepth {
+				t.Fatalf("details %v; want maxDepth %d", e.Details, jsonlimit.MaxDepth)
+			}
+		}
+	}
+	atLimit := []byte(strings.Repeat(`{"a":`, 64) + "1" + strings.Repeat("}", 64))
+	if e := tools.CheckJSON("request body", atLimit); e != nil {
+		t.Fatalf("64 levels refused: %v", e)
+	}
+	// The pointer to a problem at the deepest level is still exact.
+	deepDup := []byte(strings.Repeat(`{"a":`, 63) + `{"k":1,"k":2}` + strings.Repeat("}", 63))
+	if e := tools.CheckJSON("request body", deepDup); e == nil || !strings.Contains(e.Message, strings.Repeat("/a", 63)+` has the key "k" twice`) {
+		t.Fatalf("duplicate at depth 64: %v", e)
+	}
+}
+
+// hostileShapes are 1 MiB bodies of the shapes that made a checker keep state per level or per
+// key: deep nesting, a huge key above 63 levels, many keys, many small objects, escapes (the
+// wide ones are refused for their items, the deep ones for their depth).
+func hostileShapes() map[string][]byte {
+	const size = 1 << 20
+	fill := func(prefix, unit, suffix string) []byte {
+		n := (size - len(prefix) - len(suffix)) / len(unit)
+		return []byte(prefix + strings.Repeat(unit, n) + suffix)
+	}
+	bigKey := strings.Repeat("k", size/2)
+	return map[string][]byte{
+		"nested arrays":         fill("", "[", ""),
+		"nested objects":        []byte(strings.Repeat(`{"a":`, size/6) + strings.Repeat("}", size/6)),
+		"a huge key, 63 deep":   []byte(`{"` + bigKey + `":` + strings.Repeat(`{"b":`, 62) + "1" + strings.Repeat("}", 63)),
+		"many keys":             fill(`{`, `"k0000000":1,`, `"z":1}`),
+		"many small objects":    fill(`[`, `{"a":1,"b":2},`, `{}]`),
+		"escaped keys":          fill(`{`, `"\u00e9\u00e8\u00ea\u00eb":1,`, `"z":1}`),
+		"nested arrays, opened": fill("", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1,", ""),
+	}
+}
+
+// TestCheckJSONMemoryIsBoundedBySize holds the checker to allocations proportional to the
+// body, whatever its shape: at most 4 bytes allocated per byte checked, plus 64 KB.
+func TestCheckJSONMemoryIsBoundedBySize(t *testing.T) {
+	for name, body := range hostileShapes() {
+		t.Run(name, func(t *testing.T) {
+			got := allocated(func() { tools.CheckJSON("request body", body) })
+			if limit := uint64(4*len(body) + 64<<10); got > limit {
+				t.Fatalf("checking %d bytes allocated %d bytes; want at most %d", len(body), got, limit)
+			}
+		})
+	}
+}
+
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats // TotalAlloc counts every byte allocated, collected or not
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// FuzzCheckJSON runs the checker on any text: it never panics, refuses every text past the
+// limits (depth, items), and allocates at most 4 bytes per byte checked (plus 64 KB).
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"s":"\ud83d"}`, `[[[[1]]]]`, `{"a":{"b":[{"c":"\u0000"}]}}`, "{\"\xff\":1}", `"x`, `{"a"`, `[1,2`} {
+		f.Add([]byte(s))
+	}
+	for _, body := range hostileShapes() {
+		f.Add(body[:4096])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var e *tools.Error
+		got := allocated(func() { e = tools.CheckJSON("body", data) })
+		if limit := uint64(4*len(data) + 64<<10); got > limit {
+			t.Fatalf("checking %d bytes allocated %d bytes; want at most %d", len(data), got, limit)
+		}
+		if jsonlimit.Request(data) != nil && (e == nil || !strings.Contains(e.Message, "nested deeper than") && !strings.Contains(e.Message, "items")) {
+			t.Fatalf("text past the limits was not refused for them: %v", e)
+		}
+	})
 }

@@ -6,7 +6,10 @@
 //	example-partner -public-key-file service-public-key.pem -addr 127.0.0.1:9090
 //
 // Every call must carry a valid service signature; the public key comes from
-// <service-url>/.well-known/service-public-key (cached one hour) or from a PEM file.
+// <service-url>/.well-known/service-public-key (cached one hour) or from a PEM file. Every
+// signed call is logged on one line (requestId, verified or refused), and every success
+// reports -fee-rate as providerCostMicro: Switchboard pays a partner what it reports, capped
+// by the feeRate it published, and nothing when it reports nothing.
 package main
 
 import (
@@ -33,6 +36,7 @@ type config struct {
 	tlsCert       string
 	tlsKey        string
 	handle        string
+	costMicro     int64
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -45,8 +49,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with -tls-key serves HTTPS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&c.handle, "handle", partnerexample.DefaultHandle, "the @handle, used as the MCP tool name")
+	feeRate := fs.String("fee-rate", "0.05", "USD per call reported as providerCostMicro on every success: the feeRate you publish (you are paid what you report, up to it; 0 for a free intent)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	var err error
+	if c.costMicro, err = signing.FeeRateMicro(*feeRate); err != nil {
+		return c, fmt.Errorf("-fee-rate: %w", err)
 	}
 	if (c.serviceURL == "") == (c.publicKeyFile == "") {
 		return c, errors.New("give exactly one of -service-url and -public-key-file")
@@ -85,7 +94,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv := &http.Server{
 		Addr:              c.addr,
-		Handler:           partnerexample.NewMux(v, c.handle),
+		Handler:           partnerexample.New(v, partnerexample.Config{Handle: c.handle, CostMicro: c.costMicro, Log: logger}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -99,7 +108,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			scheme = "https"
 		}
 		logger.Info("example partner listening", "addr", c.addr, "scheme", scheme,
-			"rest", partnerexample.RESTPath, "mcp", partnerexample.MCPPath, "tool", c.handle)
+			"rest", partnerexample.RESTPath, "mcp", partnerexample.MCPPath, "tool", c.handle, "providerCostMicro", c.costMicro)
 		if c.tlsCert != "" {
 			errc <- srv.ListenAndServeTLS(c.tlsCert, c.tlsKey)
 		} else {

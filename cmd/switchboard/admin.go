@@ -123,6 +123,7 @@ var adminCommands = []adminCommand{
 			}
 			return described(a.Keys.Rotate(ctx))
 		}},
+	resealCommand,
 	{name: "payout", help: "pay partners' accrued per-call fees in the stablecoin now (serve does it every SWITCHBOARD_PAYOUT_INTERVAL)",
 		run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
 			if a.Payments == nil {

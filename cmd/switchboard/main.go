@@ -108,6 +108,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "applied %d migration(s)%s\n", len(applied), list(applied))
 		return nil
 	case "stdio":
+		if err := cfg.CheckLocalEndpoints(); err != nil {
+			return err
+		}
 		if cfg.APIKey == "" {
 			log.Warn("SWITCHBOARD_API_KEY is not set: only the onboarding tools will work")
 		}
@@ -155,8 +158,12 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	}
 	defer a.Close()
 	srv := httpServer(cfg.Addr, a.Handler)
+	l, err := a.Listen(ctx, cfg.Addr)
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.ListenAndServe() }()
+	go func() { errc <- srv.Serve(l) }()
 	// The operator's listener (metrics, pprof) is its own server so the public one never serves it.
 	var metricsSrv *http.Server
 	if cfg.MetricsAddr != "" {
@@ -225,7 +232,8 @@ func drain(a *app.App, srv, metricsSrv *http.Server, delay, timeout time.Duratio
 	return nil
 }
 
-// httpServer is a server with the service's timeouts.
+// httpServer is a server with the service's timeouts. The public handler bounds reading a
+// body tighter, per request (SWITCHBOARD_BODY_READ_TIMEOUT).
 func httpServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{
 		Addr:              addr,

@@ -231,3 +231,21 @@ func TestServeMetricsListener(t *testing.T) {
 		}
 	}
 }
+
+// Issue 35 item 7: serve and stdio refuse to start in production with
+// SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS, naming it (it was a logged warning).
+func TestProductionDoesNotServeWithLocalEndpoints(t *testing.T) {
+	t.Setenv("SWITCHBOARD_ENV", "production")
+	t.Setenv("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", "true")
+	t.Setenv("SWITCHBOARD_BASE_URL", "https://switchboard.example.com")
+	t.Setenv("SWITCHBOARD_DATA_DIR", t.TempDir())
+	t.Setenv("SWITCHBOARD_DATABASE_URL", "")
+	for _, cmd := range []string{"serve", "stdio"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // a process that started is stopped
+		err := run(ctx, []string{cmd, "-addr", "127.0.0.1:0"}, new(bytes.Buffer), new(bytes.Buffer))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS") {
+			t.Fatalf("%s in production with local endpoints: %v", cmd, err)
+		}
+	}
+}

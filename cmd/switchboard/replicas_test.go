@@ -124,6 +124,64 @@ func TestTwoReplicas(t *testing.T) {
 		}
 	})
 
+	t.Run("a key tree shares its parent's limits across both", func(t *testing.T) {
+		// A parent of 6 calls a minute and 0.01 USD (room for four calls of 0.0025) mints two
+		// children with the same limits on the other replica: the three together, over both
+		// replicas, make 6 calls a minute and spend on four.
+		_, parent := mint(t, a, map[string]any{"scopes": []string{"read", "partner"}, "rateLimitPerMinute": 6, "spendLimitUsd": 0.01})
+		tree := []string{parent}
+		for range 2 {
+			st, out := b.do("POST", "/v1/keys", parent, map[string]any{"name": "child", "scopes": []string{"read", "partner"}, "rateLimitPerMinute": 6, "spendLimitUsd": 0.01})
+			if st != 201 {
+				t.Fatalf("mint a child: %d %v", st, out)
+			}
+			tree = append(tree, out["secret"].(string))
+		}
+		// The two mints took two of the parent's six.
+		counts := map[int]int{}
+		for i := range 12 {
+			st, _ := replicas[i%2].do("GET", "/v1/account", tree[i%3], nil)
+			counts[st]++
+		}
+		if counts[200] != 4 || counts[429] != 8 {
+			t.Fatalf("12 calls of the tree across two replicas after two mints: %v, want 4 answered (the parent allows 6 a minute) and 8 refused", counts)
+		}
+	})
+
+	t.Run("a key tree shares its parent's spend limit across both", func(t *testing.T) {
+		// A parent with room for four calls (0.01 USD) mints two children of 0.01 USD on the
+		// other replica; the three call at once on both replicas, on budget leases.
+		_, parent := mint(t, a, map[string]any{"scopes": []string{"partner"}, "spendLimitUsd": 0.01})
+		tree := []string{parent}
+		for range 2 {
+			st, out := b.do("POST", "/v1/keys", parent, map[string]any{"name": "child", "scopes": []string{"partner"}, "spendLimitUsd": 0.01})
+			if st != 201 {
+				t.Fatalf("mint a child: %d %v", st, out)
+			}
+			tree = append(tree, out["secret"].(string))
+		}
+		var mu sync.Mutex
+		codes := map[string]int{}
+		var wg sync.WaitGroup
+		for i := range 12 {
+			wg.Go(func() {
+				st, out := replicas[i%2].do("POST", "/v1/invoke", tree[i%3], map[string]any{"message": "@fastq go"})
+				code := fmt.Sprint(st)
+				if e, ok := out["error"].(map[string]any); ok {
+					code = fmt.Sprint(e["code"])
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if codes["200"] < 1 || codes["200"] > 4 || codes["200"]+codes["SPEND_LIMIT"] != 12 {
+			t.Fatalf("12 concurrent calls of a tree whose parent has room for 4: %v", codes)
+		}
+		t.Logf("12 concurrent calls of the tree over two replicas: %v", codes)
+	})
+
 	t.Run("a key revoked on one is refused by the other within a second", func(t *testing.T) {
 		id, doomed := mint(t, a, map[string]any{"scopes": []string{"read"}})
 		for range 2 { // b caches it

@@ -6,8 +6,11 @@
 //     optional}, one tool named exactly as the handle (with the leading @). NewMCPHandler.
 //
 // Both verify every call (signature, 5-minute window, Idempotency-Key) and dedupe on
-// requestId for 60 seconds. cmd/example-partner runs it; tests start it on an httptest TLS
-// server.
+// requestId for 60 seconds. Every success reports Config.CostMicro as providerCostMicro:
+// Switchboard pays a partner what it reports (capped by its published feeRate) and nothing
+// when it reports nothing, so the example charges its quoted rate. With a Config.Log, every
+// signed call is logged on one line: its requestId, verified or refused. cmd/example-partner
+// runs it; tests start it on an httptest TLS server.
 package partnerexample
 
 import (
@@ -15,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"strings"
@@ -39,33 +43,50 @@ const RESTParametersSchema = `{"type":"object","properties":{"query":{"type":"st
 // MCPParametersSchema is sample (b), the parametersSchema to publish for the MCP endpoint.
 const MCPParametersSchema = `{"type":"object","properties":{"ticker":{"type":"string"},"days":{"type":"integer","minimum":1,"maximum":365}},"required":["ticker"]}`
 
-// success is the success response envelope.
-type success struct {
-	Success bool `json:"success"`
-	Result  any  `json:"result"`
+// Config is how the example answers.
+type Config struct {
+	Handle string // the MCP tool's name (DefaultHandle when empty)
+	// CostMicro is the providerCostMicro of every success: the quoted rate
+	// (signing.FeeRateMicro of the published feeRate) to be paid it.
+	CostMicro int64
+	Log       *slog.Logger // nil: nothing logged
 }
 
-// NewMux serves the REST endpoint at /rest and the MCP endpoint at /mcp.
+// NewMux serves the REST endpoint at /rest and the MCP endpoint at /mcp, reporting no cost
+// (a free intent's partner); New takes the rate to charge.
 func NewMux(v *signing.Verifier, handle string) *http.ServeMux {
+	return New(v, Config{Handle: handle})
+}
+
+// New serves the REST endpoint at /rest and the MCP endpoint at /mcp.
+func New(v *signing.Verifier, c Config) *http.ServeMux {
+	if c.Handle == "" {
+		c.Handle = DefaultHandle
+	}
 	mux := http.NewServeMux()
-	mux.Handle(RESTPath, NewRESTHandler(v))
-	mux.Handle(MCPPath, NewMCPHandler(v, handle))
+	mux.Handle(RESTPath, logged(c.Log, newREST(v, c)))
+	mux.Handle(MCPPath, logged(c.Log, newMCP(v, c)))
 	return mux
 }
 
 // NewRESTHandler returns the REST partner endpoint for sample (a). It answers
-// {"success":true,"result":{"answer":...,"query":...}} and replays its first response to
-// duplicates of a requestId for 60 s.
-func NewRESTHandler(v *signing.Verifier) http.Handler {
-	return signing.Middleware(v, signing.DedupeMiddleware(signing.NewResponseDedupe(), http.HandlerFunc(serveQuery)))
+// {"success":true,"result":{"answer":...,"query":...},"providerCostMicro":0} and replays its
+// first response to duplicates of a requestId for 60 s.
+func NewRESTHandler(v *signing.Verifier) http.Handler { return newREST(v, Config{}) }
+
+func newREST(v *signing.Verifier, c Config) http.Handler {
+	return signing.Middleware(v, signing.DedupeMiddleware(signing.NewResponseDedupe(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serveQuery(w, r, c)
+	})))
 }
 
-func serveQuery(w http.ResponseWriter, r *http.Request) {
+func serveQuery(w http.ResponseWriter, r *http.Request, c Config) {
 	env, ok := signing.EnvelopeFromContext(r.Context())
 	if !ok {
 		signing.WriteFailure(w, http.StatusUnauthorized, signing.CodeUnauthorized, "unverified request")
 		return
 	}
+	verified(r.Context(), c.Log, env.RequestID)
 	var args map[string]json.RawMessage
 	if err := json.Unmarshal(env.Args, &args); err != nil {
 		signing.WriteFailure(w, http.StatusBadRequest, signing.CodeBadInput, "args must be an object")
@@ -77,13 +98,61 @@ func serveQuery(w http.ResponseWriter, r *http.Request) {
 		signing.WriteFailure(w, http.StatusBadRequest, signing.CodeBadInput, `args.query is required and must be a string, e.g. {"query":"what is the price of ETH?"}`)
 		return
 	}
-	writeJSON(w, http.StatusOK, success{Success: true, Result: map[string]any{
+	writeJSON(w, http.StatusOK, signing.Charging(map[string]any{
 		"answer":    "You asked: " + query,
 		"query":     query,
 		"requestId": env.RequestID,
 		"userId":    env.UserID,
-	}})
+	}, c.CostMicro))
 }
+
+// callLog marks a request whose call was verified (and logged), so logged does not log it
+// again as refused.
+type callLog struct{ done bool }
+
+type callLogKey struct{}
+
+// logged logs a request the signing middleware refused (a status of 400 or more with no
+// verified call); verified calls are logged where they are verified.
+func logged(log *slog.Logger, next http.Handler) http.Handler {
+	if log == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mark := &callLog{}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), callLogKey{}, mark)))
+		if !mark.done && sw.status >= 400 {
+			log.Warn("signed call refused", "requestId", r.Header.Get(signing.HeaderRequestID), "path", r.URL.Path, "status", sw.status)
+		}
+	})
+}
+
+// verified logs a verified call once.
+func verified(ctx context.Context, log *slog.Logger, requestID string) {
+	if log == nil {
+		return
+	}
+	if m, ok := ctx.Value(callLogKey{}).(*callLog); ok {
+		if m.done {
+			return
+		}
+		m.done = true
+	}
+	log.Info("signed call verified", "requestId", requestID)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
@@ -103,6 +172,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // verifies again from req.Extra.Header and its raw arguments. Duplicate requestIds get the
 // first result for 60 s.
 func NewMCPHandler(v *signing.Verifier, handle string) http.Handler {
+	return newMCP(v, Config{Handle: handle})
+}
+
+func newMCP(v *signing.Verifier, c Config) http.Handler {
+	handle := c.Handle
 	server := mcp.NewServer(&mcp.Implementation{Name: "switchboard-example-partner", Version: "1.0.0"}, nil)
 	dedupe := signing.NewDedupe[*mcp.CallToolResult](signing.DefaultDedupeTTL, signing.DefaultDedupeMaxEntries)
 	server.AddTool(&mcp.Tool{
@@ -112,14 +186,20 @@ func NewMCPHandler(v *signing.Verifier, handle string) http.Handler {
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		env, err := v.VerifyHeaders(ctx, req.Extra.Header, req.Params.Arguments)
 		if err != nil {
+			if c.Log != nil {
+				c.Log.Warn("signed call refused", "requestId", req.Extra.Header.Get(signing.HeaderRequestID), "tool", handle, "error", err)
+			}
 			var e *signing.Error
 			if errors.As(err, &e) {
 				return failure(e.Code, e.Message), nil
 			}
 			return failure(signing.CodeInternal, "internal error"), nil
 		}
+		if c.Log != nil {
+			c.Log.Info("signed call verified", "requestId", env.RequestID, "tool", handle)
+		}
 		res, _, err := dedupe.Do(ctx, env.RequestID, func() (*mcp.CallToolResult, bool) {
-			return chart(env), true
+			return chart(env, c.CostMicro), true
 		})
 		if err != nil {
 			return nil, err
@@ -132,7 +212,7 @@ func NewMCPHandler(v *signing.Verifier, handle string) http.Handler {
 }
 
 // chart validates sample (b) and answers.
-func chart(env *signing.Envelope) *mcp.CallToolResult {
+func chart(env *signing.Envelope, costMicro int64) *mcp.CallToolResult {
 	var args map[string]json.RawMessage
 	if err := json.Unmarshal(env.Args, &args); err != nil {
 		return failure(signing.CodeBadInput, "arguments must be an object")
@@ -149,12 +229,12 @@ func chart(env *signing.Envelope) *mcp.CallToolResult {
 		}
 		days = int(f)
 	}
-	return result(success{Success: true, Result: map[string]any{
+	return result(signing.Charging(map[string]any{
 		"ticker":    strings.ToUpper(ticker),
 		"days":      days,
 		"requestId": env.RequestID,
 		"userId":    env.UserID,
-	}}, false)
+	}, costMicro), false)
 }
 
 func failure(code, message string) *mcp.CallToolResult {

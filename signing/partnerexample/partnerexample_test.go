@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -153,4 +156,69 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("invalid schema %s", s)
 		}
 	}
+}
+
+// Over MCP_HTTP too, a success reports the configured cost as providerCostMicro (what
+// Switchboard pays the partner), and each call is logged on one line: verified with its
+// requestId, or refused.
+func TestMCPChargesAndLogsEachCall(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer := signing.NewSigner(priv)
+	logs := &lockedBuffer{}
+	h := partnerexample.New(signing.NewVerifierFromKey(signer.PublicKey()),
+		partnerexample.Config{CostMicro: 50_000, Log: slog.New(slog.NewTextHandler(logs, nil))})
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "switchboard", Version: "test"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + partnerexample.MCPPath,
+		HTTPClient: &http.Client{Transport: signing.NewMCPRoundTripper(signer, srv.Client().Transport)}, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	fields := signing.CallFields{RequestID: signing.NewRequestID(), IntentDefinitionID: "int_chart", UserID: "u_c"}
+	res, err := cs.CallTool(signing.WithCall(t.Context(), fields), &mcp.CallToolParams{Name: partnerexample.DefaultHandle, Arguments: map[string]any{"ticker": "sol"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"providerCostMicro":50000`) {
+		t.Fatalf("a signed call: %v %+v", err, res)
+	}
+	req, _ := http.NewRequest("POST", srv.URL+partnerexample.MCPPath, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"@example-echo","arguments":{"ticker":"x"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(signing.HeaderRequestID, "forged-2")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	out := logs.String()
+	for i := 0; i < 100 && !strings.Contains(out, "forged-2"); i++ { // logged after the answer is written
+		time.Sleep(10 * time.Millisecond)
+		out = logs.String()
+	}
+	if strings.Count(out, "signed call verified") != 1 || !strings.Contains(out, "requestId="+fields.RequestID) ||
+		strings.Count(out, "signed call refused") != 1 || !strings.Contains(out, "requestId=forged-2") {
+		t.Fatalf("the log, want one verified and one refused line:\n%s", out)
+	}
+}
+
+// lockedBuffer is a log the server writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

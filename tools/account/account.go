@@ -39,7 +39,7 @@ type Limits struct {
 type Credit struct {
 	AvailableUsd  tools.USD `json:"availableUsd" jsonschema_description:"credit free to spend"`
 	ReservedUsd   tools.USD `json:"reservedUsd" jsonschema_description:"reserved by invocations in flight"`
-	KeySpentUsd   tools.USD `json:"keySpentUsd" jsonschema_description:"what the calling key has spent in total (counted against its spendLimitUsd)"`
+	KeySpentUsd   tools.USD `json:"keySpentUsd" jsonschema_description:"what the calling key and the keys minted under it have spent in total (counted against its spendLimitUsd)"`
 	MonthSpentUsd tools.USD `json:"monthSpentUsd" jsonschema_description:"what the account's partner calls cost this calendar month (UTC), all keys"`
 }
 
@@ -63,7 +63,7 @@ type GetOutput struct {
 	Scopes         []string           `json:"scopes" jsonschema_description:"scopes of the key making this call"`
 	Limits         Limits             `json:"limits"`
 	Credit         Credit             `json:"credit"`
-	Keys           []keys.Meta        `json:"keys"`
+	Keys           []keys.Meta        `json:"keys" jsonschema_description:"the keys this key may act on: itself and the keys minted under it (on the portal, every key of the account)"`
 	Recent         []Invocation       `json:"recentInvocations" jsonschema_description:"the account's latest 10 partner calls"`
 }
 
@@ -88,7 +88,7 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 	if err != nil {
 		return GetOutput{}, err
 	}
-	ks, err := s.store.Keys(ctx, acct.ID)
+	ks, err := s.keys.Visible(ctx, c.Principal)
 	if err != nil {
 		return GetOutput{}, err
 	}

@@ -212,9 +212,12 @@ func bpsOf(micro, bps int64) int64 {
 	return decimal.NewFromInt(micro).Mul(decimal.NewFromInt(bps)).Div(decimal.NewFromInt(10_000)).Round(0).IntPart()
 }
 
-// Charge is what an invocation reserved and was charged, for the caller's answer.
+// Charge is what an invocation reserved and was charged, for the caller's answer, in the
+// portal's words: infrastructure, partner fee, platform fee, gas.
 type Charge struct {
-	ReservedMicro    int64 `json:"reservedMicro" jsonschema_description:"reserved at the start for infrastructure"`
+	InfrastructureMicro int64 `json:"infrastructureMicro" jsonschema_description:"the infrastructure fee every call costs: reserved at the start, charged on success, refunded on failure"`
+	// ReservedMicro is InfrastructureMicro under its first name, kept for the clients that read it.
+	ReservedMicro    int64 `json:"reservedMicro" jsonschema_description:"deprecated: the same as infrastructureMicro, kept for older clients"`
 	PartnerFeeMicro  int64 `json:"partnerFeeMicro" jsonschema_description:"charged for the partner (0 unless the call succeeded)"`
 	PlatformFeeMicro int64 `json:"platformFeeMicro" jsonschema_description:"the platform's fee: its tier basis points on the routed value, or the per-call floor"`
 	GasMicro         int64 `json:"gasMicro" jsonschema_description:"network gas passed through (0 when the call has no on-chain step)"`
@@ -224,7 +227,7 @@ type Charge struct {
 
 // Refunded is the charge of a call that failed: its reservation returned.
 func (q Quote) Refunded() Charge {
-	return Charge{ReservedMicro: q.ReserveMicro, RefundedMicro: q.ReserveMicro}
+	return Charge{InfrastructureMicro: q.ReserveMicro, ReservedMicro: q.ReserveMicro, RefundedMicro: q.ReserveMicro}
 }
 
 // Settlement is how a successful call is charged, in one balanced ledger transaction.
@@ -245,16 +248,39 @@ func (q Quote) Settle(partnerCostMicro int64, gasActualMicro *int64, payoutBook 
 		gas = min(max(*gasActualMicro, 0), q.MaxGasMicro)
 	}
 	st := Settlement{PartnerFeeMicro: fee, PlatformFeeMicro: q.PlatformFeeMicro, GasMicro: gas, PartnerBook: payoutBook}
-	return st, Charge{ReservedMicro: q.ReserveMicro, PartnerFeeMicro: fee, PlatformFeeMicro: q.PlatformFeeMicro, GasMicro: gas,
+	return st, Charge{InfrastructureMicro: q.ReserveMicro, ReservedMicro: q.ReserveMicro, PartnerFeeMicro: fee, PlatformFeeMicro: q.PlatformFeeMicro, GasMicro: gas,
 		TotalMicro: q.ReserveMicro + fee + q.PlatformFeeMicro + gas}
 }
 
+// spendLimits are the spend limits a key's call counts against: its own key's first, then each
+// ancestor's, nearest first (the order of Reservation.SpendKeys). Each of those keys' spend
+// rows counts its own calls and its descendants', so a tree never spends more than its root
+// allows, however many keys are minted in it.
+type spendLimits []int64
+
+// limitsOf are p's spend limits, and the chain of ancestors its reservations record.
+func limitsOf(p *tools.Principal) (spendLimits, string) {
+	lim := make(spendLimits, 1, 1+len(p.Ancestors))
+	lim[0] = p.SpendLimitMicro
+	if len(p.Ancestors) == 0 {
+		return lim, ""
+	}
+	ids := make([]string, len(p.Ancestors))
+	for i, a := range p.Ancestors {
+		lim, ids[i] = append(lim, a.SpendLimitMicro), a.KeyID
+	}
+	return lim, strings.Join(ids, ",")
+}
+
 // fits is the one rule of what a call may hold: the worst case must fit the account's free
-// credit (available minus what calls in flight hold) and the key's spend limit (spent plus
-// held by its calls in flight).
-func fits(ca *store.CreditAccount, ks *store.KeySpend, worst, limit int64) error {
-	if ks.SpentMicro+ks.HeldMicro+worst > limit {
-		return spendLimitError(ks.SpentMicro+ks.HeldMicro, worst, limit)
+// credit (available minus what calls in flight hold) and the spend limit of the key and of
+// each of its ancestors (spent plus held by the calls in flight of it and its descendants).
+// spends and limits are in the order of Reservation.SpendKeys.
+func fits(ca *store.CreditAccount, spends []*store.KeySpend, worst int64, limits spendLimits) error {
+	for i, ks := range spends {
+		if ks.SpentMicro+ks.HeldMicro+worst > limits[i] {
+			return spendLimitError(ks.SpentMicro+ks.HeldMicro, worst, limits[i], i > 0)
+		}
 	}
 	if free := ca.AvailableMicro - ca.HeldMicro; free < worst {
 		return creditError(free, worst)
@@ -266,7 +292,8 @@ func fits(ca *store.CreditAccount, ks *store.KeySpend, worst, limit int64) error
 func (s *Service) check(ctx context.Context, p *tools.Principal, q Quote) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.check")
 	defer func() { tracing.End(span, err) }()
-	ks, err := s.store.KeySpendOf(ctx, p.KeyID)
+	limits, chain := limitsOf(p)
+	ks, err := s.store.KeySpends(ctx, (&store.Reservation{KeyID: p.KeyID, KeyChain: chain}).SpendKeys())
 	if err != nil {
 		return err
 	}
@@ -274,24 +301,24 @@ func (s *Service) check(ctx context.Context, p *tools.Principal, q Quote) (err e
 	if err != nil {
 		return err
 	}
-	return fits(ca, ks, q.WorstMicro(), p.SpendLimitMicro)
+	return fits(ca, ks, q.WorstMicro(), limits)
 }
 
 // reserveIn writes r inside q's transaction, or refuses it (SPEND_LIMIT, INSUFFICIENT_CREDITS,
 // nothing written) when its worst case does not fit, counting what other calls in flight may
 // still take. The locks make concurrent calls, on any replica, queue for the check.
-func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservation, spendLimitMicro int64) (err error) {
+func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservation, limits spendLimits) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.reserve")
 	defer func() { tracing.End(span, err) }()
 	ca, err := q.LockCredit(ctx, r.AccountID, r.CreatedAt)
 	if err != nil {
 		return err
 	}
-	ks, err := q.LockKeySpend(ctx, r.KeyID)
+	ks, err := q.LockKeySpends(ctx, r.SpendKeys())
 	if err != nil {
 		return err
 	}
-	if err := fits(ca, ks, r.WorstMicro, spendLimitMicro); err != nil {
+	if err := fits(ca, ks, r.WorstMicro, limits); err != nil {
 		return err
 	}
 	if err := q.InsertReservation(ctx, r); err != nil {
@@ -404,7 +431,7 @@ func adjust(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time
 		return err
 	}
 	if m.spent != 0 || m.held != 0 {
-		return q.AdjustKeySpend(ctx, r.KeyID, m.spent, m.held)
+		return q.AdjustKeySpends(ctx, r.SpendKeys(), m.spent, m.held)
 	}
 	return nil
 }
@@ -444,7 +471,12 @@ func (s *Service) Refund(ctx context.Context, requestID, reason string) (bool, e
 	return done, err
 }
 
-func spendLimitError(committed, worst, limit int64) *tools.Error {
+func spendLimitError(committed, worst, limit int64, ancestor bool) *tools.Error {
+	if ancestor {
+		return tools.Errorf(tools.CodeSpendLimit, "this call may cost up to %s USD and a key this key was minted under has spent or holds %s of its %s USD limit, which every key minted under it shares; use a key outside that tree, or one with room",
+			tools.USD(worst), tools.USD(committed), tools.USD(limit)).
+			WithDetails(map[string]any{"spentUsd": tools.USD(committed), "spendLimitUsd": tools.USD(limit), "maxChargeUsd": tools.USD(worst)})
+	}
 	return tools.Errorf(tools.CodeSpendLimit, "this call may cost up to %s USD and the key has spent or holds %s of its %s USD limit; use a key with a higher spendLimitUsd",
 		tools.USD(worst), tools.USD(committed), tools.USD(limit)).
 		WithDetails(map[string]any{"spentUsd": tools.USD(committed), "spendLimitUsd": tools.USD(limit), "maxChargeUsd": tools.USD(worst)})

@@ -31,8 +31,8 @@ type Record func(ctx context.Context, q *store.Q, h *Hold) error
 // credit, under the same locks whichever way it was taken, until the call's conclusion
 // settles or refunds it (CloseIn, or ConcludeOnLease for a hold drawn from a lease).
 type Hold struct {
-	r     *store.Reservation
-	limit int64 // the key's spend limit, checked again if a lease is gone when the hold is written
+	r      *store.Reservation
+	limits spendLimits // the key's and its ancestors' spend limits, checked again if a lease is gone when the hold is written
 
 	// A hold drawn from a lease, in memory until its call concludes.
 	svc     *Service
@@ -59,8 +59,9 @@ func (h *Hold) OnLease() bool { return h.leaseID != "" }
 // of record's aborts the write and is returned.
 func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, record Record) (*Hold, error) {
 	now := s.now().UTC()
-	h := &Hold{svc: s, limit: p.SpendLimitMicro, r: &store.Reservation{
-		RequestID: plan.RequestID, AccountID: p.AccountID, KeyID: p.KeyID,
+	limits, chain := limitsOf(p)
+	h := &Hold{svc: s, limits: limits, r: &store.Reservation{
+		RequestID: plan.RequestID, AccountID: p.AccountID, KeyID: p.KeyID, KeyChain: chain,
 		ReservedMicro: plan.Quote.ReserveMicro, WorstMicro: plan.Quote.WorstMicro(),
 		ExpiresAt: now.Add(plan.Runs + s.cfg.SweepMargin), CreatedAt: now,
 	}}
@@ -71,7 +72,7 @@ func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, recor
 		return h, nil
 	}
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		if err := s.reserveIn(ctx, q, h.r, h.limit); err != nil {
+		if err := s.reserveIn(ctx, q, h.r, h.limits); err != nil {
 			return err
 		}
 		return record(ctx, q, h)

@@ -133,7 +133,7 @@ func (ls *Leases) concludeOnLease(ctx context.Context, h *Hold, c Conclusion, no
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ls.batch.AddWrites(r.AccountID, func(ctx context.Context, q *store.Q) error {
-		if err := ls.svc.concludeOnLeaseIn(ctx, q, leaseID, r, h.limit, c, now); err != nil {
+		if err := ls.svc.concludeOnLeaseIn(ctx, q, leaseID, r, h.limits, c, now); err != nil {
 			return err
 		}
 		return record(ctx, q)
@@ -194,15 +194,17 @@ func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst
 	}
 	var closed []string // returns seen committed: forgotten once this renewal commits
 	now = now.UTC()
-	r := &store.Reservation{RequestID: "lease:" + uuid.NewString(), AccountID: p.AccountID, KeyID: p.KeyID,
+	limits, chain := limitsOf(p)
+	r := &store.Reservation{RequestID: "lease:" + uuid.NewString(), AccountID: p.AccountID, KeyID: p.KeyID, KeyChain: chain,
 		ExpiresAt: now.Add(ls.cfg.TTL), CreatedAt: now}
+	keys := r.SpendKeys()
 	err := ls.svc.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		closed = closed[:0]
 		ca, err := q.LockCredit(ctx, p.AccountID, now)
 		if err != nil {
 			return err
 		}
-		ks, err := q.LockKeySpend(ctx, p.KeyID)
+		ks, err := q.LockKeySpends(ctx, keys)
 		if err != nil {
 			return err
 		}
@@ -211,18 +213,25 @@ func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst
 			if err != nil {
 				return err
 			}
-			c, k := *ca, *ks
+			c, k := *ca, make([]*store.KeySpend, len(ks))
+			for i := range ks {
+				row := *ks[i]
+				k[i] = &row
+			}
 			for id, undrawn := range l.returning {
-				if open[id] {
-					c.HeldMicro, k.HeldMicro = c.HeldMicro-undrawn, k.HeldMicro-undrawn
+				if open[id] { // held by the account and by every key of the chain
+					c.HeldMicro -= undrawn
+					for _, row := range k {
+						row.HeldMicro -= undrawn
+					}
 				} else {
 					closed = append(closed, id)
 				}
 			}
-			ca, ks = &c, &k
+			ca, ks = &c, k
 		}
-		r.WorstMicro = ls.size(ca, ks, worst, p.SpendLimitMicro)
-		if err := fits(ca, ks, r.WorstMicro, p.SpendLimitMicro); err != nil {
+		r.WorstMicro = ls.size(ca, ks, worst, limits)
+		if err := fits(ca, ks, r.WorstMicro, limits); err != nil {
 			return err
 		}
 		if err := q.InsertReservation(ctx, r); err != nil {
@@ -231,7 +240,7 @@ func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst
 		if err := q.AdjustCredit(ctx, p.AccountID, store.CreditDelta{Held: r.WorstMicro}, now); err != nil {
 			return err
 		}
-		return q.AdjustKeySpend(ctx, p.KeyID, 0, r.WorstMicro)
+		return q.AdjustKeySpends(ctx, keys, 0, r.WorstMicro)
 	})
 	if err != nil {
 		return err
@@ -244,10 +253,13 @@ func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst
 }
 
 // size is what a lease holds: Calls worst cases, within a quarter of the account's free
-// credit and of the key's unspent limit, and never less than worst (which fits then checks
-// exactly as for a call's own reservation).
-func (ls *Leases) size(ca *store.CreditAccount, ks *store.KeySpend, worst, limit int64) int64 {
-	size := min(worst*ls.cfg.Calls, (ca.AvailableMicro-ca.HeldMicro)/4, (limit-ks.SpentMicro-ks.HeldMicro)/4)
+// credit and of the unspent limit of the key and of each ancestor, and never less than worst
+// (which fits then checks exactly as for a call's own reservation).
+func (ls *Leases) size(ca *store.CreditAccount, spends []*store.KeySpend, worst int64, limits spendLimits) int64 {
+	size := min(worst*ls.cfg.Calls, (ca.AvailableMicro-ca.HeldMicro)/4)
+	for i, ks := range spends {
+		size = min(size, (limits[i]-ks.SpentMicro-ks.HeldMicro)/4)
+	}
 	return max(size, worst)
 }
 
@@ -285,19 +297,19 @@ func (ls *Leases) queueReturn(accountID, id string) {
 
 // drawIn draws r's worst case from the lease row; when the lease is gone it reserves r on its
 // own (reserveIn) and reports false.
-func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64) (bool, error) {
+func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, limits spendLimits) (bool, error) {
 	ok, err := q.DrawReservation(ctx, leaseID, r.WorstMicro)
 	if err != nil || ok {
 		return ok, err
 	}
 	s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
-	return false, s.reserveIn(ctx, q, r, spendLimitMicro)
+	return false, s.reserveIn(ctx, q, r, limits)
 }
 
 // concludeOnLeaseIn writes inside q's transaction all the money of a call whose reservation
 // was drawn from the lease leaseID: the draw and its conclusion, in one update of each balance
 // row and one ledger transaction (concludedMove) summed into the batch's.
-func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, spendLimitMicro int64, c Conclusion, now time.Time) (err error) {
+func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, limits spendLimits, c Conclusion, now time.Time) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.conclude")
 	defer func() { tracing.End(span, err) }()
 	end, state := refundMove(r, c.Reason), store.ReservationRefunded
@@ -308,7 +320,7 @@ func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 		}
 		end, state = m, store.ReservationSettled
 	}
-	drawn, err := s.drawIn(ctx, q, leaseID, r, spendLimitMicro)
+	drawn, err := s.drawIn(ctx, q, leaseID, r, limits)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,7 @@ type Service struct {
 	store *store.Store
 	now   func() time.Time
 	core  map[string]Core // by handle
+	infra int64           // micro-USD every partner call costs for infrastructure
 }
 
 // Config is what discover lists besides the partners' intents.
@@ -54,13 +55,17 @@ type Config struct {
 	// Registered are the kernel's tools: the core intents of those among them are seeded (a
 	// core capability whose tool is not registered is not listed).
 	Registered []*tools.Tool
+	// InfraCostMicro is what every partner call costs for infrastructure (billing's
+	// InfraCostMicro), named beside a price so a listing free of partner fees is not read as
+	// free.
+	InfraCostMicro int64
 }
 
 // NewService builds discover and seeds the core intents of the registered tools.
 func NewService(ctx context.Context, cfg Config, d tools.Deps) (*Service, error) {
 	d = d.WithDefaults()
 	st, now := d.Store, d.Now
-	s := &Service{store: st, now: now, core: map[string]Core{}}
+	s := &Service{store: st, now: now, core: map[string]Core{}, infra: cfg.InfraCostMicro}
 	var rows []*store.PartnerIntent
 	for _, c := range CoreIntents {
 		i := slices.IndexFunc(cfg.Registered, func(t *tools.Tool) bool { return t.Name == c.Tool })
@@ -104,7 +109,7 @@ func (Schema) JSONSchema() *invopop.Schema {
 
 // Fee is what an intent charges per call.
 type Fee struct {
-	FeeRate     string `json:"feeRate" jsonschema_description:"decimal, in feeRateUnit"`
+	FeeRate     string `json:"feeRate" jsonschema_description:"decimal, in feeRateUnit: the most the partner is paid (it is paid what it reports, up to this)"`
 	FeeRateUnit string `json:"feeRateUnit"`
 }
 
@@ -119,6 +124,7 @@ type Match struct {
 	Active             bool    `json:"active" jsonschema_description:"false only for your own intents not yet activated (only you can invoke them)"`
 	Own                bool    `json:"own" jsonschema_description:"published by your account"`
 	Fee                Fee     `json:"fee"`
+	Price              string  `json:"price" jsonschema_description:"what a call can cost, in words"`
 	ParametersSchema   Schema  `json:"parametersSchema"`
 	Invoke             string  `json:"invoke" jsonschema_description:"how to call it"`
 	Quality            Quality `json:"quality" jsonschema_description:"how it has behaved over the last 30 days, from real calls and the continuous re-probe"`
@@ -253,6 +259,7 @@ func (s *Service) match(in *store.PartnerIntent, accountID string) Match {
 		VerificationStatus: in.VerificationStatus, IsCoreIntent: in.IsCoreIntent, Active: in.IsActive,
 		Own: in.OwnerID == accountID, Fee: Fee{FeeRate: in.FeeRate, FeeRateUnit: in.FeeRateUnit},
 		ParametersSchema: Schema(in.ParametersSchema)}
+	m.Price = PriceWords(in.FeeRate, in.FeeRateUnit, s.infra, in.IsCoreIntent)
 	switch core, ok := s.core[in.PublicIdentifier]; {
 	case ok:
 		m.Invoke = fmt.Sprintf("call the tool %s (REST %s) with arguments matching parametersSchema", core.Tool, core.Route)

@@ -131,10 +131,12 @@ func TestDiscoverShapeAndVisibility(t *testing.T) {
 	if draft == nil || draft["active"] != false || draft["own"] != true {
 		t.Fatalf("publisher's own draft: %v", draft)
 	}
-	// Each result says how to invoke it, with its fee and parametersSchema.
+	// Each result says how to invoke it, with its fee, its price in words ("up to": the partner
+	// is paid what it reports, capped by the rate) and parametersSchema.
 	res := search(t, env, agent, "weather now", url.Values{"limit": {"1"}})
 	if len(res) != 1 || res[0]["handle"] != "@weather-now" || !strings.Contains(res[0]["invoke"].(string), `"@weather-now <your request>"`) ||
-		res[0]["fee"].(map[string]any)["feeRate"] != "0.01" || res[0]["parametersSchema"].(map[string]any)["type"] != "object" {
+		res[0]["fee"].(map[string]any)["feeRate"] != "0.01" || res[0]["parametersSchema"].(map[string]any)["type"] != "object" ||
+		!strings.HasPrefix(res[0]["price"].(string), "Up to 0.01 USD per call") {
 		t.Fatalf("result shape: %v", res)
 	}
 	// Category filter, and write intents say they need confirmation.

@@ -51,7 +51,6 @@ type BrowseQuery struct {
 // Listing is one intent as the marketplace shows it.
 type Listing struct {
 	Match
-	Price     string // the price in words
 	PriceKind string // PriceKind.Name
 	Write     bool   // a write category: calls need the caller's confirmation
 }
@@ -115,7 +114,7 @@ func (s *Service) Browse(ctx context.Context, q BrowseQuery) (BrowseResult, erro
 }
 
 func listing(m Match) Listing {
-	l := Listing{Match: m, Price: PriceWords(m.Fee.FeeRate, m.Fee.FeeRateUnit), Write: partners.IsWriteCategory(m.Category)}
+	l := Listing{Match: m, Write: partners.IsWriteCategory(m.Category)}
 	for _, k := range PriceKinds {
 		if slices.Contains(k.Units, m.Fee.FeeRateUnit) {
 			l.PriceKind = k.Name
@@ -124,19 +123,25 @@ func listing(m Match) Listing {
 	return l
 }
 
-// PriceWords says an intent's fee the way a person reads it.
-func PriceWords(rate, unit string) string {
+// PriceWords says what a call of an intent can cost, the way a person reads it. A partner
+// is paid what it reports in providerCostMicro, capped by its feeRate (the spec's billing),
+// so a credit-charged rate reads "up to"; a listing free of partner fees still names the
+// infrastructure fee (infraMicro) every call costs. A core intent is a tool called directly,
+// with no charge.
+func PriceWords(rate, unit string, infraMicro int64, core bool) string {
 	d, err := decimal.NewFromString(rate)
 	if err != nil {
 		return rate + " " + unit
 	}
 	switch {
+	case core:
+		return "Free: a built-in tool, called directly, with no charge"
 	case unit == partners.FeeBps && d.IsZero(), unit == partners.FeeUSDPerCall && d.IsZero():
-		return "Free: no partner fee (Switchboard's platform fee applies)"
+		return fmt.Sprintf("Free of partner fees: a call still costs the %s USD infrastructure fee and Switchboard's platform fee", tools.USD(infraMicro))
 	case unit == partners.FeeUSDPerCall:
-		return d.String() + " USD per call, charged only when the call succeeds"
+		return "Up to " + d.String() + " USD per call (the partner is paid what it reports, at most this), charged only when the call succeeds"
 	case unit == partners.FeeBps:
-		return fmt.Sprintf("%s basis points (%s%%) of the value routed, charged only when the call succeeds", d.String(), d.Div(decimal.NewFromInt(100)).String())
+		return fmt.Sprintf("Up to %s basis points (%s%%) of the value routed (the partner is paid what it reports, at most this), charged only when the call succeeds", d.String(), d.Div(decimal.NewFromInt(100)).String())
 	case unit == partners.FeeFlatUSDC:
 		return "Flat fee of " + d.String() + " USDC, paid on chain before the call (x402), refunded if it fails"
 	case unit == partners.FeeFlatStablecoin:
@@ -206,6 +211,7 @@ type Detail struct {
 	Params       []Param
 	QueryOnly    bool // takes only {query}: the message text is enough
 	FlatFee      bool
+	Scopes       []string // what a key needs to call it: partner, and its category's own scope
 	Publisher    Publisher
 	Snippets     Snippets
 }
@@ -213,9 +219,12 @@ type Detail struct {
 // Publisher is who publishes an intent, as the public sees it.
 type Publisher struct {
 	PartnerID string
-	Core      bool // Switchboard itself
-	Since     time.Time
-	Intents   []Listing // its listed intents, this one included
+	// Name is how the public reads the publisher: partners have no display name, so it is
+	// the first of its listed handles (in name order), never the partner's internal id.
+	Name    string
+	Core    bool // Switchboard itself
+	Since   time.Time
+	Intents []Listing // its listed intents, this one included
 }
 
 // Snippets show how to call an intent, the handle filled in.
@@ -240,7 +249,10 @@ func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, e
 		return Detail{}, err
 	}
 	d := Detail{Listing: listing(ranked[0]), Params: Params(in.ParametersSchema), QueryOnly: partners.QueryOnly([]byte(in.ParametersSchema)),
-		FlatFee: partners.IsFlatFee(in.FeeRateUnit)}
+		FlatFee: partners.IsFlatFee(in.FeeRateUnit), Scopes: []string{string(tools.ScopePartner)}}
+	if sc := partners.RuleOf(in.Category).Scope; sc != "" {
+		d.Scopes = append(d.Scopes, string(sc))
+	}
 	if in.OutputSchema != nil {
 		d.OutputSchema = tools.IndentJSON(*in.OutputSchema)
 	}
@@ -256,6 +268,10 @@ func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, e
 	for _, o := range others {
 		d.Publisher.Intents = append(d.Publisher.Intents, listing(s.match(o, "")))
 	}
+	d.Publisher.Name = d.Handle
+	if len(d.Publisher.Intents) > 0 {
+		d.Publisher.Name = d.Publisher.Intents[0].Handle
+	}
 	d.Snippets = s.snippets(d, baseURL)
 	return d, nil
 }
@@ -266,7 +282,7 @@ func (s *Service) snippets(d Detail, baseURL string) Snippets {
 		method, path, _ := strings.Cut(core.Route, " ")
 		return Snippets{
 			MCP:  fmt.Sprintf("tools/call %s %s", core.Tool, exampleArgs(d.Params)),
-			REST: fmt.Sprintf("curl -X %s '%s%s' -H 'x-api-key: $SWITCHBOARD_API_KEY'", method, baseURL, path),
+			REST: fmt.Sprintf("curl -X %s '%s%s' -H \"x-api-key: $SWITCHBOARD_API_KEY\"", method, baseURL, path),
 			SDK:  fmt.Sprintf("c := switchboard.New(%q, os.Getenv(\"SWITCHBOARD_API_KEY\"))\nout, err := c.%s(ctx, switchboard.%s{...})", baseURL, sdkMethod[core.Tool][0], sdkMethod[core.Tool][1]),
 		}
 	}
@@ -281,8 +297,10 @@ func (s *Service) snippets(d Detail, baseURL string) Snippets {
 		goArgs = ", Args: map[string]any{" + goMap(exampleArgs(d.Params)) + "}"
 	}
 	sn := Snippets{
-		MCP:  "tools/call invoke_partner_message\n" + string(pretty),
-		REST: fmt.Sprintf("curl -X POST '%s/v1/invoke' \\\n  -H 'x-api-key: $SWITCHBOARD_API_KEY' -H 'content-type: application/json' \\\n  -d '%s'", baseURL, body),
+		MCP: "tools/call invoke_partner_message\n" + string(pretty),
+		// The key in double quotes, so the shell expands it; the body in single quotes, its own
+		// single quotes closed and escaped, so it is sent as written.
+		REST: fmt.Sprintf("curl -X POST '%s/v1/invoke' \\\n  -H \"x-api-key: $SWITCHBOARD_API_KEY\" -H 'content-type: application/json' \\\n  -d '%s'", baseURL, strings.ReplaceAll(body, "'", `'\''`)),
 		SDK: fmt.Sprintf("c := switchboard.New(%q, os.Getenv(\"SWITCHBOARD_API_KEY\"))\nout, err := c.Invoke(ctx, switchboard.InvokeInput{Message: %q%s})\n\n// TypeScript\nconst out = await sb.invoke(%s);",
 			baseURL, msg, goArgs, body),
 	}

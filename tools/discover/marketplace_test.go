@@ -7,17 +7,25 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/discover"
 )
 
-// Every fee unit reads as words, with the decimal as published.
+// Every fee unit reads as words, with the decimal as published: a rate charged from credit
+// reads "up to" (the partner is paid what it reports), and a listing free of partner fees
+// names the infrastructure fee a call still costs.
 func TestPriceWords(t *testing.T) {
-	for _, c := range []struct{ rate, unit, want string }{
-		{"0", "usd_per_call", "Free: no partner fee (Switchboard's platform fee applies)"},
-		{"0.0025", "usd_per_call", "0.0025 USD per call, charged only when the call succeeds"},
-		{"30", "bps", "30 basis points (0.3%) of the value routed, charged only when the call succeeds"},
-		{"0.5", "flat_usdc", "Flat fee of 0.5 USDC, paid on chain before the call (x402), refunded if it fails"},
-		{"1.25", "flat_stablecoin", "Flat fee of 1.25 USD in a stablecoin, paid on chain before the call (x402), refunded if it fails"},
-		{"x", "usd_per_call", "x usd_per_call"},
+	for _, c := range []struct {
+		rate, unit string
+		core       bool
+		want       string
+	}{
+		{"0", "usd_per_call", false, "Free of partner fees: a call still costs the 0.001 USD infrastructure fee and Switchboard's platform fee"},
+		{"0", "bps", false, "Free of partner fees: a call still costs the 0.001 USD infrastructure fee and Switchboard's platform fee"},
+		{"0", "usd_per_call", true, "Free: a built-in tool, called directly, with no charge"},
+		{"0.0025", "usd_per_call", false, "Up to 0.0025 USD per call (the partner is paid what it reports, at most this), charged only when the call succeeds"},
+		{"30", "bps", false, "Up to 30 basis points (0.3%) of the value routed (the partner is paid what it reports, at most this), charged only when the call succeeds"},
+		{"0.5", "flat_usdc", false, "Flat fee of 0.5 USDC, paid on chain before the call (x402), refunded if it fails"},
+		{"1.25", "flat_stablecoin", false, "Flat fee of 1.25 USD in a stablecoin, paid on chain before the call (x402), refunded if it fails"},
+		{"x", "usd_per_call", false, "x usd_per_call"},
 	} {
-		if got := discover.PriceWords(c.rate, c.unit); got != c.want {
+		if got := discover.PriceWords(c.rate, c.unit, 1000, c.core); got != c.want {
 			t.Errorf("%s %s: %q, want %q", c.rate, c.unit, got, c.want)
 		}
 	}

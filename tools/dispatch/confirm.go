@@ -76,5 +76,8 @@ func replay(inv *store.Invocation) (InvokeOutput, error) {
 	if err := json.Unmarshal([]byte(*inv.Answer), &out); err != nil {
 		return InvokeOutput{}, fmt.Errorf("stored answer of %s: %w", inv.RequestID, err)
 	}
+	if out.Charge.InfrastructureMicro == 0 { // stored before the field had its portal name
+		out.Charge.InfrastructureMicro = out.Charge.ReservedMicro
+	}
 	return out, nil
 }

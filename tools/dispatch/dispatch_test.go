@@ -218,7 +218,7 @@ func TestBillingTable(t *testing.T) {
 				t.Fatalf("result not relayed: %v", out)
 			}
 			c := charge(out)
-			if c["reservedMicro"] != float64(1000) || c["partnerFeeMicro"] != float64(1000) || c["platformFeeMicro"] != float64(1000) || c["totalMicro"] != float64(3000) || c["refundedMicro"] != float64(0) {
+			if c["infrastructureMicro"] != float64(1000) || c["reservedMicro"] != float64(1000) || c["partnerFeeMicro"] != float64(1000) || c["platformFeeMicro"] != float64(1000) || c["totalMicro"] != float64(3000) || c["refundedMicro"] != float64(0) {
 				t.Fatalf("3a charge: %v", c)
 			}
 			if got := start - w.credit(t); got != 3000 {

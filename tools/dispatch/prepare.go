@@ -126,7 +126,7 @@ func confirmation(handle, category, requestID string, cl *call, expires time.Tim
 		"expiresAt": expires,
 	}
 	return tools.Errorf(tools.CodeConfirmationRequired,
-		"%s is a %s intent (%s): nothing was sent. It costs %s USD in one charge (partner up to %s, platform %s, gas about %s, infrastructure %s); up to %s USD is reserved. "+
+		"%s is a %s intent (%s): nothing was sent. It costs up to %s USD in one charge (partner up to %s, as it reports; platform %s; gas about %s; infrastructure %s); %s USD, the most it can cost, is reserved. "+
 			"Show the user the handle, args and charge; if they approve, call invoke_partner_message again with the same message and confirmRequestId %q within %d minutes",
 		handle, category, value, tools.USD(expected), tools.USD(q.MaxPartnerFeeMicro), tools.USD(q.PlatformFeeMicro), tools.USD(q.GasEstimateMicro),
 		tools.USD(q.ReserveMicro), tools.USD(q.WorstMicro()), requestID, int(ConfirmWindow.Minutes())).WithDetails(details)

@@ -220,3 +220,27 @@ func (r *Ring) RunRefresh(ctx context.Context, every time.Duration, onErr func(e
 		}
 	}
 }
+
+// Reseal seals every service key (retired ones too) that is under an older master key again
+// under the current one, each row on its own conditional update (see wallets.ResealWallets).
+func (r *Ring) Reseal(ctx context.Context, rep *wallets.ResealReport) error {
+	ks, err := r.store.ServiceKeysSealedElsewhere(ctx, r.sealer.Current())
+	if err != nil {
+		return fmt.Errorf("list service keys to re-seal: %w", err)
+	}
+	for _, k := range ks {
+		sealed, to, err := r.sealer.Reseal(k.SealedPrivate, k.MasterKeyID, []byte("service key "+k.KID))
+		if err != nil {
+			rep.Unopenable = append(rep.Unopenable, fmt.Sprintf("service key %s (master key %s): %v", k.KID, k.MasterKeyID, err))
+			continue
+		}
+		changed, err := r.store.ResealServiceKey(ctx, k.KID, k.MasterKeyID, sealed, to)
+		if err != nil {
+			return fmt.Errorf("re-seal service key %s: %w", k.KID, err)
+		}
+		if changed {
+			rep.ServiceKeysResealed++
+		}
+	}
+	return nil
+}

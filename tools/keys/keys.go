@@ -6,12 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 )
+
+// MaxLiveKeys is the most live (unrevoked) keys an account holds: every key api_key_create or
+// the portal mints counts, and one more is refused until a key is revoked. agent_verify
+// always issues its key (it is how a locked-out owner gets back in), so an account may be
+// over the cap by the keys verification issued.
+const MaxLiveKeys = 50
 
 // Limits are a key's spend and rate limits.
 type Limits struct {
@@ -70,13 +77,14 @@ type Meta struct {
 	LastUsedAt         *time.Time `json:"lastUsedAt,omitempty"`
 	RevokedAt          *time.Time `json:"revokedAt,omitempty"`
 	IntegrationID      string     `json:"integrationId,omitempty" jsonschema_description:"the partner integration whose connect page issued it"`
+	ParentID           string     `json:"parentId,omitempty" jsonschema_description:"the key it was minted under, whose limits its spending and calls count against too; absent for a root key (from agent_verify or the portal)"`
 }
 
 // MetaOf returns a key's public metadata.
 func MetaOf(k *store.APIKey) Meta {
 	return Meta{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes,
 		SpendLimitUsd: tools.USD(k.SpendLimitMicro), RateLimitPerMinute: k.RateLimitPerMinute,
-		CreatedAt: k.CreatedAt.UTC(), LastUsedAt: utc(k.LastUsedAt), RevokedAt: utc(k.RevokedAt), IntegrationID: deref(k.IntegrationID)}
+		CreatedAt: k.CreatedAt.UTC(), LastUsedAt: utc(k.LastUsedAt), RevokedAt: utc(k.RevokedAt), IntegrationID: deref(k.IntegrationID), ParentID: deref(k.ParentID)}
 }
 
 func deref(s *string) string {
@@ -119,7 +127,7 @@ type ListOutput struct {
 
 // RevokeInput is api_key_revoke's input.
 type RevokeInput struct {
-	KeyID string `json:"keyId" jsonschema:"minLength=1,maxLength=64" jsonschema_description:"id of a key of this account, from api_key_list"`
+	KeyID string `json:"keyId" jsonschema:"minLength=1,maxLength=64" jsonschema_description:"id of this key or of one minted under it, from api_key_list"`
 }
 
 // Tools returns the key tools.
@@ -128,23 +136,26 @@ func (s *Service) Tools() []*tools.Tool {
 		tools.New(tools.Def{
 			Name:  "api_key_create",
 			Title: "Create API key",
-			Description: "Mint a new API key for this account. The new key's scopes must be a subset of the calling key's, " +
+			Description: "Mint a new API key under the calling key. The new key's scopes must be a subset of the calling key's, " +
 				"and its limits can be at most the calling key's (omitted limits take the agent defaults, capped the same way). " +
-				"The secret is returned once; store it.",
+				"Its spending and calls also count against the calling key's limits and those of every key above it, so minting never raises what a tree of keys may spend or call. " +
+				"An account holds at most 50 live keys; an OAuth connection cannot mint keys. The secret is returned once; store it.",
 			Access:      tools.AnyKey,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(false)},
 		}, s.create),
 		tools.New(tools.Def{
-			Name:        "api_key_list",
-			Title:       "List API keys",
-			Description: "List this account's API keys: id, name, prefix, scopes, limits, createdAt, lastUsedAt, revokedAt. Never the secrets.",
+			Name:  "api_key_list",
+			Title: "List API keys",
+			Description: "List the API keys this key may act on: itself and the keys minted under it, at any depth (the portal's signed-in owner sees every key of the account). " +
+				"Each with id, name, prefix, scopes, limits, parentId, createdAt, lastUsedAt, revokedAt. Never the secrets.",
 			Access:      tools.AnyKey,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
 		}, s.list),
 		tools.New(tools.Def{
-			Name:        "api_key_revoke",
-			Title:       "Revoke API key",
-			Description: "Revoke one of this account's keys by id (from api_key_list). A revoked key stops working at once; revoking it again changes nothing.",
+			Name:  "api_key_revoke",
+			Title: "Revoke API key",
+			Description: "Revoke this key or a key minted under it, by id (from api_key_list); the keys minted under it are revoked with it. " +
+				"A revoked key stops working at once; revoking it again changes nothing. Other keys of the account are revoked by its owner on the portal.",
 			Access:      tools.AnyKey,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)},
 		}, s.revoke),
@@ -152,6 +163,10 @@ func (s *Service) Tools() []*tools.Tool {
 }
 
 func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (CreateOutput, error) {
+	if c.Principal.Method == tools.AuthOAuth {
+		// A key would outlive the grant (its secret is the holder's to keep), so a grant mints none.
+		return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "an OAuth connection cannot mint API keys: a key would outlive the connection. Issue keys in the portal (/developer/api-keys) or call api_key_create with an API key")
+	}
 	for _, sc := range in.Scopes {
 		if !c.Principal.HasScope(sc) {
 			return CreateOutput{}, tools.Errorf(tools.CodeForbidden, "scope %q is not a scope of the calling key (%v); a key can only grant scopes it has", sc, c.Principal.Scopes)
@@ -178,6 +193,9 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 		scopes[i] = string(sc)
 	}
 	key, secret := s.New(c.Principal.AccountID, in.Name, scopes, lim)
+	if c.Principal.Method == tools.AuthAPIKey {
+		key.ParentID = &c.Principal.KeyID // the portal's human mints roots
+	}
 	if in.IntegrationID != "" {
 		ig, err := s.store.IntegrationBy(ctx, "id", in.IntegrationID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -193,14 +211,67 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 		}
 		key.IntegrationID = &ig.ID
 	}
-	if err := s.store.CreateKey(ctx, key); err != nil {
-		return CreateOutput{}, fmt.Errorf("store key: %w", err)
+	if err := s.mint(ctx, key); err != nil {
+		return CreateOutput{}, err
 	}
 	return CreateOutput{Meta: MetaOf(key), Secret: secret}, nil
 }
 
+// mint stores a new key within the account's cap.
+func (s *Service) mint(ctx context.Context, key *store.APIKey) error {
+	err := s.store.MintKey(ctx, key, MaxLiveKeys)
+	switch {
+	case errors.Is(err, store.ErrTooManyKeys):
+		return tools.Errorf(tools.CodeConflict, "this account already has %d live API keys, the most it may hold; revoke keys it no longer uses (api_key_list, then api_key_revoke, or the portal's Keys page) and mint again", MaxLiveKeys)
+	case errors.Is(err, store.ErrParentRevoked):
+		return tools.Errorf(tools.CodeUnauthenticated, "the calling key was revoked while this key was being minted; use another key of the account")
+	case err != nil:
+		return fmt.Errorf("store key: %w", err)
+	}
+	return nil
+}
+
+// Visible are the account's keys p may see and act on (revoked ones included), oldest first:
+// the portal's human sees every key; an API key (or the key behind an OAuth token) sees
+// itself and the keys minted under it, at any depth.
+func (s *Service) Visible(ctx context.Context, p *tools.Principal) ([]*store.APIKey, error) {
+	ks, err := s.store.Keys(ctx, p.AccountID)
+	if err != nil || p.Method == tools.AuthSession {
+		return ks, err
+	}
+	return subtree(ks, p.KeyID), nil
+}
+
+// subtree is the key root and its descendants among ks, in the order of ks.
+func subtree(ks []*store.APIKey, root string) []*store.APIKey {
+	children := map[string][]string{}
+	for _, k := range ks {
+		if k.ParentID != nil {
+			children[*k.ParentID] = append(children[*k.ParentID], k.ID)
+		}
+	}
+	in := map[string]bool{root: true}
+	for next := []string{root}; len(next) > 0; {
+		id := next[len(next)-1]
+		next = next[:len(next)-1]
+		for _, c := range children[id] {
+			if !in[c] {
+				in[c] = true
+				next = append(next, c)
+			}
+		}
+	}
+	out := make([]*store.APIKey, 0, len(in))
+	for _, k := range ks {
+		if in[k.ID] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func (s *Service) list(ctx context.Context, c *tools.Caller, _ ListInput) (ListOutput, error) {
-	ks, err := s.store.Keys(ctx, c.Principal.AccountID)
+	ks, err := s.Visible(ctx, c.Principal)
 	if err != nil {
 		return ListOutput{}, err
 	}
@@ -212,6 +283,19 @@ func (s *Service) list(ctx context.Context, c *tools.Caller, _ ListInput) (ListO
 }
 
 func (s *Service) revoke(ctx context.Context, c *tools.Caller, in RevokeInput) (Meta, error) {
+	switch c.Principal.Method {
+	case tools.AuthOAuth:
+		return Meta{}, tools.Errorf(tools.CodeForbidden, "an OAuth connection revokes no API keys (it mints none); to end this connection, revoke its token (/oauth/revoke) or the connection on the portal's Connections page")
+	case tools.AuthAPIKey:
+		ks, err := s.store.Keys(ctx, c.Principal.AccountID)
+		if err != nil {
+			return Meta{}, err
+		}
+		is := func(k *store.APIKey) bool { return k.ID == in.KeyID }
+		if slices.ContainsFunc(ks, is) && !slices.ContainsFunc(subtree(ks, c.Principal.KeyID), is) {
+			return Meta{}, tools.Errorf(tools.CodeForbidden, "key %q is not this key nor one minted under it; a key revokes only itself and the keys minted under it (api_key_list shows them). The account's other keys are revoked by its owner on the portal's Keys page", in.KeyID)
+		}
+	}
 	k, err := s.store.RevokeKey(ctx, c.Principal.AccountID, in.KeyID, s.now().UTC())
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -226,27 +310,51 @@ func (s *Service) revoke(ctx context.Context, c *tools.Caller, in RevokeInput) (
 const TryItKeyName = "Try it on the portal"
 
 // ForSession returns the principal a portal session calls partners as: the session with the
-// account's Try it key, so the call is reserved, limited and charged on a key like any
-// agent's (spend is per key) and shows in the charts under that key. The key is created on
-// first use with the default limits; its secret is never shown, so only the portal uses it.
-// Revoked, it is replaced on the next call.
-func (s *Service) ForSession(ctx context.Context, p *tools.Principal) (*tools.Principal, error) {
+// account's Try it key for exactly the scopes the call needs (scopes: partner, and the
+// intent's own write scope, if any), so the call is reserved, limited and charged on a key
+// like any agent's (spend is per key) and shows in the charts under that key. The key is
+// created on the first call that needs its scopes, never before, with the default limits;
+// its secret is never shown, so only the portal uses it; its use is recorded (lastUsedAt)
+// as an agent's is. Revoked, it is replaced on the next call.
+func (s *Service) ForSession(ctx context.Context, p *tools.Principal, scopes []string) (*tools.Principal, error) {
 	if p == nil || p.Method != tools.AuthSession {
 		return nil, tools.Errorf(tools.CodeForbidden, "only a signed-in portal session calls with the Try it key")
+	}
+	need := slices.Clone(scopes)
+	slices.Sort(need)
+	need = slices.Compact(need)
+	if len(need) == 0 {
+		return nil, tools.Errorf(tools.CodeInternal, "a Try it call names no scope")
+	}
+	for _, sc := range need {
+		if !slices.Contains(tools.ScopeNames(), sc) {
+			return nil, tools.Errorf(tools.CodeInternal, "a Try it call needs the unknown scope %q", sc)
+		}
+	}
+	name := TryItKeyName
+	if extra := slices.DeleteFunc(slices.Clone(need), func(sc string) bool { return sc == string(tools.ScopePartner) }); len(extra) > 0 {
+		name += " (" + strings.Join(extra, ", ") + ")"
 	}
 	list, err := s.store.Keys(ctx, p.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(list, func(k *store.APIKey) bool { return k.Name == TryItKeyName && k.RevokedAt == nil })
+	i := slices.IndexFunc(list, func(k *store.APIKey) bool {
+		have := slices.Clone(k.Scopes)
+		slices.Sort(have)
+		return k.Name == name && k.RevokedAt == nil && slices.Equal(have, need)
+	})
 	var key *store.APIKey
 	if i >= 0 {
 		key = list[i]
 	} else {
-		key, _ = s.New(p.AccountID, TryItKeyName, tools.ScopeNames(), s.defaults)
-		if err := s.store.CreateKey(ctx, key); err != nil {
+		key, _ = s.New(p.AccountID, name, need, s.defaults)
+		if err := s.mint(ctx, key); err != nil {
 			return nil, fmt.Errorf("create the Try it key: %w", err)
 		}
+	}
+	if err := s.store.TouchKeys(ctx, map[string]time.Time{key.ID: s.now().UTC()}); err != nil {
+		return nil, fmt.Errorf("record the Try it key's use: %w", err)
 	}
 	out := *p
 	out.Scopes = append([]string(nil), key.Scopes...)

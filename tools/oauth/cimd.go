@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 )
 
 // Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, the MCP
@@ -174,6 +175,9 @@ func (m *metadataClients) fetch(ctx context.Context, id string) (*store.OAuthCli
 	}
 	if len(body) > MaxMetadataBytes {
 		return nil, 0, invalidClient("the client metadata document %s is larger than %d bytes", truncate(id, 120), MaxMetadataBytes)
+	}
+	if err := jsonlimit.Depth(body); err != nil {
+		return nil, 0, invalidClient("the client metadata document %s is %v", truncate(id, 120), err)
 	}
 	var doc metadataDoc
 	if err := json.Unmarshal(body, &doc); err != nil {

@@ -72,6 +72,8 @@ func TestMetadataDocumentChecks(t *testing.T) {
 			w.Write(doc(id, map[string]any{"redirect_uris": []string{"http://evil.example/cb"}}))
 		case "/huge.json":
 			w.Write(doc(id, map[string]any{"client_uri": "https://x.example/" + strings.Repeat("a", MaxMetadataBytes)}))
+		case "/deep.json":
+			w.Write([]byte(`{"client_id":"` + id + `","x":` + strings.Repeat("[", 5_000) + strings.Repeat("]", 5_000) + `}`))
 		case "/html":
 			w.Header().Set("Content-Type", "text/html")
 			w.Write(doc(id, nil))
@@ -98,6 +100,7 @@ func TestMetadataDocumentChecks(t *testing.T) {
 		"/noname.json":       "client_name is required",
 		"/badredirect.json":  "loopback",
 		"/huge.json":         "larger than",
+		"/deep.json":         "nested deeper than 64 levels",
 		"/html":              "not application/json",
 		"/moved.json":        "HTTP 302",
 		"/missing.json":      "HTTP 404",

@@ -114,9 +114,10 @@ const (
 	maxNameLen     = 100
 )
 
-// Register records a public client. Redirect URIs must be https, http on a loopback address
-// (RFC 8252 §7.3), or a private-use scheme of a native app (RFC 8252 §7.1); never with a
-// fragment. A client asking for a secret gets a public client (token_endpoint_auth_method none).
+// Register records a public client. Redirect URIs must be https or http on a loopback address
+// (RFC 8252 §7.3), as the MCP authorization spec requires ("All redirect URIs MUST be either
+// localhost or use HTTPS"); never with user info or a fragment. A client asking for a secret
+// gets a public client (token_endpoint_auth_method none).
 func (s *Service) Register(ctx context.Context, r Registration) (Registration, *Error) {
 	bad := func(format string, a ...any) (Registration, *Error) {
 		return Registration{}, oerr(400, "invalid_client_metadata", format, a...)
@@ -177,17 +178,22 @@ func checkRedirect(raw string) error {
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return errors.New("a redirect URI has no fragment")
 	}
-	switch scheme := strings.ToLower(u.Scheme); {
-	case scheme == "https":
+	// user:password@ would show the human one host and send the code to another's credentials.
+	if u.User != nil {
+		return errors.New("a redirect URI carries no user info (user:password@); give the plain https URL")
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
 		if u.Host == "" {
 			return errors.New("https without a host")
 		}
-	case scheme == "http":
+	case "http":
 		if !loopback(u.Hostname()) {
 			return errors.New("http is allowed only on a loopback address (127.0.0.1, [::1], localhost); use https")
 		}
-	case slices.Contains([]string{"javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss"}, scheme):
-		return fmt.Errorf("the scheme %s cannot receive a code", scheme)
+	default:
+		// The MCP authorization spec: "All redirect URIs MUST be either localhost or use HTTPS".
+		return fmt.Errorf("the scheme %q is not allowed: the MCP authorization spec takes https, or http on a loopback address (a native app listens on 127.0.0.1)", truncate(u.Scheme, 20))
 	}
 	return nil
 }
@@ -255,6 +261,10 @@ func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (req *Reques
 	// port latitude for a client that published what it uses.
 	if (IsMetadataClientID(c.ID) && !slices.Contains(c.RedirectURIs, redirect)) || !RedirectMatches(c, redirect) {
 		return nil, false, oerr(400, "invalid_request", "redirect_uri %q is not one this client registered", truncate(redirect, 120))
+	}
+	// A client registered before the rules tightened keeps its row, not its old redirect URIs.
+	if err := checkRedirect(redirect); err != nil {
+		return nil, false, oerr(400, "invalid_request", "redirect_uri %q: %v; register the client again", truncate(redirect, 120), err)
 	}
 	req = &Request{Client: c, RedirectURI: redirect, State: q.Get("state")}
 	switch {
@@ -516,7 +526,10 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Princi
 	if g.LastUsedAt == nil || now.Sub(*g.LastUsedAt) > time.Minute {
 		_ = s.store.TouchOAuthGrant(ctx, g.ID, now) // bookkeeping; never fails the call
 	}
-	p := tools.KeyPrincipal(key)
+	p, err := tools.ResolveKey(ctx, s.store, key)
+	if err != nil {
+		return nil, err
+	}
 	p.Method = tools.AuthOAuth
 	return p, nil
 }

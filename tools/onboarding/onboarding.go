@@ -30,26 +30,31 @@ import (
 type Config struct {
 	CodeSecret       []byte        // HMAC key for stored code hashes and for deriving codes from their seeds
 	CodeTTL          time.Duration // 10 minutes
-	GuessesPerCode   int           // guesses one source address may make at one e-mail's code: 5
-	GuessesPerSource int           // guesses one source address may make at any codes per GuessWindow: 20
-	GuessWindow      time.Duration // 10 minutes
-	SendsPerPair     int           // code e-mails to one address from one client per SendWindow: 5
-	SendsPerClient   int           // code e-mails from one client address per SendWindow: 20
-	FreeSends        int           // sends to one address per SendWindow before spacing applies: 3
-	MaxSendGap       time.Duration // the longest spacing between sends to one address: 5 minutes
-	SendWindow       time.Duration // 1 hour
-	ServiceName      string
-	OnCreate         store.CreateOption // runs in the account-creating transaction (billing's starting credit); nil: nothing
+	GuessesPerCode   int           // guesses one source (an IPv4 address, an IPv6 /64) may make at one e-mail's code: 5
+	GuessesPerSource int           // guesses one source may make at any codes per GuessWindow: 20
+	// An IPv6 /48 (one site's allocation: 65,536 /64s) shares one more budget, so holding many
+	// /64s buys no more guesses than this.
+	GuessesPerCodeNet   int           // guesses one IPv6 /48 may make at one e-mail's code: 25
+	GuessesPerSourceNet int           // guesses one IPv6 /48 may make at any codes per GuessWindow: 100
+	GuessWindow         time.Duration // 10 minutes
+	SendsPerPair        int           // code e-mails to one address from one client per SendWindow: 5
+	SendsPerClient      int           // code e-mails from one client address per SendWindow: 20
+	FreeSends           int           // sends to one address per SendWindow before spacing applies: 3
+	MaxSendGap          time.Duration // the longest spacing between sends to one address: 5 minutes
+	SendWindow          time.Duration // 1 hour
+	ServiceName         string
+	OnCreate            store.CreateOption // runs in the account-creating transaction (billing's starting credit); nil: nothing
 }
 
-// codeDigits is the length of a code: 10^8 codes, so that 1,000 addresses with 5 guesses each
-// find a live code with probability at most 5e-5. VerifyInput's pattern says the same.
+// codeDigits is the length of a code: 10^8 codes, so that 1,000 IPv4 addresses and a /48 of
+// IPv6 (5 guesses each address, 25 the /48) find a live code with probability at most
+// 5,025/10^8 ≈ 5e-5 (docs/limits.md). VerifyInput's pattern says the same.
 const codeDigits = 8
 
 // DefaultConfig returns the documented limits.
 func DefaultConfig(codeSecret []byte) Config {
 	return Config{CodeSecret: codeSecret, CodeTTL: 10 * time.Minute, GuessesPerCode: 5, GuessesPerSource: 20,
-		GuessWindow: 10 * time.Minute, SendsPerPair: 5, SendsPerClient: 20, FreeSends: 3, MaxSendGap: 5 * time.Minute,
+		GuessesPerCodeNet: 25, GuessesPerSourceNet: 100, GuessWindow: 10 * time.Minute, SendsPerPair: 5, SendsPerClient: 20, FreeSends: 3, MaxSendGap: 5 * time.Minute,
 		SendWindow: time.Hour, ServiceName: "Switchboard"}
 }
 
@@ -196,7 +201,7 @@ func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (
 		}
 	}
 	code := s.codeOf(email, rec.Seed)
-	where := "Enter it with agent_verify."
+	where := "Enter it with POST /v1/agents/verify (REST) or the agent_verify tool (MCP)."
 	switch enterAt(ctx) {
 	case atSignInPage:
 		where = "Enter it on the " + s.cfg.ServiceName + " sign-in page where you asked for it."
@@ -299,6 +304,26 @@ func Source(clientAddr string) string {
 	return p.String()
 }
 
+// guessBudgets are the budgets a guess from clientAddr counts under: its source (Source), and
+// for IPv6 also its /48, so the 65,536 /64s of one site share one budget between them.
+func (s *Service) guessBudgets(clientAddr string) []store.GuessBudget {
+	out := []store.GuessBudget{{Source: Source(clientAddr), PerCode: s.cfg.GuessesPerCode, PerWindow: s.cfg.GuessesPerSource}}
+	if ip, err := netip.ParseAddr(clientAddr); err == nil && ip.Unmap().Is6() {
+		if p, err := ip.Unmap().WithZone("").Prefix(48); err == nil {
+			out = append(out, store.GuessBudget{Source: p.String(), PerCode: s.cfg.GuessesPerCodeNet, PerWindow: s.cfg.GuessesPerSourceNet})
+		}
+	}
+	return out
+}
+
+// guesser names budget i of guessBudgets in a refusal.
+func guesser(i int) string {
+	if i == 0 {
+		return "this client address"
+	}
+	return "this client's network (its IPv6 /48)"
+}
+
 func (s *Service) verify(ctx context.Context, c *tools.Caller, in VerifyInput) (Account, error) {
 	email := normalizeEmail(in.Email)
 	if err := s.consumeCode(ctx, email, in.Code, c.ClientAddr); err != nil {
@@ -352,7 +377,7 @@ func (s *Service) AccountForEmail(ctx context.Context, email string) (string, er
 // a wrong guess never voids the code, so strangers cannot take it from its owner.
 func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr string) error {
 	now := s.now().UTC()
-	src := Source(clientAddr)
+	budgets := s.guessBudgets(clientAddr)
 	rec, err := s.store.CodeByEmail(ctx, email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -363,18 +388,18 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 		codeHash = rec.CodeHash
 	}
 	// Guesses at e-mails without a live code count for the source too: spraying is bounded.
-	g, err := s.store.TakeGuess(ctx, email, codeHash, src, s.cfg.GuessesPerCode, s.cfg.GuessesPerSource, s.cfg.GuessWindow, now)
+	g, err := s.store.TakeGuess(ctx, email, codeHash, budgets, s.cfg.GuessWindow, now)
 	switch {
 	case errors.Is(err, store.ErrSourceGuesses):
 		wait := max(g.SourceWindow.Add(s.cfg.GuessWindow).Sub(now).Round(time.Second), time.Second)
-		e := tools.Errorf(tools.CodeRateLimited, "this client address made %d code guesses (all e-mails) in the last %d minutes; retry in %d s",
-			s.cfg.GuessesPerSource, int(s.cfg.GuessWindow.Minutes()), int(wait.Seconds()))
+		e := tools.Errorf(tools.CodeRateLimited, "%s made %d code guesses (all e-mails) in the last %d minutes; retry in %d s",
+			guesser(g.Refused), budgets[g.Refused].PerWindow, int(s.cfg.GuessWindow.Minutes()), int(wait.Seconds()))
 		e.RetryAfter = wait
 		return e
 	case errors.Is(err, store.ErrPairGuesses):
 		wait := max(rec.ExpiresAt.Sub(now).Round(time.Second), time.Second)
-		e := tools.Errorf(tools.CodeRateLimited, "this client address has used its %d guesses at this e-mail's current code; the code stays valid for whoever reads the inbox until %s. "+
-			"After that, agent_signup e-mails a new code (retry in %d s)", s.cfg.GuessesPerCode, rec.ExpiresAt.Format("15:04:05 MST"), int(wait.Seconds()))
+		e := tools.Errorf(tools.CodeRateLimited, "%s has used its %d guesses at this e-mail's current code; the code stays valid for whoever reads the inbox until %s. "+
+			"After that, agent_signup e-mails a new code (retry in %d s)", guesser(g.Refused), budgets[g.Refused].PerCode, rec.ExpiresAt.Format("15:04:05 MST"), int(wait.Seconds()))
 		e.RetryAfter = wait
 		return e
 	case err != nil:
@@ -387,11 +412,15 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 		return tools.Errorf(tools.CodeUnauthenticated, "no live code for this e-mail (never requested, already used or expired); call agent_signup for a new one")
 	}
 	if !hmac.Equal([]byte(s.hash("code", email, code)), []byte(rec.CodeHash)) {
-		if left := s.cfg.GuessesPerCode - g.Pair; left > 0 {
-			return tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d guesses left from this client address. Check the latest e-mail", left)
+		if g.LeftAtCode > 0 {
+			return tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d guesses left from this client address. Check the latest e-mail", g.LeftAtCode)
 		}
-		return tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was this client address's last of %d guesses at this code; it stays valid until %s, then agent_signup e-mails a new one",
-			s.cfg.GuessesPerCode, rec.ExpiresAt.Format("15:04:05 MST"))
+		who, of := guesser(0), budgets[0].PerCode
+		if g.Pair < of { // the network's budget ran out first
+			who, of = guesser(1), budgets[1].PerCode
+		}
+		return tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was the last of %d guesses %s may make at this code; it stays valid until %s, then agent_signup e-mails a new one",
+			of, who, rec.ExpiresAt.Format("15:04:05 MST"))
 	}
 	// Consuming the code is the race's single winner: a second verify with it finds nothing.
 	won, err := s.store.DeleteCode(ctx, email, rec.CodeHash)
@@ -402,7 +431,11 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 		return tools.Errorf(tools.CodeUnauthenticated, "this code was just used; call agent_signup for a new one")
 	}
 	// Best effort: the code is consumed, so this sign-in must go on whatever happens here.
-	_ = s.store.ReturnGuess(ctx, src)
+	sources := make([]string, len(budgets))
+	for i, b := range budgets {
+		sources[i] = b.Source
+	}
+	_ = s.store.ReturnGuess(ctx, sources...)
 	return nil
 }
 

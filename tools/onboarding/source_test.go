@@ -23,3 +23,13 @@ func TestSourceCountsAnIPv6SlashSixtyFourAsOneAddress(t *testing.T) {
 		}
 	}
 }
+
+// The bound docs/limits.md states: an attacker with 1,000 IPv4 addresses and one IPv6 /48
+// finds a live code with probability at most 1 in 10^4 over its life under the default budgets.
+func TestGuessBoundForTheDocumentedAttacker(t *testing.T) {
+	cfg := onboarding.DefaultConfig(nil)
+	guesses := 1000*cfg.GuessesPerCode + cfg.GuessesPerCodeNet
+	if p := float64(guesses) / 1e8; guesses != 5025 || p > 1e-4 {
+		t.Fatalf("1,000 IPv4 addresses and a /48 make %d guesses at a code: P = %g; docs/limits.md says 5,025 and at most 1e-4", guesses, p)
+	}
+}

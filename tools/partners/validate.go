@@ -364,6 +364,16 @@ func capabilities(category string, listed []string) ([]string, []Problem) {
 	return caps, ps
 }
 
+// ParametersSchemaProblem is what is wrong with a parametersSchema for an intent of category
+// and fee unit ("" when nothing): the publish rule, for a form that shows every problem at
+// once even when another field stops the publish before it is reached.
+func ParametersSchemaProblem(category, feeUnit string, params []byte) string {
+	if _, p := parametersSchema(category, feeUnit, params); p != nil {
+		return p.Message
+	}
+	return ""
+}
+
 // parametersSchema checks an intent's parametersSchema and returns it compacted.
 func parametersSchema(category, feeUnit string, params []byte) (string, *Problem) {
 	doc, _, p := schemaDoc("parametersSchema", params, true)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit/redistest"
 )
@@ -109,5 +110,50 @@ func TestRedisDownFails(t *testing.T) {
 	}
 	if _, err := ratelimit.Open(ctx, "redis://127.0.0.1:1/0"); err == nil {
 		t.Fatal("Open reached a closed port")
+	}
+}
+
+// A key's call takes from its own bucket and every ancestor's, all or nothing (issue 35): a
+// parent of 3 a minute with two children of 10 allows 3 calls of the tree in all, and a
+// refused call takes nothing from the buckets that had a token. The same for the limiter
+// replicas share and the in-process one.
+func TestAllowAllIsAllOrNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb, err := ratelimit.Open(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	start := time.Now()
+	for name, lim := range map[string]tools.Limiter{
+		"redis":      ratelimit.NewRedis(rdb, "tree:"),
+		"in-process": tools.NewRateLimiter(func() time.Time { return start }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			parent := tools.Bucket{ID: "parent", PerMinute: 3}
+			c1, c2 := tools.Bucket{ID: "c1", PerMinute: 10}, tools.Bucket{ID: "c2", PerMinute: 10}
+			for i, b := range []tools.Bucket{c1, c1, c2} {
+				if refused, _, err := lim.AllowAll(ctx, []tools.Bucket{b, parent}); refused != -1 || err != nil {
+					t.Fatalf("call %d of the tree: refused %d, %v", i+1, refused, err)
+				}
+			}
+			refused, wait, err := lim.AllowAll(ctx, []tools.Bucket{c2, parent})
+			if refused != 1 || err != nil || wait < 19*time.Second || wait > 20*time.Second {
+				t.Fatalf("the 4th call of the tree: refused %d after %v (%v), want the parent's bucket (index 1), about 20 s", refused, wait, err)
+			}
+			// c2 kept the token the refused call did not take: 9 left of its 10.
+			for i := range 9 {
+				if ok, _, err := lim.Allow(ctx, c2.ID, c2.PerMinute); !ok || err != nil {
+					t.Fatalf("c2's own call %d: %v %v (a refused call took its token)", i+1, ok, err)
+				}
+			}
+			if ok, _, _ := lim.Allow(ctx, c2.ID, c2.PerMinute); ok {
+				t.Fatal("c2 allowed an 11th call in a minute")
+			}
+			if refused, _, _ := lim.AllowAll(ctx, []tools.Bucket{{ID: "z", PerMinute: 0}}); refused != 0 {
+				t.Fatal("a zero limit allowed a call")
+			}
+		})
 	}
 }

@@ -90,8 +90,8 @@ func ValidSolanaAddress(s string) bool {
 }
 
 // Sealer encrypts private keys with AES-256-GCM under the current master key and opens them
-// under any configured one, so the master key can be rotated: add the new key first, re-seal,
-// then drop the old one.
+// under any configured one, so the master key can be rotated: add the new key first, re-seal
+// (ResealWallets: `switchboard admin reseal`), then drop the old one.
 type Sealer struct {
 	current string
 	aeads   map[string]cipher.AEAD

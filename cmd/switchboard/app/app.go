@@ -63,6 +63,9 @@ type Deps struct {
 	Now    func() time.Time
 	Mailer onboarding.Mailer
 	Log    *slog.Logger
+	// Metadata, when set, fetches client metadata documents instead of the guarded client
+	// (tests serve documents on loopback, which the guard refuses whatever the settings).
+	Metadata *http.Client
 }
 
 // App is a built service.
@@ -313,9 +316,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	partnerOut, err := partnerClient(cfg, signer, log, demoPartner)
+	partnerOut, metadataClient, err := partnerClient(cfg, signer, log, demoPartner)
 	if err != nil {
 		return nil, err
+	}
+	if deps.Metadata != nil {
+		metadataClient = deps.Metadata
 	}
 	pseudonyms := derive(serverSecret, "switchboard partner pseudonyms v1") // the userId partners see
 	partnerSvc, err := newPartners(cfg, d, mailer, partnerOut, pseudonyms)
@@ -347,7 +353,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, dispatchSvc.Tools()...)
 
-	disc, err := discover.NewService(ctx, discover.Config{Registered: all}, d)
+	disc, err := discover.NewService(ctx, discover.Config{Registered: all, InfraCostMicro: billCfg.InfraCostMicro}, d)
 	if err != nil {
 		return nil, err
 	}
@@ -373,14 +379,18 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		toolNames = append(toolNames, t.Name)
 	}
 	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
-	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, authn: authn, mailer: mailer, ob: ob,
-		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: partnerOut.HTTPClient(), serverSecret: serverSecret, sealer: sealer})
+	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
+		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: metadataClient, serverSecret: serverSecret, sealer: sealer})
 	if err != nil {
 		return nil, err
 	}
 	portalHandler, oauthAPI, oauthSvc := h.portal, h.oauthAPI, h.oauth
+	bodyTimeout, err := time.ParseDuration(cfg.BodyReadTimeout)
+	if err != nil || bodyTimeout < time.Second {
+		return nil, fmt.Errorf("SWITCHBOARD_BODY_READ_TIMEOUT=%q: want a Go duration of at least 1s, e.g. 20s", cfg.BodyReadTimeout)
+	}
 	draining := new(atomic.Bool)
-	handler, err := front(frontOptions{
+	handler, err := front(frontOptions{BodyReadTimeout: bodyTimeout,
 		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
 		Keys: ring, Ready: st.Ping, Readiness: readiness(st, ring, draining, log), Log: log, Observe: mx.ObserveHTTP,
 		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil},
@@ -418,25 +428,33 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
 }
 
-// partnerClient is the outbound client every partner call, probe and metadata fetch goes
-// through: the service's signature, the SSRF guard, the extra CA of SWITCHBOARD_PARTNER_CA_FILE.
-func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger, demoPartner *demo.Partner) (*outbound.Client, error) {
-	if cfg.AllowLocalEndpoints && cfg.Env == "production" {
-		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production: partner endpoints may be http and local addresses (SSRF guard off); use it only to probe partners from an operator machine")
+// partnerClient is the outbound client every partner call and probe goes through: the
+// service's signature, the SSRF guard, the extra CA of SWITCHBOARD_PARTNER_CA_FILE. metadata
+// fetches client metadata documents: the same, with the guard on whatever
+// SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS says (anyone can name a document's URL; only the operator
+// names partner endpoints in development).
+// The demo partner (test environment) is reached by partner calls only, never by metadata fetches.
+func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger, demoPartner *demo.Partner) (out *outbound.Client, metadata *http.Client, err error) {
+	if cfg.AllowLocalEndpoints && cfg.Env == "production" { // serve and stdio refuse it (Config.CheckLocalEndpoints)
+		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production for this operator command: its partner probes may reach local addresses; a serving process refuses it")
 	}
 	partnerCA, err := outbound.ReadCAFile(cfg.PartnerCAFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	callCA := partnerCA
 	if demoPartner != nil { // its certificate is valid for its in-process host alone
-		partnerCA = append(append(partnerCA, '\n'), demoPartner.CAPEM()...)
+		callCA = append(append(append([]byte{}, partnerCA...), '\n'), demoPartner.CAPEM()...)
 	}
-	out, err := outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log,
-		InProcess: demoDialers(demoPartner)})
+	if out, err = outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: callCA, Log: log,
+		InProcess: demoDialers(demoPartner)}); err != nil {
+		return nil, nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
+	}
+	guarded, err := outbound.New(outbound.Options{ExtraCAPEM: partnerCA, Log: log})
 	if err != nil {
-		return nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
+		return nil, nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
 	}
-	return out, nil
+	return out, guarded.HTTPClient(), nil
 }
 
 // newPartners builds the partner intents' service; its notices (an intent deactivated by
@@ -474,6 +492,7 @@ type humanDeps struct {
 	deps         tools.Deps
 	kernel       *tools.Kernel
 	authn        *tools.Authenticator
+	limiter      tools.Limiter // the kernel's: sign-in and registration limits are shared the same way
 	mailer       onboarding.Mailer
 	ob           *onboarding.Service
 	keySvc       *keys.Service
@@ -518,10 +537,11 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 		return humanDoor{}, err
 	}
 	kernel := d.kernel
-	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, OpenAPI: apiDoc,
+	_, codesInLog := d.mailer.(onboarding.DevMailer)
+	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, CodesInLog: codesInLog, OpenAPI: apiDoc,
 		AccountForEmail: d.ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(d.deps), Now: now,
 		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: ceiling,
-		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession,
+		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession, Limiter: d.limiter,
 		// The charts and call logs read like every reader: after the account's pending outcomes.
 		Usage: usage.NewService(usage.Config{Settled: func(ctx context.Context, accountID string) error {
 			if kernel.Settled == nil {

@@ -3,6 +3,7 @@
 package app
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/switchboard-hq/switchboard/store"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
@@ -57,6 +59,8 @@ type Config struct {
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
 	LogLevel            string
+	BodyReadTimeout     string        // Go duration reading one request body may take
+	MaxConnsPerClient   int           // connections open at once from one client address; 0: no cap
 	RedisURL            string        // shared rate limits for several replicas; empty: in this process
 	ReprobeInterval     string        // Go duration between re-probes of each active intent; 0 disables
 	ReprobeFailures     int           // re-probes in a row that may fail before an intent is deactivated
@@ -89,7 +93,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_MASTER_KEY", flag: "master-key", usage: "base64 32-byte key(s) sealing wallet keys, current first, comma-separated (rotation); empty: <data dir>/master.key, generated", str: &c.MasterKey},
 		{env: "SWITCHBOARD_SERVER_SECRET", flag: "server-secret", usage: "base64 32-byte secret keying e-mail code hashes and partner pseudonyms (userId); never rotate it; empty: <data dir>/server-secret.key, generated", str: &c.ServerSecret},
 		{env: "SWITCHBOARD_DEMO_PARTNER", flag: "demo-partner", usage: "test environment only: offer @demo_echo, a partner served inside the process (signed, verified, billed in test credit) so discover → invoke works on a fresh install; never offered in production", boolean: &c.DemoPartner},
-		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only: partner endpoints may be http and local addresses", boolean: &c.AllowLocalEndpoints},
+		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only (production refuses to start with it): partner endpoints may be http and local addresses; client metadata documents never may", boolean: &c.AllowLocalEndpoints},
 		{env: "SWITCHBOARD_INFRA_COST_USD", flag: "infra-cost-usd", usage: "infrastructure cost reserved at the start of each invocation, consumed on success, refunded on failure", str: &c.InfraCostUSD},
 		{env: "SWITCHBOARD_FEE_TIERS", flag: "fee-tiers", usage: "platform fee in basis points of the value a call routes, by the caller's tier (tier=bps, comma-separated; must list standard, every new account's tier; the operator moves accounts with `switchboard admin set-tier`)", str: &c.FeeTiers},
 		{env: "SWITCHBOARD_PLATFORM_FLOOR_USD", flag: "platform-floor-usd", usage: "platform fee of a call that routes no value (reads, queries, writes whose value cannot be quoted)", str: &c.PlatformFloorUSD},
@@ -122,6 +126,8 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
 		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it", str: &c.Failpoint},
+		{env: "SWITCHBOARD_BODY_READ_TIMEOUT", flag: "body-read-timeout", usage: "how long reading one request body may take (Go duration); 20s reads the 1 MiB maximum at 64 KiB/s (512 kbit/s) with 4 s to spare. A slower body is cut off and its connection closed", str: &c.BodyReadTimeout},
+		{env: "SWITCHBOARD_MAX_CONNS_PER_CLIENT", flag: "max-conns-per-client", usage: "connections open at once from one client address (an IPv4 address, an IPv6 /64); one more is answered 429 and closed. 0: no cap (behind a proxy that connects from its own address, every caller is one client: raise it or use 0)", integer: &c.MaxConnsPerClient},
 		{env: "SWITCHBOARD_LOG_LEVEL", flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
 		{env: "SWITCHBOARD_RPC_ETHEREUM", flag: "rpc-ethereum", usage: "Ethereum JSON-RPC URL (balances, token metadata)", str: &c.Tokens.RPCEthereum},
 		{env: "SWITCHBOARD_RPC_ARBITRUM", flag: "rpc-arbitrum", usage: "Arbitrum One JSON-RPC URL", str: &c.Tokens.RPCArbitrum},
@@ -146,7 +152,7 @@ func (c *Config) settings() []setting {
 func Defaults() Config {
 	return Config{
 		Addr: ":8080", Env: "test", DemoPartner: true,
-		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info",
+		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info", BodyReadTimeout: "20s", MaxConnsPerClient: 64,
 		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
@@ -239,6 +245,12 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
 		return fmt.Errorf("SWITCHBOARD_METRICS_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)
 	}
+	if d, err := time.ParseDuration(c.BodyReadTimeout); err != nil || d < time.Second {
+		return fmt.Errorf("SWITCHBOARD_BODY_READ_TIMEOUT=%q: want a Go duration of at least 1s, e.g. 20s", c.BodyReadTimeout)
+	}
+	if c.MaxConnsPerClient < 0 {
+		return fmt.Errorf("SWITCHBOARD_MAX_CONNS_PER_CLIENT=%d: want 0 (no cap) or more, e.g. 64", c.MaxConnsPerClient)
+	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	c.TestBaseURL = strings.TrimRight(c.TestBaseURL, "/")
 	return nil
@@ -288,12 +300,25 @@ func (c *Config) PublicBaseURL() string {
 // CheckServe is what serving needs beyond Validate: in production a public https base URL,
 // since llms.txt, OpenAPI and every link a caller follows are built from it.
 func (c *Config) CheckServe() error {
+	if err := c.CheckLocalEndpoints(); err != nil {
+		return err
+	}
 	if c.Env != "production" {
 		return nil
 	}
 	u, err := url.Parse(c.BaseURL)
 	if c.BaseURL == "" || err != nil || u.Scheme != "https" || u.Host == "" {
 		return fmt.Errorf("SWITCHBOARD_BASE_URL=%q: production needs the public https URL callers use, e.g. SWITCHBOARD_BASE_URL=https://switchboard.example.com", c.BaseURL)
+	}
+	return nil
+}
+
+// CheckLocalEndpoints refuses SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS in a production process that
+// serves (serve, stdio): it turns the partner calls' SSRF guard off. Operator commands may use
+// it to probe a partner on a local address.
+func (c *Config) CheckLocalEndpoints() error {
+	if c.AllowLocalEndpoints && c.Env == "production" {
+		return errors.New("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true turns off the SSRF guard and is refused in production; unset it (to check a partner on a local address, run `switchboard partner check URL` from an operator machine)")
 	}
 	return nil
 }

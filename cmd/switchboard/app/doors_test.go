@@ -154,3 +154,69 @@ func TestListsCarryCachingAndIcons(t *testing.T) {
 		}
 	}
 }
+
+// A browser opening the service's address lands on the documentation; an API client still
+// gets the JSON answer that names the routes.
+func TestTheRootSendsBrowsersToTheDocs(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(accept string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, env.URL+"/", nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	// Chromium's Accept for a page.
+	resp := get("text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/docs" {
+		t.Fatalf("a browser at /: %d to %q, want 303 to /docs", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for _, accept := range []string{"", "application/json", "*/*"} {
+		resp := get(accept)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(resp.Header.Get("Content-Type"), "json") || !strings.Contains(string(body), "/llms.txt") {
+			t.Fatalf("an API client (Accept %q) at /: %d %s", accept, resp.StatusCode, body)
+		}
+	}
+	if resp, err := http.Get(env.URL + "/docs"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/docs: %v %v", resp.StatusCode, err)
+	}
+}
+
+// llms.txt points an agent to the API reference in Markdown, which fits its context, before
+// the OpenAPI document many times its size; the reference is served.
+func TestLLMsTxtPointsToTheSmallAPIReference(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	size := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(env.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		return len(body), string(body)
+	}
+	_, llms := size("/llms.txt")
+	api, doc := strings.Index(llms, env.URL+"/docs/api.md"), strings.Index(llms, env.URL+"/openapi.json")
+	if api < 0 || doc >= 0 && doc < api {
+		t.Fatalf("llms.txt does not point to /docs/api.md first:\n%s", llms)
+	}
+	apiBytes, apiText := size("/docs/api.md")
+	openapiBytes, _ := size("/openapi.json")
+	t.Logf("/docs/api.md %d bytes, /openapi.json %d bytes", apiBytes, openapiBytes)
+	if apiBytes > 64<<10 || apiBytes*4 > openapiBytes || !strings.Contains(apiText, "/v1/invoke") {
+		t.Fatalf("/docs/api.md is %d bytes against /openapi.json's %d, or does not name /v1/invoke", apiBytes, openapiBytes)
+	}
+}

@@ -40,6 +40,8 @@ type frontOptions struct {
 	Readiness func(ctx context.Context) error
 	Log       *slog.Logger
 	Observe   func(route string, status int, elapsed time.Duration) // metrics; route is from a fixed set
+	// BodyReadTimeout bounds reading one request's body (SWITCHBOARD_BODY_READ_TIMEOUT).
+	BodyReadTimeout time.Duration
 }
 
 // front is the one HTTP surface: every door mounted on one mux behind one middleware.
@@ -55,7 +57,7 @@ func front(o frontOptions) (http.Handler, error) {
 	}
 	mux.Handle("/mcp", oneCredential(mcpEnvelope(mcpDoor)))
 	mux.Handle("/v1/", oneCredential(v1))
-	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/connect/", "/oauth/authorize", "/marketplace", "/marketplace/", "/favicon.ico"}
+	portalPaths := []string{"/developer", "/developer/", "/docs", "/docs.md", "/docs/", "/sdk/", "/connect/", "/oauth/authorize", "/marketplace", "/marketplace/", "/favicon.ico"}
 	if o.Portal != nil {
 		for _, path := range portalPaths {
 			mux.Handle(path, o.Portal)
@@ -113,13 +115,21 @@ func front(o frontOptions) (http.Handler, error) {
 		}
 		io.WriteString(w, `{"status":"ready"}`)
 	})
-	mux.HandleFunc("/", rest.NotFound)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// A browser opening the service's address lands on the documentation; an API client
+		// keeps the JSON answer that says where the routes are.
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && o.Portal != nil && acceptsHTML(r) {
+			http.Redirect(w, r, "/docs", http.StatusSeeOther)
+			return
+		}
+		rest.NotFound(w, r)
+	})
 	var observe func(*http.Request, int, time.Duration)
 	if o.Observe != nil {
 		route := routeLabels(mux, portalPaths)
 		observe = func(r *http.Request, status int, elapsed time.Duration) { o.Observe(route(r), status, elapsed) }
 	}
-	return middleware(mux, o.Log, observe), nil
+	return middleware(mux, o.Log, observe, o.BodyReadTimeout), nil
 }
 
 // routeLabels names requests for metrics from the pattern of mux that matches them, never from
@@ -156,10 +166,10 @@ func routeLabels(mux *http.ServeMux, portalPaths []string) func(r *http.Request)
 	}
 }
 
-// middleware gives every request an id and bounds its body, and sets the two headers the MCP
+// middleware gives every request an id and bounds its body (size and read time), and sets the two headers the MCP
 // door reads as trusted (the client address and the request id) after deleting whatever a
 // client sent in them: the MCP handler is safe only behind this.
-func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Request, status int, elapsed time.Duration)) http.Handler {
+func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Request, status int, elapsed time.Duration), bodyTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := uuid.NewString()
@@ -178,6 +188,7 @@ func middleware(next http.Handler, log *slog.Logger, observe func(r *http.Reques
 			}
 			return
 		}
+		bodyDeadline(w, r, bodyTimeout)
 		r.Body = http.MaxBytesReader(w, r.Body, rest.MaxBody)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
@@ -270,4 +281,15 @@ func clientAddr(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// acceptsHTML reports whether a request is a browser's: its Accept names text/html.
+func acceptsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+			return true
+		}
+	}
+	return false
 }

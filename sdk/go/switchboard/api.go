@@ -35,6 +35,7 @@ type Key struct {
 	SpendLimitUSD      float64    `json:"spendLimitUsd"`
 	RateLimitPerMinute int        `json:"rateLimitPerMinute"`
 	IntegrationID      string     `json:"integrationId,omitempty"`
+	ParentID           string     `json:"parentId,omitempty"` // the key it was minted under ("" for a root)
 	CreatedAt          time.Time  `json:"createdAt"`
 	LastUsedAt         *time.Time `json:"lastUsedAt,omitempty"`
 	RevokedAt          *time.Time `json:"revokedAt,omitempty"`
@@ -237,9 +238,14 @@ type Invocation struct {
 	OutputSchemaValid *bool           `json:"outputSchemaValid,omitempty"`
 	Attempts          int             `json:"attempts"`
 	Charge            struct {
+		// InfrastructureMicro is the infrastructure fee every call costs.
+		InfrastructureMicro int64 `json:"infrastructureMicro"`
+		// ReservedMicro is InfrastructureMicro under its first name (deprecated).
 		ReservedMicro    int64 `json:"reservedMicro"`
 		PartnerFeeMicro  int64 `json:"partnerFeeMicro"`
 		PlatformFeeMicro int64 `json:"platformFeeMicro"`
+		GasMicro         int64 `json:"gasMicro"`
+		TotalMicro       int64 `json:"totalMicro"`
 		RefundedMicro    int64 `json:"refundedMicro"`
 	} `json:"charge"`
 }

@@ -120,7 +120,7 @@ func TestOnboardingKeysAccount(t *testing.T) {
 	}
 	limit, rate := 2.5, 10
 	minted, err := c.CreateKey(ctx, switchboard.CreateKeyInput{Name: "reader", Scopes: []string{"read"}, SpendLimitUSD: &limit, RateLimitPerMinute: &rate})
-	if err != nil || minted.Secret == "" || minted.SpendLimitUSD != 2.5 || minted.RateLimitPerMinute != 10 || !slices.Equal(minted.Scopes, []string{"read"}) {
+	if err != nil || minted.Secret == "" || minted.SpendLimitUSD != 2.5 || minted.RateLimitPerMinute != 10 || !slices.Equal(minted.Scopes, []string{"read"}) || minted.ParentID != info.KeyID {
 		t.Fatalf("CreateKey: %+v %v", minted, err)
 	}
 	keys, err := c.ListKeys(ctx)

@@ -328,15 +328,33 @@ export class PartnerFailure extends Error {
 }
 
 /**
- * respond runs a handler on a verified envelope and returns [status, body]: the result as
- * {success:true,result}, a returned response envelope as is, a PartnerFailure as its failure
- * envelope, anything else as 500 INTERNAL.
+ * feeRateMicro is a usd_per_call feeRate as published (decimal USD, e.g. "0.05") in
+ * micro-USD: the providerCostMicro that charges the whole quoted rate (digits past the sixth
+ * decimal dropped, as Switchboard rounds a rate down).
  */
-export async function respond(handler: Handler, env: Envelope): Promise<[number, unknown]> {
+export function feeRateMicro(feeRate: string | number): number {
+  const s = String(feeRate).trim();
+  const m = /^(\d*)(?:\.(\d*))?$/.exec(s);
+  if (!m || s === "" || s === ".") throw new TypeError(`feeRate ${JSON.stringify(feeRate)} is not a decimal USD amount such as "0.05"`);
+  const micro = Number(m[1] || "0") * 1_000_000 + Number(((m[2] ?? "") + "000000").slice(0, 6));
+  if (!Number.isSafeInteger(micro)) throw new TypeError(`feeRate ${JSON.stringify(feeRate)} is too large`);
+  return micro;
+}
+
+/**
+ * respond runs a handler on a verified envelope and returns [status, body]: the result as
+ * {success:true,result,providerCostMicro} (costMicro, the quoted rate, when given), a
+ * returned response envelope as is, a PartnerFailure as its failure envelope, anything else
+ * as 500 INTERNAL. Switchboard pays you what you report in providerCostMicro, up to your
+ * feeRate, and nothing when you report nothing.
+ */
+export async function respond(handler: Handler, env: Envelope, costMicro?: number): Promise<[number, unknown]> {
   try {
     const out = await handler(env);
     if (isEnvelope(out)) return [out.success ? 200 : 400, out];
-    return [200, { success: true, result: out ?? null }];
+    const body: Record<string, unknown> = { success: true, result: out ?? null };
+    if (costMicro !== undefined) body.providerCostMicro = costMicro;
+    return [200, body];
   } catch (err) {
     if (err instanceof PartnerFailure) return [err.status, failure(err.code, err.message)];
     return [500, failure("INTERNAL", "internal error")];
@@ -393,14 +411,34 @@ function refuse(res: ServerResponse, err: unknown) {
 /** The verified envelope a middleware leaves on the request. */
 export type VerifiedRequest = IncomingMessage & { switchboard?: Envelope; body?: unknown };
 
+/** Options of partnerHandler. */
+export interface PartnerHandlerOptions {
+  dedupe?: Dedupe | false;
+  /**
+   * The feeRate you published (usd_per_call, e.g. "0.05"; 0 for a free intent): every
+   * result your handler returns is answered with it as providerCostMicro. Switchboard pays
+   * you what you report, up to your feeRate, and nothing when you report nothing; return a
+   * whole envelope with your own providerCostMicro to charge less for a call.
+   */
+  feeRate?: string | number;
+  /** Where the one line per call (requestId, verified or refused) goes; default console.log. */
+  log?: ((line: string) => void) | false;
+}
+
 /**
  * A whole REST partner endpoint for node:http: POST only, verified, deduped on requestId,
- * the handler's result sent as the response envelope.
+ * the handler's result sent as the response envelope with your feeRate as providerCostMicro,
+ * and one log line per call.
  *
- *     http.createServer(partnerHandler(verifier, (env) => ({ answer: env.args.query }))).listen(8443)
+ *     http.createServer(partnerHandler(verifier, (env) => ({ answer: env.args.query }), { feeRate: "0.05" })).listen(8443)
  */
-export function partnerHandler(verifier: Verifier, handler: Handler, options: { dedupe?: Dedupe | false } = {}) {
+export function partnerHandler(verifier: Verifier, handler: Handler, options: PartnerHandlerOptions = {}) {
   const dedupe = options.dedupe === false ? undefined : options.dedupe ?? new Dedupe();
+  const log = options.log === false ? undefined : options.log ?? ((line: string) => console.log(line));
+  const costMicro = options.feeRate === undefined ? undefined : feeRateMicro(options.feeRate);
+  if (costMicro === undefined) {
+    (log ?? console.warn)("switchboard partner: no feeRate given, so calls report no providerCostMicro and you are paid nothing for them; pass { feeRate: \"0.05\" } (your published feeRate), or { feeRate: 0 } for a free intent");
+  }
   return async (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== "POST") {
       res.setHeader("allow", "POST");
@@ -410,11 +448,19 @@ export function partnerHandler(verifier: Verifier, handler: Handler, options: { 
     try {
       env = await verifier.verify(await readBody(req), req.headers);
     } catch (err) {
+      log?.(`switchboard call refused requestId=${headerOf(req, "x-service-request-id")} ${err instanceof VerificationError ? `${err.status} ${err.code}` : "500 INTERNAL"}`);
       return refuse(res, err);
     }
-    const [status, body] = dedupe ? await dedupe.run(env.requestId, () => respond(handler, env)) : await respond(handler, env);
+    log?.(`switchboard call verified requestId=${env.requestId}`);
+    const work = () => respond(handler, env, costMicro);
+    const [status, body] = dedupe ? await dedupe.run(env.requestId, work) : await work();
     send(res, status, body);
   };
+}
+
+function headerOf(req: IncomingMessage, name: string): string {
+  const v = req.headers[name];
+  return (Array.isArray(v) ? v[0] : v) ?? "-";
 }
 
 /**

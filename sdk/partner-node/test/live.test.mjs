@@ -57,7 +57,7 @@ function assertPasses(t, what) {
   assert.equal(t.readyToActivate, true);
 }
 
-test("the README quickstart partner passes test-endpoint, activates and answers an invocation", async () => {
+test("the README quickstart partner passes test-endpoint, activates, answers an invocation, is paid its quoted rate and logs each call", async () => {
   const port = await freePort();
   const p = start(quickstarts(readme).rest, { env: { SWITCHBOARD_URL: server.url, PORT: String(port) }, map: { "@switchboard-hq/partner": dist } });
   closers.push(async () => { p.child.kill(); await p.exited; });
@@ -70,13 +70,19 @@ test("the README quickstart partner passes test-endpoint, activates and answers 
   assert.deepEqual(t.roundTrip.response.result, { answer: "You asked: ping" });
 
   const intent = await api("POST", "/v1/partner/intents", {
-    publicIdentifier: "@kit-quickstart", name: "Kit quickstart", description: "answers a query", category: "QUERY", toolEndpoint: url, feeRate: 0,
+    publicIdentifier: "@kit-quickstart", name: "Kit quickstart", description: "answers a query", category: "QUERY", toolEndpoint: url, feeRate: 0.05,
+    payoutAddresses: { evm: (await api("GET", "/v1/account")).wallets.evm },
     parametersSchema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
   });
   assert.equal((await api("POST", `/v1/partner/intents/${intent.id}/active`, { active: true })).intent.isActive, true);
   const inv = await api("POST", "/v1/invoke", { message: "@kit-quickstart what is new?" });
   assert.equal(inv.success, true);
   assert.deepEqual(inv.result, { answer: "You asked: what is new?" });
+  // Paid what the kit reports: the quoted rate, with no line of the handler's about money.
+  assert.equal(inv.charge.partnerFeeMicro, 50_000, JSON.stringify(inv.charge));
+  assert.equal(inv.charge.infrastructureMicro, inv.charge.reservedMicro);
+  for (let i = 0; i < 40 && !p.output().includes(inv.requestId); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.match(p.output(), new RegExp(`switchboard call verified requestId=${inv.requestId}`));
   // The call's signed receipt verifies with the kit, from the answer and as the partner fetches
   // it; a receipt altered in any field does not.
   const verifier = createVerifier({ serviceUrl: server.url });
@@ -87,7 +93,10 @@ test("the README quickstart partner passes test-endpoint, activates and answers 
   await assert.rejects(verifier.verifyReceipt({ ...inv.receipt, receipt: { ...inv.receipt.receipt, charges: { ...inv.receipt.receipt.charges, totalMicro: 1 } } }), /does not verify/);
   // A GET is not how Switchboard calls: refused, as is an unsigned POST.
   assert.equal((await fetch(url)).status, 405);
-  assert.equal((await fetch(url, { method: "POST", body: "{}" })).status, 401);
+  assert.equal((await fetch(url, { method: "POST", body: "{}", headers: { "x-service-request-id": "forged-1" } })).status, 401);
+  // The child's log reaches us through a pipe: give the line a moment to arrive.
+  for (let i = 0; i < 40 && !/requestId=forged-1/.test(p.output()); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.match(p.output(), /switchboard call refused requestId=forged-1 401/);
 });
 
 test("Express, with and without express.json(), passes test-endpoint", async () => {

@@ -131,13 +131,13 @@ export interface paths {
         };
         /**
          * List API keys
-         * @description List this account's API keys: id, name, prefix, scopes, limits, createdAt, lastUsedAt, revokedAt. Never the secrets.
+         * @description List the API keys this key may act on: itself and the keys minted under it, at any depth (the portal's signed-in owner sees every key of the account). Each with id, name, prefix, scopes, limits, parentId, createdAt, lastUsedAt, revokedAt. Never the secrets.
          */
         get: operations["api_key_list"];
         put?: never;
         /**
          * Create API key
-         * @description Mint a new API key for this account. The new key's scopes must be a subset of the calling key's, and its limits can be at most the calling key's (omitted limits take the agent defaults, capped the same way). The secret is returned once; store it.
+         * @description Mint a new API key under the calling key. The new key's scopes must be a subset of the calling key's, and its limits can be at most the calling key's (omitted limits take the agent defaults, capped the same way). Its spending and calls also count against the calling key's limits and those of every key above it, so minting never raises what a tree of keys may spend or call. An account holds at most 50 live keys; an OAuth connection cannot mint keys. The secret is returned once; store it.
          */
         post: operations["api_key_create"];
         delete?: never;
@@ -158,7 +158,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke API key
-         * @description Revoke one of this account's keys by id (from api_key_list). A revoked key stops working at once; revoking it again changes nothing.
+         * @description Revoke this key or a key minted under it, by id (from api_key_list); the keys minted under it are revoked with it. A revoked key stops working at once; revoking it again changes nothing. Other keys of the account are revoked by its owner on the portal.
          */
         delete: operations["api_key_revoke"];
         options?: never;
@@ -443,7 +443,7 @@ export interface operations {
                         credit: {
                             /** @description credit free to spend */
                             availableUsd: number;
-                            /** @description what the calling key has spent in total (counted against its spendLimitUsd) */
+                            /** @description what the calling key and the keys minted under it have spent in total (counted against its spendLimitUsd) */
                             keySpentUsd: number;
                             /** @description what the account's partner calls cost this calendar month (UTC), all keys */
                             monthSpentUsd: number;
@@ -453,6 +453,7 @@ export interface operations {
                         email: string;
                         /** @description id of the key making this call */
                         keyId: string;
+                        /** @description the keys this key may act on: itself and the keys minted under it (on the portal, every key of the account) */
                         keys: {
                             /** Format: date-time */
                             createdAt: string;
@@ -463,6 +464,8 @@ export interface operations {
                             /** Format: date-time */
                             lastUsedAt?: string;
                             name: string;
+                            /** @description the key it was minted under, whose limits its spending and calls count against too; absent for a root key (from agent_verify or the portal) */
+                            parentId?: string;
                             /** @description first characters of the secret, to recognise it */
                             prefix: string;
                             rateLimitPerMinute: number;
@@ -918,7 +921,7 @@ export interface operations {
                             category: string;
                             description: string;
                             fee: {
-                                /** @description decimal, in feeRateUnit */
+                                /** @description decimal, in feeRateUnit: the most the partner is paid (it is paid what it reports, up to this) */
                                 feeRate: string;
                                 feeRateUnit: string;
                             };
@@ -944,6 +947,8 @@ export interface operations {
                             } & {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             };
+                            /** @description what a call can cost, in words */
+                            price: string;
                             /** @description how it has behaved over the last 30 days, from real calls and the continuous re-probe */
                             quality: {
                                 /** @description finished calls in the window */
@@ -1094,13 +1099,15 @@ export interface operations {
                         charge: {
                             /** @description network gas passed through (0 when the call has no on-chain step) */
                             gasMicro: number;
+                            /** @description the infrastructure fee every call costs: reserved at the start, charged on success, refunded on failure */
+                            infrastructureMicro: number;
                             /** @description charged for the partner (0 unless the call succeeded) */
                             partnerFeeMicro: number;
                             /** @description the platform's fee: its tier basis points on the routed value, or the per-call floor */
                             platformFeeMicro: number;
                             /** @description returned to your credit (the reservation, when the call failed) */
                             refundedMicro: number;
-                            /** @description reserved at the start for infrastructure */
+                            /** @description deprecated: the same as infrastructureMicro, kept for older clients */
                             reservedMicro: number;
                             /** @description the one bundled charge: infrastructure + partner fee + platform fee + gas (0 when nothing was charged) */
                             totalMicro: number;
@@ -1295,6 +1302,8 @@ export interface operations {
                             /** Format: date-time */
                             lastUsedAt?: string;
                             name: string;
+                            /** @description the key it was minted under, whose limits its spending and calls count against too; absent for a root key (from agent_verify or the portal) */
+                            parentId?: string;
                             /** @description first characters of the secret, to recognise it */
                             prefix: string;
                             rateLimitPerMinute: number;
@@ -1406,6 +1415,8 @@ export interface operations {
                         /** Format: date-time */
                         lastUsedAt?: string;
                         name: string;
+                        /** @description the key it was minted under, whose limits its spending and calls count against too; absent for a root key (from agent_verify or the portal) */
+                        parentId?: string;
                         /** @description first characters of the secret, to recognise it */
                         prefix: string;
                         rateLimitPerMinute: number;
@@ -1438,6 +1449,15 @@ export interface operations {
             };
             /** @description Forbidden: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: CONFLICT */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1514,6 +1534,8 @@ export interface operations {
                         /** Format: date-time */
                         lastUsedAt?: string;
                         name: string;
+                        /** @description the key it was minted under, whose limits its spending and calls count against too; absent for a root key (from agent_verify or the portal) */
+                        parentId?: string;
                         /** @description first characters of the secret, to recognise it */
                         prefix: string;
                         rateLimitPerMinute: number;

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 	"github.com/switchboard-hq/switchboard/tools/tracing"
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -249,6 +250,9 @@ func envelopeOfTool(r *mcp.CallToolResult) ([]byte, error) {
 func ParseResponse(body []byte) (*ResponseEnvelope, string) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, "the response body is empty; a partner answers with a JSON response envelope {success, result | error}"
+	}
+	if err := jsonlimit.Depth(body); err != nil {
+		return nil, "the response is " + err.Error()
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()

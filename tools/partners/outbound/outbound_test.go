@@ -395,6 +395,11 @@ func TestParseResponse(t *testing.T) {
 			t.Errorf("%s accepted", b)
 		}
 	}
+	// An answer nested past the limit is refused before it is decoded, naming the limit.
+	deep := `{"success":true,"result":` + strings.Repeat(`{"a":`, 100_000) + "1" + strings.Repeat("}", 100_000) + "}"
+	if env, why := outbound.ParseResponse([]byte(deep)); env != nil || !strings.Contains(why, "nested deeper than 64 levels") {
+		t.Errorf("a deep answer: %v %q", env, why)
+	}
 }
 
 // Numeric host forms that C resolvers read as addresses (127.1, 2130706433, 0x7f000001,

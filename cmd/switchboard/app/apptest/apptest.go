@@ -73,6 +73,9 @@ type Options struct {
 	Log     io.Writer             // where logs go; default discarded
 	Store   *store.Store          // a store the test opened itself (its own cluster, options); default a fresh one of Dialect
 	Start   time.Time             // the clock's first reading; default the real time (fixture prices want tokenstest.T0)
+	// Metadata fetches client metadata documents in place of the guarded client, which
+	// refuses loopback whatever the configuration (app.Deps.Metadata).
+	Metadata *http.Client
 }
 
 // Start builds the app against a fresh migrated database, an in-process SMTP server and a
@@ -113,7 +116,7 @@ func Start(t testing.TB, o Options) *Env {
 		w = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(w, nil))
-	a, err := app.BuildOn(context.Background(), cfg, app.Deps{Now: clock.Now, Log: log}, st)
+	a, err := app.BuildOn(context.Background(), cfg, app.Deps{Now: clock.Now, Log: log, Metadata: o.Metadata}, st)
 	if err != nil {
 		t.Fatalf("build app: %v", err)
 	}

@@ -1,0 +1,114 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"testing"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools/wallets"
+)
+
+// Issue 35 item 7: a master key rotation end to end. Rows sealed under the old key are sealed
+// again under the new one by Reseal (admin reseal); a run stopped part way is carried on by
+// the next, a finished one leaves nothing to do, and afterwards the service starts and every
+// wallet key opens with the new key alone, unchanged.
+func TestResealMovesEveryRowToTheNewMasterKey(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			st := storetest.Open(t, dialect)
+			oldKey, newKey := masterKey(t), masterKey(t)
+			replica := func(masterKeys string) *apptest.Env {
+				return apptest.Start(t, apptest.Options{Store: st, Config: func(c *app.Config) { c.MasterKey, c.ServerSecret = masterKeys, sharedSecret }})
+			}
+			before := replica(oldKey) // the service key and 3 accounts' wallets under the old key
+			for _, e := range []string{"a@example.com", "b@example.com", "c@example.com"} {
+				before.Onboard(t, e)
+			}
+			plain := openAll(t, st, oldKey)
+
+			rotating := replica(newKey + "," + oldKey) // new rows under the new key, old rows still open
+			rotating.Onboard(t, "d@example.com")
+			newID := keyID(t, newKey)
+			if w, k, err := st.SealedElsewhere(context.Background(), newID); err != nil || w != 6 || k != 1 {
+				t.Fatalf("before the re-seal: %d wallets, %d service keys under the old key (%v); want 6 and 1", w, k, err)
+			}
+
+			// Stopped after 2 wallets (a crash, ^C): those 2 and the service key have moved.
+			ctx, cancel := context.WithCancel(context.Background())
+			n := 0
+			rep, err := rotating.App.Reseal(ctx, 2, func() {
+				if n++; n == 2 {
+					cancel()
+				}
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("a stopped re-seal: %+v %v", rep, err)
+			}
+			if w, k, _ := st.SealedElsewhere(context.Background(), newID); w != 4 || k != 0 {
+				t.Fatalf("after the stop: %d wallets, %d service keys under the old key; want 4 and 0", w, k)
+			}
+			// Run again: it carries on; once more: nothing left.
+			rep, err = rotating.App.Reseal(context.Background(), 2, nil)
+			if err != nil || rep.WalletsResealed != 4 || rep.ServiceKeysResealed != 0 || rep.LeftWallets != 0 || rep.LeftServiceKeys != 0 || rep.CurrentMasterKey != newID {
+				t.Fatalf("the re-seal run again: %+v %v", rep, err)
+			}
+			if rep, err = rotating.App.Reseal(context.Background(), 2, nil); err != nil || rep.WalletsResealed != 0 || rep.LeftWallets != 0 {
+				t.Fatalf("a third run: %+v %v", rep, err)
+			}
+
+			// The old key dropped: the service starts (its signing key opens) and every wallet
+			// key opens with the new key alone, the same keys as before.
+			after := replica(newKey)
+			after.Onboard(t, "e@example.com")
+			for id, p := range openAll(t, st, newKey) {
+				if old, ok := plain[id]; ok && !bytes.Equal(old, p) {
+					t.Fatalf("wallet %s opens to another key after the re-seal", id)
+				}
+			}
+		})
+	}
+}
+
+func masterKey(t *testing.T) string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func keyID(t *testing.T, k string) string {
+	raw, err := base64.StdEncoding.DecodeString(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wallets.KeyID(raw)
+}
+
+// openAll opens every wallet key of st with the one master key k, by wallet id.
+func openAll(t *testing.T, st *store.Store, k string) map[string][]byte {
+	t.Helper()
+	raw, _ := base64.StdEncoding.DecodeString(k)
+	sealer, err := wallets.NewSealer(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []*store.Wallet
+	if err := st.DB().NewSelect().Model(&ws).Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, w := range ws {
+		p, err := sealer.Open(w.SealedKey, w.MasterKeyID, []byte(w.Address))
+		if err != nil {
+			t.Fatalf("wallet %s (%s) with master key %s: %v", w.ID, w.MasterKeyID, keyID(t, k), err)
+		}
+		out[w.ID] = p
+	}
+	return out
+}

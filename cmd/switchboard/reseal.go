@@ -1,0 +1,21 @@
+package main
+
+import (
+	"context"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+)
+
+// resealCommand is `switchboard admin reseal`, the middle step of a master key rotation
+// (docs/operations.md, "Rotating the master key").
+var resealCommand = adminCommand{name: "reseal",
+	help: "seal every wallet key and service key that is under an older master key again under the current one (the first of SWITCHBOARD_MASTER_KEY), " +
+		"after SWITCHBOARD_MASTER_KEY=new,old is on every replica; resumable: run it again after any stop, it carries on, and once it reports leftWallets 0 " +
+		"and leftServiceKeys 0 the old key may be dropped",
+	run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
+		rep, err := a.Reseal(ctx, 500, nil)
+		if err != nil {
+			return nil, err
+		}
+		return rep, nil
+	}}

@@ -1,0 +1,55 @@
+package store
+
+import "context"
+
+// WalletsSealedElsewhere returns up to limit wallets sealed under a master key other than
+// current, ids after `after` in id order: the re-seal's next batch.
+func (s *Store) WalletsSealedElsewhere(ctx context.Context, current, after string, limit int) ([]*Wallet, error) {
+	var ws []*Wallet
+	err := s.db.NewSelect().Model(&ws).Where("master_key_id <> ? AND id > ?", current, after).
+		OrderExpr("id ASC").Limit(int64(limit)).Scan(ctx)
+	return ws, normalize(err)
+}
+
+// ResealWallet stores a wallet's key sealed again under master key `to`, if the row is still
+// sealed under `from`: a concurrent re-seal of the same row changes it once (false for the
+// other).
+func (s *Store) ResealWallet(ctx context.Context, id, from string, sealed []byte, to string) (bool, error) {
+	res, err := s.db.NewUpdate().Model((*Wallet)(nil)).Set("sealed_key = ?", sealed).Set("master_key_id = ?", to).
+		Where("id = ? AND master_key_id = ?", id, from).Exec(ctx)
+	if err != nil {
+		return false, normalize(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, normalize(err)
+}
+
+// ServiceKeysSealedElsewhere returns every service key (retired ones too) sealed under a
+// master key other than current.
+func (s *Store) ServiceKeysSealedElsewhere(ctx context.Context, current string) ([]*ServiceKey, error) {
+	var out []*ServiceKey
+	err := s.db.NewSelect().Model(&out).Where("master_key_id <> ?", current).OrderExpr("kid ASC").Scan(ctx)
+	return out, normalize(err)
+}
+
+// ResealServiceKey is ResealWallet for a service key.
+func (s *Store) ResealServiceKey(ctx context.Context, kid, from string, sealed []byte, to string) (bool, error) {
+	res, err := s.db.NewUpdate().Model((*ServiceKey)(nil)).Set("sealed_private = ?", sealed).Set("master_key_id = ?", to).
+		Where("kid = ? AND master_key_id = ?", kid, from).Exec(ctx)
+	if err != nil {
+		return false, normalize(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, normalize(err)
+}
+
+// SealedElsewhere counts the wallets and service keys still sealed under a master key other
+// than current.
+func (s *Store) SealedElsewhere(ctx context.Context, current string) (wallets, serviceKeys int, err error) {
+	w, err := s.db.NewSelect().Model((*Wallet)(nil)).Where("master_key_id <> ?", current).Count(ctx)
+	if err != nil {
+		return 0, 0, normalize(err)
+	}
+	k, err := s.db.NewSelect().Model((*ServiceKey)(nil)).Where("master_key_id <> ?", current).Count(ctx)
+	return int(w), int(k), normalize(err)
+}

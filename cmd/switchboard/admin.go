@@ -235,6 +235,8 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// Operator commands act on the database as it is: only serve and stdio list the demo partner.
+	cfg.DemoPartner = false
 	o.cfg = cfg
 	var a *app.App
 	if !c.noApp {

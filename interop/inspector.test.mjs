@@ -30,4 +30,5 @@ async function strictList(target, env = process.env) {
 test("inspector --strict over Streamable HTTP: no findings", () => strictList([server.url + "/mcp?toolsets=onboarding,agent,partner"]));
 
 test("inspector --strict over stdio: no findings", () =>
-  strictList(["--transport", "stdio", "--", bin, "stdio"], { ...baseEnv(server.dataDir), SWITCHBOARD_TOOLSETS: "onboarding,agent,partner" }));
+  // The Inspector hands the server only the environment named with -e (and a few defaults).
+  strictList(["-e", "SWITCHBOARD_TOOLSETS=onboarding,agent,partner", "--transport", "stdio", "--", bin, "stdio"], { ...baseEnv(server.dataDir) }));

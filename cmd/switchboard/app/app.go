@@ -211,9 +211,10 @@ func repeat(ctx context.Context, log *slog.Logger, every time.Duration, name str
 }
 
 // StdioServer is the MCP server for stdio: the same tools, acting with SWITCHBOARD_API_KEY
-// when a call carries no key (the HTTP server never does).
+// when a call carries no key (the HTTP server never does), listing SWITCHBOARD_TOOLSETS.
 func (a *App) StdioServer() *mcp.Server {
-	return mcpserver.New(a.Kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.Config.APIKey, Log: a.Log})
+	sets, _ := tools.ParseToolsets(a.Config.Toolsets) // checked by Config.Validate
+	return mcpserver.New(a.Kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.Config.APIKey, Toolsets: sets, Log: a.Log})
 }
 
 // Close releases the database and the Redis connection.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/portal"
+	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
@@ -56,6 +57,7 @@ type Config struct {
 	SessionMaxAge       string // portal sessions end this long after sign-in
 	OIDCProviders       string // label=...,issuer=...,client_id=...,client_secret=... entries separated by ;
 	APIKey              string
+	Toolsets            string // the toolsets `switchboard stdio` lists, comma-separated; empty: the key's default
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
 	LogLevel            string
@@ -123,6 +125,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_REPROBE_INTERVAL", flag: "reprobe-interval", usage: "how often serve probes each active intent again (negative-auth probe, plus a signed health call for idempotent categories; Go duration, jittered ±10%; 0 disables)", str: &c.ReprobeInterval},
 		{env: "SWITCHBOARD_REPROBE_FAILURES", flag: "reprobe-failures", usage: "re-probes in a row that may fail (timeouts, 5xx, unclear refusals) before an intent is deactivated as unhealthy", integer: &c.ReprobeFailures},
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
+		{env: "SWITCHBOARD_TOOLSETS", flag: "toolsets", usage: "the toolsets `switchboard stdio` lists (onboarding, agent, partner; comma-separated); empty: what the key may call, or onboarding and agent without a key (docs/mcp-hosts.md)", str: &c.Toolsets},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
 		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it", str: &c.Failpoint},
@@ -241,6 +244,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("SWITCHBOARD_FAILPOINT is for tests: unset it in production")
 	case !slices.Contains(Failpoints, c.Failpoint):
 		return fmt.Errorf("SWITCHBOARD_FAILPOINT=%q: want one of %v", c.Failpoint, Failpoints)
+	}
+	if _, e := tools.ParseToolsets(c.Toolsets); e != nil {
+		return fmt.Errorf("SWITCHBOARD_TOOLSETS=%q: %s", c.Toolsets, e.Message)
 	}
 	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
 		return fmt.Errorf("SWITCHBOARD_METRICS_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
+	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
@@ -490,7 +491,7 @@ func TestSweeperRefundsAbandonedReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := w.credit(t)
-	p := tools.KeyPrincipal(key)
+	p := keys.KeyPrincipal(key)
 	q, err := w.env.App.Billing.QuoteFor(ctx, p, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001")})
 	if err != nil {
 		t.Fatal(err)

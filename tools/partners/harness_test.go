@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
@@ -78,7 +79,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := tools.NewKernel(tools.NewAuthenticator(d), tools.NewRateLimiter(clk.Now), log, clk.Now, svc.Tools()...)
+	k, err := tools.NewKernel(keys.NewAuthenticator(d), tools.NewRateLimiter(clk.Now), nil, log, clk.Now, svc.Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/tokens/tokenstest"
 )
 
@@ -108,7 +109,7 @@ func withAccount(t testing.TB, st *store.Store) *tools.Caller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tools.Caller{Principal: tools.KeyPrincipal(key)}
+	return &tools.Caller{Principal: keys.KeyPrincipal(key)}
 }
 
 func (e *env) tool(name string) *tools.Tool {

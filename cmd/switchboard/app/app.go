@@ -351,8 +351,10 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	authn := tools.NewAuthenticator(d)
-	kernel, err := tools.NewKernel(authn, limiter, log, now, all...)
+	batcher, leases := settlement(cfg, st, log, billSvc, dispatchSvc, failpoint)
+	settled := settledHook(batcher, leases, log)
+	authn := keys.NewAuthenticator(d)
+	kernel, err := tools.NewKernel(authn, limiter, settled, log, now, all...)
 	if err != nil {
 		if rdb != nil {
 			rdb.Close()
@@ -365,7 +367,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		toolNames = append(toolNames, t.Name)
 	}
 	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
-	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
+	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, settled: settled, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
 		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: metadataClient, serverSecret: serverSecret, sealer: sealer})
 	if err != nil {
 		return nil, err
@@ -385,8 +387,6 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	handler = closeWhenDraining(handler, draining)
-	batcher, leases := settlement(cfg, st, log, billSvc, dispatchSvc, failpoint)
-	kernel.Settled = settledHook(batcher, leases, log)
 	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
@@ -468,7 +468,8 @@ type humanDeps struct {
 	cfg          Config
 	deps         tools.Deps
 	kernel       *tools.Kernel
-	authn        *tools.Authenticator
+	settled      tools.Settled // the kernel's: the charts read after the account's pending outcomes
+	authn        *keys.Authenticator
 	limiter      tools.Limiter // the kernel's: sign-in and registration limits are shared the same way
 	mailer       onboarding.Mailer
 	ob           *onboarding.Service
@@ -520,12 +521,7 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: ceiling,
 		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession, Limiter: d.limiter,
 		// The charts and call logs read like every reader: after the account's pending outcomes.
-		Usage: usage.NewService(usage.Config{Settled: func(ctx context.Context, accountID string) error {
-			if kernel.Settled == nil {
-				return nil
-			}
-			return kernel.Settled(ctx, accountID)
-		}, UserID: d.partnerSvc.UserID}, d.deps)}
+		Usage: usage.NewService(usage.Config{Settled: d.settled, UserID: d.partnerSvc.UserID}, d.deps)}
 	handler, err := portal.New(popts)
 	if err != nil {
 		return humanDoor{}, err

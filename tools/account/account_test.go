@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/account"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // account_get, called through the kernel with a key minted under another, answers the key's
@@ -24,7 +25,7 @@ func TestAccountGet(t *testing.T) {
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 		clock := func() time.Time { return now }
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-		d := tools.Deps{Store: s, Now: clock, Log: quiet}
+		d := service.Deps{Store: s, Now: clock, Log: quiet}
 		ks := keys.NewService(keys.Config{Env: "test", Defaults: keys.Limits{SpendMicro: 5_000_000, RatePerMinute: 60}}, d)
 		root, _ := ks.New("acct", "root", []string{"read", "invoke"}, keys.Limits{SpendMicro: 9_000_000, RatePerMinute: 100})
 		if err := s.CreateAccount(ctx, &store.Account{ID: "acct", Email: "who@example.com", CreatedAt: now}, nil, root); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tracing"
 )
 
@@ -76,7 +77,7 @@ type Service struct {
 }
 
 // NewService builds the billing service.
-func NewService(cfg Config, d tools.Deps) *Service {
+func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
 	if cfg.TierOf == nil {
 		cfg.TierOf = d.Store.TierOf

@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 func newService(st *store.Store, tweak ...func(*billing.Config)) *billing.Service {
@@ -18,7 +19,7 @@ func newService(st *store.Store, tweak ...func(*billing.Config)) *billing.Servic
 	for _, f := range tweak {
 		f(&cfg)
 	}
-	return billing.NewService(cfg, tools.Deps{Store: st})
+	return billing.NewService(cfg, service.Deps{Store: st})
 }
 
 func account(t *testing.T, st *store.Store, id string) *tools.Principal {

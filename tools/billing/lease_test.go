@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // clock is a settable clock for leases' deadlines.
@@ -41,7 +42,7 @@ func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig
 // newStoppedReplica is a replica whose batch writer does not run yet: what is queued waits.
 func newStoppedReplica(st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := billing.NewService(billing.DefaultConfig(), tools.Deps{Store: st, Now: c.now, Log: log})
+	svc := billing.NewService(billing.DefaultConfig(), service.Deps{Store: st, Now: c.now, Log: log})
 	b := st.NewBatcher(64, log)
 	return &replica{svc: svc, batch: b, leases: svc.UseLeases(b, cfg)}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/integrations"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // An integration is validated field by field, found by its slug, listed for its partner, and
@@ -22,7 +23,7 @@ func TestCreateFindList(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		svc := integrations.NewService(tools.Deps{Store: s})
+		svc := integrations.NewService(service.Deps{Store: s})
 		code := func(err error) (tools.Code, any) {
 			var te *tools.Error
 			if !errors.As(err, &te) {

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keyring"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -31,7 +32,7 @@ func TestRotation(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-		d := tools.Deps{Store: s, Now: func() time.Time { return now }}
+		d := service.Deps{Store: s, Now: func() time.Time { return now }}
 		sealer, err := wallets.NewSealer(bytes.Repeat([]byte{7}, 32))
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // Authenticator resolves a presented API key secret to the Principal it stands for (the
@@ -39,7 +40,7 @@ type cachedKey struct {
 }
 
 // NewAuthenticator builds an Authenticator on d's store.
-func NewAuthenticator(d tools.Deps) *Authenticator {
+func NewAuthenticator(d service.Deps) *Authenticator {
 	d = d.WithDefaults()
 	return &Authenticator{store: d.Store, now: d.Now, log: d.Log, cache: map[string]cachedKey{}, touched: map[string]time.Time{}}
 }

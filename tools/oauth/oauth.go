@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // Token prefixes: an access token is a bearer for /mcp; a refresh token is only ever sent to
@@ -58,7 +59,7 @@ type Service struct {
 }
 
 // New builds the service.
-func New(cfg Config, d tools.Deps) *Service {
+func New(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
 	if cfg.AccessTTL == 0 {
 		cfg.AccessTTL = time.Hour

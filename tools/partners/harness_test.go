@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // env is the partner tools behind the real kernel and both doors (REST and MCP over
@@ -74,7 +75,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		cfg.ProbeTimeout = 5 * time.Second
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := tools.Deps{Store: st, Now: clk.Now, Log: log}
+	d := service.Deps{Store: st, Now: clk.Now, Log: log}
 	svc, err := partners.NewService(cfg, d, out)
 	if err != nil {
 		t.Fatal(err)

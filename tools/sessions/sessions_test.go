@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 )
 
@@ -29,7 +30,7 @@ func TestSessionLifecycle(t *testing.T) {
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 		clock := func() time.Time { return now }
 		svc := sessions.NewService(sessions.Config{Idle: time.Hour, Absolute: 24 * time.Hour, Ceiling: keys.Limits{SpendMicro: 7, RatePerMinute: 9}},
-			tools.Deps{Store: s, Now: clock})
+			service.Deps{Store: s, Now: clock})
 		account(t, s, "a")
 		account(t, s, "b")
 

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 func connect(t *testing.T, e *env, c *tools.Caller, address, label string) ConnectOutput {
@@ -233,7 +234,7 @@ func TestToolsThroughTheKernel(t *testing.T) {
 	e := newEnv(t, st)
 	withAccount(t, st)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	k, err := tools.NewKernel(keys.NewAuthenticator(tools.Deps{Store: st, Now: time.Now, Log: log}), tools.NewRateLimiter(time.Now), nil, log, time.Now, e.s.Tools()...)
+	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: time.Now, Log: log}), tools.NewRateLimiter(time.Now), nil, log, time.Now, e.s.Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/usage"
 )
 
@@ -62,7 +63,7 @@ func TestSpendAndCallLogs(t *testing.T) {
 		svc := usage.NewService(usage.Config{
 			Settled: func(_ context.Context, accountID string) error { settled = append(settled, accountID); return nil },
 			UserID:  func(accountID, partnerID string) string { return "pseudo-" + accountID + "-" + partnerID },
-		}, tools.Deps{Store: s, Now: func() time.Time { return now }})
+		}, service.Deps{Store: s, Now: func() time.Time { return now }})
 		caller := &tools.Principal{AccountID: "caller", Method: tools.AuthSession}
 		partner := &tools.Principal{AccountID: "partner", Method: tools.AuthSession}
 

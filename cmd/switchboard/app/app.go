@@ -47,6 +47,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/usage"
@@ -257,7 +258,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if now == nil {
 		now = time.Now
 	}
-	d := tools.Deps{Store: st, Now: now, Log: log} // what every service shares
+	d := service.Deps{Store: st, Now: now, Log: log} // what every service shares
 	applied, err := st.Migrate(ctx)
 	if err != nil {
 		return nil, err
@@ -436,7 +437,7 @@ func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (out *o
 
 // newPartners builds the partner intents' service; its notices (an intent deactivated by
 // its re-probes) go to the owner by e-mail when a mailer is configured.
-func newPartners(cfg Config, d tools.Deps, mailer onboarding.Mailer, out *outbound.Client, pseudonyms []byte) (*partners.Service, error) {
+func newPartners(cfg Config, d service.Deps, mailer onboarding.Mailer, out *outbound.Client, pseudonyms []byte) (*partners.Service, error) {
 	var notify func(ctx context.Context, accountID, subject, text string) error
 	if mailer != nil {
 		notify = func(ctx context.Context, accountID, subject, text string) error {
@@ -453,7 +454,7 @@ func newPartners(cfg Config, d tools.Deps, mailer onboarding.Mailer, out *outbou
 
 // newDispatch builds invoke_partner_message's service with its journal of write outcomes in
 // the data directory (kept until the database has them).
-func newDispatch(cfg Config, d tools.Deps, dc dispatch.Config, out *outbound.Client, bill *billing.Service, tok *tokens.Service) (*dispatch.Service, error) {
+func newDispatch(cfg Config, d service.Deps, dc dispatch.Config, out *outbound.Client, bill *billing.Service, tok *tokens.Service) (*dispatch.Service, error) {
 	svc := dispatch.NewService(dc, d, out, bill, tok)
 	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
 	if err != nil {
@@ -466,7 +467,7 @@ func newDispatch(cfg Config, d tools.Deps, dc dispatch.Config, out *outbound.Cli
 // humanDeps is what the portal and the authorization server are built from.
 type humanDeps struct {
 	cfg          Config
-	deps         tools.Deps
+	deps         service.Deps
 	kernel       *tools.Kernel
 	settled      tools.Settled // the kernel's: the charts read after the account's pending outcomes
 	authn        *keys.Authenticator
@@ -766,7 +767,7 @@ func derive(serverSecret []byte, purpose string) []byte {
 }
 
 // flatFee connects the flat-fee network when one is configured.
-func flatFee(ctx context.Context, cfg Config, d tools.Deps,
+func flatFee(ctx context.Context, cfg Config, d service.Deps,
 	walletKey func(context.Context, string) ([]byte, string, error)) (*payments.Service, error) {
 	f := cfg.FlatFee
 	if f.RPCURL == "" {

@@ -278,26 +278,4 @@ func retryable(err error) bool {
 func IsUnavailable(err error) bool { return dberr.IsUnavailable(err) }
 
 // normalize maps driver errors onto the store's sentinels, keeping the original wrapped.
-func normalize(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
-		return err
-	}
-	if IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	}
-	var pgErr pgdriver.Error
-	if errors.As(err, &pgErr) && pgErr.Field('C') == "23505" {
-		return fmt.Errorf("%w: %w", ErrConflict, err)
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return fmt.Errorf("%w: %w", ErrConflict, err)
-		}
-	}
-	return err
-}
+func normalize(err error) error { return dberr.Normalize(err) }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -63,4 +64,30 @@ func IsUnavailable(err error) bool {
 		}
 	}
 	return false
+}
+
+// Normalize maps driver errors onto the sentinels, keeping the original wrapped: a database
+// that cannot answer is ErrUnavailable, no rows ErrNotFound, a unique violation ErrConflict.
+func Normalize(err error) error {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	if IsUnavailable(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) && pgErr.Field('C') == "23505" {
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		switch liteErr.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		}
+	}
+	return err
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -298,7 +299,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			}
 			var stl *billing.Settlement // odd calls fail and are refunded
 			if i%2 == 0 {
-				stl = &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: store.PartnerPayable("p", "evm:0xabc")}
+				stl = &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: ledger.PartnerPayable("p", "evm:0xabc")}
 			}
 			c := billing.Conclusion{Settlement: stl, Reason: "partner failed"}
 			if !h.ConcludeOnLease(ctx, c, h.At(), callRow(p, fmt.Sprintf("o%d", i), q, c), func(err error) {

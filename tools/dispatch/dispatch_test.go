@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -175,7 +176,7 @@ func (w *world) settledStore(t testing.TB) *store.Store {
 
 func (w *world) ledgerOK(t *testing.T) {
 	t.Helper()
-	if err := w.settledStore(t).LedgerCheck(context.Background()); err != nil {
+	if err := ledger.Check(context.Background(), w.settledStore(t)); err != nil {
 		t.Fatalf("ledger invariant: %v", err)
 	}
 }

@@ -25,17 +25,21 @@ async function connect(transport) {
   return client;
 }
 
+// Each door with or without the key, and optionally the toolsets the host chooses (?toolsets=
+// over HTTP, SWITCHBOARD_TOOLSETS over stdio).
 const doors = {
-  http: (withKey) =>
-    new StreamableHTTPClientTransport(new URL(server.url + "/mcp"), withKey ? { requestInit: { headers: { "x-api-key": key } } } : {}),
-  stdio: (withKey) =>
+  http: (withKey, toolsets = "") =>
+    new StreamableHTTPClientTransport(new URL(server.url + "/mcp" + (toolsets ? `?toolsets=${toolsets}` : "")), withKey ? { requestInit: { headers: { "x-api-key": key } } } : {}),
+  stdio: (withKey, toolsets = "") =>
     new StdioClientTransport({
       command: bin,
       args: ["stdio"],
-      env: { ...baseEnv(server.dataDir), SWITCHBOARD_API_KEY: withKey ? key : "" },
+      env: { ...baseEnv(server.dataDir), SWITCHBOARD_API_KEY: withKey ? key : "", SWITCHBOARD_TOOLSETS: toolsets },
       stderr: "ignore",
     }),
 };
+
+const every = "onboarding,agent,partner";
 
 function errorOf(result) {
   assert.equal(result.isError, true, `expected an error result, got ${JSON.stringify(result)}`);
@@ -43,8 +47,25 @@ function errorOf(result) {
 }
 
 for (const [door, transport] of Object.entries(doors)) {
+  test(`${door}: a host is shown what it may call, and chooses toolsets`, async () => {
+    const names = async (withKey, toolsets) => {
+      const client = await connect(transport(withKey, toolsets));
+      try {
+        return (await client.listTools()).tools.map((t) => t.name);
+      } finally {
+        await client.close();
+      }
+    };
+    const keyless = await names(false);
+    assert.ok(keyless.includes("agent_signup") && keyless.includes("account_get"), `keyless: ${keyless}`);
+    assert.ok(!keyless.some((n) => n.startsWith("partner_")), `keyless lists partner tools unasked: ${keyless}`);
+    const keyed = await names(true); // every scope: agent and partner, no onboarding
+    assert.ok(keyed.includes("partner_publish_intent") && !keyed.includes("agent_signup"), `keyed: ${keyed}`);
+    assert.deepEqual((await names(true, "onboarding")).sort(), ["agent_signup", "agent_verify"]);
+  });
+
   test(`${door}: every tool lists, and every schema compiles with Ajv (draft 2020-12, strict)`, async () => {
-    const client = await connect(transport(false));
+    const client = await connect(transport(false, every));
     try {
       const { tools } = await client.listTools();
       assert.ok(tools.length >= 20, `only ${tools.length} tools`);

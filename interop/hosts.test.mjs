@@ -11,10 +11,11 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { bin, baseEnv, onboard, startServer } from "./harness.mjs";
 
 const page = readFileSync(join(import.meta.dirname, "..", "docs", "mcp-hosts.md"), "utf8");
-const snippets = [...page.matchAll(/<!-- host: ([a-z-]+) (http|stdio) -->\n```json\n([\s\S]*?)```/g)].map((m) => ({
+const snippets = [...page.matchAll(/<!-- host: ([a-z-]+) (http|stdio)(?: toolsets=([a-z,]+))? -->\n```json\n([\s\S]*?)```/g)].map((m) => ({
   host: m[1],
   transport: m[2],
-  config: JSON.parse(m[3]),
+  toolsets: m[3],
+  config: JSON.parse(m[4]),
 }));
 
 // What each host's format requires of one server entry, and where the entries live.
@@ -33,10 +34,10 @@ before(async () => {
 after(() => server?.stop());
 
 test("docs/mcp-hosts.md has a snippet for every host and transport it promises", () => {
-  const have = snippets.map((s) => `${s.host} ${s.transport}`).sort();
+  const have = snippets.map((s) => `${s.host} ${s.transport}${s.toolsets ? ` toolsets=${s.toolsets}` : ""}`).sort();
   assert.deepEqual(have, [
-    "claude-code http", "claude-code stdio", "claude-desktop stdio",
-    "cursor http", "cursor stdio", "vscode http", "vscode stdio",
+    "claude-code http", "claude-code http toolsets=agent", "claude-code stdio", "claude-desktop stdio", "claude-desktop stdio toolsets=agent",
+    "cursor http", "cursor http toolsets=agent", "cursor stdio", "vscode http", "vscode stdio",
   ]);
 });
 
@@ -50,8 +51,8 @@ function resolve(value) {
     .replace("/path/to/switchboard-data", server.dataDir);
 }
 
-for (const { host, transport, config } of snippets) {
-  test(`${host} over ${transport}: the snippet is valid for the host and connects`, async () => {
+for (const { host, transport, toolsets, config } of snippets) {
+  test(`${host} over ${transport}${toolsets ? ` (toolsets ${toolsets})` : ""}: the snippet is valid for the host and connects`, async () => {
     const format = formats[host];
     assert.ok(format?.[transport], `no known ${transport} format for ${host}`);
     const entries = config[format.list];
@@ -76,6 +77,12 @@ for (const { host, transport, config } of snippets) {
     const client = new Client({ name: `${host}-snippet`, version: "1.0.0" });
     await client.connect(t);
     try {
+      if (toolsets === "agent") {
+        // The agent toolset: no onboarding, no publishing tools.
+        const names = (await client.listTools()).tools.map((t) => t.name);
+        assert.ok(names.includes("account_get") && names.includes("invoke_partner_message"), `${names}`);
+        assert.ok(!names.some((n) => n.startsWith("agent_") || n.startsWith("partner_")), `listed outside the agent toolset: ${names}`);
+      }
       const res = await client.callTool({ name: "account_get", arguments: {} });
       assert.equal(res.isError, undefined, JSON.stringify(res));
       assert.equal(res.structuredContent.userId, account.userId);

@@ -26,7 +26,9 @@ async function strictList(target, env = process.env) {
   assert.ok(tools.length >= 20, r.stdout);
 }
 
-test("inspector --strict over Streamable HTTP: no findings", () => strictList([server.url + "/mcp"]));
+// Every toolset, so every tool is checked (a keyless host is shown onboarding and agent).
+test("inspector --strict over Streamable HTTP: no findings", () => strictList([server.url + "/mcp?toolsets=onboarding,agent,partner"]));
 
 test("inspector --strict over stdio: no findings", () =>
-  strictList(["--transport", "stdio", "--", bin, "stdio"], { ...baseEnv(server.dataDir) }));
+  // The Inspector hands the server only the environment named with -e (and a few defaults).
+  strictList(["-e", "SWITCHBOARD_TOOLSETS=onboarding,agent,partner", "--transport", "stdio", "--", bin, "stdio"], { ...baseEnv(server.dataDir) }));

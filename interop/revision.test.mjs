@@ -58,7 +58,7 @@ test("2026-07-28: server/discover, tools/list with ttlMs, cacheScope and icons",
   const r = await run(["-revision", "2026-07-28"]);
   assert.equal(r.protocolVersion, "2026-07-28");
   assert.equal(r.ttlMs, 300000);
-  assert.equal(r.cacheScope, "public");
+  assert.equal(r.cacheScope, "private", "a keyed list is the caller's own (its scopes choose the tools)");
   assert.ok(r.tools >= 10, `${r.tools} tools`);
   assert.equal(r.toolsWithIcons, r.tools);
 });

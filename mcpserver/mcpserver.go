@@ -23,7 +23,10 @@ type Options struct {
 	// caller never acts with the operator's key.
 	Stdio  bool
 	APIKey string
-	Log    *slog.Logger
+	// Toolsets is the stdio host's choice of toolsets (SWITCHBOARD_TOOLSETS); over HTTP the
+	// host chooses per request (X-MCP-Toolsets, or ?toolsets= in the URL).
+	Toolsets []tools.Toolset
+	Log      *slog.Logger
 }
 
 // stdioKeyHelp is how a key reaches the stdio door; the kernel puts it in UNAUTHENTICATED.
@@ -41,6 +44,7 @@ func New(k *tools.Kernel, opts Options) *mcp.Server {
 	for _, t := range k.Tools() {
 		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio))
 	}
+	srv.AddReceivingMiddleware(listFilter(k, key, opts.Toolsets))
 	return srv
 }
 
@@ -53,9 +57,10 @@ const (
 )
 
 // ListTTL is how long a host may keep server/discover and tools/list (MCP 2026-07-28
-// caching): the list is the same for every caller (cacheScope public) and changes only with
-// a release, so a host refetches it at most every five minutes and sees a new release's
-// tools within five minutes of its rollout.
+// caching): a list changes only with a release (or the key's scopes), so a host refetches it
+// at most every five minutes and sees a new release's tools within five minutes of its
+// rollout. The keyless default list is the same for everyone (cacheScope public); a list
+// chosen by a key or by toolsets is the caller's own (private, set by listFilter).
 const ListTTL = 5 * time.Minute
 
 func cacheable(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
@@ -186,9 +191,10 @@ func withPayment(args json.RawMessage, pp any) json.RawMessage {
 	return out
 }
 
-// HTTPHandler serves srv over stateless Streamable HTTP with JSON responses. Bodies reach the
-// go-sdk as sent: serve it behind a check of CheckMessage (the app's front does this).
+// HTTPHandler serves srv over stateless Streamable HTTP with JSON responses, taking the
+// host's toolsets from X-MCP-Toolsets or ?toolsets=. Bodies reach the go-sdk as sent: serve
+// it behind a check of CheckMessage (the app's front does this).
 func HTTPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})
+	return withToolsets(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log}))
 }

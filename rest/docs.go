@@ -37,7 +37,7 @@ func llmsTxt(o Docs) string {
 		fmt.Fprintf(&b, "3. Each client address has 5 guesses at a code (then 429 until the code expires); wrong guesses never void it, and signing up again while it is valid re-sends the same code. Verifying again later recovers the same account with a new key.\n\n")
 		fmt.Fprintf(&b, "Without an inbox you can read, do not retry signup: ask a human for a key (they can get one with the same two calls from their own inbox) and use the key they paste to you.\n")
 	} else {
-		fmt.Fprintf(&b, "None: this deployment has no self-service onboarding. Do not retry signup: ask a human (the operator) for an API key and use the key they paste to you.\n")
+		fmt.Fprintf(&b, "None: e-mail onboarding is off on this deployment (sign-up by e-mail answers 404). Do not retry signup: ask a human (the operator) for an API key (they issue one with `switchboard admin key issue`) and use the key they paste to you.\n")
 	}
 	fmt.Fprintf(&b, "\n## With a key\n\n")
 	fmt.Fprintf(&b, "- `api_key_create` (POST /v1/keys), `api_key_list` (GET /v1/keys), `api_key_revoke` (DELETE /v1/keys/{key_id}), `account_get` (GET /v1/account).\n")

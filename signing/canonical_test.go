@@ -280,7 +280,7 @@ func TestCanonicalMatchesNode(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("node is not installed; CI must run the cross-language check (.ci/run installs nodejs)")
+			t.Fatal("node is not installed; CI must run the cross-language check (scripts/test installs nodejs)")
 		}
 		t.Skip("node not installed")
 	}

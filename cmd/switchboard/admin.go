@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -183,7 +182,7 @@ func adminUsage() string {
 	b.WriteString("usage: switchboard admin <command> [flags] [args]\n\n" +
 		"Operator commands on the configured database (SWITCHBOARD_DATABASE_URL, SWITCHBOARD_ENV, ...).\n" +
 		"Partner publishing is live on the test environment; production listings are inserted here.\n\ncommands:\n")
-	for _, c := range adminCommands {
+	for _, c := range allAdminCommands() {
 		fmt.Fprintf(&b, "  %s\n      %s\n", c.synopsis(), c.help)
 	}
 	b.WriteString("\nEach prints its result as JSON. 'switchboard admin <command> --help' shows its flags and the service\n" +
@@ -208,12 +207,11 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 		}
 		return nil
 	}
-	i := slices.IndexFunc(adminCommands, func(c adminCommand) bool { return c.name == args[0] })
-	if i < 0 {
+	c, rest, ok := findAdminCommand(args)
+	if !ok {
 		fmt.Fprint(stderr, adminUsage())
 		return fmt.Errorf("unknown admin command %q", args[0])
 	}
-	c := adminCommands[i]
 	o := &adminOptions{stdin: stdin}
 	fs := flag.NewFlagSet("switchboard admin "+c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -225,7 +223,7 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 	if c.flags != nil {
 		c.flags(fs, o)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -238,6 +236,8 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// Operator commands act on the database as it is: only serve and stdio list the demo partner.
+	cfg.DemoPartner = false
 	o.cfg = cfg
 	var a *app.App
 	if !c.noApp {
@@ -251,6 +251,9 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 	out, err := c.run(ctx, a, o, fs.Args())
 	if err != nil {
 		return err
+	}
+	if s, ok := out.(shownOnce); ok {
+		return s.print(stdout, stderr)
 	}
 	return printJSON(stdout, out)
 }

@@ -312,7 +312,7 @@ func TestAdminCommandsHaveHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"admin", "help"}, &list, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range adminCommands {
+	for _, c := range allAdminCommands() {
 		if !strings.Contains(errOut.String(), c.synopsis()) {
 			t.Errorf("admin help does not list %q", c.synopsis())
 		}

@@ -43,7 +43,7 @@ commands:
   serve     run the HTTP service (MCP at /mcp, REST at /v1)
   stdio     serve MCP over stdin/stdout with SWITCHBOARD_API_KEY (for desktop MCP hosts)
   migrate   apply database migrations and exit
-  admin     operator commands: insert production listings, set verification status ('switchboard admin help')
+  admin     operator commands: accounts and keys, production listings, credit ('switchboard admin help')
   tokens    'switchboard tokens refresh': pull the public token lists (CoinGecko, Jupiter verified) into the database
   partner   'switchboard partner check URL': run the verification battery against your endpoint before publishing
   verify-receipt -base-url URL | -key-file PEM < receipt.json
@@ -189,7 +189,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 			go a.RunPayouts(ctx, every)
 		}
 	}
-	log.Info("switchboard serving", "addr", cfg.Addr, "metrics_addr", cfg.MetricsAddr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
+	log.Info("switchboard serving", "addr", cfg.Addr, "data_dir", cfg.DataDir, "metrics_addr", cfg.MetricsAddr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
 	select {
 	case err := <-errc:
 		return err

@@ -126,12 +126,50 @@ func TestNestingCostsBoundedMemory(t *testing.T) {
 	guard := guardMemory(t, s.cmd.Process.Pid, 1<<20)
 
 	client := &http.Client{Timeout: 5 * time.Second}
+	// fourAtATime posts body to path four times at once and checks each answer is a 4xx within
+	// a second saying says (and a JSON-RPC parse error on /mcp), then that the server's peak
+	// RSS stayed under peakMax above idle.
+	fourAtATime := func(what, path string, body []byte, says string) {
+		guard.resetPeak()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				req, _ := http.NewRequest("POST", s.url+path, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				start := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Errorf("%s: %v", what, err)
+					return
+				}
+				answer, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if took := time.Since(start); took > time.Second {
+					t.Errorf("%s: answered after %v; want under a second", what, took)
+				}
+				if resp.StatusCode < 400 || resp.StatusCode > 499 || !strings.Contains(string(answer), says) {
+					t.Errorf("%s: HTTP %d %.200s; want a 4xx saying %q", what, resp.StatusCode, answer, says)
+				}
+				if path == "/mcp" && !strings.Contains(string(answer), `"code":-32700`) {
+					t.Errorf("%s: %.200s; want a JSON-RPC parse error (-32700)", what, answer)
+				}
+			})
+		}
+		wg.Wait()
+		peak := guard.peak()
+		t.Logf("%s (%d bytes), 4 at a time: peak RSS %.1f MB above idle", what, len(body), float64(peak)/1024)
+		if peak > peakMax {
+			t.Errorf("%s: peak RSS %d kB above idle; want under %d", what, peak, peakMax)
+		}
+	}
+
 	shapes := []struct{ name, open, close string }{{"arrays", "[", "]"}, {"objects", `{"a":`, "}"}}
-	doors := []struct{ name, path, limitSays string }{
-		{"REST signup", "/v1/agents/signup", "nested deeper than 64 levels"},
-		{"REST verify", "/v1/agents/verify", "nested deeper than 64 levels"},
-		{"MCP", "/mcp", "nested deeper than 64 levels"},
-		{"OAuth registration", "/oauth/register", "nested deeper than 64 levels"},
+	doors := []struct{ name, path string }{
+		{"REST signup", "/v1/agents/signup"},
+		{"REST verify", "/v1/agents/verify"},
+		{"MCP", "/mcp"},
+		{"OAuth registration", "/oauth/register"},
 	}
 	for _, door := range doors {
 		for _, shape := range shapes {
@@ -139,39 +177,8 @@ func TestNestingCostsBoundedMemory(t *testing.T) {
 				continue // registrations are limited to 20 a minute per address
 			}
 			for _, depth := range nestingDepths {
-				body := nestedBody(shape.open, shape.close, depth)
-				guard.resetPeak()
-				var wg sync.WaitGroup
-				for range 4 {
-					wg.Go(func() {
-						req, _ := http.NewRequest("POST", s.url+door.path, bytes.NewReader(body))
-						req.Header.Set("Content-Type", "application/json")
-						req.Header.Set("Accept", "application/json, text/event-stream")
-						start := time.Now()
-						resp, err := client.Do(req)
-						if err != nil {
-							t.Errorf("%s, %s × %d: %v", door.name, shape.name, depth, err)
-							return
-						}
-						answer, _ := io.ReadAll(resp.Body)
-						resp.Body.Close()
-						if took := time.Since(start); took > time.Second {
-							t.Errorf("%s, %s × %d: answered after %v; want under a second", door.name, shape.name, depth, took)
-						}
-						if resp.StatusCode < 400 || resp.StatusCode > 499 || !strings.Contains(string(answer), door.limitSays) {
-							t.Errorf("%s, %s × %d: HTTP %d %.200s; want a 4xx saying %q", door.name, shape.name, depth, resp.StatusCode, answer, door.limitSays)
-						}
-						if door.path == "/mcp" && !strings.Contains(string(answer), `"code":-32700`) {
-							t.Errorf("MCP, %s × %d: %.200s; want a JSON-RPC parse error (-32700)", shape.name, depth, answer)
-						}
-					})
-				}
-				wg.Wait()
-				peak := guard.peak()
-				t.Logf("%s, %s nested %d deep (%d bytes), 4 at a time: peak RSS %.1f MB above idle", door.name, shape.name, depth, len(body), float64(peak)/1024)
-				if peak > peakMax {
-					t.Errorf("%s, %s × %d: peak RSS %d kB above idle; want under %d", door.name, shape.name, depth, peak, peakMax)
-				}
+				fourAtATime(fmt.Sprintf("%s, %s nested %d deep", door.name, shape.name, depth), door.path,
+					nestedBody(shape.open, shape.close, depth), "nested deeper than 64 levels")
 			}
 		}
 	}
@@ -188,31 +195,7 @@ func TestNestingCostsBoundedMemory(t *testing.T) {
 			if door.path == "/mcp" {
 				body = append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agent_signup","arguments":`), body...), "}}"...)
 			}
-			guard.resetPeak()
-			var wg sync.WaitGroup
-			for range 4 {
-				wg.Go(func() {
-					req, _ := http.NewRequest("POST", s.url+door.path, bytes.NewReader(body))
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Accept", "application/json, text/event-stream")
-					resp, err := client.Do(req)
-					if err != nil {
-						t.Errorf("%s, %s: %v", door.name, name, err)
-						return
-					}
-					answer, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 400 || !strings.Contains(string(answer), "more than 50000 items") {
-						t.Errorf("%s, %s: HTTP %d %.200s; want 400 naming the limit of 50000 items", door.name, name, resp.StatusCode, answer)
-					}
-				})
-			}
-			wg.Wait()
-			peak := guard.peak()
-			t.Logf("%s, 1 MiB of %s, 4 at a time: peak RSS %.1f MB above idle", door.name, name, float64(peak)/1024)
-			if peak > peakMax {
-				t.Errorf("%s, %s: peak RSS %d kB above idle; want under %d", door.name, name, peak, peakMax)
-			}
+			fourAtATime(fmt.Sprintf("%s, 1 MiB of %s", door.name, name), door.path, body, "more than 50000 items")
 		}
 	}
 

@@ -103,9 +103,10 @@ type Schema json.RawMessage
 // MarshalJSON writes the schema as stored.
 func (s Schema) MarshalJSON() ([]byte, error) { return s, nil }
 
-// JSONSchema: a JSON Schema object.
+// JSONSchema: an object (the schema as published; its keywords need no schema of their own
+// to be read).
 func (Schema) JSONSchema() *invopop.Schema {
-	return tools.SchemaDocument("the JSON Schema of the args it takes")
+	return tools.OpenObject("the JSON Schema of the args it takes")
 }
 
 // Fee is what an intent charges per call.

@@ -197,6 +197,21 @@ func (JSONDoc) JSONSchema() *jsonschema.Schema {
 	return tools.SchemaDocument("a JSON Schema (draft 2020-12 unless it declares $schema), inline only: no external $ref")
 }
 
+// Published is a document as an intent row returns it (parametersSchema, outputSchema,
+// pricingShape): the partner's own, byte for byte. Its schema is an open object: the
+// keywords are typed where the document is taken (the publish tools' input), and seven
+// partner tools return the row, so every byte here is paid seven times in tools/list.
+type Published JSONDoc
+
+// MarshalJSON writes the document, or null when absent.
+func (d Published) MarshalJSON() ([]byte, error) { return JSONDoc(d).MarshalJSON() }
+
+// UnmarshalJSON keeps the bytes; null becomes absent.
+func (d *Published) UnmarshalJSON(b []byte) error { return (*JSONDoc)(d).UnmarshalJSON(b) }
+
+// JSONSchema describes any object.
+func (Published) JSONSchema() *jsonschema.Schema { return tools.OpenObject("") }
+
 // ArgsDoc is a tool-call args object.
 type ArgsDoc json.RawMessage
 
@@ -284,13 +299,13 @@ type Intent struct {
 	BindingType        string            `json:"bindingType"`
 	ToolEndpoint       string            `json:"toolEndpoint"`
 	TimeoutMs          int               `json:"timeoutMs"`
-	ParametersSchema   SchemaDoc         `json:"parametersSchema"`
-	OutputSchema       SchemaDoc         `json:"outputSchema" jsonschema:"nullable"`
+	ParametersSchema   Published         `json:"parametersSchema" jsonschema_description:"the args' JSON Schema, as published"`
+	OutputSchema       Published         `json:"outputSchema" jsonschema:"nullable" jsonschema_description:"the result's JSON Schema, as published"`
 	FeeRate            Decimal           `json:"feeRate"`
 	FeeRateUnit        string            `json:"feeRateUnit"`
 	PayoutAddresses    map[string]string `json:"payoutAddresses" jsonschema:"nullable"`
 	Tier               string            `json:"tier"`
-	PricingShape       PricingShape      `json:"pricingShape" jsonschema:"nullable"`
+	PricingShape       Published         `json:"pricingShape" jsonschema:"nullable" jsonschema_description:"a delegation intent's pricing, as published"`
 	SampleQueries      []string          `json:"sampleQueries"`
 	OwnerID            string            `json:"ownerId"`
 	PartnerID          string            `json:"partnerId"`
@@ -316,7 +331,7 @@ func IntentOf(r *store.PartnerIntent) Intent {
 	in := Intent{
 		ID: r.ID, PublicIdentifier: r.PublicIdentifier, Name: r.Name, Description: r.Description,
 		Category: r.Category, Capabilities: r.Capabilities, BindingType: r.BindingType,
-		ToolEndpoint: r.ToolEndpoint, TimeoutMs: r.TimeoutMs, ParametersSchema: SchemaDoc(r.ParametersSchema),
+		ToolEndpoint: r.ToolEndpoint, TimeoutMs: r.TimeoutMs, ParametersSchema: Published(r.ParametersSchema),
 		FeeRateUnit: r.FeeRateUnit, PayoutAddresses: r.PayoutAddresses, Tier: r.Tier,
 		SampleQueries: r.SampleQueries, OwnerID: r.OwnerID, PartnerID: r.PartnerID, IsActive: r.IsActive,
 		IsCoreIntent: r.IsCoreIntent, VerificationStatus: r.VerificationStatus,
@@ -334,10 +349,10 @@ func IntentOf(r *store.PartnerIntent) Intent {
 		in.SampleQueries = []string{}
 	}
 	if r.OutputSchema != nil {
-		in.OutputSchema = SchemaDoc(*r.OutputSchema)
+		in.OutputSchema = Published(*r.OutputSchema)
 	}
 	if r.PricingShape != nil {
-		in.PricingShape = PricingShape(*r.PricingShape)
+		in.PricingShape = Published(*r.PricingShape)
 	}
 	if len(in.PayoutAddresses) == 0 {
 		in.PayoutAddresses = nil

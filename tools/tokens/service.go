@@ -171,8 +171,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Title: "Resolve a token",
 			Description: "Find a token by ticker (\"USDC\"), name (\"wrapped ether\"), contract address or Solana mint, optionally " +
 				"on one chain; natural text such as \"usdc on base\" works too. Chains: ethereum, arbitrum, base, polygon, optimism, " +
-				"avalanche, bsc, solana (aliases eth, arb, matic, op, avax, bnb, sol). Returns {status:\"OK\", tokens:[...]} with " +
-				"ticker, name, address, chain, chainId, decimals, marketDataId (CoinGecko id) and isSpam, most trusted first. An " +
+				"avalanche, bsc, solana (aliases eth, arb, matic, op, avax, bnb, sol). Matches come most trusted first. An " +
 				"ambiguous ticker returns every match (e.g. USDC and bridged USDC.e on arbitrum): pick from context or ask. An " +
 				"unknown token returns an empty list. Spam-flagged tokens are shown with isSpam true and spamReason; never " +
 				"swap, bridge or send them. Unknown EVM addresses are read on chain; unknown Solana mints at Jupiter.",
@@ -183,8 +182,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Name:  "get_price",
 			Title: "Get a token's USD price",
 			Description: "Current USD price of a token given by ticker, name or address, optionally on a chain (same query " +
-				"forms as resolve_token). Returns {status:\"OK\", ticker, priceUsd (exact decimal string), source (coingecko, " +
-				"defillama or jupiter), fetchedAt (ISO 8601 UTC), token}. Providers are tried in order (Solana tokens: Jupiter, " +
+				"forms as resolve_token), as an exact decimal string. Providers are tried in order (Solana tokens: Jupiter, " +
 				"CoinGecko, DefiLlama; others: CoinGecko, DefiLlama) and a price older than the configured maximum age is never " +
 				"used. When no provider gives a usable price the call fails with UNAVAILABLE and details.providers lists each " +
 				"provider's reason: there is no number in that answer; say you cannot quote and retry later.",
@@ -196,11 +194,9 @@ func (s *Service) Tools() []*tools.Tool {
 			Title: "Get wallet balances",
 			Description: "Balances of the calling account's wallets: the primary embedded wallets (EVM and Solana) and any " +
 				"connected watch-only wallets, on ethereum, arbitrum, base, polygon, optimism, avalanche, bsc and solana " +
-				"(optional chains filter). Each row: ticker, chain, amount (exact decimal string), amountUsd, wallet, walletType " +
-				"(primary or connected). totalUsd sums the priced rows. Zero balances and spam tokens are left out (spamHidden " +
-				"counts them). status is OK when every chain answered and every token was priced; PARTIAL when some did not: " +
-				"failures names each chain (or token) that could not be read and why, unpriced lists tokens shown without a USD " +
-				"value, and totalUsd then covers only what is shown.",
+				"(optional chains filter), with USD values. Zero balances and spam tokens are left out (spamHidden counts them). " +
+				"status PARTIAL means a chain or token could not be read or priced (failures and unpriced say which and why); " +
+				"totalUsd then covers only what is shown.",
 			Access:      tools.RequireScope(tools.ScopeRead),
 			Annotations: readOnly,
 		}, s.balancesTool),

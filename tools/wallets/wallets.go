@@ -163,7 +163,7 @@ func (s *Sealer) Seal(plaintext, aad []byte) (sealed []byte, keyID string) {
 func (s *Sealer) Open(sealed []byte, keyID string, aad []byte) ([]byte, error) {
 	aead, ok := s.aeads[keyID]
 	if !ok {
-		return nil, fmt.Errorf("master key %s is not configured", keyID)
+		return nil, &UnknownKeyError{KeyID: keyID}
 	}
 	if len(sealed) < aead.NonceSize() {
 		return nil, errors.New("sealed key too short")

@@ -43,6 +43,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/partners/demo"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit"
@@ -88,6 +89,10 @@ type App struct {
 	batcher    *store.Batcher    // finished invocations, committed after their callers are answered
 	leases     *billing.Leases   // budget leases of new calls; nil when off
 	draining   *atomic.Bool      // set by Drain: /readyz answers 503 from then on
+
+	// The operator CLI's way to accounts and keys: the same services agent_verify uses.
+	Onboarding *onboarding.Service // accounts (with their wallets) by e-mail
+	APIKeys    *keys.Service       // API keys
 }
 
 // Drain marks the replica as leaving: /readyz answers 503 at once, so proxies and Kubernetes
@@ -207,9 +212,10 @@ func repeat(ctx context.Context, log *slog.Logger, every time.Duration, name str
 }
 
 // StdioServer is the MCP server for stdio: the same tools, acting with SWITCHBOARD_API_KEY
-// when a call carries no key (the HTTP server never does).
+// when a call carries no key (the HTTP server never does), listing SWITCHBOARD_TOOLSETS.
 func (a *App) StdioServer() *mcp.Server {
-	return mcpserver.New(a.Kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.Config.APIKey, Log: a.Log})
+	sets, _ := tools.ParseToolsets(a.Config.Toolsets) // checked by Config.Validate
+	return mcpserver.New(a.Kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.Config.APIKey, Toolsets: sets, Log: a.Log})
 }
 
 // Close releases the database and the Redis connection.
@@ -276,7 +282,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	// The service key lives in the database (rotations, replicas); the key file seeds it.
 	ring, err := keyring.Open(ctx, keyring.Config{Bootstrap: signingKey}, d, sealer)
 	if err != nil {
-		return nil, err
+		return nil, secretsToCopy(cfg, err)
 	}
 	signer := ring.Signer()
 	spend, err := usdMicro("SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", cfg.DefaultSpendLimit, tools.MaxUSDMicro)
@@ -308,7 +314,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, keySvc.Tools()...)
 	all = append(all, account.NewService(d, keySvc).Tools()...)
-	partnerOut, metadataClient, err := partnerClient(cfg, signer, log)
+	demoPartner, err := startDemo(cfg, signer, log)
+	if err != nil {
+		return nil, err
+	}
+	partnerOut, metadataClient, err := partnerClient(cfg, signer, log, demoPartner)
 	if err != nil {
 		return nil, err
 	}
@@ -321,6 +331,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	all = append(all, partnerSvc.Tools()...)
+	if demoPartner != nil {
+		if err := offerDemo(ctx, ob, partnerSvc, log); err != nil {
+			log.Warn("demo partner not offered", "err", err)
+		}
+	}
 	tokenSvc, err := tokens.NewService(cfg.Tokens, d)
 	if err != nil {
 		return nil, err
@@ -402,6 +417,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
+			if demoPartner != nil {
+				defer demoPartner.Close()
+			}
 			if leases != nil {
 				leases.Return("") // queued before the batch writer's last drain
 			}
@@ -409,7 +427,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			bg.Wait()
 		})
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
 }
 
 // partnerClient is the outbound client every partner call and probe goes through: the
@@ -417,7 +435,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 // fetches client metadata documents: the same, with the guard on whatever
 // SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS says (anyone can name a document's URL; only the operator
 // names partner endpoints in development).
-func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (out *outbound.Client, metadata *http.Client, err error) {
+// The demo partner (test environment) is reached by partner calls only, never by metadata fetches.
+func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger, demoPartner *demo.Partner) (out *outbound.Client, metadata *http.Client, err error) {
 	if cfg.AllowLocalEndpoints && cfg.Env == "production" { // serve and stdio refuse it (Config.CheckLocalEndpoints)
 		log.Warn("SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS is on in production for this operator command: its partner probes may reach local addresses; a serving process refuses it")
 	}
@@ -425,7 +444,12 @@ func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger) (out *o
 	if err != nil {
 		return nil, nil, err
 	}
-	if out, err = outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: partnerCA, Log: log}); err != nil {
+	callCA := partnerCA
+	if demoPartner != nil { // its certificate is valid for its in-process host alone
+		callCA = append(append(append([]byte{}, partnerCA...), '\n'), demoPartner.CAPEM()...)
+	}
+	if out, err = outbound.New(outbound.Options{Signer: signer, AllowLocal: cfg.AllowLocalEndpoints, ExtraCAPEM: callCA, Log: log,
+		InProcess: demoDialers(demoPartner)}); err != nil {
 		return nil, nil, fmt.Errorf("SWITCHBOARD_PARTNER_CA_FILE: %w", err)
 	}
 	guarded, err := outbound.New(outbound.Options{ExtraCAPEM: partnerCA, Log: log})
@@ -697,7 +721,8 @@ func chooseMailer(cfg Config, deps Deps, log *slog.Logger) (onboarding.Mailer, e
 	case cfg.SMTPURL != "":
 		return onboarding.NewSMTPMailer(cfg.SMTPURL, cfg.MailFrom)
 	case cfg.Env == "production":
-		log.Warn("no SWITCHBOARD_SMTP_URL in production: e-mail onboarding is off; humans paste keys")
+		log.Warn("no SWITCHBOARD_SMTP_URL in production: e-mail sign-up and sign-in are off (agent_signup answers 404, /developer says so); " +
+			"let people in with 'switchboard admin account create --email ...' and 'switchboard admin key issue --email ... --scopes ...', or set SWITCHBOARD_SMTP_URL")
 		return nil, nil
 	default:
 		log.Warn("no SWITCHBOARD_SMTP_URL: the development mailer writes one-time codes to this log instead of sending them")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/portal"
+	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
@@ -38,6 +39,7 @@ type Config struct {
 	MasterKey           string
 	ServerSecret        string
 	AllowLocalEndpoints bool
+	DemoPartner         bool // test environment: serve offers the in-process demo partner @demo_echo
 	PartnerCAFile       string
 	InfraCostUSD        string // reserved per invocation, decimal USD
 	FeeTiers            string // tier=bps,... platform basis points on routed value by caller tier
@@ -55,6 +57,7 @@ type Config struct {
 	SessionMaxAge       string // portal sessions end this long after sign-in
 	OIDCProviders       string // label=...,issuer=...,client_id=...,client_secret=... entries separated by ;
 	APIKey              string
+	Toolsets            string // the toolsets `switchboard stdio` lists, comma-separated; empty: the key's default
 	DefaultSpendLimit   string // USD, decimal
 	DefaultRateLimit    int
 	LogLevel            string
@@ -82,7 +85,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_METRICS_ADDR", flag: "metrics-addr", usage: "listen address for the operator's /metrics (Prometheus) and /debug/pprof/, e.g. 127.0.0.1:9090; keep it off the public network; empty: off", str: &c.MetricsAddr, common: true},
 		{env: "SWITCHBOARD_BASE_URL", flag: "base-url", usage: "public base URL (https, required in production), used in llms.txt, OpenAPI and links; empty in test: derived from the listen address", str: &c.BaseURL, common: true},
 		{env: "SWITCHBOARD_TEST_BASE_URL", flag: "test-base-url", usage: "base URL of this deployment's test environment, listed in OpenAPI servers beside the base URL", str: &c.TestBaseURL},
-		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database and generated keys", str: &c.DataDir, common: true},
+		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database, generated keys and the journal of write outcomes; empty: $XDG_DATA_HOME/switchboard, else ~/.local/share/switchboard, so serve, stdio and admin find the same database from any directory", str: &c.DataDir, common: true},
 		{env: "SWITCHBOARD_DATABASE_URL", flag: "database-url", usage: "postgres://... selects PostgreSQL; a path selects another SQLite file; empty: SQLite in the data dir", str: &c.DatabaseURL, common: true},
 		{env: "SWITCHBOARD_DATABASE_MAX_CONNS", flag: "database-max-conns", usage: "PostgreSQL connections this process keeps open at most (all kept when idle); N replicas use up to N times this", integer: &c.DatabaseMaxConns},
 		{env: "SWITCHBOARD_ENV", flag: "env", usage: "test or production (key prefixes sb_test_ and sb_live_, publishing rules)", str: &c.Env, common: true},
@@ -91,6 +94,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_SIGNING_KEY_FILE", flag: "signing-key-file", usage: "PEM (PKCS#8) Ed25519 private key for envelopes; empty: <data dir>/signing-key.pem, generated when absent", str: &c.SigningKeyFile},
 		{env: "SWITCHBOARD_MASTER_KEY", flag: "master-key", usage: "base64 32-byte key(s) sealing wallet keys, current first, comma-separated (rotation); empty: <data dir>/master.key, generated", str: &c.MasterKey},
 		{env: "SWITCHBOARD_SERVER_SECRET", flag: "server-secret", usage: "base64 32-byte secret keying e-mail code hashes and partner pseudonyms (userId); never rotate it; empty: <data dir>/server-secret.key, generated", str: &c.ServerSecret},
+		{env: "SWITCHBOARD_DEMO_PARTNER", flag: "demo-partner", usage: "test environment only: offer @demo_echo, a partner served inside the process (signed, verified, billed in test credit) so discover → invoke works on a fresh install; never offered in production", boolean: &c.DemoPartner},
 		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only (production refuses to start with it): partner endpoints may be http and local addresses; client metadata documents never may", boolean: &c.AllowLocalEndpoints},
 		{env: "SWITCHBOARD_INFRA_COST_USD", flag: "infra-cost-usd", usage: "infrastructure cost reserved at the start of each invocation, consumed on success, refunded on failure", str: &c.InfraCostUSD},
 		{env: "SWITCHBOARD_FEE_TIERS", flag: "fee-tiers", usage: "platform fee in basis points of the value a call routes, by the caller's tier (tier=bps, comma-separated; must list standard, every new account's tier; the operator moves accounts with `switchboard admin set-tier`)", str: &c.FeeTiers},
@@ -121,6 +125,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_REPROBE_INTERVAL", flag: "reprobe-interval", usage: "how often serve probes each active intent again (negative-auth probe, plus a signed health call for idempotent categories; Go duration, jittered ±10%; 0 disables)", str: &c.ReprobeInterval},
 		{env: "SWITCHBOARD_REPROBE_FAILURES", flag: "reprobe-failures", usage: "re-probes in a row that may fail (timeouts, 5xx, unclear refusals) before an intent is deactivated as unhealthy", integer: &c.ReprobeFailures},
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
+		{env: "SWITCHBOARD_TOOLSETS", flag: "toolsets", usage: "the toolsets `switchboard stdio` lists (onboarding, agent, partner; comma-separated); empty: what the key may call, or onboarding and agent without a key (docs/mcp-hosts.md)", str: &c.Toolsets},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
 		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it", str: &c.Failpoint},
@@ -149,7 +154,7 @@ func (c *Config) settings() []setting {
 // Defaults returns the documented defaults.
 func Defaults() Config {
 	return Config{
-		Addr: ":8080", DataDir: "./data", Env: "test",
+		Addr: ":8080", Env: "test", DemoPartner: true,
 		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info", BodyReadTimeout: "20s", MaxConnsPerClient: 64,
 		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
@@ -196,6 +201,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			*s.integer = n
 		}
 	}
+	if c.DataDir == "" {
+		dir, err := DefaultDataDir(getenv)
+		if err != nil {
+			return c, err
+		}
+		c.DataDir = dir
+	}
 	return c, c.Validate()
 }
 
@@ -232,6 +244,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("SWITCHBOARD_FAILPOINT is for tests: unset it in production")
 	case !slices.Contains(Failpoints, c.Failpoint):
 		return fmt.Errorf("SWITCHBOARD_FAILPOINT=%q: want one of %v", c.Failpoint, Failpoints)
+	}
+	if _, e := tools.ParseToolsets(c.Toolsets); e != nil {
+		return fmt.Errorf("SWITCHBOARD_TOOLSETS=%q: %s", c.Toolsets, e.Message)
 	}
 	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
 		return fmt.Errorf("SWITCHBOARD_METRICS_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)

@@ -83,3 +83,22 @@ func TestBillingConfig(t *testing.T) {
 		}
 	}
 }
+
+// An empty SWITCHBOARD_DATA_DIR is one directory per user, whatever the working directory:
+// $XDG_DATA_HOME/switchboard when that is absolute, else ~/.local/share/switchboard.
+func TestDefaultDataDir(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"XDG_DATA_HOME": "/x/share", "HOME": "/home/u"}, "/x/share/switchboard"},
+		{map[string]string{"XDG_DATA_HOME": "relative", "HOME": "/home/u"}, "/home/u/.local/share/switchboard"},
+		{map[string]string{"HOME": "/home/u"}, "/home/u/.local/share/switchboard"},
+		{map[string]string{"HOME": "/home/u", "SWITCHBOARD_DATA_DIR": "./mine"}, "./mine"},
+	} {
+		cfg, err := FromEnv(func(k string) string { return c.env[k] })
+		if err != nil || cfg.DataDir != c.want {
+			t.Errorf("%v: data dir %q (%v), want %q", c.env, cfg.DataDir, err, c.want)
+		}
+	}
+}

@@ -125,7 +125,8 @@ func TestBaseURL(t *testing.T) {
 }
 
 // On MCP 2026-07-28, server/discover and tools/list say how long a host may cache them (the
-// same list for every caller: public), and every tool carries the Switchboard icon.
+// keyless list is the same for every caller: public), and every tool carries the Switchboard
+// icon.
 func TestListsCarryCachingAndIcons(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -62,6 +62,8 @@ func front(o frontOptions) (http.Handler, error) {
 		for _, path := range portalPaths {
 			mux.Handle(path, o.Portal)
 		}
+	} else {
+		mountSignInOff(mux, o.Docs.BaseURL)
 	}
 	o.Docs.Portal = o.Portal != nil
 	llms := rest.LLMsTxt(o.Docs)

@@ -71,7 +71,7 @@ export interface paths {
         };
         /**
          * Get wallet balances
-         * @description Balances of the calling account's wallets: the primary embedded wallets (EVM and Solana) and any connected watch-only wallets, on ethereum, arbitrum, base, polygon, optimism, avalanche, bsc and solana (optional chains filter). Each row: ticker, chain, amount (exact decimal string), amountUsd, wallet, walletType (primary or connected). totalUsd sums the priced rows. Zero balances and spam tokens are left out (spamHidden counts them). status is OK when every chain answered and every token was priced; PARTIAL when some did not: failures names each chain (or token) that could not be read and why, unpriced lists tokens shown without a USD value, and totalUsd then covers only what is shown.
+         * @description Balances of the calling account's wallets: the primary embedded wallets (EVM and Solana) and any connected watch-only wallets, on ethereum, arbitrum, base, polygon, optimism, avalanche, bsc and solana (optional chains filter), with USD values. Zero balances and spam tokens are left out (spamHidden counts them). status PARTIAL means a chain or token could not be read or priced (failures and unpriced say which and why); totalUsd then covers only what is shown.
          */
         get: operations["get_balances"];
         put?: never;
@@ -323,7 +323,7 @@ export interface paths {
         };
         /**
          * Get a token's USD price
-         * @description Current USD price of a token given by ticker, name or address, optionally on a chain (same query forms as resolve_token). Returns {status:"OK", ticker, priceUsd (exact decimal string), source (coingecko, defillama or jupiter), fetchedAt (ISO 8601 UTC), token}. Providers are tried in order (Solana tokens: Jupiter, CoinGecko, DefiLlama; others: CoinGecko, DefiLlama) and a price older than the configured maximum age is never used. When no provider gives a usable price the call fails with UNAVAILABLE and details.providers lists each provider's reason: there is no number in that answer; say you cannot quote and retry later.
+         * @description Current USD price of a token given by ticker, name or address, optionally on a chain (same query forms as resolve_token), as an exact decimal string. Providers are tried in order (Solana tokens: Jupiter, CoinGecko, DefiLlama; others: CoinGecko, DefiLlama) and a price older than the configured maximum age is never used. When no provider gives a usable price the call fails with UNAVAILABLE and details.providers lists each provider's reason: there is no number in that answer; say you cannot quote and retry later.
          */
         get: operations["get_price"];
         put?: never;
@@ -343,7 +343,7 @@ export interface paths {
         };
         /**
          * Resolve a token
-         * @description Find a token by ticker ("USDC"), name ("wrapped ether"), contract address or Solana mint, optionally on one chain; natural text such as "usdc on base" works too. Chains: ethereum, arbitrum, base, polygon, optimism, avalanche, bsc, solana (aliases eth, arb, matic, op, avax, bnb, sol). Returns {status:"OK", tokens:[...]} with ticker, name, address, chain, chainId, decimals, marketDataId (CoinGecko id) and isSpam, most trusted first. An ambiguous ticker returns every match (e.g. USDC and bridged USDC.e on arbitrum): pick from context or ask. An unknown token returns an empty list. Spam-flagged tokens are shown with isSpam true and spamReason; never swap, bridge or send them. Unknown EVM addresses are read on chain; unknown Solana mints at Jupiter.
+         * @description Find a token by ticker ("USDC"), name ("wrapped ether"), contract address or Solana mint, optionally on one chain; natural text such as "usdc on base" works too. Chains: ethereum, arbitrum, base, polygon, optimism, avalanche, bsc, solana (aliases eth, arb, matic, op, avax, bnb, sol). Matches come most trusted first. An ambiguous ticker returns every match (e.g. USDC and bridged USDC.e on arbitrum): pick from context or ask. An unknown token returns an empty list. Spam-flagged tokens are shown with isSpam true and spamReason; never swap, bridge or send them. Unknown EVM addresses are read on chain; unknown Solana mints at Jupiter.
          */
         get: operations["resolve_token"];
         put?: never;
@@ -934,17 +934,6 @@ export interface operations {
                             /** @description published by your account */
                             own: boolean;
                             parametersSchema: {
-                                /** @description member name -> the JSON Schema of that member */
-                                properties?: {
-                                    [key: string]: {
-                                        [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                    };
-                                };
-                                /** @description members that must be present */
-                                required?: string[];
-                                /** @description the JSON type(s) allowed */
-                                type?: string | string[];
-                            } & {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             };
                             /** @description what a call can cost, in words */
@@ -1779,33 +1768,12 @@ export interface operations {
                             isActive: boolean;
                             isCoreIntent: boolean;
                             name: string;
-                            outputSchema: ({
-                                /** @description member name -> the JSON Schema of that member */
-                                properties?: {
-                                    [key: string]: {
-                                        [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                    };
-                                };
-                                /** @description members that must be present */
-                                required?: string[];
-                                /** @description the JSON type(s) allowed */
-                                type?: string | string[];
-                            } & {
+                            outputSchema: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                            }) | null;
+                            } | null;
                             ownerId: string;
+                            /** @description the args' JSON Schema, as published */
                             parametersSchema: {
-                                /** @description member name -> the JSON Schema of that member */
-                                properties?: {
-                                    [key: string]: {
-                                        [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                    };
-                                };
-                                /** @description members that must be present */
-                                required?: string[];
-                                /** @description the JSON type(s) allowed */
-                                type?: string | string[];
-                            } & {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             };
                             partnerId: string;
@@ -1813,16 +1781,7 @@ export interface operations {
                                 [key: string]: string;
                             } | null;
                             pricingShape: {
-                                /** @description whether performance fees use a high-water mark */
-                                highWaterMark?: boolean;
-                                /** @description lockup period in seconds */
-                                lockupSeconds?: number;
-                                /** @description yearly management fee in basis points */
-                                managementFeeBps?: number;
-                                /** @description performance fee in basis points */
-                                performanceFeeBps?: number;
-                                /** @description redemption terms, e.g. anytime */
-                                redemption?: string;
+                                [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
                             /** @description the @handle */
                             publicIdentifier: string;
@@ -2028,33 +1987,12 @@ export interface operations {
                         isActive: boolean;
                         isCoreIntent: boolean;
                         name: string;
-                        outputSchema: ({
-                            /** @description member name -> the JSON Schema of that member */
-                            properties?: {
-                                [key: string]: {
-                                    [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                };
-                            };
-                            /** @description members that must be present */
-                            required?: string[];
-                            /** @description the JSON type(s) allowed */
-                            type?: string | string[];
-                        } & {
+                        outputSchema: {
                             [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                        }) | null;
+                        } | null;
                         ownerId: string;
+                        /** @description the args' JSON Schema, as published */
                         parametersSchema: {
-                            /** @description member name -> the JSON Schema of that member */
-                            properties?: {
-                                [key: string]: {
-                                    [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                };
-                            };
-                            /** @description members that must be present */
-                            required?: string[];
-                            /** @description the JSON type(s) allowed */
-                            type?: string | string[];
-                        } & {
                             [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                         };
                         partnerId: string;
@@ -2062,16 +2000,7 @@ export interface operations {
                             [key: string]: string;
                         } | null;
                         pricingShape: {
-                            /** @description whether performance fees use a high-water mark */
-                            highWaterMark?: boolean;
-                            /** @description lockup period in seconds */
-                            lockupSeconds?: number;
-                            /** @description yearly management fee in basis points */
-                            managementFeeBps?: number;
-                            /** @description performance fee in basis points */
-                            performanceFeeBps?: number;
-                            /** @description redemption terms, e.g. anytime */
-                            redemption?: string;
+                            [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                         } | null;
                         /** @description the @handle */
                         publicIdentifier: string;
@@ -2204,33 +2133,12 @@ export interface operations {
                         isActive: boolean;
                         isCoreIntent: boolean;
                         name: string;
-                        outputSchema: ({
-                            /** @description member name -> the JSON Schema of that member */
-                            properties?: {
-                                [key: string]: {
-                                    [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                };
-                            };
-                            /** @description members that must be present */
-                            required?: string[];
-                            /** @description the JSON type(s) allowed */
-                            type?: string | string[];
-                        } & {
+                        outputSchema: {
                             [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                        }) | null;
+                        } | null;
                         ownerId: string;
+                        /** @description the args' JSON Schema, as published */
                         parametersSchema: {
-                            /** @description member name -> the JSON Schema of that member */
-                            properties?: {
-                                [key: string]: {
-                                    [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                };
-                            };
-                            /** @description members that must be present */
-                            required?: string[];
-                            /** @description the JSON type(s) allowed */
-                            type?: string | string[];
-                        } & {
                             [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                         };
                         partnerId: string;
@@ -2238,16 +2146,7 @@ export interface operations {
                             [key: string]: string;
                         } | null;
                         pricingShape: {
-                            /** @description whether performance fees use a high-water mark */
-                            highWaterMark?: boolean;
-                            /** @description lockup period in seconds */
-                            lockupSeconds?: number;
-                            /** @description yearly management fee in basis points */
-                            managementFeeBps?: number;
-                            /** @description performance fee in basis points */
-                            performanceFeeBps?: number;
-                            /** @description redemption terms, e.g. anytime */
-                            redemption?: string;
+                            [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                         } | null;
                         /** @description the @handle */
                         publicIdentifier: string;
@@ -2451,33 +2350,12 @@ export interface operations {
                             isActive: boolean;
                             isCoreIntent: boolean;
                             name: string;
-                            outputSchema: ({
-                                /** @description member name -> the JSON Schema of that member */
-                                properties?: {
-                                    [key: string]: {
-                                        [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                    };
-                                };
-                                /** @description members that must be present */
-                                required?: string[];
-                                /** @description the JSON type(s) allowed */
-                                type?: string | string[];
-                            } & {
+                            outputSchema: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                            }) | null;
+                            } | null;
                             ownerId: string;
+                            /** @description the args' JSON Schema, as published */
                             parametersSchema: {
-                                /** @description member name -> the JSON Schema of that member */
-                                properties?: {
-                                    [key: string]: {
-                                        [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                    };
-                                };
-                                /** @description members that must be present */
-                                required?: string[];
-                                /** @description the JSON type(s) allowed */
-                                type?: string | string[];
-                            } & {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             };
                             partnerId: string;
@@ -2485,16 +2363,7 @@ export interface operations {
                                 [key: string]: string;
                             } | null;
                             pricingShape: {
-                                /** @description whether performance fees use a high-water mark */
-                                highWaterMark?: boolean;
-                                /** @description lockup period in seconds */
-                                lockupSeconds?: number;
-                                /** @description yearly management fee in basis points */
-                                managementFeeBps?: number;
-                                /** @description performance fee in basis points */
-                                performanceFeeBps?: number;
-                                /** @description redemption terms, e.g. anytime */
-                                redemption?: string;
+                                [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
                             /** @description the @handle */
                             publicIdentifier: string;
@@ -2667,33 +2536,12 @@ export interface operations {
                             isActive: boolean;
                             isCoreIntent: boolean;
                             name: string;
-                            outputSchema: ({
-                                /** @description member name -> the JSON Schema of that member */
-                                properties?: {
-                                    [key: string]: {
-                                        [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                    };
-                                };
-                                /** @description members that must be present */
-                                required?: string[];
-                                /** @description the JSON type(s) allowed */
-                                type?: string | string[];
-                            } & {
+                            outputSchema: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                            }) | null;
+                            } | null;
                             ownerId: string;
+                            /** @description the args' JSON Schema, as published */
                             parametersSchema: {
-                                /** @description member name -> the JSON Schema of that member */
-                                properties?: {
-                                    [key: string]: {
-                                        [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                    };
-                                };
-                                /** @description members that must be present */
-                                required?: string[];
-                                /** @description the JSON type(s) allowed */
-                                type?: string | string[];
-                            } & {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             };
                             partnerId: string;
@@ -2701,16 +2549,7 @@ export interface operations {
                                 [key: string]: string;
                             } | null;
                             pricingShape: {
-                                /** @description whether performance fees use a high-water mark */
-                                highWaterMark?: boolean;
-                                /** @description lockup period in seconds */
-                                lockupSeconds?: number;
-                                /** @description yearly management fee in basis points */
-                                managementFeeBps?: number;
-                                /** @description performance fee in basis points */
-                                performanceFeeBps?: number;
-                                /** @description redemption terms, e.g. anytime */
-                                redemption?: string;
+                                [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
                             /** @description the @handle */
                             publicIdentifier: string;
@@ -2961,33 +2800,12 @@ export interface operations {
                             isActive: boolean;
                             isCoreIntent: boolean;
                             name: string;
-                            outputSchema: ({
-                                /** @description member name -> the JSON Schema of that member */
-                                properties?: {
-                                    [key: string]: {
-                                        [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                    };
-                                };
-                                /** @description members that must be present */
-                                required?: string[];
-                                /** @description the JSON type(s) allowed */
-                                type?: string | string[];
-                            } & {
+                            outputSchema: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                            }) | null;
+                            } | null;
                             ownerId: string;
+                            /** @description the args' JSON Schema, as published */
                             parametersSchema: {
-                                /** @description member name -> the JSON Schema of that member */
-                                properties?: {
-                                    [key: string]: {
-                                        [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
-                                    };
-                                };
-                                /** @description members that must be present */
-                                required?: string[];
-                                /** @description the JSON type(s) allowed */
-                                type?: string | string[];
-                            } & {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             };
                             partnerId: string;
@@ -2995,16 +2813,7 @@ export interface operations {
                                 [key: string]: string;
                             } | null;
                             pricingShape: {
-                                /** @description whether performance fees use a high-water mark */
-                                highWaterMark?: boolean;
-                                /** @description lockup period in seconds */
-                                lockupSeconds?: number;
-                                /** @description yearly management fee in basis points */
-                                managementFeeBps?: number;
-                                /** @description performance fee in basis points */
-                                performanceFeeBps?: number;
-                                /** @description redemption terms, e.g. anytime */
-                                redemption?: string;
+                                [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
                             /** @description the @handle */
                             publicIdentifier: string;

@@ -1,12 +1,14 @@
 package outbound
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -43,7 +45,9 @@ type Options struct {
 	MaxBody int64
 	// Now is the clock for latencies; nil means time.Now.
 	Now func() time.Time
-	Log *slog.Logger
+	// InProcess are hosts served inside this process (Guard.InProcess).
+	InProcess map[string]func(ctx context.Context) (net.Conn, error)
+	Log       *slog.Logger
 }
 
 // Client talks to partner endpoints. It is safe for concurrent use and keeps one
@@ -79,7 +83,7 @@ func New(o Options) (*Client, error) {
 	if len(o.ExtraCAPEM) > 0 && !roots.AppendCertsFromPEM(o.ExtraCAPEM) {
 		return nil, errors.New("partner CA file holds no PEM certificate")
 	}
-	g := &Guard{AllowLocal: o.AllowLocal, Resolver: o.Resolver}
+	g := &Guard{AllowLocal: o.AllowLocal, Resolver: o.Resolver, InProcess: o.InProcess}
 	tr := &http.Transport{
 		Proxy:               nil, // a proxy would dial for us, around the guard
 		DialContext:         g.DialContext,

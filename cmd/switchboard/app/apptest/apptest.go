@@ -100,6 +100,7 @@ func Start(t testing.TB, o Options) *Env {
 	cfg.BaseURL = "http://" + srv.Listener.Addr().String()
 	cfg.DataDir = t.TempDir()
 	cfg.SMTPURL = inbox.URL()
+	cfg.DemoPartner = false // a test that wants the demo partner turns it on
 	// No test reaches the internet by accident: every upstream points at a closed port until
 	// a test names its own local fake.
 	for _, u := range []*string{&cfg.Tokens.RPCEthereum, &cfg.Tokens.RPCArbitrum, &cfg.Tokens.RPCBase, &cfg.Tokens.RPCPolygon,

@@ -16,6 +16,8 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -75,7 +77,7 @@ func newKernel(t *testing.T) *tools.Kernel {
 			}
 			return confirmOut{Sent: !in.Decline, Declined: in.Decline, Request: in.ConfirmRequestID}, nil
 		})
-	k, err := tools.NewKernel(tools.NewAuthenticator(tools.Deps{Store: st, Now: now, Log: quiet}), tools.NewRateLimiter(now), quiet, now, echo, who, write)
+	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet}), tools.NewRateLimiter(now), nil, quiet, now, echo, who, write)
 	if err != nil {
 		t.Fatal(err)
 	}

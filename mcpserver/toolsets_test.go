@@ -15,6 +15,8 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // scopedKernel has a tool per toolset (onboarding, agent with scope read, partner with scope
@@ -36,7 +38,7 @@ func scopedKernel(t *testing.T) *tools.Kernel {
 	for name, access := range map[string]tools.Access{"sign_up": tools.Public, "look_up": tools.RequireScope(tools.ScopeRead), "publish_it": tools.RequireScope(tools.ScopePublish)} {
 		all = append(all, tools.New(tools.Def{Name: name, Title: name, Description: name, Access: access, Annotations: ro}, run))
 	}
-	k, err := tools.NewKernel(tools.NewAuthenticator(tools.Deps{Store: st, Now: now, Log: quiet}), tools.NewRateLimiter(now), quiet, now, all...)
+	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet}), tools.NewRateLimiter(now), nil, quiet, now, all...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func echo[In any](name string) *tools.Tool {
 func server(t *testing.T) *httptest.Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	k, err := tools.NewKernel(nil, nil, log, time.Now,
+	k, err := tools.NewKernel(nil, nil, nil, log, time.Now,
 		echo[searchIn]("discover"), echo[updateIn]("partner_update_intent"), echo[revokeIn]("api_key_revoke"), echo[createIn]("api_key_create"))
 	if err != nil {
 		t.Fatal(err)

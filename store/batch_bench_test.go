@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
@@ -100,8 +101,8 @@ func leaseCall(account, id string, now time.Time) func(context.Context, *store.Q
 		if err := q.AdjustKeySpend(ctx, "key-"+account, 2000, -3000); err != nil {
 			return err
 		}
-		legs := []store.Posting{{Book: store.UserAvailable(account), Micro: -2000, Kind: "charge"},
-			{Book: store.BookPlatformInfra, Micro: 1000, Kind: "consume"}, {Book: store.BookPlatformFees, Micro: 1000, Kind: "platform_fee"}}
+		legs := []store.Posting{{Book: ledger.UserAvailable(account), Micro: -2000, Kind: "charge"},
+			{Book: ledger.BookPlatformInfra, Micro: 1000, Kind: "consume"}, {Book: ledger.BookPlatformFees, Micro: 1000, Kind: "platform_fee"}}
 		if err := q.PostCall(ctx, id, now, store.Txn{Memo: "settlement", Legs: legs}); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
@@ -155,8 +156,8 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 				if err := q.AdjustCredit(ctx, "m1", store.CreditDelta{Available: -1, Reserved: 1}, now); err != nil {
 					return err
 				}
-				if err := q.Post(ctx, id, "", now, store.Posting{Book: store.UserAvailable("m1"), Micro: -1, Kind: "reserve"},
-					store.Posting{Book: store.UserReserved("m1"), Micro: 1, Kind: "reserve"}); err != nil {
+				if err := q.Post(ctx, id, "", now, store.Posting{Book: ledger.UserAvailable("m1"), Micro: -1, Kind: "reserve"},
+					store.Posting{Book: ledger.UserReserved("m1"), Micro: 1, Kind: "reserve"}); err != nil {
 					return err
 				}
 				trail := store.Trail(store.Event{State: store.InvDispatching, Detail: "drawn", At: now})

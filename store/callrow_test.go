@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/uptrace/bun/dialect"
 )
@@ -25,7 +26,7 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Millisecond)
-		payout := store.PartnerPayable("p", "evm:0xabc")
+		payout := ledger.PartnerPayable("p", "evm:0xabc")
 		for _, a := range []string{"b1", "b2"} {
 			billingAccount(t, s, a)
 			if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
@@ -36,7 +37,7 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 					return err
 				}
 				return q.Post(ctx, "", "grant", now, store.Posting{Book: "external:grants", Micro: -10_000, Kind: "grant"},
-					store.Posting{Book: store.UserAvailable(a), Micro: 10_000, Kind: "grant"})
+					store.Posting{Book: ledger.UserAvailable(a), Micro: 10_000, Kind: "grant"})
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -50,9 +51,9 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 				if settled {
 					inv.State, inv.RefundedMicro = store.InvSucceeded, 0
 					inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.GasMicro, inv.PayoutBook = 120, 50, 7, payout
-					legs = []store.Posting{{Book: store.UserAvailable(account), Micro: -277, Kind: "charge"},
-						{Book: store.BookPlatformInfra, Micro: 100, Kind: "consume"}, {Book: payout, Micro: 120, Kind: "partner_fee"},
-						{Book: store.BookPlatformFees, Micro: 50, Kind: "platform_fee"}, {Book: store.BookGas, Micro: 7, Kind: "gas"}}
+					legs = []store.Posting{{Book: ledger.UserAvailable(account), Micro: -277, Kind: "charge"},
+						{Book: ledger.BookPlatformInfra, Micro: 100, Kind: "consume"}, {Book: payout, Micro: 120, Kind: "partner_fee"},
+						{Book: ledger.BookPlatformFees, Micro: 50, Kind: "platform_fee"}, {Book: ledger.BookGas, Micro: 7, Kind: "gas"}}
 					if err := q.AdjustCredit(ctx, account, store.CreditDelta{Available: -277}, now); err != nil {
 						return err
 					}
@@ -94,7 +95,7 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 				t.Fatalf("the batch's round trips: %q", q)
 			}
 		}
-		if err := s.LedgerCheck(ctx); err != nil {
+		if err := ledger.Check(ctx, s); err != nil {
 			t.Fatalf("ledger-check after a batch of calls: %v", err)
 		}
 		txn := map[string]*string{}
@@ -123,12 +124,12 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 		// b1's two settled calls share a batch; b2's joins it when the accounts share a lane
 		// (SQLite has one; PostgreSQL several).
 		n := int64(2)
-		want := map[string]int64{"charge " + store.UserAvailable("b1"): -2 * 277}
+		want := map[string]int64{"charge " + ledger.UserAvailable("b1"): -2 * 277}
 		if *txn["s2"] == *txn["s1"] {
-			n, want["charge "+store.UserAvailable("b2")] = 3, -277
+			n, want["charge "+ledger.UserAvailable("b2")] = 3, -277
 		}
-		want["consume "+store.BookPlatformInfra], want["partner_fee "+payout] = n*100, n*120
-		want["platform_fee "+store.BookPlatformFees], want["gas "+store.BookGas] = n*50, n*7
+		want["consume "+ledger.BookPlatformInfra], want["partner_fee "+payout] = n*100, n*120
+		want["platform_fee "+ledger.BookPlatformFees], want["gas "+ledger.BookGas] = n*50, n*7
 		if len(legs) != len(want) {
 			t.Fatalf("the batch's transaction has %d legs (%v), want %d: one per book and kind", len(legs), got, len(want))
 		}
@@ -163,7 +164,7 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 			Where("request_id = ?", "s3").Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.LedgerCheck(ctx); err == nil || !strings.Contains(err.Error(), "batch ledger transaction "+*txn["s1"]) {
+		if err := ledger.Check(ctx, s); err == nil || !strings.Contains(err.Error(), "batch ledger transaction "+*txn["s1"]) {
 			t.Fatalf("ledger-check with a call's row off its batch: %v", err)
 		}
 		// So does a batch whose calls' rows are gone.
@@ -171,13 +172,13 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 			Where("request_id = ?", "s3").Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.LedgerCheck(ctx); err != nil {
+		if err := ledger.Check(ctx, s); err != nil {
 			t.Fatalf("ledger-check with the row put back: %v", err)
 		}
 		if _, err := s.DB().NewDelete().Model((*store.Invocation)(nil)).Where("ledger_txn = ?", *txn["s2"]).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.LedgerCheck(ctx); err == nil || !strings.Contains(err.Error(), "batch ledger transaction "+*txn["s2"]) {
+		if err := ledger.Check(ctx, s); err == nil || !strings.Contains(err.Error(), "batch ledger transaction "+*txn["s2"]) {
 			t.Fatalf("ledger-check with a batch's calls gone: %v", err)
 		}
 	})

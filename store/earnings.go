@@ -31,12 +31,13 @@ func (s *Store) EarningsByIntent(ctx context.Context, partnerID string, since ti
 	return out, normalize(err)
 }
 
-// EarningsByPayout sums the partner fees booked to the partner's payout books since `since`.
-func (s *Store) EarningsByPayout(ctx context.Context, partnerID string, since time.Time) ([]PayoutEarnings, error) {
+// EarningsByPayout sums the partner fees booked since `since` to the books named with
+// bookPrefix (a partner's payout books: ledger.PartnerPayable(partnerID, "")).
+func (s *Store) EarningsByPayout(ctx context.Context, bookPrefix string, since time.Time) ([]PayoutEarnings, error) {
 	var out []PayoutEarnings
 	err := s.db.NewRaw(`SELECT book, SUM(amount_micro) AS amount_micro FROM ledger_entries
 		WHERE kind = 'partner_fee' AND amount_micro > 0 AND book LIKE ? AND created_at >= ?
-		GROUP BY book ORDER BY book`, PartnerPayable(partnerID, "")+"%", since).Scan(ctx, &out)
+		GROUP BY book ORDER BY book`, bookPrefix+"%", since).Scan(ctx, &out)
 	return out, normalize(err)
 }
 

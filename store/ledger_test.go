@@ -31,50 +31,6 @@ func TestPostRefusesAnUnbalancedTransaction(t *testing.T) {
 	})
 }
 
-// LedgerCheck finds a balance that its books do not explain, and a hold no reservation
-// explains: what `switchboard admin ledger-check` exits non-zero on.
-func TestLedgerCheckFindsABreak(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		now := time.Now().UTC()
-		billingAccount(t, s, "a")
-		grant := func(ctx context.Context, q *store.Q) error {
-			if _, err := q.LockCredit(ctx, "a", now); err != nil {
-				return err
-			}
-			if err := q.AdjustCredit(ctx, "a", store.CreditDelta{Available: 700}, now); err != nil {
-				return err
-			}
-			return q.Post(ctx, "", "grant", now, store.Posting{Book: "external:grants", Micro: -700, Kind: "grant"},
-				store.Posting{Book: store.UserAvailable("a"), Micro: 700, Kind: "grant"})
-		}
-		if err := s.InTx(ctx, grant); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.LedgerCheck(ctx); err != nil {
-			t.Fatalf("a consistent ledger: %v", err)
-		}
-		// A balance moved without its ledger rows.
-		if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-			return q.AdjustCredit(ctx, "a", store.CreditDelta{Available: 1}, now)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.LedgerCheck(ctx); err == nil || !strings.Contains(err.Error(), store.UserAvailable("a")) {
-			t.Fatalf("ledger check after a silent balance change: %v", err)
-		}
-		// Put it back; then a hold no open reservation explains.
-		if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-			return q.AdjustCredit(ctx, "a", store.CreditDelta{Available: -1, Held: 50}, now)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.LedgerCheck(ctx); err == nil || !strings.Contains(err.Error(), "held") {
-			t.Fatalf("ledger check after a stray hold: %v", err)
-		}
-	})
-}
-
 func billingAccount(t testing.TB, s *store.Store, id string) {
 	t.Helper()
 	now := time.Now().UTC()

@@ -5,19 +5,16 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
@@ -29,12 +26,11 @@ import (
 
 // Sentinel errors every query returns in place of driver-specific ones, so callers above the
 // store never look at a driver error.
+// They are dberr's, so that packages which only translate errors need not import the store.
 var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
-	// ErrUnavailable is a database that cannot answer now (down, restarting, unreachable, out
-	// of connections, or a transaction that lost a conflict after its retries): try again.
-	ErrUnavailable = errors.New("database unavailable")
+	ErrNotFound    = dberr.ErrNotFound
+	ErrConflict    = dberr.ErrConflict
+	ErrUnavailable = dberr.ErrUnavailable
 )
 
 // Store is the database handle shared by every capability.
@@ -277,66 +273,9 @@ func retryable(err error) bool {
 	return errors.As(err, &liteErr) && liteErr.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
-// IsUnavailable reports whether err means the database cannot answer now, for any driver:
-// the connection was refused, reset or closed; the server is shutting down, starting up or
-// out of connections; a transaction lost a conflict (after Tx's retries); SQLite stayed
-// locked past its busy timeout. Such a call can be retried; it is not a bug.
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
-		return true
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
-		return true
-	}
-	var pgErr pgdriver.Error
-	if errors.As(err, &pgErr) {
-		code := pgErr.Field('C')
-		switch {
-		case strings.HasPrefix(code, "08"), // connection exception
-			code == "57P01", code == "57P02", code == "57P03", // shutting down, crashed, starting up
-			code == "53300",                  // too many connections
-			code == "40001", code == "40P01": // serialization failure, deadlock (after retries)
-			return true
-		}
-		return false
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return true
-		}
-	}
-	return false
-}
+// IsUnavailable reports whether err means the database cannot answer now, for any driver
+// (dberr.IsUnavailable). Such a call can be retried; it is not a bug.
+func IsUnavailable(err error) bool { return dberr.IsUnavailable(err) }
 
 // normalize maps driver errors onto the store's sentinels, keeping the original wrapped.
-func normalize(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
-		return err
-	}
-	if IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	}
-	var pgErr pgdriver.Error
-	if errors.As(err, &pgErr) && pgErr.Field('C') == "23505" {
-		return fmt.Errorf("%w: %w", ErrConflict, err)
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return fmt.Errorf("%w: %w", ErrConflict, err)
-		}
-	}
-	return err
-}
+func normalize(err error) error { return dberr.Normalize(err) }

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/dberr"
 )
 
 // Code is a machine-readable error code; every door (MCP, REST) shows the same ones.
@@ -112,11 +112,11 @@ func Translate(err error) *Error {
 		return nil
 	case errors.As(err, &e):
 		return e
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, dberr.ErrNotFound):
 		return (&Error{Code: CodeNotFound, Message: "not found"}).Wrap(err)
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, dberr.ErrConflict):
 		return (&Error{Code: CodeConflict, Message: "conflicts with an existing record"}).Wrap(err)
-	case store.IsUnavailable(err):
+	case dberr.IsUnavailable(err):
 		e := &Error{Code: CodeUnavailable, Message: "temporarily unavailable (the database or a connection to it failed); retry in a moment", RetryAfter: UnavailableRetryAfter}
 		return e.Wrap(err)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -28,20 +28,21 @@ type Request struct {
 type Kernel struct {
 	tools   []*Tool
 	byName  map[string]*Tool
-	auth    *Authenticator
+	auth    Authenticator
 	limiter Limiter
+	settled Settled
 	log     *slog.Logger
 	now     func() time.Time
-	// Settled, when set, returns once the account's writes that this replica left to a batch
-	// writer have committed ("": every account's): every read-only call sees its own
-	// account's earlier calls.
-	Settled func(ctx context.Context, accountID string) error
 }
 
+// Settled returns once the account's writes that this replica left to a batch writer have
+// committed ("": every account's): every read-only call sees its own account's earlier calls.
+type Settled func(ctx context.Context, accountID string) error
+
 // NewKernel registers tools. Duplicate names, unknown scopes, missing titles and undecided
-// hints are refused.
-func NewKernel(auth *Authenticator, limiter Limiter, log *slog.Logger, now func() time.Time, tools ...*Tool) (*Kernel, error) {
-	k := &Kernel{byName: make(map[string]*Tool), auth: auth, limiter: limiter, log: log, now: now}
+// hints are refused. settled (nil: nothing is ever pending) runs before every read-only call.
+func NewKernel(auth Authenticator, limiter Limiter, settled Settled, log *slog.Logger, now func() time.Time, tools ...*Tool) (*Kernel, error) {
+	k := &Kernel{byName: make(map[string]*Tool), auth: auth, limiter: limiter, settled: settled, log: log, now: now}
 	for _, t := range tools {
 		if _, dup := k.byName[t.Name]; dup {
 			return nil, fmt.Errorf("tool %s registered twice", t.Name)
@@ -175,14 +176,14 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 		if s := t.Access.Scope(); s != "" && !p.HasScope(s) {
 			return nil, Errorf(CodeForbidden, "%s needs scope %q; this key has %v. Use a key with that scope (api_key_create can only grant scopes the minting key has)", t.Name, s, p.Scopes)
 		}
-		if k.Settled != nil && *t.Annotations.ReadOnly {
+		if k.settled != nil && *t.Annotations.ReadOnly {
 			// A reader sees the caller's own earlier calls. A writer need not wait: a pending
 			// settlement still holds its worst case, so every limit check stays conservative.
 			account := p.AccountID
 			if t.ReadsOtherAccounts {
 				account = ""
 			}
-			if err := k.Settled(ctx, account); err != nil {
+			if err := k.settled(ctx, account); err != nil {
 				return nil, err
 			}
 		}

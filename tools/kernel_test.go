@@ -12,6 +12,8 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 type echoIn struct {
@@ -38,7 +40,7 @@ func newKernel(t *testing.T, s *store.Store) (*tools.Kernel, map[string]string, 
 		return echoOut{Email: in.Email, Account: c.AccountID()}, nil
 	})
 	now := time.Now
-	k, err := tools.NewKernel(tools.NewAuthenticator(tools.Deps{Store: s, Now: now, Log: quiet}), tools.NewRateLimiter(now), quiet, now, echo)
+	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: s, Now: now, Log: quiet}), tools.NewRateLimiter(now), nil, quiet, now, echo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,18 +105,18 @@ func TestNewKernelRefusesUndecidedHints(t *testing.T) {
 		"Destructive": build("writer", "T", tools.Annotations{ReadOnly: no, OpenWorld: no}),
 		"Title":       build("untitled", "", tools.Annotations{ReadOnly: yes, OpenWorld: no}),
 	} {
-		if _, err := tools.NewKernel(nil, nil, quiet, time.Now, tool); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := tools.NewKernel(nil, nil, nil, quiet, time.Now, tool); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("NewKernel accepted a tool without %s: %v", want, err)
 		}
 	}
 	reader := build("reader", "Reader", tools.Annotations{ReadOnly: yes, OpenWorld: no})
-	if _, err := tools.NewKernel(nil, nil, quiet, time.Now, reader); err != nil {
+	if _, err := tools.NewKernel(nil, nil, nil, quiet, time.Now, reader); err != nil {
 		t.Fatal(err)
 	}
 	if d := reader.Annotations.Destructive; d == nil || *d {
 		t.Errorf("a read-only tool's destructiveHint should be stated false, got %v", d)
 	}
-	if _, err := tools.NewKernel(nil, nil, quiet, time.Now, reader, reader); err == nil {
+	if _, err := tools.NewKernel(nil, nil, nil, quiet, time.Now, reader, reader); err == nil {
 		t.Fatal("NewKernel accepted a duplicate name")
 	}
 }
@@ -127,12 +129,12 @@ func TestNewKernelRefusesUnknownScopes(t *testing.T) {
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), OpenWorld: tools.Bool(false)}},
 			func(context.Context, *tools.Caller, struct{}) (struct{}, error) { return struct{}{}, nil })
 	}
-	_, err := tools.NewKernel(nil, nil, quiet, time.Now, build("raed"))
+	_, err := tools.NewKernel(nil, nil, nil, quiet, time.Now, build("raed"))
 	if err == nil || !strings.Contains(err.Error(), `unknown scope "raed"`) {
 		t.Fatalf("NewKernel accepted a typo'd scope: %v", err)
 	}
 	for _, s := range tools.Scopes() {
-		if _, err := tools.NewKernel(nil, nil, quiet, time.Now, build(s)); err != nil {
+		if _, err := tools.NewKernel(nil, nil, nil, quiet, time.Now, build(s)); err != nil {
 			t.Errorf("scope %s refused: %v", s, err)
 		}
 	}

@@ -1,12 +1,6 @@
 package tools
 
-import (
-	"context"
-	"slices"
-	"time"
-
-	"github.com/switchboard-hq/switchboard/store"
-)
+import "slices"
 
 // AuthMethod is how a Principal proved who it is.
 type AuthMethod string
@@ -49,41 +43,4 @@ func (p *Principal) ID() string {
 		return p.KeyID
 	}
 	return "session:" + p.SessionID
-}
-
-// KeyPrincipal is the principal an API key stands for, under its ancestors (nearest first;
-// store.KeyAncestors).
-func KeyPrincipal(k *store.APIKey, ancestors ...*store.APIKey) *Principal {
-	p := &Principal{
-		AccountID: k.AccountID, Method: AuthAPIKey, KeyID: k.ID, Scopes: k.Scopes,
-		SpendLimitMicro: k.SpendLimitMicro, RateLimitPerMinute: k.RateLimitPerMinute,
-	}
-	for _, a := range ancestors {
-		p.Ancestors = append(p.Ancestors, Ancestor{KeyID: a.ID, SpendLimitMicro: a.SpendLimitMicro, RateLimitPerMinute: a.RateLimitPerMinute})
-	}
-	return p
-}
-
-// ResolveKey returns the principal of a live key with its ancestors, or UNAUTHENTICATED when
-// one of them is revoked (revoking a key revokes the keys under it; this holds even for a
-// key minted while its parent was being revoked).
-func ResolveKey(ctx context.Context, st *store.Store, k *store.APIKey) (*Principal, error) {
-	up, err := st.KeyAncestors(ctx, k)
-	if err != nil {
-		return nil, err
-	}
-	if err := ancestorsLive(up); err != nil {
-		return nil, err
-	}
-	return KeyPrincipal(k, up...), nil
-}
-
-func ancestorsLive(up []*store.APIKey) error {
-	for _, a := range up {
-		if a.RevokedAt != nil {
-			return Errorf(CodeUnauthenticated, "the key this key was minted from (%s, %s) was revoked at %s, and with it every key minted under it; use another key of the account",
-				a.Name, a.Prefix, a.RevokedAt.UTC().Format(time.RFC3339))
-		}
-	}
-	return nil
 }

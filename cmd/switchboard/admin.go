@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 )
@@ -140,7 +141,7 @@ var adminCommands = []adminCommand{
 		}},
 	{name: "ledger-check", help: "verify the ledger's invariants (balanced, matching balances)",
 		run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
-			if err := a.Store.LedgerCheck(ctx); err != nil {
+			if err := ledger.Check(ctx, a.Store); err != nil {
 				return nil, err
 			}
 			return map[string]string{"ledger": "ok"}, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit/redistest"
 )
@@ -340,7 +341,7 @@ func (w *crashWorld) check(c *crashCell) {
 			t.Fatalf("success %s: %d partner fees in the ledger, fee %d recorded; want one of 300", x.RequestID, fees, x.PartnerFeeMicro)
 		}
 	}
-	if err := st.LedgerCheck(ctx); err != nil {
+	if err := ledger.Check(ctx, st); err != nil {
 		t.Fatalf("ledger-check: %v", err)
 	}
 	state := "nothing"

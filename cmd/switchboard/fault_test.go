@@ -23,6 +23,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
@@ -286,7 +287,7 @@ func TestKill9WithCallsInFlight(t *testing.T) {
 			t.Errorf("%s: %d partner fees in the ledger, want 1", inv.RequestID, fees)
 		}
 	}
-	if err := db.LedgerCheck(ctx); err != nil {
+	if err := ledger.Check(ctx, db); err != nil {
 		t.Fatalf("ledger after kill -9: %v", err)
 	}
 	t.Logf("kill -9 with %d calls in flight: %d concluded by the sweep, 0 stuck, ledger balanced", calls, swept["concludedDispatches"])

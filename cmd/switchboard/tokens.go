@@ -11,7 +11,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
@@ -50,7 +50,7 @@ func runTokens(ctx context.Context, cfg app.Config, args []string, stdout, stder
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
-	svc, err := tokens.NewService(cfg.Tokens, tools.Deps{Store: st, Now: time.Now, Log: log})
+	svc, err := tokens.NewService(cfg.Tokens, service.Deps{Store: st, Now: time.Now, Log: log})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // Service reads accounts.
@@ -19,7 +20,7 @@ type Service struct {
 }
 
 // NewService builds the account tool's service on ks's keys.
-func NewService(d tools.Deps, ks *keys.Service) *Service {
+func NewService(d service.Deps, ks *keys.Service) *Service {
 	d = d.WithDefaults()
 	return &Service{store: d.Store, keys: ks, now: d.Now}
 }

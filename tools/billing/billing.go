@@ -17,7 +17,9 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tracing"
 )
 
@@ -31,9 +33,9 @@ const (
 // Ledger books of the platform. Amounts are signed micro-USD: positive grows the book.
 const (
 	BookGrants        = "external:grants"
-	BookPlatformFees  = store.BookPlatformFees
-	BookPlatformInfra = store.BookPlatformInfra
-	BookGas           = store.BookGas
+	BookPlatformFees  = ledger.BookPlatformFees
+	BookPlatformInfra = ledger.BookPlatformInfra
+	BookGas           = ledger.BookGas
 )
 
 // Config prices invocations. All amounts are micro-USD.
@@ -76,7 +78,7 @@ type Service struct {
 }
 
 // NewService builds the billing service.
-func NewService(cfg Config, d tools.Deps) *Service {
+func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
 	if cfg.TierOf == nil {
 		cfg.TierOf = d.Store.TierOf
@@ -235,7 +237,7 @@ type Settlement struct {
 	PartnerFeeMicro  int64
 	PlatformFeeMicro int64
 	GasMicro         int64
-	PartnerBook      string // store.PartnerPayable(partnerID, payout); "" when no partner fee
+	PartnerBook      string // ledger.PartnerPayable(partnerID, payout); "" when no partner fee
 }
 
 // Settle prices a successful call of q: the partner's reported cost capped at its quoted
@@ -343,8 +345,8 @@ func reserveMove(r *store.Reservation) move {
 		credit: store.CreditDelta{Available: -r.ReservedMicro, Reserved: r.ReservedMicro, Held: r.WorstMicro - r.ReservedMicro},
 		held:   r.WorstMicro,
 		txn: store.Txn{At: r.CreatedAt, Legs: []store.Posting{
-			{Book: store.UserAvailable(r.AccountID), Micro: -r.ReservedMicro, Kind: "reserve"},
-			{Book: store.UserReserved(r.AccountID), Micro: r.ReservedMicro, Kind: "reserve"}}},
+			{Book: ledger.UserAvailable(r.AccountID), Micro: -r.ReservedMicro, Kind: "reserve"},
+			{Book: ledger.UserReserved(r.AccountID), Micro: r.ReservedMicro, Kind: "reserve"}}},
 	}
 }
 
@@ -358,12 +360,12 @@ func settleMove(r *store.Reservation, st Settlement) (move, error) {
 	if st.PartnerFeeMicro > 0 && st.PartnerBook == "" {
 		return move{}, fmt.Errorf("partner fee without a payout book for %s", r.RequestID)
 	}
-	avail := store.UserAvailable(r.AccountID)
+	avail := ledger.UserAvailable(r.AccountID)
 	return move{
 		credit: store.CreditDelta{Available: -charged, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)},
 		spent:  r.ReservedMicro + charged, held: -r.WorstMicro,
 		txn: store.Txn{Memo: "settlement", Legs: []store.Posting{
-			{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "consume"},
+			{Book: ledger.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "consume"},
 			{Book: BookPlatformInfra, Micro: r.ReservedMicro, Kind: "consume"},
 			{Book: avail, Micro: -st.PartnerFeeMicro, Kind: "partner_fee"},
 			{Book: st.PartnerBook, Micro: st.PartnerFeeMicro, Kind: "partner_fee"},
@@ -390,7 +392,7 @@ func concludedMove(r *store.Reservation, st *Settlement) move {
 	total := r.ReservedMicro + st.PartnerFeeMicro + st.PlatformFeeMicro + st.GasMicro
 	m.credit.Available, m.spent = -total, total
 	m.txn = store.Txn{Memo: "settlement", Legs: []store.Posting{
-		{Book: store.UserAvailable(r.AccountID), Micro: -total, Kind: "charge"},
+		{Book: ledger.UserAvailable(r.AccountID), Micro: -total, Kind: "charge"},
 		{Book: BookPlatformInfra, Micro: r.ReservedMicro, Kind: "consume"},
 		{Book: st.PartnerBook, Micro: st.PartnerFeeMicro, Kind: "partner_fee"},
 		{Book: BookPlatformFees, Micro: st.PlatformFeeMicro, Kind: "platform_fee"},
@@ -404,8 +406,8 @@ func refundMove(r *store.Reservation, reason string) move {
 		credit: store.CreditDelta{Available: r.ReservedMicro, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)},
 		held:   -r.WorstMicro,
 		txn: store.Txn{Memo: reason, Legs: []store.Posting{
-			{Book: store.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "refund"},
-			{Book: store.UserAvailable(r.AccountID), Micro: r.ReservedMicro, Kind: "refund"}}},
+			{Book: ledger.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "refund"},
+			{Book: ledger.UserAvailable(r.AccountID), Micro: r.ReservedMicro, Kind: "refund"}}},
 	}
 }
 
@@ -534,7 +536,7 @@ func (s *Service) GrantIn(ctx context.Context, q *store.Q, accountID string, mic
 	}
 	return q.Post(ctx, "", memo, now,
 		store.Posting{Book: BookGrants, Micro: -micro, Kind: "grant"},
-		store.Posting{Book: store.UserAvailable(accountID), Micro: micro, Kind: "grant"})
+		store.Posting{Book: ledger.UserAvailable(accountID), Micro: micro, Kind: "grant"})
 }
 
 // Sweep refunds every reservation whose deadline passed and returns how many it refunded.

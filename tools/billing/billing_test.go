@@ -8,9 +8,11 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 func newService(st *store.Store, tweak ...func(*billing.Config)) *billing.Service {
@@ -18,7 +20,7 @@ func newService(st *store.Store, tweak ...func(*billing.Config)) *billing.Servic
 	for _, f := range tweak {
 		f(&cfg)
 	}
-	return billing.NewService(cfg, tools.Deps{Store: st})
+	return billing.NewService(cfg, service.Deps{Store: st})
 }
 
 func account(t *testing.T, st *store.Store, id string) *tools.Principal {
@@ -34,7 +36,7 @@ func account(t *testing.T, st *store.Store, id string) *tools.Principal {
 
 func ledgerOK(t *testing.T, st *store.Store) {
 	t.Helper()
-	if err := st.LedgerCheck(context.Background()); err != nil {
+	if err := ledger.Check(context.Background(), st); err != nil {
 		t.Fatalf("ledger invariant: %v", err)
 	}
 }
@@ -130,7 +132,7 @@ func TestLedgerLifecycle(t *testing.T) {
 			})
 			return ok, err
 		}
-		ok, err := settle("r1", billing.Settlement{PartnerFeeMicro: 500, PlatformFeeMicro: 50, PartnerBook: store.PartnerPayable("p1", "evm:0xabc")})
+		ok, err := settle("r1", billing.Settlement{PartnerFeeMicro: 500, PlatformFeeMicro: 50, PartnerBook: ledger.PartnerPayable("p1", "evm:0xabc")})
 		if err != nil || !ok {
 			t.Fatalf("settle: %v %v", ok, err)
 		}

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // clock is a settable clock for leases' deadlines.
@@ -41,7 +43,7 @@ func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig
 // newStoppedReplica is a replica whose batch writer does not run yet: what is queued waits.
 func newStoppedReplica(st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := billing.NewService(billing.DefaultConfig(), tools.Deps{Store: st, Now: c.now, Log: log})
+	svc := billing.NewService(billing.DefaultConfig(), service.Deps{Store: st, Now: c.now, Log: log})
 	b := st.NewBatcher(64, log)
 	return &replica{svc: svc, batch: b, leases: svc.UseLeases(b, cfg)}
 }
@@ -297,7 +299,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			}
 			var stl *billing.Settlement // odd calls fail and are refunded
 			if i%2 == 0 {
-				stl = &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: store.PartnerPayable("p", "evm:0xabc")}
+				stl = &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: ledger.PartnerPayable("p", "evm:0xabc")}
 			}
 			c := billing.Conclusion{Settlement: stl, Reason: "partner failed"}
 			if !h.ConcludeOnLease(ctx, c, h.At(), callRow(p, fmt.Sprintf("o%d", i), q, c), func(err error) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 )
 
 // concludedMove changes the balance and key rows exactly as a draw from a lease followed by
@@ -13,7 +14,7 @@ import (
 // same per-book totals as those two would, and leaves the reserved book alone.
 func TestConcludedMoveNetsADrawAndItsConclusion(t *testing.T) {
 	r := &store.Reservation{RequestID: "c", AccountID: "a", KeyID: "k", ReservedMicro: 100, WorstMicro: 400, CreatedAt: time.Now()}
-	st := Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, GasMicro: 30, PartnerBook: store.PartnerPayable("p", "evm:0xabc")}
+	st := Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, GasMicro: 30, PartnerBook: ledger.PartnerPayable("p", "evm:0xabc")}
 	settled, err := settleMove(r, st)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func TestConcludedMoveNetsADrawAndItsConclusion(t *testing.T) {
 		var sum int64
 		for _, l := range got.txn.Legs {
 			sum += l.Micro
-			if l.Book == store.UserReserved(r.AccountID) && l.Micro != 0 {
+			if l.Book == ledger.UserReserved(r.AccountID) && l.Micro != 0 {
 				t.Fatalf("%s: a leg on the reserved book: %+v", c.name, l)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // Core describes one built-in capability listed in the marketplace.
@@ -62,7 +63,7 @@ type Config struct {
 }
 
 // NewService builds discover and seeds the core intents of the registered tools.
-func NewService(ctx context.Context, cfg Config, d tools.Deps) (*Service, error) {
+func NewService(ctx context.Context, cfg Config, d service.Deps) (*Service, error) {
 	d = d.WithDefaults()
 	st, now := d.Store, d.Now
 	s := &Service{store: st, now: now, core: map[string]Core{}, infra: cfg.InfraCostMicro}

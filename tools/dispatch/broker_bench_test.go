@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/uptrace/bun"
 )
@@ -63,7 +64,7 @@ func BenchmarkBroker(b *testing.B) {
 			if err := w.env.App.Settled(ctx); err != nil {
 				b.Fatal(err)
 			}
-			if err := w.env.App.Store.LedgerCheck(ctx); err != nil {
+			if err := ledger.Check(ctx, w.env.App.Store); err != nil {
 				b.Fatalf("ledger-check after the benchmark: %v", err)
 			}
 		})

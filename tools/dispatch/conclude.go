@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
@@ -120,10 +121,10 @@ func (s *Service) payoutBook(intent *store.PartnerIntent) string {
 	ns, _, _ := strings.Cut(key, ":")
 	for _, k := range []string{key, ns} {
 		if addr, ok := intent.PayoutAddresses[k]; ok && addr != "" {
-			return store.PartnerPayable(intent.PartnerID, k+":"+addr)
+			return ledger.PartnerPayable(intent.PartnerID, k+":"+addr)
 		}
 	}
-	return store.PartnerPayable(intent.PartnerID, "unassigned")
+	return ledger.PartnerPayable(intent.PartnerID, "unassigned")
 }
 
 // relayable reports a partner's considered failure answer (the spec's "partner needs more

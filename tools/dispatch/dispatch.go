@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/payments"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
@@ -71,7 +72,7 @@ type Service struct {
 }
 
 // NewService builds the dispatcher. tokens may be nil.
-func NewService(cfg Config, d tools.Deps, client *outbound.Client, bill *billing.Service, tok *tokens.Service) *Service {
+func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billing.Service, tok *tokens.Service) *Service {
 	d = d.WithDefaults()
 	st, now, log := d.Store, d.Now, d.Log
 	if cfg.Intents == nil {

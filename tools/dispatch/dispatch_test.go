@@ -17,10 +17,12 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
+	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
@@ -174,7 +176,7 @@ func (w *world) settledStore(t testing.TB) *store.Store {
 
 func (w *world) ledgerOK(t *testing.T) {
 	t.Helper()
-	if err := w.settledStore(t).LedgerCheck(context.Background()); err != nil {
+	if err := ledger.Check(context.Background(), w.settledStore(t)); err != nil {
 		t.Fatalf("ledger invariant: %v", err)
 	}
 }
@@ -490,7 +492,7 @@ func TestSweeperRefundsAbandonedReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := w.credit(t)
-	p := tools.KeyPrincipal(key)
+	p := keys.KeyPrincipal(key)
 	q, err := w.env.App.Billing.QuoteFor(ctx, p, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001")})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/keys"
 )
 
 // A key limited to 0.02 USD mints three children of 0.02 USD each; the four, calling a priced
@@ -146,7 +147,7 @@ func TestSweeperRefundsAChildKeysHoldOnEveryAncestor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := tools.ResolveKey(ctx, st, k)
+			p, err := keys.ResolveKey(ctx, st, k)
 			if err != nil || len(p.Ancestors) != 2 || p.Ancestors[0].KeyID != chain[0] { // nearest first
 				t.Fatalf("the grandchild's principal: %+v %v", p, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // The onboarding methods an integration can offer.
@@ -49,7 +50,7 @@ type Service struct {
 }
 
 // NewService builds the service.
-func NewService(d tools.Deps) *Service {
+func NewService(d service.Deps) *Service {
 	d = d.WithDefaults()
 	return &Service{store: d.Store, now: d.Now}
 }

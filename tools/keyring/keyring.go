@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -45,7 +46,7 @@ type Config struct {
 
 // Open loads the keys from d's store, registering cfg.Bootstrap as current when there are
 // none, and returns the ring and a signer on the current key; sealer seals the private halves.
-func Open(ctx context.Context, cfg Config, d tools.Deps, sealer *wallets.Sealer) (*Ring, error) {
+func Open(ctx context.Context, cfg Config, d service.Deps, sealer *wallets.Sealer) (*Ring, error) {
 	d = d.WithDefaults()
 	st, bootstrap := d.Store, cfg.Bootstrap
 	r := &Ring{store: st, sealer: sealer, now: d.Now}

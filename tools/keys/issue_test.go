@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // Issue is the operator's key: known scopes only (deduplicated), limits within the maxima,
@@ -21,7 +22,7 @@ func TestIssue(t *testing.T) {
 		if err := st.CreateAccount(ctx, &store.Account{ID: "acct", Email: "ops@example.com", CreatedAt: now}, nil, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		svc := keys.NewService(keys.Config{Env: "production", Defaults: keys.Limits{SpendMicro: 50_000_000, RatePerMinute: 30}}, tools.Deps{Store: st})
+		svc := keys.NewService(keys.Config{Env: "production", Defaults: keys.Limits{SpendMicro: 50_000_000, RatePerMinute: 30}}, service.Deps{Store: st})
 		for _, in := range []keys.IssueInput{
 			{AccountID: "acct"},
 			{AccountID: "acct", Scopes: []string{"read", "admin"}},

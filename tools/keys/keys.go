@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // MaxLiveKeys is the most live (unrevoked) keys an account holds: every key api_key_create or
@@ -41,7 +42,7 @@ type Service struct {
 }
 
 // NewService builds the key service.
-func NewService(cfg Config, d tools.Deps) *Service {
+func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
 	return &Service{store: d.Store, env: cfg.Env, defaults: cfg.Defaults, now: d.Now}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // What a principal sees of its account's keys: a key itself and its descendants at any
@@ -21,7 +22,7 @@ func TestVisibleIsTheKeysSubtree(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Microsecond)
-		svc := keys.NewService(keys.Config{Env: "test", Defaults: keys.Limits{SpendMicro: 1, RatePerMinute: 1}}, tools.Deps{Store: s})
+		svc := keys.NewService(keys.Config{Env: "test", Defaults: keys.Limits{SpendMicro: 1, RatePerMinute: 1}}, service.Deps{Store: s})
 		key := func(id string, parent *string, at time.Duration) *store.APIKey {
 			return &store.APIKey{ID: id, AccountID: "acct", Name: id, Prefix: id, Hash: "h-" + id, Scopes: []string{"read"},
 				SpendLimitMicro: 1, RateLimitPerMinute: 1, CreatedAt: now.Add(at), ParentID: parent}
@@ -82,7 +83,7 @@ func TestTryItKeyHasOnlyTheScopesACallNeeds(t *testing.T) {
 		ctx := t.Context()
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 		svc := keys.NewService(keys.Config{Env: "test", Defaults: keys.Limits{SpendMicro: 50_000_000, RatePerMinute: 30}},
-			tools.Deps{Store: st, Now: func() time.Time { return now }})
+			service.Deps{Store: st, Now: func() time.Time { return now }})
 		acct := &store.Account{ID: uuid.NewString(), Email: "try@example.com", CreatedAt: now}
 		if err := st.CreateAccount(ctx, acct, nil, nil); err != nil {
 			t.Fatal(err)

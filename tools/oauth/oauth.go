@@ -27,6 +27,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // Token prefixes: an access token is a bearer for /mcp; a refresh token is only ever sent to
@@ -57,7 +59,7 @@ type Service struct {
 }
 
 // New builds the service.
-func New(cfg Config, d tools.Deps) *Service {
+func New(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
 	if cfg.AccessTTL == 0 {
 		cfg.AccessTTL = time.Hour
@@ -526,7 +528,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Princi
 	if g.LastUsedAt == nil || now.Sub(*g.LastUsedAt) > time.Minute {
 		_ = s.store.TouchOAuthGrant(ctx, g.ID, now) // bookkeeping; never fails the call
 	}
-	p, err := tools.ResolveKey(ctx, s.store, key)
+	p, err := keys.ResolveKey(ctx, s.store, key)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 const testRedirect = "http://127.0.0.1:3000/callback"
@@ -58,7 +59,7 @@ func TestConnections(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 		clock := func() time.Time { return now }
-		svc := New(Config{Issuer: "https://sb.example", Resource: "https://sb.example/mcp"}, tools.Deps{Store: st, Now: clock})
+		svc := New(Config{Issuer: "https://sb.example", Resource: "https://sb.example/mcp"}, service.Deps{Store: st, Now: clock})
 		for _, id := range []string{"a1", "a2"} {
 			if err := st.CreateAccount(ctx, &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, nil); err != nil {
 				t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -69,7 +70,7 @@ type Service struct {
 }
 
 // NewService wires the onboarding tools.
-func NewService(cfg Config, d tools.Deps, mailer Mailer, ks *keys.Service, sealer *wallets.Sealer) *Service {
+func NewService(cfg Config, d service.Deps, mailer Mailer, ks *keys.Service, sealer *wallets.Sealer) *Service {
 	d = d.WithDefaults()
 	return &Service{cfg: cfg, store: d.Store, now: d.Now, mailer: mailer, keys: ks, sealer: sealer}
 }

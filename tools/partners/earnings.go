@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
@@ -80,12 +81,12 @@ func (s *Service) Earnings(ctx context.Context, accountID string, in EarningsInp
 		out.ByIntent = append(out.ByIntent, IntentEarnings{IntentID: e.IntentID, Handle: e.Handle, PartnerFeeUsd: tools.USD(e.PartnerFeeMicro), Calls: e.Calls, Succeeded: e.Succeeded})
 		out.TotalUsd += tools.USD(e.PartnerFeeMicro)
 	}
-	byPayout, err := s.store.EarningsByPayout(ctx, p.ID, since)
+	byPayout, err := s.store.EarningsByPayout(ctx, ledger.PartnerPayable(p.ID, ""), since)
 	if err != nil {
 		return out, err
 	}
 	for _, e := range byPayout {
-		out.ByPayout = append(out.ByPayout, PayoutEarnings{Payout: strings.TrimPrefix(e.Book, store.PartnerPayable(p.ID, "")), PartnerFeeUsd: tools.USD(e.AmountMicro)})
+		out.ByPayout = append(out.ByPayout, PayoutEarnings{Payout: strings.TrimPrefix(e.Book, ledger.PartnerPayable(p.ID, "")), PartnerFeeUsd: tools.USD(e.AmountMicro)})
 	}
 	if in.IntentID != "" {
 		recent, err := s.store.RecentInvocations(ctx, in.IntentID, 20)

@@ -25,9 +25,11 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // env is the partner tools behind the real kernel and both doors (REST and MCP over
@@ -73,12 +75,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 		cfg.ProbeTimeout = 5 * time.Second
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := tools.Deps{Store: st, Now: clk.Now, Log: log}
+	d := service.Deps{Store: st, Now: clk.Now, Log: log}
 	svc, err := partners.NewService(cfg, d, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := tools.NewKernel(tools.NewAuthenticator(d), tools.NewRateLimiter(clk.Now), log, clk.Now, svc.Tools()...)
+	k, err := tools.NewKernel(keys.NewAuthenticator(d), tools.NewRateLimiter(clk.Now), nil, log, clk.Now, svc.Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}

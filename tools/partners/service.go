@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // Config configures the partner service.
@@ -52,7 +53,7 @@ type Service struct {
 }
 
 // NewService builds the partner service on d's store, calling partners through out.
-func NewService(cfg Config, d tools.Deps, out *outbound.Client) (*Service, error) {
+func NewService(cfg Config, d service.Deps, out *outbound.Client) (*Service, error) {
 	if len(cfg.PseudonymSecret) == 0 {
 		return nil, errors.New("partners: PseudonymSecret is required")
 	}

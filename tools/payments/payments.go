@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -52,7 +53,7 @@ type Service struct {
 }
 
 // New dials the chain and checks its id.
-func New(ctx context.Context, cfg Config, d tools.Deps) (*Service, error) {
+func New(ctx context.Context, cfg Config, d service.Deps) (*Service, error) {
 	d = d.WithDefaults()
 	if cfg.QuoteTTL <= 0 {
 		cfg.QuoteTTL = 10 * time.Minute

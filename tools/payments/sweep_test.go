@@ -12,8 +12,8 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
-	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/payments"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 var partnerWallet = common.HexToAddress("0x00000000000000000000000000000000000A11CE")
@@ -29,7 +29,7 @@ func TestPayoutsStopWhenAStalePayoutCannotBeRecorded(t *testing.T) {
 			st := storetest.Open(t, dialect)
 			chain := anviltest.Start(t)
 			svc, err := payments.New(ctx, payments.Config{RPCURL: chain.URL, ChainID: anviltest.ChainID, Token: chain.Token, Payer: chain.Payer,
-				RelayerKey: chain.Relayer, Confirmations: 1}, tools.Deps{Store: st, Now: time.Now, Log: slog.New(slog.DiscardHandler)})
+				RelayerKey: chain.Relayer, Confirmations: 1}, service.Deps{Store: st, Now: time.Now, Log: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
 			}

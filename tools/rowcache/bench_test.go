@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store/storetest"
-	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // BenchmarkLookups: the two reads every invocation makes before anything else (the intent by
@@ -31,7 +31,7 @@ func BenchmarkLookups(b *testing.B) {
 				}
 			})
 			b.Run("cache", func(b *testing.B) {
-				cache := rowcache.New(tools.Deps{Store: st, Now: time.Now})
+				cache := rowcache.New(service.Deps{Store: st, Now: time.Now})
 				wctx, cancel := context.WithCancel(ctx)
 				done := make(chan struct{})
 				go func() { defer close(done); cache.Watch(wctx) }()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 const (
@@ -41,7 +41,7 @@ type entry[V any] struct {
 }
 
 // New builds a Cache on d's store; d's clock times the entries' lifetime.
-func New(d tools.Deps) *Cache {
+func New(d service.Deps) *Cache {
 	d = d.WithDefaults()
 	return &Cache{store: d.Store, now: d.Now, intents: map[string]entry[*store.PartnerIntent]{}, tiers: map[string]entry[string]{}}
 }

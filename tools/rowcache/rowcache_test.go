@@ -11,8 +11,8 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
-	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // clock stands still unless moved: entries never expire by themselves, so what a test sees
@@ -127,7 +127,7 @@ func behind(t *testing.T, st *store.Store, query string, args ...any) {
 }
 
 func (c *clock) cacheOn(st *store.Store) *rowcache.Cache {
-	return rowcache.New(tools.Deps{Store: st, Now: c.Now})
+	return rowcache.New(service.Deps{Store: st, Now: c.Now})
 }
 
 // An intent cached by one replica, published, activated, edited, re-probed and deactivated

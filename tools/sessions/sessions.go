@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // Config bounds sessions and what a signed-in human may do.
@@ -36,7 +37,7 @@ type Service struct {
 }
 
 // NewService builds the session service.
-func NewService(cfg Config, d tools.Deps) *Service {
+func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
 	return &Service{cfg: cfg, store: d.Store, now: d.Now}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 func connect(t *testing.T, e *env, c *tools.Caller, address, label string) ConnectOutput {
@@ -232,7 +234,7 @@ func TestToolsThroughTheKernel(t *testing.T) {
 	e := newEnv(t, st)
 	withAccount(t, st)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	k, err := tools.NewKernel(tools.NewAuthenticator(tools.Deps{Store: st, Now: time.Now, Log: log}), tools.NewRateLimiter(time.Now), log, time.Now, e.s.Tools()...)
+	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: time.Now, Log: log}), tools.NewRateLimiter(time.Now), nil, log, time.Now, e.s.Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}

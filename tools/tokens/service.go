@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-hq/switchboard/chain/solana"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tokens/lists"
 	"github.com/switchboard-hq/switchboard/tools/tokens/prices"
 )
@@ -114,7 +115,7 @@ type Service struct {
 }
 
 // NewService builds the token lookups from cfg.
-func NewService(cfg Config, d tools.Deps) (*Service, error) {
+func NewService(cfg Config, d service.Deps) (*Service, error) {
 	d = d.WithDefaults()
 	st, now, log := d.Store, d.Now, d.Log
 	reg, err := LoadRegistry()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tokens/tokenstest"
 )
 
@@ -86,7 +88,7 @@ func newEnv(t testing.TB, st *store.Store, tweak ...func(*Config)) *env {
 		f(&cfg)
 	}
 	c := &clock{t: tokenstest.T0}
-	s, err := NewService(cfg, tools.Deps{Store: st, Now: c.now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := NewService(cfg, service.Deps{Store: st, Now: c.now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func withAccount(t testing.TB, st *store.Store) *tools.Caller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tools.Caller{Principal: tools.KeyPrincipal(key)}
+	return &tools.Caller{Principal: keys.KeyPrincipal(key)}
 }
 
 func (e *env) tool(name string) *tools.Tool {

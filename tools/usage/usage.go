@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // Days is the charts' window: this many UTC days, today included.
@@ -37,7 +38,7 @@ type Service struct {
 }
 
 // NewService builds the usage reads.
-func NewService(cfg Config, d tools.Deps) *Service {
+func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
 	return &Service{store: d.Store, now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
+	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/usage"
@@ -263,7 +264,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if now == nil {
 		now = time.Now
 	}
-	d := tools.Deps{Store: st, Now: now, Log: log} // what every service shares
+	d := service.Deps{Store: st, Now: now, Log: log} // what every service shares
 	applied, err := st.Migrate(ctx)
 	if err != nil {
 		return nil, err
@@ -366,8 +367,10 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	authn := tools.NewAuthenticator(d)
-	kernel, err := tools.NewKernel(authn, limiter, log, now, all...)
+	batcher, leases := settlement(cfg, st, log, billSvc, dispatchSvc, failpoint)
+	settled := settledHook(batcher, leases, log)
+	authn := keys.NewAuthenticator(d)
+	kernel, err := tools.NewKernel(authn, limiter, settled, log, now, all...)
 	if err != nil {
 		if rdb != nil {
 			rdb.Close()
@@ -380,7 +383,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		toolNames = append(toolNames, t.Name)
 	}
 	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
-	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
+	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, settled: settled, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
 		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: metadataClient, serverSecret: serverSecret, sealer: sealer})
 	if err != nil {
 		return nil, err
@@ -400,8 +403,6 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	handler = closeWhenDraining(handler, draining)
-	batcher, leases := settlement(cfg, st, log, billSvc, dispatchSvc, failpoint)
-	kernel.Settled = settledHook(batcher, leases, log)
 	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
@@ -460,7 +461,7 @@ func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger, demoPar
 
 // newPartners builds the partner intents' service; its notices (an intent deactivated by
 // its re-probes) go to the owner by e-mail when a mailer is configured.
-func newPartners(cfg Config, d tools.Deps, mailer onboarding.Mailer, out *outbound.Client, pseudonyms []byte) (*partners.Service, error) {
+func newPartners(cfg Config, d service.Deps, mailer onboarding.Mailer, out *outbound.Client, pseudonyms []byte) (*partners.Service, error) {
 	var notify func(ctx context.Context, accountID, subject, text string) error
 	if mailer != nil {
 		notify = func(ctx context.Context, accountID, subject, text string) error {
@@ -477,7 +478,7 @@ func newPartners(cfg Config, d tools.Deps, mailer onboarding.Mailer, out *outbou
 
 // newDispatch builds invoke_partner_message's service with its journal of write outcomes in
 // the data directory (kept until the database has them).
-func newDispatch(cfg Config, d tools.Deps, dc dispatch.Config, out *outbound.Client, bill *billing.Service, tok *tokens.Service) (*dispatch.Service, error) {
+func newDispatch(cfg Config, d service.Deps, dc dispatch.Config, out *outbound.Client, bill *billing.Service, tok *tokens.Service) (*dispatch.Service, error) {
 	svc := dispatch.NewService(dc, d, out, bill, tok)
 	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
 	if err != nil {
@@ -490,9 +491,10 @@ func newDispatch(cfg Config, d tools.Deps, dc dispatch.Config, out *outbound.Cli
 // humanDeps is what the portal and the authorization server are built from.
 type humanDeps struct {
 	cfg          Config
-	deps         tools.Deps
+	deps         service.Deps
 	kernel       *tools.Kernel
-	authn        *tools.Authenticator
+	settled      tools.Settled // the kernel's: the charts read after the account's pending outcomes
+	authn        *keys.Authenticator
 	limiter      tools.Limiter // the kernel's: sign-in and registration limits are shared the same way
 	mailer       onboarding.Mailer
 	ob           *onboarding.Service
@@ -544,12 +546,7 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: ceiling,
 		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession, Limiter: d.limiter,
 		// The charts and call logs read like every reader: after the account's pending outcomes.
-		Usage: usage.NewService(usage.Config{Settled: func(ctx context.Context, accountID string) error {
-			if kernel.Settled == nil {
-				return nil
-			}
-			return kernel.Settled(ctx, accountID)
-		}, UserID: d.partnerSvc.UserID}, d.deps)}
+		Usage: usage.NewService(usage.Config{Settled: d.settled, UserID: d.partnerSvc.UserID}, d.deps)}
 	handler, err := portal.New(popts)
 	if err != nil {
 		return humanDoor{}, err
@@ -795,7 +792,7 @@ func derive(serverSecret []byte, purpose string) []byte {
 }
 
 // flatFee connects the flat-fee network when one is configured.
-func flatFee(ctx context.Context, cfg Config, d tools.Deps,
+func flatFee(ctx context.Context, cfg Config, d service.Deps,
 	walletKey func(context.Context, string) ([]byte, string, error)) (*payments.Service, error) {
 	f := cfg.FlatFee
 	if f.RPCURL == "" {

@@ -11,7 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/store/storetest"
-	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
 // benchEnv starts the service with a key whose rate limit does not get in the way.
@@ -29,7 +30,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		for _, cached := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/cached=%v", d, cached), func(b *testing.B) {
 				env, key := benchEnv(b, d)
-				auth := tools.NewAuthenticator(tools.Deps{Store: env.App.Store, Now: env.Clock.Now, Log: env.App.Log})
+				auth := keys.NewAuthenticator(service.Deps{Store: env.App.Store, Now: env.Clock.Now, Log: env.App.Log})
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				if cached {

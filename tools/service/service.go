@@ -1,4 +1,6 @@
-package tools
+// Package service holds what every service of tools/<domain> shares (Deps), apart from the
+// kernel, so that the kernel needs no store.
+package service
 
 import (
 	"io"
@@ -12,7 +14,7 @@ import (
 // constructor takes its own Config (when it has settings), then Deps, then the other
 // services it calls, by name:
 //
-//	func NewService(cfg Config, d tools.Deps, bill *billing.Service) *Service
+//	func NewService(cfg Config, d service.Deps, bill *billing.Service) *Service
 //
 // A zero Now is time.Now and a nil Log discards; Store is required where the service keeps
 // state.

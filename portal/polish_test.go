@@ -247,9 +247,25 @@ func TestReadableKeysPage(t *testing.T) {
 	if regexp.MustCompile(`\d\d:\d\d:\d\d\.\d+Z?<`).MatchString(body) {
 		t.Errorf("a raw ISO time on the keys page:\n%s", body)
 	}
-	if !strings.Contains(body, `<details class="confirm"><summary aria-label="Revoke snippets">Revoke</summary>`) || !strings.Contains(body, "stop working at once") {
+	if !strings.Contains(body, `<details class="confirm"><summary aria-label="Revoke snippets">Revoke</summary>`) || !strings.Contains(body, "stop working at once. This cannot") {
 		t.Errorf("revoke does not ask for confirmation")
 	}
+	// Revoking a key revokes the keys minted under it: the confirmation counts them.
+	st, _, child := apptest.Do(t, "POST", env.URL+"/v1/keys", secret, map[string]any{"name": "child", "scopes": []string{"read"}})
+	if st != 201 {
+		t.Fatalf("mint a child: %d %v", st, child)
+	}
+	if st, _, out := apptest.Do(t, "POST", env.URL+"/v1/keys", child["secret"].(string), map[string]any{"name": "grandchild", "scopes": []string{"read"}}); st != 201 {
+		t.Fatalf("mint a grandchild: %d %v", st, out)
+	}
+	_, body = h.get("/developer/api-keys")
+	for _, want := range []string{"<strong>snippets</strong> stop working at once, and so do the 2 keys minted under it.",
+		"<strong>child</strong> stop working at once, and so does the key minted under it.", "<strong>grandchild</strong> stop working at once. This cannot"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the keys page's revoke confirmation misses %q:\n%s", want, body)
+		}
+	}
+
 	if _, body := h.get("/developer/intents/new"); !strings.Contains(body, `<option value="usd_per_call" selected>USD per call</option>`) ||
 		!strings.Contains(body, `value="MUTATES_USER_FUNDS" > Moves user funds</label>`) {
 		t.Errorf("enum names are not labelled:\n%s", body)

@@ -511,9 +511,34 @@ func (p *portal) keysView(r *http.Request, pr *tools.Principal) (keysData, *tool
 	}
 	d := keysData{Scopes: tools.ScopeNames()}
 	d.Keys, _ = list["keys"].([]any)
+	countMintedUnder(d.Keys)
 	d.Ceiling.Spend = tools.USD(p.o.Ceiling.SpendMicro).String()
 	d.Ceiling.Rate = strconv.Itoa(p.o.Ceiling.RatePerMinute)
 	return d, nil
+}
+
+// countMintedUnder sets each listed key's "mintedUnder": how many live keys were minted under
+// it at any depth, which revoking it revokes too (the revoke confirmation says so).
+func countMintedUnder(keys []any) {
+	parent := map[string]string{}
+	for _, k := range keys {
+		if m, ok := k.(map[string]any); ok && m["revokedAt"] == nil {
+			id, _ := m["id"].(string)
+			parent[id], _ = m["parentId"].(string)
+		}
+	}
+	under := map[string]int{}
+	for id := range parent {
+		for p := parent[id]; p != ""; p = parent[p] {
+			under[p]++
+		}
+	}
+	for _, k := range keys {
+		if m, ok := k.(map[string]any); ok {
+			id, _ := m["id"].(string)
+			m["mintedUnder"] = under[id]
+		}
+	}
 }
 
 func (p *portal) keys(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -85,24 +84,7 @@ func TestOperatorLetsTheFirstPersonIn(t *testing.T) {
 				t.Fatalf("key issue's stderr should describe the key, never show it:\n%s", stderr)
 			}
 
-			addr := freeAddr(t)
-			s := &server{t: t, url: "http://" + addr, stderr: new(syncBuffer)}
-			s.cmd = exec.Command(bin, "serve")
-			s.cmd.Env = append(append(os.Environ(), env...), "SWITCHBOARD_ADDR="+addr, "SWITCHBOARD_BASE_URL=https://switchboard.example.com")
-			s.cmd.Stderr = s.stderr
-			if err := s.cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
-			for i := 0; ; i++ {
-				if st, _ := s.do("GET", "/healthz", "", nil); st == 200 {
-					break
-				}
-				if i > 200 {
-					t.Fatalf("serve did not come up:\n%s", s.stderr)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			s := startServeIn(t, bin, freeAddr(t), "", append(env, "SWITCHBOARD_BASE_URL=https://switchboard.example.com"))
 			if log := s.stderr.String(); !strings.Contains(log, "e-mail sign-up and sign-in are off") || !strings.Contains(log, "admin key issue") {
 				t.Errorf("the log should say e-mail onboarding is off and how to let people in:\n%s", log)
 			}

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,25 +23,7 @@ func TestStdioFindsServesDatabaseFromAnotherDirectory(t *testing.T) {
 	env := []string{"SWITCHBOARD_DATA_DIR=", "XDG_DATA_HOME=" + xdg, "SWITCHBOARD_DATABASE_URL=", "SWITCHBOARD_SMTP_URL=",
 		"SWITCHBOARD_API_KEY=", "SWITCHBOARD_ENV=test", "SWITCHBOARD_REDIS_URL="}
 
-	addr := freeAddr(t)
-	s := &server{t: t, url: "http://" + addr, stderr: new(syncBuffer)}
-	s.cmd = exec.Command(bin, "serve")
-	s.cmd.Dir = serveDir
-	s.cmd.Env = append(append(os.Environ(), env...), "SWITCHBOARD_ADDR="+addr, "SWITCHBOARD_BASE_URL="+s.url)
-	s.cmd.Stderr = s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
-	for i := 0; ; i++ {
-		if st, _ := s.do("GET", "/healthz", "", nil); st == 200 {
-			break
-		}
-		if i > 200 {
-			t.Fatalf("serve did not come up:\n%s", s.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s := startServeIn(t, bin, freeAddr(t), serveDir, env)
 	key := s.onboard("desk@example.com")
 	if _, err := os.Stat(filepath.Join(xdg, "switchboard", "switchboard.db")); err != nil {
 		t.Fatalf("serve's database is not in $XDG_DATA_HOME/switchboard: %v", err)

@@ -4,37 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // startFresh runs serve as the README's first line does (no settings but the address and
 // a data directory of the test's own) and waits until it is healthy.
 func startFresh(t *testing.T, bin string, env []string) *server {
 	t.Helper()
-	addr := freeAddr(t)
-	s := &server{t: t, url: "http://" + addr, stderr: new(syncBuffer)}
-	s.cmd = exec.Command(bin, "serve")
-	s.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_DATA_DIR="+t.TempDir(), "SWITCHBOARD_DATABASE_URL=", "SWITCHBOARD_SMTP_URL=",
+	return startServeIn(t, bin, freeAddr(t), "", append([]string{"SWITCHBOARD_DATA_DIR=" + t.TempDir(), "SWITCHBOARD_DATABASE_URL=", "SWITCHBOARD_SMTP_URL=",
 		"SWITCHBOARD_API_KEY=", "SWITCHBOARD_REDIS_URL=", "SWITCHBOARD_ENV=", "SWITCHBOARD_DEMO_PARTNER=", "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=",
-		"SWITCHBOARD_PARTNER_CA_FILE=", "SWITCHBOARD_ADDR="+addr, "SWITCHBOARD_BASE_URL="), env...)
-	s.cmd.Stderr = s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
-	for i := 0; ; i++ {
-		if st, _ := s.do("GET", "/healthz", "", nil); st == 200 {
-			return s
-		}
-		if i > 300 {
-			t.Fatalf("serve did not come up:\n%s", s.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		"SWITCHBOARD_PARTNER_CA_FILE=", "SWITCHBOARD_BASE_URL="}, env...))
 }
 
 // TestFreshInstallHasSomethingToCall is the README's first minute on the embedded default:

@@ -61,9 +61,17 @@ func freeAddr(t *testing.T) string {
 // startServe runs serve with env on addr and waits until it is healthy.
 func startServe(t *testing.T, bin, addr string, env []string) *server {
 	t.Helper()
+	return startServeIn(t, bin, addr, "", env)
+}
+
+// startServeIn is startServe run in the working directory dir ("": the test's); env comes
+// last, so it may set its own SWITCHBOARD_BASE_URL.
+func startServeIn(t *testing.T, bin, addr, dir string, env []string) *server {
+	t.Helper()
 	s := &server{t: t, url: "http://" + addr, stderr: new(syncBuffer)}
 	s.cmd = exec.Command(bin, "serve")
-	s.cmd.Env = append(append(os.Environ(), env...), "SWITCHBOARD_ADDR="+addr, "SWITCHBOARD_BASE_URL="+s.url)
+	s.cmd.Dir = dir
+	s.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_ADDR="+addr, "SWITCHBOARD_BASE_URL="+s.url), env...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

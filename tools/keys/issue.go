@@ -2,7 +2,6 @@ package keys
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -20,7 +19,7 @@ type IssueInput struct {
 
 // Issue mints and stores a root key for an account on the operator's word: no calling key
 // bounds it, so the scopes are checked against the known ones and the limits against the
-// service's maxima.
+// service's maxima; the account's cap on live keys holds.
 func (s *Service) Issue(ctx context.Context, in IssueInput) (CreateOutput, error) {
 	if len(in.Scopes) == 0 {
 		return CreateOutput{}, tools.Errorf(tools.CodeBadInput, "name at least one scope, e.g. read,partner (the scopes: %s)", strings.Join(tools.ScopeNames(), ","))
@@ -53,8 +52,8 @@ func (s *Service) Issue(ctx context.Context, in IssueInput) (CreateOutput, error
 		return CreateOutput{}, tools.Errorf(tools.CodeBadInput, "the key's name is %d characters; at most 100", len(name))
 	}
 	key, secret := s.New(in.AccountID, name, scopes, lim)
-	if err := s.store.CreateKey(ctx, key); err != nil {
-		return CreateOutput{}, fmt.Errorf("store key: %w", err)
+	if err := s.mint(ctx, key); err != nil { // within the account's cap, as every key but agent_verify's
+		return CreateOutput{}, err
 	}
 	return CreateOutput{Meta: MetaOf(key), Secret: secret}, nil
 }

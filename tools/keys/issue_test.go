@@ -46,5 +46,14 @@ func TestIssue(t *testing.T) {
 		if err != nil || stored.AccountID != "acct" || stored.Hash == out.Secret {
 			t.Fatalf("stored: %+v %v", stored, err)
 		}
+		// The operator's keys count against the account's cap like every minted key.
+		for range keys.MaxLiveKeys - 1 {
+			if _, err := svc.Issue(ctx, keys.IssueInput{AccountID: "acct", Scopes: []string{"read"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := svc.Issue(ctx, keys.IssueInput{AccountID: "acct", Scopes: []string{"read"}}); tools.Translate(err).Code != tools.CodeConflict {
+			t.Fatalf("key %d issued past the cap: %v, want CONFLICT", keys.MaxLiveKeys+1, err)
+		}
 	})
 }

@@ -32,8 +32,13 @@ func (a *App) Listen(ctx context.Context, addr string) (net.Listener, error) {
 // 429 with Retry-After and closed at once, so one client holding slow connections open
 // cannot take every file descriptor and goroutine of the replica.
 func LimitConnsPerClient(l net.Listener, max int, log *slog.Logger) net.Listener {
-	return &perClient{Listener: l, max: max, open: map[string]int{}, log: log}
+	return &perClient{Listener: l, max: max, open: map[string]int{}, log: log, refusing: make(chan struct{}, maxRefusing)}
 }
+
+// maxRefusing bounds the refused connections answered at once (each holds a goroutine and a
+// descriptor for up to a second); past it a refused connection is closed without an answer,
+// so a flood of connections costs the replica no more than the cap allows.
+const maxRefusing = 64
 
 type perClient struct {
 	net.Listener
@@ -41,6 +46,8 @@ type perClient struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	open map[string]int
+	// refusing holds a slot per refused connection being answered (maxRefusing).
+	refusing chan struct{}
 }
 
 // tooManyBody is the answer to a connection past the cap: the connection carries no request
@@ -63,8 +70,13 @@ func (p *perClient) Accept() (net.Conn, error) {
 		if n < p.max {
 			return &counted{Conn: c, release: func() { p.release(src) }}, nil
 		}
-		p.log.Info("connection refused: too many open from this client", "client", src, "max", p.max)
-		go refuse(c)
+		select {
+		case p.refusing <- struct{}{}:
+			p.log.Info("connection refused: too many open from this client", "client", src, "max", p.max)
+			go func() { refuse(c); <-p.refusing }()
+		default: // already answering maxRefusing: close at once, unanswered and unlogged
+			c.Close()
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,8 +93,9 @@ func TestASlowBodyIsCutOff(t *testing.T) {
 
 // Issue 35 item 6: one client address holds at most SWITCHBOARD_MAX_CONNS_PER_CLIENT
 // connections (here 8) whatever it does with them: of 100 slow-body connections from one
-// address 8 stay open and 92 are answered 429 and closed at once; another address is served
-// meanwhile; a closed connection frees its slot.
+// address 8 stay open and 92 are refused at once: answered 429 and closed, or, past the 64
+// being answered at once (a flood), closed unanswered; another address is served meanwhile;
+// a closed connection frees its slot.
 func TestConnectionsPerClientAreCapped(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{Config: func(c *app.Config) { c.MaxConnsPerClient = 8 }})
 	addr := serveReal(t, env)
@@ -103,7 +105,7 @@ func TestConnectionsPerClientAreCapped(t *testing.T) {
 		conns[i] = dialFrom(t, "127.0.0.44", addr)
 		slowStart(t, conns[i])
 	}
-	refused, open := 0, 0
+	refused, dropped, open := 0, 0, 0
 	for i, c := range conns {
 		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -113,13 +115,15 @@ func TestConnectionsPerClientAreCapped(t *testing.T) {
 			refused++
 		case err != nil && errors.As(err, &ne) && ne.Timeout():
 			open++ // still being read: one of the 8
+		case err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
+			dropped++ // closed unanswered: more refusals at once than are answered
 		default:
 			t.Fatalf("connection %d: %v %v", i, resp, err)
 		}
 	}
-	t.Logf("100 slow-body connections from one address: %d held open, %d refused with 429", open, refused)
-	if open != 8 || refused != 92 {
-		t.Fatalf("%d held open, %d refused; want 8 and 92", open, refused)
+	t.Logf("100 slow-body connections from one address: %d held open, %d refused with 429, %d closed unanswered", open, refused, dropped)
+	if open != 8 || refused+dropped != 92 || refused < 64 {
+		t.Fatalf("%d held open, %d refused with 429, %d closed; want 8 open and 92 refused, at least 64 of them answered (as many as are answered at once)", open, refused, dropped)
 	}
 	// Another address is served while the first holds its 8.
 	other := dialFrom(t, "127.0.0.45", addr)

@@ -81,12 +81,14 @@ func (s *Store) MintKey(ctx context.Context, key *APIKey, maxLive int) error {
 }
 
 // lockAccountKeys locks the account's row, which every change to the set of its live keys
-// takes first (SQLite's write transactions are exclusive already).
+// takes first (SQLite's write transactions are exclusive already). FOR NO KEY UPDATE
+// serialises mints and revocations as well as FOR UPDATE would, without blocking the KEY
+// SHARE locks every insert referencing the account takes (its calls' rows).
 func (s *Store) lockAccountKeys(ctx context.Context, tx bun.Tx, accountID string) error {
 	if !s.postgres {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, "SELECT 1 FROM accounts WHERE id = ? FOR UPDATE", accountID)
+	_, err := tx.ExecContext(ctx, "SELECT 1 FROM accounts WHERE id = ? FOR NO KEY UPDATE", accountID)
 	return err
 }
 

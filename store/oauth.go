@@ -183,7 +183,10 @@ func (q *Q) RevokeOAuthGrant(ctx context.Context, id, why string, now time.Time)
 		return err
 	}
 	// The grant's key, and (were there any) every key minted under it: nothing a grant
-	// created outlives it.
+	// created outlives it. Under the account's lock, as every change to its live keys.
+	if err := q.store.lockAccountKeys(ctx, q.tx, g.AccountID); err != nil {
+		return err
+	}
 	revoked, err := revokeTree(ctx, q.tx, g.AccountID, g.KeyID, now)
 	if err != nil {
 		return err

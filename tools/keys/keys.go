@@ -354,8 +354,11 @@ func (s *Service) ForSession(ctx context.Context, p *tools.Principal, scopes []s
 			return nil, fmt.Errorf("create the Try it key: %w", err)
 		}
 	}
-	if err := s.store.TouchKeys(ctx, map[string]time.Time{key.ID: s.now().UTC()}); err != nil {
-		return nil, fmt.Errorf("record the Try it key's use: %w", err)
+	// Recorded at most once a minute, as the authenticator records an agent's key.
+	if now := s.now().UTC(); key.LastUsedAt == nil || now.Sub(*key.LastUsedAt) > touchEvery {
+		if err := s.store.TouchKeys(ctx, map[string]time.Time{key.ID: now}); err != nil {
+			return nil, fmt.Errorf("record the Try it key's use: %w", err)
+		}
 	}
 	out := *p
 	out.Scopes = append([]string(nil), key.Scopes...)

@@ -108,6 +108,14 @@ func TestTryItKeyHasOnlyTheScopesACallNeeds(t *testing.T) {
 		if ks := live(); len(ks) != 1 || ks[0].Name != keys.TryItKeyName || ks[0].LastUsedAt == nil || !ks[0].LastUsedAt.Equal(now) {
 			t.Fatalf("after the first call: %+v", ks[0])
 		}
+		first := now
+		now = now.Add(30 * time.Second) // within a minute of the last recorded use: not written again
+		if _, err := svc.ForSession(ctx, session, []string{"partner"}); err != nil {
+			t.Fatal(err)
+		}
+		if ks := live(); !ks[0].LastUsedAt.Equal(first) {
+			t.Fatalf("a use within a minute was written: %v, want %v", ks[0].LastUsedAt, first)
+		}
 		now = now.Add(time.Minute)
 		again, err := svc.ForSession(ctx, session, []string{"partner", "partner"})
 		if err != nil || again.KeyID != read.KeyID {

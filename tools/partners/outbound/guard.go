@@ -113,7 +113,9 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 			return nil, &URLError{fmt.Sprintf("port %q is not a valid port", p)}
 		}
 	}
-	if !g.AllowLocal && g.inProcess(u.Hostname()) == nil {
+	// The in-process host is dialled on 443 alone (DialContext): another port resolves, and is
+	// refused, like any other name.
+	if inProcess := g.inProcess(u.Hostname()) != nil && (u.Port() == "" || u.Port() == "443"); !g.AllowLocal && !inProcess {
 		if _, err := g.Resolve(ctx, u.Hostname()); err != nil {
 			return nil, err
 		}

@@ -28,7 +28,7 @@ func TestInProcessHostOpensNothingElse(t *testing.T) {
 		t.Fatalf("dial the in-process host: %v (dialed %d)", err, dialed)
 	}
 	conn.Close()
-	for _, u := range []string{"https://127.0.0.1/rest", "https://10.0.0.1/rest", "https://localhost/rest", "https://other.switchboard.invalid/rest", "http://demo.switchboard.invalid/rest"} {
+	for _, u := range []string{"https://127.0.0.1/rest", "https://10.0.0.1/rest", "https://localhost/rest", "https://other.switchboard.invalid/rest", "http://demo.switchboard.invalid/rest", "https://demo.switchboard.invalid:8443/rest"} {
 		if _, err := g.CheckURL(ctx, u); err == nil {
 			t.Errorf("CheckURL(%s) passed beside an in-process host", u)
 		}

@@ -14,27 +14,10 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// gcra allows one call of a bucket refilling one token every ARGV[1] microseconds with a burst
-// of ARGV[2]; KEYS[1] holds the theoretical arrival time (TAT) in microseconds of Redis's own
-// clock, so replicas with skewed clocks agree. Returns {1, 0} or {0, retry-after µs}.
-var gcra = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local new = tat + interval
-local allow_at = new - burst * interval
-if now < allow_at then
-  return {0, allow_at - now}
-end
-redis.call('SET', KEYS[1], new, 'PX', math.ceil((new - now) / 1000) + 1000)
-return {1, 0}
-`)
-
-// gcraAll is gcra over several buckets (KEYS[i], with interval ARGV[2i-1] and burst ARGV[2i]),
-// all or nothing: it returns {-1, 0} having taken a token from each, or {i, retry-after µs}
+// gcraAll allows one call of each bucket KEYS[i], refilling one token every ARGV[2i-1]
+// microseconds with a burst of ARGV[2i]; each key holds the bucket's theoretical arrival time
+// (TAT) in microseconds of Redis's own clock, so replicas with skewed clocks agree. All or
+// nothing: it returns {-1, 0} having taken a token from each, or {i, retry-after µs}
 // having taken none, i the 0-based index of the first bucket that had no token and the wait
 // the longest of the refusing buckets'.
 var gcraAll = redis.NewScript(`
@@ -75,21 +58,8 @@ func NewRedis(rdb redis.UniversalClient, prefix string) *Redis {
 // Allow takes one token from id's bucket, or reports how long until one is. It fails when
 // Redis cannot answer within the caller's deadline (the client's timeouts bound it too).
 func (r *Redis) Allow(ctx context.Context, id string, perMinute int) (bool, time.Duration, error) {
-	if perMinute <= 0 {
-		return false, time.Minute, nil
-	}
-	interval := int64(time.Minute/time.Microsecond) / int64(perMinute)
-	res, err := gcra.Run(ctx, r.rdb, []string{r.prefix + id}, interval, perMinute).Int64Slice()
-	if err != nil {
-		return false, 0, fmt.Errorf("rate limiter: %w", err)
-	}
-	if len(res) != 2 {
-		return false, 0, fmt.Errorf("rate limiter: unexpected answer %v", res)
-	}
-	if res[0] == 1 {
-		return true, 0, nil
-	}
-	return false, time.Duration(math.Ceil(float64(res[1])/1e6)) * time.Second, nil
+	refused, wait, err := r.AllowAll(ctx, []tools.Bucket{{ID: id, PerMinute: perMinute}})
+	return err == nil && refused < 0, wait, err
 }
 
 // AllowAll takes one token from every bucket or from none, in one round trip.

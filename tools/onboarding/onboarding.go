@@ -414,7 +414,11 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 	}
 	if !hmac.Equal([]byte(s.hash("code", email, code)), []byte(rec.CodeHash)) {
 		if g.LeftAtCode > 0 {
-			return tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d guesses left from this client address. Check the latest e-mail", g.LeftAtCode)
+			who := guesser(0)
+			if g.LeftAtCode < budgets[0].PerCode-g.Pair { // the network's budget is the smaller
+				who = guesser(1)
+			}
+			return tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d guesses left from %s. Check the latest e-mail", g.LeftAtCode, who)
 		}
 		who, of := guesser(0), budgets[0].PerCode
 		if g.Pair < of { // the network's budget ran out first

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
@@ -48,6 +49,18 @@ func TestAnIPv6NetworkSharesOneGuessBudget(t *testing.T) {
 				switch e := guess(addr, ""); e.Code {
 				case tools.CodeUnauthenticated:
 					compared[net64]++
+					// "guesses left" names the budget with fewer left: the /64's 5, the /48's 25.
+					total := 0
+					for _, c := range compared {
+						total += c
+					}
+					want := "from this client address"
+					if 25-total < 5-compared[net64] {
+						want = "from this client's network"
+					}
+					if strings.Contains(e.Message, "guesses left") && !strings.Contains(e.Message, want) {
+						t.Fatalf("after %d guesses at the /48, %d at this /64: %q, want it to say %q", total, compared[net64], e.Message, want)
+					}
 				case tools.CodeRateLimited:
 					if e.RetryAfter <= 0 {
 						t.Fatalf("429 without Retry-After: %v", e)

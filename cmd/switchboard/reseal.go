@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 )
@@ -14,8 +16,10 @@ var resealCommand = adminCommand{name: "reseal",
 		"and leftServiceKeys 0 the old key may be dropped",
 	run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
 		rep, err := a.Reseal(ctx, 500, nil)
-		if err != nil {
-			return nil, err
+		if err != nil && rep != nil {
+			// The report goes with the error: how far the run got, which rows no key opens.
+			so, _ := json.Marshal(rep)
+			return nil, fmt.Errorf("%w (the run so far: %s)", err, so)
 		}
-		return rep, nil
+		return rep, err
 	}}

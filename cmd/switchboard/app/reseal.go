@@ -14,14 +14,10 @@ import (
 // nothing to do. done, when set, is told after each wallet. It fails when rows are left that no
 // configured key opens: the report names them.
 func (a *App) Reseal(ctx context.Context, batch int, done func()) (*wallets.ResealReport, error) {
-	sec, err := loadSecrets(a.Config, a.Log)
-	if err != nil {
-		return nil, err
-	}
-	rep := &wallets.ResealReport{CurrentMasterKey: sec.sealer.Current()}
-	err = a.Keys.Reseal(ctx, rep)
+	rep := &wallets.ResealReport{CurrentMasterKey: a.sealer.Current()}
+	err := a.Keys.Reseal(ctx, rep)
 	if err == nil {
-		err = wallets.ResealWallets(ctx, a.Store, sec.sealer, batch, rep, done)
+		err = wallets.ResealWallets(ctx, a.Store, a.sealer, batch, rep, done)
 	}
 	if rep.LeftWallets, rep.LeftServiceKeys, err = leftAfter(ctx, a, rep.CurrentMasterKey, err); err != nil {
 		return rep, err

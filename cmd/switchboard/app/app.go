@@ -390,9 +390,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	portalHandler, oauthAPI, oauthSvc := h.portal, h.oauthAPI, h.oauth
-	bodyTimeout, err := time.ParseDuration(cfg.BodyReadTimeout)
-	if err != nil || bodyTimeout < time.Second {
-		return nil, fmt.Errorf("SWITCHBOARD_BODY_READ_TIMEOUT=%q: want a Go duration of at least 1s, e.g. 20s", cfg.BodyReadTimeout)
+	bodyTimeout, err := cfg.bodyReadTimeout()
+	if err != nil {
+		return nil, err
 	}
 	draining := new(atomic.Bool)
 	handler, err := front(frontOptions{BodyReadTimeout: bodyTimeout,

@@ -251,8 +251,8 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
 		return fmt.Errorf("SWITCHBOARD_METRICS_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)
 	}
-	if d, err := time.ParseDuration(c.BodyReadTimeout); err != nil || d < time.Second {
-		return fmt.Errorf("SWITCHBOARD_BODY_READ_TIMEOUT=%q: want a Go duration of at least 1s, e.g. 20s", c.BodyReadTimeout)
+	if _, err := c.bodyReadTimeout(); err != nil {
+		return err
 	}
 	if c.MaxConnsPerClient < 0 {
 		return fmt.Errorf("SWITCHBOARD_MAX_CONNS_PER_CLIENT=%d: want 0 (no cap) or more, e.g. 64", c.MaxConnsPerClient)
@@ -340,4 +340,13 @@ func baseURLFromAddr(addr string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// bodyReadTimeout is SWITCHBOARD_BODY_READ_TIMEOUT read: a Go duration of at least a second.
+func (c Config) bodyReadTimeout() (time.Duration, error) {
+	d, err := time.ParseDuration(c.BodyReadTimeout)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("SWITCHBOARD_BODY_READ_TIMEOUT=%q: want a Go duration of at least 1s, e.g. 20s", c.BodyReadTimeout)
+	}
+	return d, nil
 }

@@ -146,10 +146,18 @@ func (c *jsonChecker) value() {
 		return
 	}
 	switch c.data[c.pos] {
-	case '{':
-		c.object()
-	case '[':
-		c.array()
+	case '{', '[':
+		// CheckLimits bounded the depth of well-formed text; text it reads otherwise (a
+		// literal running into a string's quote) must not take the walk deeper.
+		if len(c.at) >= jsonlimit.MaxDepth {
+			c.fail("", "is nested deeper than %d levels of objects and arrays; send at most %d levels", jsonlimit.MaxDepth, jsonlimit.MaxDepth)
+			return
+		}
+		if c.data[c.pos] == '{' {
+			c.object()
+		} else {
+			c.array()
+		}
 	case '"':
 		c.str("", false)
 	default: // numbers and literals: the decoder checks them

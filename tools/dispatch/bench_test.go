@@ -53,11 +53,12 @@ func drain(resp *http.Response, err error) error {
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return fmt.Errorf("status %d", resp.StatusCode)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		return fmt.Errorf("status %d: %s", resp.StatusCode, body)
 	}
+	io.Copy(io.Discard, resp.Body)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/payments"
+	"github.com/switchboard-hq/switchboard/tools/payments/x402"
 )
 
 // Options configure the server.
@@ -98,9 +98,7 @@ func describe(t *tools.Tool) *mcp.Tool {
 func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		call := tools.Request{Tool: name, Args: req.Params.Arguments, APIKey: defaultKey}
-		if pp, ok := req.Params.Meta[metaPayment]; ok {
-			call.Args = withPayment(call.Args, pp)
-		}
+		call.Args = x402.FromMeta(req.Params.Meta, call.Args)
 		if stdio {
 			call.KeyHelp = stdioKeyHelp
 		}
@@ -133,17 +131,8 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 			}
 		}
 		if e != nil {
-			res := errorResult(e)
-			if pr, ok := e.Details["x402Mcp"]; ok && e.Code == tools.CodePaymentRequired {
-				// x402's MCP transport: the PaymentRequired as structuredContent and as the
-				// first text; the error model's body follows it.
-				raw, _ := json.Marshal(pr)
-				res.StructuredContent = json.RawMessage(raw)
-				res.Content = append([]mcp.Content{&mcp.TextContent{Text: string(raw)}}, res.Content...)
-			}
-			if sr := payments.Refused(e); sr != nil {
-				res.Meta = mcp.Meta{metaPaymentResponse: json.RawMessage(sr)}
-			}
+			res := errorResult(x402.Render(e))
+			x402.MCPError(res, e)
 			return res, nil
 		}
 		raw, err := json.Marshal(out)
@@ -154,9 +143,7 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 			StructuredContent: json.RawMessage(raw),
 			Content:           []mcp.Content{&mcp.TextContent{Text: string(raw)}},
 		}
-		if p, ok := out.(interface{ X402Payment() *payments.Receipt }); ok && p.X402Payment() != nil {
-			res.Meta = mcp.Meta{metaPaymentResponse: json.RawMessage(payments.SettlementResponse(p.X402Payment()))}
-		}
+		x402.MCPAnswer(res, out)
 		return res, nil
 	}
 }
@@ -165,30 +152,6 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 func errorResult(e *tools.Error) *mcp.CallToolResult {
 	body, _ := json.Marshal(tools.Body{Error: e})
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
-}
-
-// x402's MCP transport keys.
-const (
-	metaPayment         = "x402/payment"
-	metaPaymentResponse = "x402/payment-response"
-)
-
-// withPayment puts an x402 PaymentPayload from _meta["x402/payment"] into the tool's input
-// (payment, confirmRequestId), as the REST adapter does with PAYMENT-SIGNATURE. Input the
-// call names itself wins; a payload that is not an object is left for the tool to refuse.
-func withPayment(args json.RawMessage, pp any) json.RawMessage {
-	raw, _ := json.Marshal(pp)
-	var payload struct {
-		Accepted map[string]any `json:"accepted"`
-		Payload  map[string]any `json:"payload"`
-	}
-	m := map[string]any{}
-	if json.Unmarshal(raw, &payload) != nil || payload.Payload == nil || (len(args) > 0 && json.Unmarshal(args, &m) != nil) {
-		return args
-	}
-	payments.X402Into(m, payload.Accepted, payload.Payload)
-	out, _ := json.Marshal(m)
-	return out
 }
 
 // HTTPHandler serves srv over stateless Streamable HTTP with JSON responses, taking the

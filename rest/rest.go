@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/payments"
+	"github.com/switchboard-hq/switchboard/tools/payments/x402"
 )
 
 // MaxBody bounds every request body, REST and MCP.
@@ -66,7 +65,7 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 		}
 		args, e := buildArgs(r, rt, types)
 		if e == nil && rt.X402 {
-			args, e = x402Args(r, args)
+			args, e = x402.FromHeaders(r.Header, args)
 		}
 		if e != nil {
 			WriteError(w, e)
@@ -77,18 +76,14 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 			ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID),
 		})
 		if e != nil {
-			if x, ok := e.Details["x402"]; ok && rt.X402 && e.Code == tools.CodePaymentRequired {
-				raw, _ := json.Marshal(x)
-				w.Header().Set("PAYMENT-REQUIRED", base64.StdEncoding.EncodeToString(raw))
-			}
 			if rt.X402 {
-				x402Refusal(w, e)
+				x402.HTTPError(w.Header(), e)
 			}
-			WriteError(w, e)
+			WriteError(w, x402.Render(e))
 			return
 		}
 		if rt.X402 {
-			x402Response(w, out)
+			x402.HTTPAnswer(w.Header(), out)
 		}
 		status := http.StatusOK
 		if rt.Created {
@@ -215,66 +210,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
-}
-
-// x402Args moves an x402 payment header into the input: PAYMENT-SIGNATURE (version 2) or
-// X-PAYMENT (version 1), base64 JSON PaymentPayload {accepted: {extra: {requestId}}, payload:
-// {signature, authorization}}. Fields in the body win.
-func x402Args(r *http.Request, args json.RawMessage) (json.RawMessage, *tools.Error) {
-	h := r.Header.Get("PAYMENT-SIGNATURE")
-	if h == "" {
-		h = r.Header.Get("X-PAYMENT")
-	}
-	if h == "" {
-		return args, nil
-	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h))
-	if err != nil {
-		return nil, tools.Errorf(tools.CodeBadInput, "the PAYMENT-SIGNATURE header is not base64: %v", err)
-	}
-	if e := tools.CheckJSON("the PAYMENT-SIGNATURE header", raw); e != nil {
-		return nil, e
-	}
-	var pp struct {
-		Accepted map[string]any `json:"accepted"`
-		Payload  map[string]any `json:"payload"`
-	}
-	if err := json.Unmarshal(raw, &pp); err != nil || pp.Payload == nil {
-		return nil, tools.Errorf(tools.CodeBadInput, "the PAYMENT-SIGNATURE header is not an x402 PaymentPayload with a payload {signature, authorization}")
-	}
-	var m map[string]any
-	if err := json.Unmarshal(args, &m); err != nil {
-		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
-	}
-	payments.X402Into(m, pp.Accepted, pp.Payload)
-	out, _ := json.Marshal(m)
-	return out, nil
-}
-
-// x402Refusal sets PAYMENT-RESPONSE on a refused or refunded flat-fee call: the refund's
-// transaction when the payment was taken and returned, or x402's errorReason when it was
-// refused before anything was taken.
-func x402Refusal(w http.ResponseWriter, e *tools.Error) {
-	if sr := payments.Refused(e); sr != nil {
-		w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(sr))
-	}
-}
-
-// x402Payment is an answer that may carry an on-chain payment (dispatch.InvokeOutput).
-type x402Payment interface {
-	X402Payment() (p *payments.Receipt)
-}
-
-// x402Response sets PAYMENT-RESPONSE (base64 SettlementResponse) on an answer that carries an
-// on-chain payment; other answers are left alone, without being encoded an extra time.
-func x402Response(w http.ResponseWriter, out any) {
-	c, ok := out.(x402Payment)
-	if !ok {
-		return
-	}
-	p := c.X402Payment()
-	if p == nil {
-		return
-	}
-	w.Header().Set("PAYMENT-RESPONSE", base64.StdEncoding.EncodeToString(payments.SettlementResponse(p)))
 }

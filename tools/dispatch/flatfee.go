@@ -53,62 +53,8 @@ func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.
 			"or sign the EIP-3009 authorization in quote.typedData (in details) and call invoke_partner_message again with the same message, confirmRequestId %q and payment {signature, authorization}. It is held in escrow, paid to the partner only if the call succeeds, refunded otherwise",
 		intent.PublicIdentifier, q.AmountUsd, q.Network, requestID).
 		WithDetails(map[string]any{"requestId": requestID, "handle": intent.PublicIdentifier, "quote": q,
-			"x402":    s.cfg.Payments.X402(q, "/v1/invoke", desc, reason, bazaarHTTP(message)),
-			"x402Mcp": s.cfg.Payments.X402(q, "/mcp", desc, reason, bazaarMCP(message, desc))})
+			payments.RequiredKey: s.cfg.Payments.Required(q, message, desc, reason)})
 }
-
-// bazaarHTTP is x402's bazaar discovery extension for a flat-fee intent called over REST.
-func bazaarHTTP(message string) map[string]any {
-	return map[string]any{
-		"info": map[string]any{
-			"input":  map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": map[string]any{"message": message}},
-			"output": map[string]any{"type": "json"},
-		},
-		"schema": map[string]any{
-			"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "required": []string{"input"},
-			"properties": map[string]any{
-				"input": map[string]any{"type": "object", "required": []string{"type", "method", "bodyType", "body"}, "additionalProperties": false,
-					"properties": map[string]any{
-						"type": map[string]any{"type": "string", "const": "http"}, "method": map[string]any{"type": "string", "enum": []string{"POST"}},
-						"bodyType": map[string]any{"type": "string", "enum": []string{"json"}},
-						"body": map[string]any{"type": "object", "required": []string{"message"},
-							"properties": map[string]any{"message": map[string]any{"type": "string", "description": "the request, naming the partner by its @handle"}}},
-						"headers": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
-					}},
-				"output": bazaarOutputSchema,
-			},
-		},
-	}
-}
-
-// bazaarMCP is x402's bazaar discovery extension for a flat-fee intent called as the MCP tool
-// invoke_partner_message.
-func bazaarMCP(message, desc string) map[string]any {
-	return map[string]any{
-		"info": map[string]any{
-			"input": map[string]any{"type": "mcp", "tool": "invoke_partner_message", "description": desc, "transport": "streamable-http",
-				"inputSchema": map[string]any{"type": "object", "required": []string{"message"},
-					"properties": map[string]any{"message": map[string]any{"type": "string", "description": "the request, naming the partner by its @handle"}}},
-				"example": map[string]any{"message": message}},
-			"output": map[string]any{"type": "json"},
-		},
-		"schema": map[string]any{
-			"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "required": []string{"input"},
-			"properties": map[string]any{
-				"input": map[string]any{"type": "object", "required": []string{"type", "tool", "inputSchema"}, "additionalProperties": false,
-					"properties": map[string]any{
-						"type": map[string]any{"type": "string", "const": "mcp"}, "tool": map[string]any{"type": "string"},
-						"description": map[string]any{"type": "string"}, "transport": map[string]any{"type": "string", "enum": []string{"streamable-http", "sse"}},
-						"inputSchema": map[string]any{"type": "object"}, "example": map[string]any{"type": "object"},
-					}},
-				"output": bazaarOutputSchema,
-			},
-		},
-	}
-}
-
-var bazaarOutputSchema = map[string]any{"type": "object", "required": []string{"type"},
-	"properties": map[string]any{"type": map[string]any{"type": "string"}, "example": map[string]any{"type": "object"}}}
 
 // payAndDispatch collects the payment of a quoted flat-fee call, dispatches it, and concludes
 // the payment by the outcome.

@@ -185,33 +185,28 @@ func (s *Service) QuoteOf(p *store.FlatPayment) Quote {
 	}
 }
 
-// X402 is the quote as x402 version 2's PaymentRequired: scheme exact on EVM, which a stock
-// client pays by signing TransferWithAuthorization with its own random nonce and a window of
-// maxTimeoutSeconds (ReceiveWithAuthorization, the spec's path, is accepted too). The client
-// echoes the offered requirement back as `accepted`, extra included: extra.requestId binds the
-// payment to this quote. bazaar describes the call for x402 catalogs (input: the HTTP endpoint
-// or the MCP tool).
-// path is the resource's path under the base URL (/v1/invoke, /mcp).
-func (s *Service) X402(q Quote, path, description, reason string, bazaar map[string]any) map[string]any {
-	pr := map[string]any{
-		"x402Version": 2,
-		"error":       reason,
-		"resource":    map[string]any{"url": s.cfg.BaseURL + path, "description": description, "mimeType": "application/json"},
-		"accepts":     []map[string]any{s.Requirement(q)},
-	}
-	if bazaar != nil {
-		pr["extensions"] = map[string]any{"bazaar": bazaar}
-	}
-	return pr
+// Required is a flat-fee call's one payment answer before it is paid: the quote, what the
+// call is and why it must be paid first. The tool puts it in PAYMENT_REQUIRED's details under
+// RequiredKey; each door renders it for its transport (tools/payments/x402: x402 version 2's
+// PaymentRequired in the PAYMENT-REQUIRED header, or as MCP's structuredContent).
+type Required struct {
+	Quote Quote
+	// Message is the request quoted, which the paid retry sends again; Description says what
+	// is paid for, Reason why it is paid first.
+	Message, Description, Reason string
+	// BaseURL is the service's public base URL (x402's resource.url is absolute);
+	// MaxTimeoutSeconds is how long a client's authorization may be valid (the quote's TTL).
+	BaseURL           string
+	MaxTimeoutSeconds int64
 }
 
-// Requirement is the quote's x402 PaymentRequirements.
-func (s *Service) Requirement(q Quote) map[string]any {
-	return map[string]any{
-		"scheme": "exact", "network": q.Network, "amount": q.Amount, "asset": q.Token, "payTo": q.PayTo,
-		"maxTimeoutSeconds": int64(s.cfg.QuoteTTL / time.Second),
-		"extra":             map[string]any{"name": "USD Coin", "version": "2", "requestId": q.RequestID},
-	}
+// RequiredKey is where a PAYMENT_REQUIRED error's details hold its *Required.
+const RequiredKey = "x402"
+
+// Required is the answer that asks for q's payment.
+func (s *Service) Required(q Quote, message, description, reason string) *Required {
+	return &Required{Quote: q, Message: message, Description: description, Reason: reason,
+		BaseURL: s.cfg.BaseURL, MaxTimeoutSeconds: int64(s.cfg.QuoteTTL / time.Second)}
 }
 
 // PayoutAddress picks a partner's EVM payout address for chainID: the evm:<chainID> entry

@@ -28,12 +28,12 @@ func (p *portal) integrationsPage(w http.ResponseWriter, r *http.Request, pr *to
 }
 
 func (p *portal) renderIntegrations(w http.ResponseWriter, r *http.Request, pr *tools.Principal, status int, created *integrations.Integration, form map[string]any, errs map[string]string) {
-	list, err := p.o.Integrations.List(r.Context(), pr.AccountID)
-	if err != nil {
-		p.fail(w, r, tools.Translate(err))
+	list, e := callAs[integrations.ListOutput](p, r, pr, "integration_list", nil)
+	if e != nil {
+		p.fail(w, r, e)
 		return
 	}
-	v := p.page(pr, "Integrations", integrationsData{List: list, Created: created, Scopes: tools.ScopeNames(), Methods: integrations.Methods})
+	v := p.page(pr, "Integrations", integrationsData{List: list.Integrations, Created: created, Scopes: tools.ScopeNames(), Methods: integrations.Methods})
 	v.Form, v.Errors = form, errs
 	p.render(w, status, "integrations", v)
 }
@@ -53,9 +53,9 @@ func (p *portal) createIntegration(w http.ResponseWriter, r *http.Request, pr *t
 		p.renderIntegrations(w, r, pr, http.StatusUnprocessableEntity, nil, form, errs)
 		return
 	}
-	in, err := p.o.Integrations.Create(r.Context(), pr.AccountID, form["slug"].(string), form["name"].(string), r.PostForm["scopes"], r.PostForm["methods"])
-	if err != nil {
-		e := tools.Translate(err)
+	in, e := callAs[integrations.Integration](p, r, pr, "integration_create", integrations.CreateInput{Slug: form["slug"].(string), Name: form["name"].(string),
+		Scopes: r.PostForm["scopes"], Methods: append([]string{}, r.PostForm["methods"]...)})
+	if e != nil {
 		field, _ := e.Details["field"].(string)
 		if field == "" {
 			field = "form"
@@ -73,17 +73,6 @@ type connectData struct {
 	Issued      map[string]any
 }
 
-// publisherOf is the domain of the e-mail the integration's publisher signed in with: a
-// claim Switchboard checked, unlike the integration's name.
-func (p *portal) publisherOf(r *http.Request, in integrations.Integration) string {
-	acct, err := p.o.Store.AccountByID(r.Context(), in.AccountID)
-	if err != nil {
-		return "an unknown publisher"
-	}
-	_, domain, _ := strings.Cut(acct.Email, "@")
-	return domain
-}
-
 // connect shows the integration's request; a signed-out human signs in and comes back.
 func (p *portal) connect(w http.ResponseWriter, r *http.Request) {
 	in, err := p.o.Integrations.BySlug(r.Context(), r.PathValue("slug"))
@@ -95,7 +84,7 @@ func (p *portal) connect(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "%s does not issue keys here; see its manifest.json for how to onboard", in.Name))
 		return
 	}
-	publisher := p.publisherOf(r, in)
+	publisher := p.o.Integrations.Publisher(r.Context(), in)
 	pr := p.sessionOf(r)
 	if pr == nil {
 		// Who asks, and for what, before signing in; the sign-in comes back here.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/switchboard-hq/switchboard/portal/chart"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
@@ -107,7 +108,7 @@ func (p *portal) marketRoutes(mux *http.ServeMux) {
 		mux.HandleFunc("GET /marketplace/{handle}", p.listing)
 		mux.Handle("POST /marketplace/{handle}", p.authed(p.tryIntent))
 	}
-	if p.o.Usage == nil {
+	if p.o.Kernel.Tool("usage_spend") == nil {
 		return
 	}
 	mux.Handle("GET /developer/usage", p.authed(p.usagePage))
@@ -336,20 +337,20 @@ func argsFromForm(r *http.Request, params []discover.Param, form map[string]any)
 
 type usageData struct {
 	Spend   usage.Spend
-	Total   chart
+	Total   chart.Chart
 	ByKey   []keyChart
 	Intents []any // the account's intents (partner_list_intents), for their charts
 }
 
 type keyChart struct {
 	usage.Series
-	Chart chart
+	Chart chart.Chart
 }
 
 func (p *portal) usagePage(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
-	sp, err := p.o.Usage.Spend(r.Context(), pr)
-	if err != nil {
-		p.fail(w, r, tools.Translate(err))
+	sp, e := callAs[usage.Spend](p, r, pr, "usage_spend", nil)
+	if e != nil {
+		p.fail(w, r, e)
 		return
 	}
 	list, e := p.call(r, pr, "partner_list_intents", nil)
@@ -360,29 +361,29 @@ func (p *portal) usagePage(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	d := usageData{Spend: sp}
 	d.Intents, _ = list["intents"].([]any)
 	micro := func(x int64) float64 { return float64(x) }
-	d.Total = chart{Title: "Spend per day, all keys", Days: sp.Days, Format: usdOf, Href: "/developer/calls",
-		Series: []chartSeries{{Label: "spent", Class: "s1", Values: vals(sp.Total.Values, micro)}}}
+	d.Total = chart.Chart{Title: "Spend per day, all keys", Days: sp.Days, Format: chart.USD, Href: "/developer/calls",
+		Series: []chart.Series{{Label: "spent", Class: "s1", Values: chart.Values(sp.Total.Values, micro)}}}
 	for _, k := range sp.ByKey {
 		href := "/developer/calls" + queryOf("key", k.KeyID)
 		if k.KeyID == "" {
 			href = "/developer/calls"
 		}
-		d.ByKey = append(d.ByKey, keyChart{Series: k, Chart: chart{Title: "Spend per day, " + k.Label, Days: sp.Days, Format: usdOf, Href: href,
-			Series: []chartSeries{{Label: "spent", Class: "s1", Values: vals(k.Values, micro)}}}})
+		d.ByKey = append(d.ByKey, keyChart{Series: k, Chart: chart.Chart{Title: "Spend per day, " + k.Label, Days: sp.Days, Format: chart.USD, Href: href,
+			Series: []chart.Series{{Label: "spent", Class: "s1", Values: chart.Values(k.Values, micro)}}}})
 	}
 	p.render(w, http.StatusOK, "usage", p.page(pr, "Usage", d))
 }
 
 type intentUsageData struct {
 	Stats                             usage.IntentStats
-	Calls, Success, Latency, Earnings chart
+	Calls, Success, Latency, Earnings chart.Chart
 	SuccessRate                       *float64
 }
 
 func (p *portal) intentUsage(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
-	st, err := p.o.Usage.Intent(r.Context(), pr, r.PathValue("id"))
-	if err != nil {
-		p.fail(w, r, tools.Translate(err))
+	st, e := callAs[usage.IntentStats](p, r, pr, "usage_intent", map[string]any{"intentId": r.PathValue("id")})
+	if e != nil {
+		p.fail(w, r, e)
 		return
 	}
 	n := len(st.Days)
@@ -402,16 +403,16 @@ func (p *portal) intentUsage(w http.ResponseWriter, r *http.Request, pr *tools.P
 	href := "/developer/calls" + queryOf("side", "partner", "intent", st.IntentID)
 	count := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 	d := intentUsageData{Stats: st,
-		Calls: chart{Title: "Calls per day", Days: days, Format: count, Href: href,
-			Series: []chartSeries{{Label: "succeeded", Class: "s1", Values: ok}, {Label: "failed", Class: "s3", Values: failed}}},
-		Success: chart{Title: "Success rate per day", Days: days, Lines: true, Href: href + "&outcome=failed",
+		Calls: chart.Chart{Title: "Calls per day", Days: days, Format: count, Href: href,
+			Series: []chart.Series{{Label: "succeeded", Class: "s1", Values: ok}, {Label: "failed", Class: "s3", Values: failed}}},
+		Success: chart.Chart{Title: "Success rate per day", Days: days, Lines: true, Href: href + "&outcome=failed",
 			Format: func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + "%" },
-			Series: []chartSeries{{Label: "success rate", Class: "s1", Values: rate}}},
-		Latency: chart{Title: "Latency per day", Days: days, Lines: true, Href: href,
+			Series: []chart.Series{{Label: "success rate", Class: "s1", Values: rate}}},
+		Latency: chart.Chart{Title: "Latency per day", Days: days, Lines: true, Href: href,
 			Format: func(v float64) string { return count(v) + " ms" },
-			Series: []chartSeries{{Label: "p50", Class: "s1", Values: p50}, {Label: "p95", Class: "s2", Values: p95}}},
-		Earnings: chart{Title: "Earnings per day", Days: days, Format: usdOf, Href: href + "&outcome=succeeded",
-			Series: []chartSeries{{Label: "earned", Class: "s2", Values: earned}}},
+			Series: []chart.Series{{Label: "p50", Class: "s1", Values: p50}, {Label: "p95", Class: "s2", Values: p95}}},
+		Earnings: chart.Chart{Title: "Earnings per day", Days: days, Format: chart.USD, Href: href + "&outcome=succeeded",
+			Series: []chart.Series{{Label: "earned", Class: "s2", Values: earned}}},
 	}
 	if st.Calls > 0 {
 		rt := float64(st.Succeeded) / float64(st.Calls)
@@ -469,9 +470,10 @@ func (p *portal) calls(w http.ResponseWriter, r *http.Request, pr *tools.Princip
 		}
 		d.Keys, _ = list["keys"].([]any)
 	}
-	page, err := p.o.Usage.Calls(r.Context(), pr, d.Side, d.Filter)
-	if err != nil {
-		p.fail(w, r, tools.Translate(err))
+	f := d.Filter
+	page, e := callAs[usage.Page](p, r, pr, "usage_calls", usage.CallsInput{Side: d.Side, KeyID: f.KeyID, IntentID: f.IntentID, Outcome: f.Outcome, Cursor: f.Cursor, Limit: f.Limit})
+	if e != nil {
+		p.fail(w, r, e)
 		return
 	}
 	d.Page = page
@@ -492,9 +494,9 @@ type callData struct {
 
 func (p *portal) call1(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
 	side := sideOf(r)
-	c, err := p.o.Usage.Call(r.Context(), pr, side, r.PathValue("id"))
-	if err != nil {
-		p.fail(w, r, tools.Translate(err))
+	c, e := callAs[usage.Detail](p, r, pr, "usage_call", usage.CallInput{Side: side, RequestID: r.PathValue("id")})
+	if e != nil {
+		p.fail(w, r, e)
 		return
 	}
 	p.render(w, http.StatusOK, "call", p.page(pr, fmt.Sprintf("Call %s", c.RequestID), callData{Side: side, Call: c}))

@@ -2,137 +2,18 @@ package portal
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 )
 
-// The MCP authorization door. The metadata, registration, token and revocation endpoints are
-// called by MCP hosts (native apps and browser apps alike: CORS open, no cookies, so no
-// cross-site protection applies); the authorize step is a portal page behind the sign-in,
-// with the portal's CSRF protection on the consent form.
-
-// registrationsPerMinute bounds client registrations per client address.
-const registrationsPerMinute = 20
-
-// OAuthAPI serves /.well-known/oauth-protected-resource (RFC 9728),
-// /.well-known/oauth-authorization-server (RFC 8414), /oauth/register (RFC 7591),
-// /oauth/token and /oauth/revoke (RFC 7009).
-func OAuthAPI(o Options) http.Handler {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	cfg := o.OAuth.Config()
-	limiter := limiterOf(o)
-	mux := http.NewServeMux()
-	resource := func(w http.ResponseWriter, r *http.Request) {
-		writeOAuthJSON(w, http.StatusOK, map[string]any{
-			"resource": cfg.Resource, "authorization_servers": []string{cfg.Issuer}, "scopes_supported": tools.ScopeNames(),
-			"bearer_methods_supported": []string{"header"}, "resource_name": "Switchboard",
-			"resource_documentation": cfg.Issuer + "/docs",
-		})
-	}
-	mux.HandleFunc("GET /.well-known/oauth-protected-resource", resource)
-	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", resource)
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		writeOAuthJSON(w, http.StatusOK, map[string]any{
-			"issuer": cfg.Issuer, "authorization_endpoint": cfg.Issuer + "/oauth/authorize", "token_endpoint": cfg.Issuer + "/oauth/token",
-			// MCP 2026-07-28 hosts identify by a client metadata document; the registration
-			// endpoint (RFC 7591, deprecated by that revision) stays for older hosts.
-			"client_id_metadata_document_supported": o.OAuth.MetadataDocuments(),
-			"registration_endpoint":                 cfg.Issuer + "/oauth/register", "revocation_endpoint": cfg.Issuer + "/oauth/revoke",
-			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
-			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"},
-			"revocation_endpoint_auth_methods_supported": []string{"none"}, "scopes_supported": tools.ScopeNames(),
-			"service_documentation": cfg.Issuer + "/docs/mcp-hosts",
-		})
-	})
-	mux.HandleFunc("POST /oauth/register", func(w http.ResponseWriter, r *http.Request) {
-		ok, wait, err := limiter.Allow(r.Context(), "register:"+r.Header.Get(tools.HeaderClientAddr), registrationsPerMinute)
-		switch {
-		case err != nil: // a registration writes: never let it through unlimited
-			w.Header().Set("Retry-After", "2")
-			writeOAuthJSON(w, http.StatusServiceUnavailable, &oauth.Error{Code: "temporarily_unavailable", Description: "registration is paused for a moment; retry in a few seconds"})
-			return
-		case !ok:
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-			writeOAuthJSON(w, http.StatusTooManyRequests, &oauth.Error{Code: "slow_down", Description: "too many registrations from this address; wait a minute"})
-			return
-		}
-		var reg oauth.Registration
-		body, err := io.ReadAll(r.Body) // bounded by the front's body limit
-		if err == nil {
-			if err := jsonlimit.Request(body); err != nil {
-				writeOAuthJSON(w, http.StatusBadRequest, &oauth.Error{Code: "invalid_client_metadata", Description: "the registration is " + err.Error()})
-				return
-			}
-			err = json.Unmarshal(body, &reg)
-		}
-		if err != nil {
-			writeOAuthJSON(w, http.StatusBadRequest, &oauth.Error{Code: "invalid_client_metadata", Description: "the body must be a JSON client registration (RFC 7591)"})
-			return
-		}
-		out, oe := o.OAuth.Register(r.Context(), reg)
-		if oe != nil {
-			writeOAuthJSON(w, oe.Status, oe)
-			return
-		}
-		writeOAuthJSON(w, http.StatusCreated, out)
-	})
-	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err != nil {
-			writeOAuthJSON(w, http.StatusBadRequest, &oauth.Error{Code: "invalid_request", Description: "send application/x-www-form-urlencoded parameters"})
-			return
-		}
-		out, oe := o.OAuth.Exchange(r.Context(), r.PostForm)
-		if oe != nil {
-			writeOAuthJSON(w, oe.Status, oe)
-			return
-		}
-		writeOAuthJSON(w, http.StatusOK, out)
-	})
-	mux.HandleFunc("POST /oauth/revoke", func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err != nil || r.PostForm.Get("token") == "" {
-			writeOAuthJSON(w, http.StatusBadRequest, &oauth.Error{Code: "invalid_request", Description: "send the token to revoke as the form parameter token"})
-			return
-		}
-		if err := o.OAuth.Revoke(r.Context(), r.PostForm.Get("token")); err != nil {
-			writeOAuthJSON(w, http.StatusServiceUnavailable, &oauth.Error{Code: "temporarily_unavailable", Description: "try again"})
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
-	return cors(mux)
-}
-
-// cors opens the host-facing endpoints to browser-based MCP clients: they carry no cookies.
-func cors(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Access-Control-Allow-Origin", "*")
-		if r.Method == http.MethodOptions {
-			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-			w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization, MCP-Protocol-Version")
-			w.Header().Set("Access-Control-Max-Age", "600")
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func writeOAuthJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
+// The MCP authorization door's human side: the authorize step is a portal page behind the
+// sign-in, with the portal's CSRF protection on the consent form; the endpoints MCP hosts
+// call (metadata, registration, token, revocation) are portal/oauthapi.
 
 // authorizeParams are the request parameters the consent form carries back.
 var authorizeParams = []string{"response_type", "client_id", "redirect_uri", "state", "code_challenge", "code_challenge_method", "resource", "scope"}
@@ -282,36 +163,17 @@ func redirectWith(w http.ResponseWriter, r *http.Request, req *oauth.Request, v 
 	http.Redirect(w, r, u.String(), http.StatusFound)
 }
 
-type connectionRow struct {
-	ID, Name, RedirectHost, Scopes string
-	Created                        time.Time
-	LastUsed                       *time.Time
-}
-
 func (p *portal) connections(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
 	if p.o.OAuth == nil {
 		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "MCP connections are not enabled on this service"))
 		return
 	}
-	conns, err := p.o.OAuth.Connections(r.Context(), pr.AccountID)
-	if err != nil {
-		p.fail(w, r, tools.Translate(err))
+	out, e := callAs[oauth.ConnectionsOutput](p, r, pr, "connection_list", nil)
+	if e != nil {
+		p.fail(w, r, e)
 		return
 	}
-	rows := make([]connectionRow, 0, len(conns))
-	for _, c := range conns {
-		row := connectionRow{ID: c.ID, Created: c.CreatedAt, LastUsed: c.LastUsedAt, Scopes: strings.Join(c.Scopes, ", ")}
-		if c.Client != nil {
-			row.Name = c.Client.Name
-			if len(c.Client.RedirectURIs) > 0 {
-				if u, err := url.Parse(c.Client.RedirectURIs[0]); err == nil {
-					row.RedirectHost = u.Scheme + "://" + u.Host
-				}
-			}
-		}
-		rows = append(rows, row)
-	}
-	p.render(w, http.StatusOK, "connections", p.page(pr, "Connections", map[string]any{"List": rows}))
+	p.render(w, http.StatusOK, "connections", p.page(pr, "Connections", map[string]any{"List": out.Connections}))
 }
 
 func (p *portal) revokeConnection(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
@@ -319,8 +181,8 @@ func (p *portal) revokeConnection(w http.ResponseWriter, r *http.Request, pr *to
 		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "MCP connections are not enabled on this service"))
 		return
 	}
-	if err := p.o.OAuth.RevokeGrant(r.Context(), pr.AccountID, r.PathValue("id")); err != nil {
-		p.fail(w, r, tools.Translate(err))
+	if _, e := p.run(r, pr, "connection_revoke", map[string]any{"connectionId": r.PathValue("id")}); e != nil {
+		p.fail(w, r, e)
 		return
 	}
 	http.Redirect(w, r, "/developer/connections", http.StatusSeeOther)

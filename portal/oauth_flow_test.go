@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools"
 )
 
 // oauthClient is an MCP host's side of the flow: registration, PKCE, the token endpoint.
@@ -273,6 +274,12 @@ func TestMCPAuthorization(t *testing.T) {
 			}
 			if _, e := apptest.CallTool(t, cs, "partner_list_intents", nil); e == nil || e.Code != "FORBIDDEN" {
 				t.Fatalf("a scope the human did not grant: %v", e)
+			}
+			// The portal's own tools are the signed-in human's, never a token's.
+			for _, st := range env.App.Kernel.SessionTools() {
+				if _, e := env.App.Kernel.Call(t.Context(), tools.Request{Tool: st.Name, APIKey: access}); e == nil || e.Code != tools.CodeForbidden {
+					t.Errorf("%s with an OAuth token: %v, want FORBIDDEN", st.Name, e)
+				}
 			}
 			if st, body := env.REST(t, "GET", "/v1/account", access, nil); st != 401 || !strings.Contains(fmt.Sprint(body), "/mcp") {
 				t.Fatalf("the token on /v1: %d %v", st, body)

@@ -1,7 +1,8 @@
 // Package portal is the door for humans: server-rendered pages under /developer, signed in
 // with an e-mail one-time code, where a human issues the API keys they paste to their agents.
 // Every action calls the same kernel tools as MCP and REST, with the signed-in session as the
-// Principal, so no rule has a second copy here.
+// Principal, so no rule has a second copy here; what only the portal does (the wallet export,
+// sessions, charts, integrations, connections) is kernel tools only a session may call.
 package portal
 
 import (
@@ -23,7 +24,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/integrations"
@@ -31,8 +31,6 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/sessions"
-	"github.com/switchboard-hq/switchboard/tools/usage"
-	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
 //go:embed templates/*.html
@@ -72,23 +70,22 @@ type Options struct {
 	// AccountForEmail returns (creating) the account of an e-mail an identity provider verified.
 	AccountForEmail func(ctx context.Context, email string) (string, error)
 	OIDC            []OIDCProvider // sign-in buttons besides the e-mail code
-	Integrations    *integrations.Service
-	OpenAPI         []byte           // the OpenAPI document the docs' API reference is rendered from
-	Now             func() time.Time // nil: time.Now
-	BaseURL         string
-	CSRFKey         []byte          // keys the per-session form tokens
-	Ceiling         keys.Limits     // the account's own ceiling, shown beside the key form
-	OAuth           *oauth.Service  // MCP authorization; nil: hosts connect with pasted keys only
-	Store           *store.Store    // lookups the pages show (a connect page's account), account events
-	Sealer          *wallets.Sealer // opens the wallets' keys for their owner's export; nil: no export
+	// Integrations finds an integration for its public connect page and manifest; the
+	// partner's own list and form go through integration_list and integration_create.
+	Integrations *integrations.Service
+	OpenAPI      []byte           // the OpenAPI document the docs' API reference is rendered from
+	Now          func() time.Time // nil: time.Now
+	BaseURL      string
+	CSRFKey      []byte         // keys the per-session form tokens
+	Ceiling      keys.Limits    // the account's own ceiling, shown beside the key form
+	OAuth        *oauth.Service // MCP authorization; nil: hosts connect with pasted keys only
 	// Limiter counts sign-in steps and client registrations per address: the kernel's, so
 	// replicas sharing a Redis share these limits too. nil: counted in this process.
 	Limiter tools.Limiter
 	Log     *slog.Logger
 
-	// The marketplace, charts and call logs (market.go).
+	// The marketplace (market.go); the charts and call logs are the usage_* tools.
 	Marketplace *discover.Service // nil: the marketplace is not served
-	Usage       *usage.Service
 	// TryAs is the principal a session's Try it calls are made as, with the scopes the call
 	// needs (keys.Service.ForSession).
 	TryAs func(ctx context.Context, p *tools.Principal, scopes []string) (*tools.Principal, error)
@@ -336,12 +333,7 @@ func (p *portal) fail(w http.ResponseWriter, r *http.Request, e *tools.Error) {
 
 // call runs a kernel tool as the principal and returns its JSON object result.
 func (p *portal) call(r *http.Request, pr *tools.Principal, tool string, args any) (map[string]any, *tools.Error) {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
-	}
-	out, e := p.o.Kernel.Call(r.Context(), tools.Request{Tool: tool, Args: raw, Principal: pr,
-		ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID)})
+	out, e := p.run(r, pr, tool, args)
 	if e != nil {
 		return nil, e
 	}
@@ -349,6 +341,27 @@ func (p *portal) call(r *http.Request, pr *tools.Principal, tool string, args an
 	var m map[string]any
 	json.Unmarshal(b, &m)
 	return m, nil
+}
+
+// run runs a kernel tool as the principal and returns what its handler returned.
+func (p *portal) run(r *http.Request, pr *tools.Principal, tool string, args any) (any, *tools.Error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
+	}
+	return p.o.Kernel.Call(r.Context(), tools.Request{Tool: tool, Args: raw, Principal: pr,
+		ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID)})
+}
+
+// callAs runs a kernel tool whose handler answers Out (a session-only tool's typed result,
+// which the pages render as it is).
+func callAs[Out any](p *portal, r *http.Request, pr *tools.Principal, tool string, args any) (Out, *tools.Error) {
+	out, e := p.run(r, pr, tool, args)
+	if e != nil {
+		var zero Out
+		return zero, e
+	}
+	return out.(Out), nil
 }
 
 // fieldErrors places a tool's BAD_INPUT or FORBIDDEN message next to the field it is about.
@@ -631,12 +644,12 @@ func (p *portal) settings(w http.ResponseWriter, r *http.Request, pr *tools.Prin
 		p.fail(w, r, e)
 		return
 	}
-	list, err := p.o.Sessions.List(r.Context(), pr.AccountID)
-	if err != nil {
-		p.fail(w, r, tools.Translate(err))
+	list, e := callAs[sessions.ListOutput](p, r, pr, "session_list", nil)
+	if e != nil {
+		p.fail(w, r, e)
 		return
 	}
-	d := settingsData{Account: acct, Sessions: list, Current: pr.SessionID}
+	d := settingsData{Account: acct, Sessions: list.Sessions, Current: list.Current}
 	switch {
 	case r.URL.Query().Get("revoked") != "":
 		d.Flash = "Signed that session out."
@@ -650,8 +663,7 @@ func (p *portal) settings(w http.ResponseWriter, r *http.Request, pr *tools.Prin
 
 func (p *portal) setSigning(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
 	on := r.PostFormValue("signing") == "on"
-	if err := p.o.Sessions.SetSigning(r.Context(), pr, on); err != nil {
-		e := tools.Translate(err)
+	if _, e := p.run(r, pr, "signing_set", map[string]any{"on": on}); e != nil {
 		if e.Code != tools.CodeForbidden {
 			p.fail(w, r, e)
 			return
@@ -663,8 +675,8 @@ func (p *portal) setSigning(w http.ResponseWriter, r *http.Request, pr *tools.Pr
 }
 
 func (p *portal) revokeSession(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
-	if _, err := p.o.Sessions.Revoke(r.Context(), pr.AccountID, r.PathValue("id")); err != nil {
-		p.fail(w, r, tools.Translate(err))
+	if _, e := p.run(r, pr, "session_revoke", map[string]any{"sessionId": r.PathValue("id")}); e != nil {
+		p.fail(w, r, e)
 		return
 	}
 	http.Redirect(w, r, "/developer/settings?revoked=1", http.StatusSeeOther)
@@ -678,6 +690,8 @@ func (p *portal) signOutEverywhere(w http.ResponseWriter, r *http.Request, pr *t
 	p.endSessions(w, r, pr, "")
 }
 
+// endSessions signs out (the portal's own authentication, like signing in: never refused by
+// a rate limit).
 func (p *portal) endSessions(w http.ResponseWriter, r *http.Request, pr *tools.Principal, id string) {
 	if _, err := p.o.Sessions.Revoke(r.Context(), pr.AccountID, id); err != nil {
 		p.fail(w, r, tools.Translate(err))

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/uuid"
-	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
@@ -14,8 +12,8 @@ import (
 // Self-custody: a signed-in human exports the private keys of the account's embedded wallets,
 // after a code e-mailed to the account's address just now (a stolen session alone cannot).
 // The keys are shown once, in that one response (never stored in the page's URL, never
-// cached); the export is recorded as an account event that every other session shows at its
-// next page load.
+// cached). wallet_export checks the code and records the export; every other session shows
+// it at its next page load (withNotice).
 
 type exportData struct {
 	Email    string
@@ -30,7 +28,7 @@ func (p *portal) exportPage(w http.ResponseWriter, r *http.Request, pr *tools.Pr
 		p.fail(w, r, e)
 		return
 	}
-	p.render(w, http.StatusOK, "wallet_export", p.page(pr, "Export wallet keys", exportData{Email: str(acct["email"]), Enabled: p.o.SignIn != nil && p.o.Sealer != nil}))
+	p.render(w, http.StatusOK, "wallet_export", p.page(pr, "Export wallet keys", exportData{Email: str(acct["email"]), Enabled: p.exportEnabled()}))
 }
 
 func (p *portal) exportAction(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
@@ -39,7 +37,7 @@ func (p *portal) exportAction(w http.ResponseWriter, r *http.Request, pr *tools.
 		p.fail(w, r, e)
 		return
 	}
-	d := exportData{Email: str(acct["email"]), Enabled: p.o.SignIn != nil && p.o.Sealer != nil}
+	d := exportData{Email: str(acct["email"]), Enabled: p.exportEnabled()}
 	if !d.Enabled {
 		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "exporting wallet keys needs an e-mailed code, and this service sends no e-mail; ask its operator"))
 		return
@@ -56,35 +54,18 @@ func (p *portal) exportAction(w http.ResponseWriter, r *http.Request, pr *tools.
 		v.Data = d
 		p.render(w, http.StatusOK, "wallet_export", v)
 	case "reveal":
-		code := strings.TrimSpace(r.PostFormValue("code"))
-		accountID, err := p.o.SignIn(r.Context(), d.Email, code, r.Header.Get(tools.HeaderClientAddr))
-		if err == nil && accountID != pr.AccountID {
-			err = tools.Errorf(tools.CodeForbidden, "that code is for another account; request a new code here")
+		out, e := callAs[wallets.ExportOutput](p, r, pr, "wallet_export", map[string]any{"code": strings.TrimSpace(r.PostFormValue("code"))})
+		if e != nil && e.Code.HTTPStatus() >= http.StatusInternalServerError {
+			p.fail(w, r, e)
+			return
 		}
-		if err != nil {
+		if e != nil { // the code: wrong, expired, another account's, too many guesses
 			d.CodeStep = true
-			v.Data, v.Errors = d, map[string]string{"code": tools.Translate(err).Message}
+			v.Data, v.Errors = d, map[string]string{"code": e.Message}
 			p.render(w, http.StatusUnprocessableEntity, "wallet_export", v)
 			return
 		}
-		keys, err := wallets.Export(r.Context(), p.o.Store, p.o.Sealer, pr.AccountID)
-		if err != nil {
-			p.fail(w, r, tools.Translate(err))
-			return
-		}
-		// Recorded before anything is shown: no export goes unrecorded.
-		addrs := make([]string, len(keys))
-		for i, k := range keys {
-			addrs[i] = k.Address
-		}
-		ev := &store.AccountEvent{ID: uuid.NewString(), AccountID: pr.AccountID, Kind: store.EventWalletExported, SessionID: pr.SessionID,
-			ClientAddr: r.Header.Get(tools.HeaderClientAddr), Detail: strings.Join(addrs, ","), CreatedAt: p.o.Now().UTC()}
-		if err := p.o.Store.RecordAccountEvent(r.Context(), ev); err != nil {
-			p.fail(w, r, tools.Translate(err))
-			return
-		}
-		p.o.Log.InfoContext(r.Context(), "wallet keys exported", "account", pr.AccountID, "session", pr.SessionID) // never the keys
-		d.Keys = keys
+		d.Keys = out.Keys
 		v.Data = d
 		p.render(w, http.StatusOK, "wallet_export", v)
 	default:
@@ -98,24 +79,22 @@ type noticeWriter struct {
 	notice string
 }
 
+// exportEnabled: the service e-mails the code the export asks for.
+func (p *portal) exportEnabled() bool {
+	return p.o.SignIn != nil && p.o.Kernel.Tool("wallet_export") != nil
+}
+
 // withNotice shows, once per session, what another session did to the account.
 func (p *portal) withNotice(w http.ResponseWriter, r *http.Request, pr *tools.Principal) http.ResponseWriter {
-	if r.Method != http.MethodGet || p.o.Store == nil {
+	if r.Method != http.MethodGet {
 		return w
 	}
-	evs, err := p.o.Store.TakeUnseenEvents(r.Context(), pr.AccountID, pr.SessionID, p.o.Now().UTC())
-	if err != nil || len(evs) == 0 {
-		if err != nil {
-			p.o.Log.WarnContext(r.Context(), "account events", "err", err)
-		}
+	notice, err := p.o.Sessions.Notice(r.Context(), pr)
+	if err != nil {
+		p.o.Log.WarnContext(r.Context(), "account events", "err", err)
+	}
+	if notice == "" {
 		return w
 	}
-	var b strings.Builder
-	for _, ev := range evs {
-		if ev.Kind == store.EventWalletExported {
-			b.WriteString("Your wallets' private keys were exported from another session (" + ev.ClientAddr + ") at " +
-				ev.CreatedAt.UTC().Format("2 Jan 2006, 15:04 UTC") + ". If this was not you, move your funds to a new wallet and sign out everywhere in Settings. ")
-		}
-	}
-	return &noticeWriter{ResponseWriter: w, notice: strings.TrimSpace(b.String())}
+	return &noticeWriter{ResponseWriter: w, notice: notice}
 }

@@ -63,3 +63,22 @@ func (s *Store) TakeUnseenEvents(ctx context.Context, accountID, sessionID strin
 	})
 	return out, err
 }
+
+// ExportWallets reads the account's wallets for their owner's export and records the event
+// that audits it in the same transaction: open turns the rows into what is shown and returns
+// the event; when open fails, or the event cannot be written, nothing is recorded and nothing
+// may be shown. open may run again when the transaction is retried: it must only compute.
+func (s *Store) ExportWallets(ctx context.Context, accountID string, open func([]*Wallet) (*AccountEvent, error)) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var ws []*Wallet
+		if err := tx.NewSelect().Model(&ws).Where("account_id = ?", accountID).OrderExpr("family ASC").Scan(ctx); err != nil {
+			return err
+		}
+		ev, err := open(ws)
+		if err != nil {
+			return err
+		}
+		_, err = tx.NewInsert().Model(ev).Exec(ctx)
+		return err
+	})
+}

@@ -26,7 +26,8 @@ type Request struct {
 // Kernel is the single list of tools both doors iterate, and the single path every call
 // takes: find the tool, authenticate, rate-limit, check scope, validate, run, translate errors.
 type Kernel struct {
-	tools   []*Tool
+	tools   []*Tool // what MCP and REST publish
+	session []*Tool // SessionOnly: the portal's alone
 	byName  map[string]*Tool
 	auth    Authenticator
 	limiter Limiter
@@ -64,7 +65,11 @@ func NewKernel(auth Authenticator, limiter Limiter, settled Settled, log *slog.L
 			return nil, fmt.Errorf("tool %s: a Title is required (hosts show it)", t.Name)
 		}
 		k.byName[t.Name] = t
-		k.tools = append(k.tools, t)
+		if t.Access.session {
+			k.session = append(k.session, t)
+		} else {
+			k.tools = append(k.tools, t)
+		}
 	}
 	return k, nil
 }
@@ -92,10 +97,15 @@ func (k *Kernel) allow(ctx context.Context, p *Principal) (ok bool, wait time.Du
 	return false, wait, over, nil
 }
 
-// Tools lists the tools in registration order.
+// Tools lists the tools the doors publish (MCP, REST), in registration order: every tool but
+// the SessionOnly ones.
 func (k *Kernel) Tools() []*Tool { return k.tools }
 
-// Tool returns the named tool, or nil.
+// SessionTools lists the SessionOnly tools, in registration order: the portal calls them by
+// name, and no door publishes them.
+func (k *Kernel) SessionTools() []*Tool { return k.session }
+
+// Tool returns the named tool (SessionOnly ones included), or nil.
 func (k *Kernel) Tool(name string) *Tool { return k.byName[name] }
 
 // Call runs one tool call end to end. The error, if any, is already in the error model.
@@ -135,6 +145,10 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 	if t == nil {
 		return nil, Errorf(CodeNotFound, "no tool named %q; list the tools to see what exists", req.Tool)
 	}
+	if t.Access.session && (req.Principal == nil || req.Principal.Method != AuthSession) {
+		// Refused before any key is looked at: no key or token, whatever its scopes, may.
+		return nil, Errorf(CodeForbidden, "%s is done by a signed-in human on the portal (/developer), never with an API key or OAuth token; sign in there to do it", t.Name)
+	}
 	if t.Access.NeedsKey() {
 		p := req.Principal
 		if p == nil && req.APIKey == "" {
@@ -154,7 +168,12 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 			}
 		}
 		caller.Principal = p
-		ok, wait, over, err := k.allow(ctx, p)
+		ok, wait, over, err := true, time.Duration(0), (*Ancestor)(nil), error(nil)
+		if !t.Access.session {
+			// The portal's own pages (its charts, its sessions) are not an agent's calls: they
+			// do not count against the human's rate limit (they did not before they were tools).
+			ok, wait, over, err = k.allow(ctx, p)
+		}
 		switch {
 		case err != nil && t.Annotations.ReadOnly != nil && *t.Annotations.ReadOnly:
 			// A lookup costs nothing: let it through rather than fail every read with the limiter.

@@ -215,3 +215,60 @@ func TestKernelTakesAPrincipalFromTheDoor(t *testing.T) {
 		}
 	})
 }
+
+// A SessionOnly tool runs for a portal session only, outside its rate limit: an API key of
+// every scope, an OAuth principal and a keyless call are FORBIDDEN, naming the portal, before
+// the handler runs; the doors' list (Tools, Listed) never shows it.
+func TestSessionOnlyTools(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		calls := 0
+		mine := tools.New(tools.Def{Name: "portal_only", Title: "Portal only", Description: "test tool", Access: tools.SessionOnly,
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), OpenWorld: tools.Bool(false)},
+		}, func(ctx context.Context, c *tools.Caller, _ struct{}) (echoOut, error) {
+			calls++
+			return echoOut{Account: c.AccountID()}, nil
+		})
+		now := time.Now
+		k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: s, Now: now, Log: quiet}), tools.NewRateLimiter(now), nil, quiet, now, mine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateAccount(ctx, &store.Account{ID: "acct", Email: "k@example.com", CreatedAt: now()}, nil,
+			&store.APIKey{ID: "k-all", AccountID: "acct", Name: "all", Prefix: "a", Hash: tools.HashKey("sb_test_all"), Scopes: tools.ScopeNames(), SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: now()}); err != nil {
+			t.Fatal(err)
+		}
+		every := tools.ScopeNames()
+		for name, req := range map[string]tools.Request{
+			"an API key of every scope": {APIKey: "sb_test_all"},
+			"an API key principal":      {Principal: &tools.Principal{AccountID: "acct", Method: tools.AuthAPIKey, KeyID: "k-all", Scopes: every, RateLimitPerMinute: 100}},
+			"an OAuth token":            {Principal: &tools.Principal{AccountID: "acct", Method: tools.AuthOAuth, KeyID: "k-all", Scopes: every, RateLimitPerMinute: 100}},
+			"no credentials":            {},
+		} {
+			req.Tool = "portal_only"
+			if _, e := k.Call(ctx, req); e == nil || e.Code != tools.CodeForbidden || !strings.Contains(e.Message, "portal") {
+				t.Errorf("%s: %v, want FORBIDDEN saying to use the portal", name, e)
+			}
+		}
+		if calls != 0 {
+			t.Fatalf("the handler ran %d times for refused callers", calls)
+		}
+		// The portal's own pages do not count against the human's rate limit (1 a minute here).
+		session := &tools.Principal{AccountID: "acct", Method: tools.AuthSession, SessionID: "s1", Scopes: every, RateLimitPerMinute: 1}
+		for i := 1; i <= 3; i++ {
+			out, e := k.Call(ctx, tools.Request{Tool: "portal_only", Principal: session})
+			if e != nil || out.(echoOut).Account != "acct" || calls != i {
+				t.Fatalf("a portal session, call %d: %v %v (calls %d)", i, out, e, calls)
+			}
+		}
+		if len(k.Tools()) != 0 || len(k.SessionTools()) != 1 || k.Tool("portal_only") == nil {
+			t.Errorf("Tools %d, SessionTools %d: a session-only tool is the portal's alone", len(k.Tools()), len(k.SessionTools()))
+		}
+		for _, key := range []string{"", "sb_test_all"} {
+			listed, err := k.Listed(ctx, key, tools.Toolsets())
+			if err != nil || len(listed) != 0 {
+				t.Errorf("listed to key %q: %d tools %v", key, len(listed), err)
+			}
+		}
+	})
+}

@@ -20,8 +20,9 @@ import (
 
 // Access says who may call a tool.
 type Access struct {
-	key   bool
-	scope Scope
+	key     bool
+	scope   Scope
+	session bool
 }
 
 var (
@@ -29,6 +30,10 @@ var (
 	Public = Access{}
 	// AnyKey tools need a valid key, whatever its scopes.
 	AnyKey = Access{key: true}
+	// SessionOnly tools are what only the portal's signed-in human does (exporting the
+	// wallets' keys, sign-in sessions, usage charts): never listed on MCP nor routed on REST,
+	// and refused to API keys and OAuth tokens, so no agent credential reaches them.
+	SessionOnly = Access{key: true, session: true}
 )
 
 // RequireScope requires a valid key carrying scope s (one of the Scope constants: NewKernel
@@ -41,8 +46,13 @@ func (a Access) NeedsKey() bool { return a.key }
 // Scope returns the scope required, "" when none.
 func (a Access) Scope() Scope { return a.scope }
 
+// SessionOnly reports whether only a portal session may call the tool.
+func (a Access) SessionOnly() bool { return a.session }
+
 func (a Access) String() string {
 	switch {
+	case a.session:
+		return "portal session only"
 	case !a.key:
 		return "none"
 	case a.scope == "":

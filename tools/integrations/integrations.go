@@ -30,10 +30,13 @@ var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,38}[a-z0-9]$`)
 
 // Integration is what the portal shows and the manifest lists.
 type Integration struct {
-	ID, Slug, Name  string
-	AccountID       string // the partner that created it
-	Scopes, Methods []string
-	CreatedAt       time.Time
+	ID        string    `json:"id"`
+	Slug      string    `json:"slug"`
+	Name      string    `json:"name"`
+	AccountID string    `json:"accountId" jsonschema_description:"the partner that created it"`
+	Scopes    []string  `json:"scopes"`
+	Methods   []string  `json:"methods"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // Offers reports whether the integration offers method.
@@ -113,4 +116,49 @@ func (s *Service) BySlug(ctx context.Context, slug string) (Integration, error) 
 		return Integration{}, err
 	}
 	return of(in), nil
+}
+
+// Publisher is the domain of the e-mail the integration's publisher signed in with: a claim
+// Switchboard checked, unlike the integration's name (the connect page shows it first).
+func (s *Service) Publisher(ctx context.Context, in Integration) string {
+	acct, err := s.store.AccountByID(ctx, in.AccountID)
+	if err != nil {
+		return "an unknown publisher"
+	}
+	_, domain, _ := strings.Cut(acct.Email, "@")
+	return domain
+}
+
+// CreateInput is a new integration, as the portal's form sends it.
+type CreateInput struct {
+	Slug    string   `json:"slug" jsonschema:"maxLength=200"`
+	Name    string   `json:"name" jsonschema:"maxLength=200"`
+	Scopes  []string `json:"scopes" jsonschema:"maxItems=16"`
+	Methods []string `json:"methods" jsonschema:"maxItems=8"`
+}
+
+// ListOutput is the account's integrations.
+type ListOutput struct {
+	Integrations []Integration `json:"integrations"`
+}
+
+// Tools returns integration_list and integration_create: a partner manages its integrations on
+// the portal (tools.SessionOnly); the connect pages and manifests are public.
+func (s *Service) Tools() []*tools.Tool {
+	return []*tools.Tool{
+		tools.New(tools.Def{Name: "integration_list", Title: "List integrations", Access: tools.SessionOnly,
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(true), OpenWorld: tools.Bool(false)},
+			Description: "List the account's partner integrations: each one's /connect/<slug> page issues keys with its scopes, and its manifest.json lists its onboarding methods."},
+			func(ctx context.Context, c *tools.Caller, _ struct{}) (ListOutput, error) {
+				list, err := s.List(ctx, c.Principal.AccountID)
+				return ListOutput{Integrations: list}, err
+			}),
+		tools.New(tools.Def{Name: "integration_create", Title: "Create an integration", Access: tools.SessionOnly,
+			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(false)},
+			Description: "Create a partner integration: a slug for its /connect/<slug> page, the name its users know, the scopes of the keys it issues and its onboarding methods. " +
+				"A problem is BAD_INPUT naming the field in details.field; a taken slug is CONFLICT."},
+			func(ctx context.Context, c *tools.Caller, in CreateInput) (Integration, error) {
+				return s.Create(ctx, c.Principal.AccountID, in.Slug, in.Name, in.Scopes, in.Methods)
+			}),
+	}
 }

@@ -100,8 +100,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Princi
 
 // Info is what a human sees of a session.
 type Info struct {
-	ID, Method, ClientAddr, UserAgent string
-	CreatedAt, LastSeenAt             time.Time
+	ID         string    `json:"id"`
+	Method     string    `json:"method" jsonschema_description:"how it signed in: email_code, or oidc:<issuer>"`
+	ClientAddr string    `json:"clientAddr"`
+	UserAgent  string    `json:"userAgent"`
+	CreatedAt  time.Time `json:"createdAt"`
+	LastSeenAt time.Time `json:"lastSeenAt"`
 }
 
 // List returns the account's live sessions, newest first.

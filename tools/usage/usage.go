@@ -72,18 +72,18 @@ func CostMicro(inv *store.Invocation) int64 {
 
 // Series is one line of a chart: a value per day of the window.
 type Series struct {
-	Label  string
-	KeyID  string // the key a spend series is of ("" for the total and the portal's own calls)
-	Values []int64
-	Total  int64
-	Calls  int
+	Label  string  `json:"label"`
+	KeyID  string  `json:"keyId"` // the key a spend series is of ("" for the total and the portal's own calls)
+	Values []int64 `json:"values"`
+	Total  int64   `json:"total"`
+	Calls  int     `json:"calls"`
 }
 
 // Spend is an account's spend per day over the window, in micro-USD.
 type Spend struct {
-	Days  []string
-	Total Series
-	ByKey []Series // the keys that spent, biggest first
+	Days  []string `json:"days"`
+	Total Series   `json:"total"`
+	ByKey []Series `json:"byKey"` // the keys that spent, biggest first
 }
 
 // Spend sums what the account's finished calls cost, per UTC day, overall and per key.
@@ -143,21 +143,24 @@ func (s *Service) Spend(ctx context.Context, p *tools.Principal) (Spend, error) 
 
 // IntentDay is one day of an intent's record.
 type IntentDay struct {
-	Day          string
-	Calls        int
-	Succeeded    int
-	SuccessRate  *float64 // nil without calls
-	P50, P95     *int64   // latency in ms; nil without answered calls
-	EarnedMicro  int64
-	LatencyCalls int // how many latencies the percentiles are of
+	Day          string   `json:"day"`
+	Calls        int      `json:"calls"`
+	Succeeded    int      `json:"succeeded"`
+	SuccessRate  *float64 `json:"successRate"` // nil without calls
+	P50          *int64   `json:"p50"`         // latency in ms; nil without answered calls
+	P95          *int64   `json:"p95"`
+	EarnedMicro  int64    `json:"earnedMicro"`
+	LatencyCalls int      `json:"latencyCalls"` // how many latencies the percentiles are of
 }
 
 // IntentStats is one intent's record over the window.
 type IntentStats struct {
-	IntentID, Handle string
-	Days             []IntentDay
-	Calls, Succeeded int
-	EarnedMicro      int64
+	IntentID    string      `json:"intentId"`
+	Handle      string      `json:"handle"`
+	Days        []IntentDay `json:"days"`
+	Calls       int         `json:"calls"`
+	Succeeded   int         `json:"succeeded"`
+	EarnedMicro int64       `json:"earnedMicro"`
 }
 
 // latencySample bounds the latencies read per intent for the percentiles.
@@ -248,23 +251,23 @@ type Filter struct {
 
 // Row is one call in a log.
 type Row struct {
-	RequestID   string
-	Handle      string
-	IntentID    string
-	KeyID       string // the caller's side only
-	Outcome     string
-	OutcomeCode string
-	HTTPStatus  *int
-	LatencyMs   *int
+	RequestID   string `json:"requestId"`
+	Handle      string `json:"handle"`
+	IntentID    string `json:"intentId"`
+	KeyID       string `json:"keyId"` // the caller's side only
+	Outcome     string `json:"outcome"`
+	OutcomeCode string `json:"outcomeCode"`
+	HTTPStatus  *int   `json:"httpStatus"`
+	LatencyMs   *int   `json:"latencyMs"`
 	// ChargeMicro is what the call cost the caller (their side) or earned the partner (theirs).
-	ChargeMicro int64
-	CreatedAt   time.Time
+	ChargeMicro int64     `json:"chargeMicro"`
+	CreatedAt   time.Time `json:"createdAt"`
 }
 
 // Page is one page of a call log, newest first.
 type Page struct {
-	Rows []Row
-	Next string // the cursor of the next page, "" on the last
+	Rows []Row  `json:"rows"`
+	Next string `json:"next"` // the cursor of the next page, "" on the last
 }
 
 // Calls returns one page of the caller's calls, or of the calls to the partner's intents.
@@ -339,13 +342,13 @@ type Detail struct {
 	Row
 	// Caller is who called: the key on the caller's side, the pairwise pseudonym the partner
 	// knows on the partner's.
-	Caller         string
-	Args           string // indented JSON
-	Answer         string // indented JSON of what the caller was answered; "" before an answer
-	OutcomeMessage string
-	Attempts       int
-	Events         []store.InvocationEvent
-	Receipt        string // the signed receipt (indented JSON), "" when none
+	Caller         string                  `json:"caller"`
+	Args           string                  `json:"args"`   // indented JSON
+	Answer         string                  `json:"answer"` // indented JSON of what the caller was answered; "" before an answer
+	OutcomeMessage string                  `json:"outcomeMessage"`
+	Attempts       int                     `json:"attempts"`
+	Events         []store.InvocationEvent `json:"events"`
+	Receipt        string                  `json:"receipt"` // the signed receipt (indented JSON), "" when none
 }
 
 // Call returns one call of the side's log; a call outside it (another account's, another

@@ -198,53 +198,6 @@ func EVMKey(ctx context.Context, st *store.Store, sealer *Sealer, accountID stri
 	return nil, "", fmt.Errorf("account %s has no EVM wallet", accountID)
 }
 
-// Exported is one wallet's private key in the form wallet apps import.
-type Exported struct {
-	Family  string // store.FamilyEVM or store.FamilySVM
-	Address string
-	// Key: EVM, the 32-byte secp256k1 key as 64 hex digits (MetaMask, Rabby, cast wallet);
-	// Solana, the 64-byte keypair (seed then public key) in base58 (Phantom, Solflare,
-	// Backpack).
-	Key string
-}
-
-// Export unseals every wallet of the account for its owner to take into self-custody. It
-// checks that each key still yields its address, so what is shown is what holds the funds.
-// The caller must have proved the owner fresh (an e-mail code) and record the export.
-func Export(ctx context.Context, st *store.Store, sealer *Sealer, accountID string) ([]Exported, error) {
-	ws, err := st.Wallets(ctx, accountID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Exported, 0, len(ws))
-	for _, w := range ws {
-		key, err := sealer.Open(w.SealedKey, w.MasterKeyID, []byte(w.Address))
-		if err != nil {
-			return nil, fmt.Errorf("open the %s wallet %s: %w", w.Family, w.Address, err)
-		}
-		ex := Exported{Family: w.Family, Address: w.Address}
-		switch w.Family {
-		case store.FamilyEVM:
-			priv := secp256k1.PrivKeyFromBytes(key)
-			if ChecksumAddress(keccak(priv.PubKey().SerializeUncompressed()[1:])[12:]) != ChecksumAddress(mustHex(w.Address)) {
-				return nil, fmt.Errorf("the EVM key of %s does not yield its address", w.Address)
-			}
-			ex.Key = hex.EncodeToString(key)
-		default:
-			if len(key) != ed25519.SeedSize {
-				return nil, fmt.Errorf("the Solana key of %s is %d bytes, want a %d-byte seed", w.Address, len(key), ed25519.SeedSize)
-			}
-			pair := ed25519.NewKeyFromSeed(key)
-			if base58.Encode(pair.Public().(ed25519.PublicKey)) != w.Address {
-				return nil, fmt.Errorf("the Solana key of %s does not yield its address", w.Address)
-			}
-			ex.Key = base58.Encode(pair)
-		}
-		out = append(out, ex)
-	}
-	return out, nil
-}
-
 func mustHex(addr string) []byte {
 	b, _ := hex.DecodeString(strings.TrimPrefix(addr, "0x"))
 	return b

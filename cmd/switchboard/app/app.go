@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/metrics"
 	"github.com/switchboard-hq/switchboard/mcpserver"
 	"github.com/switchboard-hq/switchboard/portal"
+	"github.com/switchboard-hq/switchboard/portal/oauthapi"
 	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
@@ -370,6 +372,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	batcher, leases := settlement(cfg, st, log, billSvc, dispatchSvc, failpoint)
 	settled := settledHook(batcher, leases, log)
+	// The portal's own tools (tools.SessionOnly): registered with the rest, published by no door.
+	human, err := newHumanServices(cfg, d, mailer, ob, keySvc, partnerSvc, settled, metadataClient, sealer)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, human.tools...)
 	authn := keys.NewAuthenticator(d)
 	kernel, err := tools.NewKernel(authn, limiter, settled, log, now, all...)
 	if err != nil {
@@ -384,8 +392,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		toolNames = append(toolNames, t.Name)
 	}
 	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
-	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, settled: settled, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
-		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: metadataClient, serverSecret: serverSecret, sealer: sealer})
+	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
+		keySvc: keySvc, disc: disc, serverSecret: serverSecret, services: human})
 	if err != nil {
 		return nil, err
 	}
@@ -489,22 +497,56 @@ func newDispatch(cfg Config, d service.Deps, dc dispatch.Config, out *outbound.C
 	return svc, nil
 }
 
+// humanServices are the services behind the portal: its sessions and MCP authorization, and
+// the session-only tools it calls through the kernel (none without a way to sign in).
+type humanServices struct {
+	providers []portal.OIDCProvider
+	sessions  *sessions.Service
+	oauth     *oauth.Service
+	integ     *integrations.Service
+	ceiling   keys.Limits
+	tools     []*tools.Tool
+}
+
+// newHumanServices builds them before the kernel, which registers their tools. The portal
+// signs humans in with an e-mail code or an identity provider: with neither, none is built.
+func newHumanServices(cfg Config, d service.Deps, mailer onboarding.Mailer, ob *onboarding.Service, keySvc *keys.Service, partnerSvc *partners.Service,
+	settled tools.Settled, metadata *http.Client, sealer *wallets.Sealer) (humanServices, error) {
+	providers, err := cfg.Providers()
+	if err != nil || (mailer == nil && len(providers) == 0) {
+		return humanServices{}, err
+	}
+	idle, err1 := time.ParseDuration(cfg.SessionIdle)
+	maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
+	if err1 != nil || err2 != nil || idle < time.Minute || maxAge < idle {
+		return humanServices{}, fmt.Errorf("SWITCHBOARD_SESSION_IDLE=%q, SWITCHBOARD_SESSION_MAX_AGE=%q: want Go durations, idle at least 1m and at most the max age", cfg.SessionIdle, cfg.SessionMaxAge)
+	}
+	h := humanServices{providers: providers, ceiling: keySvc.Defaults(), integ: integrations.NewService(d),
+		// MCP hosts sign in through the portal (MCP authorization): tokens resolve like keys.
+		oauth: oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Metadata: metadata}, d)}
+	h.sessions = sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: h.ceiling}, d)
+	// The charts and call logs read like every reader: after the account's pending outcomes.
+	use := usage.NewService(usage.Config{Settled: settled, UserID: partnerSvc.UserID}, d)
+	h.tools = slices.Concat(h.sessions.Tools(), use.Tools(), h.integ.Tools(), h.oauth.Tools())
+	if mailer != nil { // the export asks for an e-mailed code
+		h.tools = append(h.tools, wallets.NewExporter(d, sealer, ob.SignIn).Tools()...)
+	}
+	return h, nil
+}
+
 // humanDeps is what the portal and the authorization server are built from.
 type humanDeps struct {
 	cfg          Config
 	deps         service.Deps
 	kernel       *tools.Kernel
-	settled      tools.Settled // the kernel's: the charts read after the account's pending outcomes
 	authn        *keys.Authenticator
 	limiter      tools.Limiter // the kernel's: sign-in and registration limits are shared the same way
 	mailer       onboarding.Mailer
 	ob           *onboarding.Service
 	keySvc       *keys.Service
-	partnerSvc   *partners.Service
 	disc         *discover.Service
-	metadata     *http.Client // fetches client metadata documents (through the partner client's SSRF guard)
 	serverSecret []byte
-	sealer       *wallets.Sealer // the wallet export
+	services     humanServices
 }
 
 // humanDoor is the portal and the OAuth authorization server (nil without a way to sign in).
@@ -516,21 +558,11 @@ type humanDoor struct {
 // humanDoors builds the portal and MCP authorization. The portal signs humans in with an
 // e-mail code or an identity provider: with neither it has no way in, and neither is built.
 func humanDoors(d humanDeps) (humanDoor, error) {
-	cfg, st, now := d.cfg, d.deps.Store, d.deps.Now
-	providers, err := cfg.Providers()
-	if err != nil || (d.mailer == nil && len(providers) == 0) {
-		return humanDoor{}, err
+	cfg, now, h := d.cfg, d.deps.Now, d.services
+	if h.sessions == nil {
+		return humanDoor{}, nil
 	}
-	// MCP hosts sign in through the portal (MCP authorization): tokens resolve like keys.
-	oauthSvc := oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Metadata: d.metadata}, d.deps)
-	d.authn.Tokens = oauthSvc.Authenticate
-	idle, err1 := time.ParseDuration(cfg.SessionIdle)
-	maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
-	if err1 != nil || err2 != nil || idle < time.Minute || maxAge < idle {
-		return humanDoor{}, fmt.Errorf("SWITCHBOARD_SESSION_IDLE=%q, SWITCHBOARD_SESSION_MAX_AGE=%q: want Go durations, idle at least 1m and at most the max age", cfg.SessionIdle, cfg.SessionMaxAge)
-	}
-	ceiling := d.keySvc.Defaults()
-	sessSvc := sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: ceiling}, d.deps)
+	d.authn.Tokens = h.oauth.Authenticate
 	var signIn func(ctx context.Context, email, code, clientAddr string) (string, error)
 	if d.mailer != nil {
 		signIn = d.ob.SignIn
@@ -540,19 +572,16 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 	if err != nil {
 		return humanDoor{}, err
 	}
-	kernel := d.kernel
 	_, codesInLog := d.mailer.(onboarding.DevMailer)
-	popts := portal.Options{Kernel: kernel, Sessions: sessSvc, SignIn: signIn, CodesInLog: codesInLog, OpenAPI: apiDoc,
-		AccountForEmail: d.ob.AccountForEmail, OIDC: providers, Integrations: integrations.NewService(d.deps), Now: now,
-		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: ceiling,
-		OAuth: oauthSvc, Store: st, Sealer: d.sealer, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession, Limiter: d.limiter,
-		// The charts and call logs read like every reader: after the account's pending outcomes.
-		Usage: usage.NewService(usage.Config{Settled: d.settled, UserID: d.partnerSvc.UserID}, d.deps)}
+	popts := portal.Options{Kernel: d.kernel, Sessions: h.sessions, SignIn: signIn, CodesInLog: codesInLog, OpenAPI: apiDoc,
+		AccountForEmail: d.ob.AccountForEmail, OIDC: h.providers, Integrations: h.integ, Now: now,
+		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: h.ceiling,
+		OAuth: h.oauth, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession, Limiter: d.limiter}
 	handler, err := portal.New(popts)
 	if err != nil {
 		return humanDoor{}, err
 	}
-	return humanDoor{portal: handler, oauthAPI: portal.OAuthAPI(popts), oauth: oauthSvc}, nil
+	return humanDoor{portal: handler, oauthAPI: oauthapi.New(h.oauth, d.limiter), oauth: h.oauth}, nil
 }
 
 // secrets are the keys a process needs from its configuration or data directory.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ const goldenDir = "../../../testdata/schemas"
 func TestToolSchemas(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	seen := map[string]bool{}
-	for _, tool := range env.App.Kernel.Tools() {
+	for _, tool := range slices.Concat(env.App.Kernel.Tools(), env.App.Kernel.SessionTools()) {
 		seen[tool.Name+".json"] = true
 		var in, out any
 		json.Unmarshal(tool.InputSchema, &in)
@@ -79,7 +80,7 @@ func TestOpenAPI(t *testing.T) {
 // object schemas with no root $ref, unknown input fields refused, an LLM-usable description.
 func TestToolsAreWellFormed(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
-	for _, tool := range env.App.Kernel.Tools() {
+	for _, tool := range slices.Concat(env.App.Kernel.Tools(), env.App.Kernel.SessionTools()) {
 		if tool.Annotations.ReadOnly == nil {
 			t.Errorf("%s: readOnlyHint not set deliberately", tool.Name)
 		}

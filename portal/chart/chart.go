@@ -1,4 +1,8 @@
-package portal
+// Package chart draws the portal's charts as SVG on the server: they show without
+// JavaScript, print, and need no library. Each bar or point carries a <title> (the exact value
+// on hover), each chart an aria-label, and the page keeps a table of the same numbers beside
+// it.
+package chart
 
 import (
 	"fmt"
@@ -8,22 +12,18 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// Charts are SVG drawn on the server: they show without JavaScript, print, and need no
-// library. Each bar or point carries a <title> (the exact value on hover), each chart an
-// aria-label, and the page keeps a table of the same numbers beside it.
-
-// chartSeries is one line or one stack of bars.
-type chartSeries struct {
+// Series is one line or one stack of bars.
+type Series struct {
 	Label  string
 	Class  string     // the CSS class that colours it (market.css): s1, s2, ...
 	Values []*float64 // one per day; nil: no value that day (a gap in a line)
 }
 
-// chart is one chart: bars (stacked when several series) or lines.
-type chart struct {
+// Chart is one chart: bars (stacked when several series) or lines.
+type Chart struct {
 	Title  string
 	Days   []string // "2006-01-02", one per value
-	Series []chartSeries
+	Series []Series
 	Lines  bool
 	Format func(float64) string // a value as the axis and titles say it
 	Href   string               // where the chart links (its call log), "" for none
@@ -35,7 +35,7 @@ const (
 	padT           = 10
 )
 
-func (c chart) max() float64 {
+func (c Chart) max() float64 {
 	m := 0.0
 	for i := range c.Days {
 		stack := 0.0
@@ -57,7 +57,7 @@ func (c chart) max() float64 {
 }
 
 // SVG draws the chart.
-func (c chart) SVG() template.HTML {
+func (c Chart) SVG() template.HTML {
 	esc := template.HTMLEscapeString
 	var b strings.Builder
 	top := c.max()
@@ -115,9 +115,10 @@ func (c chart) SVG() template.HTML {
 }
 
 // Legend lists the series with their colours.
-func (c chart) Legend() []chartSeries { return c.Series }
+func (c Chart) Legend() []Series { return c.Series }
 
-func vals[T int | int64](xs []T, conv func(T) float64) []*float64 {
+// Values are xs as a series' values, through conv.
+func Values[T int | int64](xs []T, conv func(T) float64) []*float64 {
 	out := make([]*float64, len(xs))
 	for i, x := range xs {
 		v := conv(x)
@@ -126,4 +127,5 @@ func vals[T int | int64](xs []T, conv func(T) float64) []*float64 {
 	return out
 }
 
-func usdOf(micro float64) string { return tools.USD(int64(micro)).String() + " USD" }
+// USD writes micro-USD as the axis and titles say it.
+func USD(micro float64) string { return tools.USD(int64(micro)).String() + " USD" }

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -248,5 +249,45 @@ func TestSessionIdleTimeout(t *testing.T) {
 	}
 	if got := post(t, r.url, cs.ID(), secret, `{"jsonrpc":"2.0","id":7,"method":"ping"}`); got != http.StatusNotFound {
 		t.Fatalf("a request on the closed idle session: %d, want 404", got)
+	}
+}
+
+// A replica that starts draining stops waiting for a human: the confirmation still open
+// answers CONFIRMATION_REQUIRED on the call's own stream, and the quote is completed by
+// confirmRequestId on another replica.
+func TestDrainEndsWaitingConfirmations(t *testing.T) {
+	k, w := newKernelWith(t)
+	asking, endAsks := context.WithCancel(context.Background())
+	defer endAsks()
+	srv := mcpserver.New(k, mcpserver.Options{Name: "switchboard", Version: "test", Log: quiet, Replica: "replica-a", Asking: asking})
+	door := mcpserver.HTTPHandler(srv, mcpserver.HTTPOptions{Log: quiet, Auth: w.auth, Sessions: sessionLimits})
+	hs := httptest.NewServer(door)
+	t.Cleanup(func() { hs.Close(); door.Close() })
+
+	// The human never answers; the replica drains while the form is open.
+	away := make(chan struct{})
+	cs, asked := host(t, hs.URL, secret, "2025-11-25", func() (*mcp.ElicitResult, error) {
+		endAsks()
+		<-away
+		return nil, errors.New("the human never came back")
+	})
+	t.Cleanup(func() { close(away) })
+	// Well before the quote expires (a minute): the drain, not the expiry, ends the wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "confirm_write", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("the call still waits for the human after the drain began: %v", err)
+	}
+	var body tools.Body
+	json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &body)
+	e := body.Error
+	if e == nil || e.Code != tools.CodeConfirmationRequired || e.Details["requestId"] != "req-1" || *asked != 1 || w.sent.Load() != 0 {
+		t.Fatalf("a confirmation open when the replica drains: %v, asked %d, sent %d", e, *asked, w.sent.Load())
+	}
+	b := newReplica(t, k, w, "replica-b", sessionLimits)
+	again, _ := host(t, b.url, secret, "2025-11-25", approve)
+	if out, e := call(t, again, "confirm_write", map[string]any{"confirmRequestId": "req-1"}); e != nil || out["sent"] != true || w.sent.Load() != 1 {
+		t.Fatalf("confirmRequestId on another replica: %v %v, sent %d", out, e, w.sent.Load())
 	}
 }

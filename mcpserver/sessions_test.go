@@ -241,13 +241,27 @@ func TestSessionLost(t *testing.T) {
 func TestSessionIdleTimeout(t *testing.T) {
 	k, w := newKernelWith(t)
 	r := newReplica(t, k, w, "replica-a", mcpserver.SessionLimits{PerReplica: 10, PerKey: 5, Idle: 50 * time.Millisecond})
-	cs, _ := host(t, r.url, secret, "2025-11-25", approve)
+	// The initialize alone (a host's next request could come after the 50 ms under load).
+	req, _ := http.NewRequest(http.MethodPost, r.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":`+
+		`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"host","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("x-api-key", secret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	sid := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(sid, "replica-a.") {
+		t.Fatalf("initialize: %d, session %q", res.StatusCode, sid)
+	}
 	for deadline := time.Now().Add(10 * time.Second); r.door.Live() != 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("an idle session still open after 10 s (idle timeout 50 ms): live %d", r.door.Live())
 		}
 	}
-	if got := post(t, r.url, cs.ID(), secret, `{"jsonrpc":"2.0","id":7,"method":"ping"}`); got != http.StatusNotFound {
+	if got := post(t, r.url, sid, secret, `{"jsonrpc":"2.0","id":7,"method":"ping"}`); got != http.StatusNotFound {
 		t.Fatalf("a request on the closed idle session: %d, want 404", got)
 	}
 }

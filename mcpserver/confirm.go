@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 
 // A write's confirmation, carried as an elicitation when the client declared that capability
 // (MCP 2026-07-28: inside an input_required result, the multi round-trip pattern; earlier
-// revisions over stdio: the go-sdk sends it as an elicitation/create request). The kernel is
+// revisions on a session, stdio or HTTP (sessions.go): an elicitation/create request on the
+// call's session, sent by the door; when it gets no answer the call answers
+// CONFIRMATION_REQUIRED, the round trip that needs no session). The kernel is
 // unchanged: the quote is still a CONFIRMATION_REQUIRED answer with its confirmRequestId, and
 // the door turns the user's answer into the same call again with confirmRequestId (approve)
 // or with confirmRequestId and decline (anything else). Clients without elicitation, and
@@ -48,7 +51,8 @@ func decodeState(s string) (string, bool) {
 // canElicit reports whether the client of this call takes a form elicitation: it declared
 // the elicitation capability (with form, or with no mode, which means form), and the call
 // is on 2026-07-28 or later (input_required) or on a session that carries server requests
-// (stdio; a stateless HTTP session of an earlier revision has no capabilities at all).
+// (stdio, an HTTP session; a stateless HTTP request of an earlier revision has no
+// capabilities at all).
 func canElicit(req *mcp.CallToolRequest) bool {
 	if req.Session == nil {
 		return false
@@ -112,32 +116,67 @@ type quote struct {
 	ExpiresAt         time.Time       `json:"expiresAt"`
 }
 
-// elicitation turns a CONFIRMATION_REQUIRED answer into an input_required result: a form
-// showing the itemised charge, with approve and decline.
-func elicitation(e *tools.Error) (*mcp.CallToolResult, bool) {
+// readQuote reads the quote of a CONFIRMATION_REQUIRED answer; false when it is not one the
+// door can show (then the answer goes out as it is).
+func readQuote(e *tools.Error) (quote, bool) {
 	raw, err := json.Marshal(e.Details)
 	var q quote
 	if err != nil || json.Unmarshal(raw, &q) != nil || q.RequestID == "" || q.MaxChargeUsd == "" {
-		return nil, false
+		return quote{}, false
 	}
+	return q, true
+}
+
+// confirmForm is the form that shows the itemised charge, with approve and decline.
+func confirmForm(q quote) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: confirmMessage(q),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{"decision": map[string]any{
+				"type": "string", "title": "Your decision",
+				"oneOf": []map[string]any{
+					{"const": "approve", "title": fmt.Sprintf("Approve: send it now; at most %s USD is charged", q.MaxChargeUsd)},
+					{"const": "decline", "title": "Decline: send nothing"},
+				},
+			}},
+			"required": []string{"decision"},
+		},
+	}
+}
+
+// elicitation is the input_required result (2026-07-28) that carries the form.
+func elicitation(q quote) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
-		InputRequests: mcp.InputRequestMap{confirmInput: &mcp.ElicitParams{
-			Mode:    "form",
-			Message: confirmMessage(q),
-			RequestedSchema: map[string]any{
-				"type": "object",
-				"properties": map[string]any{"decision": map[string]any{
-					"type": "string", "title": "Your decision",
-					"oneOf": []map[string]any{
-						{"const": "approve", "title": fmt.Sprintf("Approve: send it now; at most %s USD is charged", q.MaxChargeUsd)},
-						{"const": "decline", "title": "Decline: send nothing"},
-					},
-				}},
-				"required": []string{"decision"},
-			},
-		}},
-		RequestState: encodeState(q.RequestID),
-	}, true
+		InputRequests: mcp.InputRequestMap{confirmInput: confirmForm(q)},
+		RequestState:  encodeState(q.RequestID),
+	}
+}
+
+// multiRoundTrip reports whether the call's revision carries input requests inside results
+// (2026-07-28 and later); earlier ones are asked by a server request on their session.
+func multiRoundTrip(req *mcp.CallToolRequest) bool {
+	p := req.Session.InitializeParams()
+	return p == nil || p.ProtocolVersion >= statelessRevision
+}
+
+// ask sends the form as an elicitation/create request on the call's session (stdio, or an
+// HTTP session of an earlier revision) and waits for the answer while the quote is valid.
+// asked is false when no answer came: the host failed the request, the session ended or
+// moved to another replica, the quote expired, or asking ended (the replica drains). The call then answers CONFIRMATION_REQUIRED
+// as it would without elicitation, and the quote can still be confirmed by confirmRequestId.
+func ask(ctx, asking context.Context, req *mcp.CallToolRequest, q quote) (approved, asked bool) {
+	ctx, cancel := context.WithDeadline(ctx, q.ExpiresAt)
+	defer cancel()
+	if asking != nil {
+		defer context.AfterFunc(asking, cancel)()
+	}
+	r, err := req.Session.Elicit(ctx, confirmForm(q))
+	if err != nil || r == nil {
+		return false, false
+	}
+	return r.Action == "accept" && r.Content["decision"] == "approve", true
 }
 
 func confirmMessage(q quote) string {

@@ -1,5 +1,5 @@
 // Package mcpserver exposes the tool kernel over MCP: Streamable HTTP (stateless, so any
-// replica serves any request) and stdio.
+// replica serves any request, except the sessions of sessions.go) and stdio.
 package mcpserver
 
 import (
@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,6 +26,12 @@ type Options struct {
 	// host chooses per request (X-MCP-Toolsets, or ?toolsets= in the URL).
 	Toolsets []tools.Toolset
 	Log      *slog.Logger
+	// Replica names this replica in the ids of the MCP sessions it opens (ReplicaName), so a
+	// load balancer keeps a session on it; "" leaves the ids unnamed (one replica, stdio).
+	Replica string
+	// Asking ends when the replica drains: a confirmation asked on a session and still
+	// waiting for its answer stops waiting and answers CONFIRMATION_REQUIRED (nil: never).
+	Asking context.Context
 }
 
 // stdioKeyHelp is how a key reaches the stdio door; the kernel puts it in UNAUTHENTICATED.
@@ -39,10 +44,13 @@ func New(k *tools.Kernel, opts Options) *mcp.Server {
 	if opts.Stdio {
 		instr, key = stdioInstructions, opts.APIKey
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "Switchboard", Version: opts.Version, Icons: Icons},
-		&mcp.ServerOptions{Logger: opts.Log, Instructions: instr, SetCacheable: cacheable})
+	so := &mcp.ServerOptions{Logger: opts.Log, Instructions: instr, SetCacheable: cacheable}
+	if opts.Replica != "" {
+		so.GetSessionID = SessionID(ReplicaName(opts.Replica))
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "Switchboard", Version: opts.Version, Icons: Icons}, so)
 	for _, t := range k.Tools() {
-		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio))
+		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio, opts.Asking))
 	}
 	srv.AddReceivingMiddleware(listFilter(k, key, opts.Toolsets))
 	return srv
@@ -95,7 +103,7 @@ func describe(t *tools.Tool) *mcp.Tool {
 	}
 }
 
-func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandler {
+func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking context.Context) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		call := tools.Request{Tool: name, Args: req.Params.Arguments, APIKey: defaultKey}
 		call.Args = x402.FromMeta(req.Params.Meta, call.Args)
@@ -126,8 +134,20 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 		}
 		out, e := k.Call(ctx, call)
 		if e != nil && e.Code == tools.CodeConfirmationRequired && canElicit(req) {
-			if res, ok := elicitation(e); ok {
-				return res, nil
+			if q, ok := readQuote(e); ok {
+				if multiRoundTrip(req) {
+					return elicitation(q), nil
+				}
+				// A session (stdio, or HTTP on an earlier revision): ask now, and call again
+				// with the answer. Unasked, the CONFIRMATION_REQUIRED answer below stands.
+				if approved, asked := ask(ctx, asking, req, q); asked {
+					args, err := withDecision(call.Args, q.RequestID, approved)
+					if err != nil {
+						return nil, err
+					}
+					call.Args = args
+					out, e = k.Call(ctx, call)
+				}
 			}
 		}
 		if e != nil {
@@ -152,12 +172,4 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool) mcp.ToolHandl
 func errorResult(e *tools.Error) *mcp.CallToolResult {
 	body, _ := json.Marshal(tools.Body{Error: e})
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
-}
-
-// HTTPHandler serves srv over stateless Streamable HTTP with JSON responses, taking the
-// host's toolsets from X-MCP-Toolsets or ?toolsets=. Bodies reach the go-sdk as sent: serve
-// it behind a check of CheckMessage (the app's front does this).
-func HTTPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
-	return withToolsets(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log}))
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +50,22 @@ type confirmOut struct {
 // account with a read key.
 func newKernel(t *testing.T) *tools.Kernel {
 	t.Helper()
+	k, _ := newKernelWith(t)
+	return k
+}
+
+// world is the kernel's parts a test of the HTTP door reaches: its authenticator, its store,
+// and how many writes were sent (confirmed and not declined).
+type world struct {
+	auth  tools.Authenticator
+	store *store.Store
+	sent  *atomic.Int64
+}
+
+func newKernelWith(t *testing.T) (*tools.Kernel, world) {
+	t.Helper()
 	st := storetest.Open(t, "sqlite")
+	sent := new(atomic.Int64)
 	now := time.Now
 	ctx := context.Background()
 	if err := st.CreateAccount(ctx, &store.Account{ID: "acct", Email: "m@example.com", CreatedAt: now()}, nil,
@@ -75,13 +91,17 @@ func newKernel(t *testing.T) *tools.Kernel {
 					"totalUsd": "0.012", "maxChargeUsd": "0.02", "expiresAt": now().Add(time.Minute),
 				})
 			}
+			if !in.Decline {
+				sent.Add(1)
+			}
 			return confirmOut{Sent: !in.Decline, Declined: in.Decline, Request: in.ConfirmRequestID}, nil
 		})
-	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet}), tools.NewRateLimiter(now), nil, quiet, now, echo, who, write)
+	auth := keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet})
+	k, err := tools.NewKernel(auth, tools.NewRateLimiter(now), nil, quiet, now, echo, who, write)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k
+	return k, world{auth: auth, store: st, sent: sent}
 }
 
 // inMemory connects a go-sdk client to srv over the in-memory transport (a stdio-like
@@ -117,7 +137,7 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 // sending h on every request.
 func overHTTP(t *testing.T, srv *mcp.Server, h headers) *mcp.ClientSession {
 	t.Helper()
-	hs := httptest.NewServer(mcpserver.HTTPHandler(srv, quiet))
+	hs := httptest.NewServer(mcpserver.HTTPHandler(srv, mcpserver.HTTPOptions{Log: quiet}))
 	t.Cleanup(hs.Close)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{
 		Endpoint: hs.URL, HTTPClient: &http.Client{Transport: h}, DisableStandaloneSSE: true,

@@ -65,7 +65,7 @@ func names(t *testing.T, cs *mcp.ClientSession) []string {
 func TestListShowsWhatTheCallerMayCall(t *testing.T) {
 	k := scopedKernel(t)
 	srv := mcpserver.New(k, mcpserver.Options{Name: "switchboard", Version: "test"})
-	hs := httptest.NewServer(mcpserver.HTTPHandler(srv, quiet))
+	hs := httptest.NewServer(mcpserver.HTTPHandler(srv, mcpserver.HTTPOptions{Log: quiet}))
 	t.Cleanup(hs.Close)
 	connect := func(query string, h headers) *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{
@@ -142,7 +142,7 @@ func TestListShowsWhatTheCallerMayCall(t *testing.T) {
 // cacheScope private); the keyless default list stays public.
 func TestKeyedListsAreCachedPrivately(t *testing.T) {
 	srv := mcpserver.New(scopedKernel(t), mcpserver.Options{Name: "switchboard", Version: "test"})
-	hs := httptest.NewServer(mcpserver.HTTPHandler(srv, quiet))
+	hs := httptest.NewServer(mcpserver.HTTPHandler(srv, mcpserver.HTTPOptions{Log: quiet}))
 	t.Cleanup(hs.Close)
 	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "raw", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}

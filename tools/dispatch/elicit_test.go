@@ -150,16 +150,29 @@ func TestWriteConfirmationByElicitation(t *testing.T) {
 		})
 	}
 
-	// Without the elicitation capability, and on earlier revisions over stateless HTTP (no
-	// server requests), the confirmation stays the confirmRequestId round trip.
-	for _, c := range []struct {
-		version string
-		answer  func(*mcp.ElicitParams) *mcp.ElicitResult
-	}{{"2026-07-28", nil}, {"2025-11-25", decide("approve")}, {"2025-06-18", decide("approve")}} {
-		cs, asked := connect(t, w, c.version, c.answer)
+	// Without the elicitation capability the confirmation stays the confirmRequestId round trip.
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		cs, asked := connect(t, w, version, nil)
 		_, e := callInvoke(t, cs, map[string]any{"message": "@writer do it"})
 		if e == nil || e.Code != tools.CodeConfirmationRequired || e.Details["requestId"] == nil || len(*asked) != 0 {
-			t.Fatalf("%s, elicitation %v: %v, asked %d", c.version, c.answer != nil, e, len(*asked))
+			t.Fatalf("%s without elicitation: %v, asked %d", version, e, len(*asked))
+		}
+	}
+
+	// Earlier revisions over HTTP that declare elicitation get a session (mcpserver/sessions.go)
+	// and the same form as an elicitation/create request: approved, sent once; declined, nothing.
+	for _, version := range []string{"2025-11-25", "2025-06-18"} {
+		cs, asked := connect(t, w, version, decide("approve"))
+		hits := w.hits("/write")
+		if out, e := callInvoke(t, cs, map[string]any{"message": "@writer on " + version}); cs.ID() == "" || e != nil || out["success"] != true ||
+			w.hits("/write") != hits+1 || len(*asked) != 1 || !strings.Contains((*asked)[0].Message, "maxChargeUsd") {
+			t.Fatalf("%s approved over HTTP: session %q, %v %v, hits %d, asked %d", version, cs.ID(), out, e, w.hits("/write")-hits, len(*asked))
+		}
+		cs, asked = connect(t, w, version, decide("decline"))
+		before := w.credit(t)
+		if _, e := callInvoke(t, cs, map[string]any{"message": "@writer on " + version}); e == nil || e.Code != tools.CodeConflict ||
+			w.hits("/write") != hits+1 || w.credit(t) != before || len(*asked) != 1 {
+			t.Fatalf("%s declined over HTTP: %v, hits %d, credit %d -> %d, asked %d", version, e, w.hits("/write")-hits, before, w.credit(t), len(*asked))
 		}
 	}
 

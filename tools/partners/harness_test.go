@@ -85,7 +85,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	h := http.NewServeMux()
-	h.Handle("/mcp", mcpserver.HTTPHandler(mcpserver.New(k, mcpserver.Options{Name: "t", Version: "1", Log: log}), log))
+	h.Handle("/mcp", mcpserver.HTTPHandler(mcpserver.New(k, mcpserver.Options{Name: "t", Version: "1", Log: log}), mcpserver.HTTPOptions{Log: log}))
 	h.Handle("/v1/", rest.Handler(k))
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

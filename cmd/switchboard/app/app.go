@@ -91,6 +91,7 @@ type App struct {
 	batcher    *store.Batcher    // finished invocations, committed after their callers are answered
 	leases     *billing.Leases   // budget leases of new calls; nil when off
 	draining   *atomic.Bool      // set by Drain: /readyz answers 503 from then on
+	endAsks    func()            // Drain: confirmations waiting on a human fall back to confirmRequestId
 	sealer     *wallets.Sealer   // the master keys wallet and service keys are sealed under (Reseal)
 
 	// The operator CLI's way to accounts and keys: the same services agent_verify uses.
@@ -100,7 +101,15 @@ type App struct {
 
 // Drain marks the replica as leaving: /readyz answers 503 at once, so proxies and Kubernetes
 // stop sending it new calls while the ones in flight finish (serve's SIGTERM path).
-func (a *App) Drain() { a.draining.Store(true) }
+// Confirmations still waiting for a human's answer on an MCP session stop waiting: each
+// call answers CONFIRMATION_REQUIRED, which the host completes with confirmRequestId on
+// another replica, so the drain never waits for a person.
+func (a *App) Drain() {
+	a.draining.Store(true)
+	if a.endAsks != nil {
+		a.endAsks()
+	}
+}
 
 // closeWhenDraining ends each connection after its answer once the replica drains, so no
 // client holds a kept-alive connection to a listener about to close.
@@ -386,12 +395,6 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		}
 		return nil, err
 	}
-	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log})
-	var toolNames []string
-	for _, t := range kernel.Tools() {
-		toolNames = append(toolNames, t.Name)
-	}
-	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
 	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
 		keySvc: keySvc, disc: disc, serverSecret: serverSecret, services: human})
 	if err != nil {
@@ -402,13 +405,24 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
+	asking, endAsks := context.WithCancel(context.WithoutCancel(ctx))
+	host, _ := os.Hostname()
+	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log, Replica: host, Asking: asking})
+	var toolNames []string
+	for _, t := range kernel.Tools() {
+		toolNames = append(toolNames, t.Name)
+	}
+	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
 	draining := new(atomic.Bool)
+	mcpDoor := mcpserver.HTTPHandler(mcpSrv, mcpserver.HTTPOptions{Log: log, Auth: authn, Sessions: mcpserver.DefaultSessionLimits})
 	handler, err := front(frontOptions{BodyReadTimeout: bodyTimeout,
-		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
+		Kernel: kernel, MCP: mcpDoor, Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
 		Keys: ring, Ready: st.Ping, Readiness: readiness(st, ring, draining, log), Log: log, Observe: mx.ObserveHTTP,
 		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil},
 	})
 	if err != nil {
+		mcpDoor.Close()
+		endAsks()
 		return nil, err
 	}
 	handler = closeWhenDraining(handler, draining)
@@ -434,9 +448,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			}
 			cancelBg()
 			bg.Wait()
+			endAsks()
+			mcpDoor.Close()
 		})
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining, sealer: sealer}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining, endAsks: endAsks, sealer: sealer}, nil
 }
 
 // partnerClient is the outbound client every partner call and probe goes through: the

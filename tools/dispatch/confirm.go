@@ -16,12 +16,8 @@ import (
 // confirm dispatches a quoted write once; later confirmations get the stored outcome.
 func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
 	intent := cl.intent
-	// An outcome answered a moment ago may still be on its way to the database.
-	if err := s.billing.Current(ctx, c.Principal.AccountID, in.ConfirmRequestID); err != nil {
-		return InvokeOutput{}, err
-	}
-	inv, err := s.store.Invocation(ctx, c.Principal.AccountID, in.ConfirmRequestID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.IntentID != intent.ID) {
+	inv, err := s.quoted(ctx, c.AccountID(), intent, in.ConfirmRequestID)
+	if errors.Is(err, store.ErrNotFound) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)
 	}
 	if err != nil {
@@ -50,6 +46,19 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in Inv
 	}
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
 	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingConfirmation)
+}
+
+// quoted reads the record of a call of intent quoted to accountID (store.ErrNotFound when
+// there is none), up to date with what this replica still has to commit for it.
+func (s *Service) quoted(ctx context.Context, accountID string, intent *store.PartnerIntent, requestID string) (*store.Invocation, error) {
+	if err := s.billing.Current(ctx, accountID, requestID); err != nil {
+		return nil, err
+	}
+	inv, err := s.store.Invocation(ctx, accountID, requestID)
+	if err == nil && inv.IntentID != intent.ID {
+		return nil, store.ErrNotFound
+	}
+	return inv, err
 }
 
 // replay returns the stored outcome of a finished invocation: the error it answered, or the

@@ -162,11 +162,17 @@ func (q *Q) WriteOutcome(ctx context.Context, inv *Invocation) error {
 var outcomeColumns = []string{"state", "attempts", "http_status", "latency_ms", "outcome_code", "outcome_message", "output_schema_valid",
 	"partner_fee_micro", "platform_fee_micro", "gas_micro", "refunded_micro", "answer", "payout_book", "finished_at"}
 
-// CreateInvocation records a new invocation in its first state.
-func (s *Store) CreateInvocation(ctx context.Context, inv *Invocation, detail string) error {
+// CreateInvocation records a new invocation in its first state (a quote), and with it, in
+// the same transaction, what also writes (a flat fee's payment).
+func (s *Store) CreateInvocation(ctx context.Context, inv *Invocation, detail string, also ...func(ctx context.Context, q *Q) error) error {
 	return s.InTx(ctx, func(ctx context.Context, q *Q) error {
 		if err := q.InsertInvocation(ctx, inv); err != nil {
 			return err
+		}
+		for _, f := range also {
+			if err := f(ctx, q); err != nil {
+				return err
+			}
 		}
 		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, inv.CreatedAt)
 	})

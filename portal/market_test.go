@@ -92,7 +92,7 @@ func TestMarketplaceBrowse(t *testing.T) {
 			for i := range 4 {
 				now := time.Now().UTC().Add(-time.Duration(i+1) * time.Hour)
 				inv := &store.Invocation{RequestID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), AccountID: acct.ID, KeyID: "k", IntentID: ids["@weather-flaky"],
-					Handle: "@weather-flaky", Category: "QUERY", IntentRevision: 1, Args: "{}", State: store.InvFailed, CreatedAt: now, FinishedAt: &now}
+					Handle: "@weather-flaky", Category: "QUERY", IntentRevision: 1, Args: "{}", CreatedAt: now, Outcome: store.Outcome{State: store.InvFailed, FinishedAt: &now}}
 				if err := env.App.Store.CreateInvocation(ctx, inv, "test"); err != nil {
 					t.Fatal(err)
 				}

@@ -109,7 +109,7 @@ func leaseCall(account, id string, now time.Time) func(context.Context, *store.Q
 		trail := store.Trail(store.Event{State: store.InvDispatching, Detail: "drawn", At: now}, store.Event{State: "attempt", Detail: "HTTP 200 in 0 ms", At: now},
 			store.Event{State: store.InvSucceeded, Detail: "done", At: now})
 		inv := &store.Invocation{RequestID: id, AccountID: account, KeyID: "key-" + account, IntentID: "i", Handle: "@bench", Category: "DATA",
-			Args: `{"query":"hello"}`, State: store.InvSucceeded, ReserveMicro: 3000, PlatformFeeMicro: 1000, CreatedAt: now, DispatchedAt: &now, FinishedAt: &now, Trail: &trail}
+			Args: `{"query":"hello"}`, CreatedAt: now, DispatchedAt: &now, Trail: &trail, Price: store.Price{ReserveMicro: 3000}, Outcome: store.Outcome{State: store.InvSucceeded, PlatformFeeMicro: 1000, FinishedAt: &now}}
 		return q.InsertInvocation(ctx, inv)
 	}
 }

@@ -162,7 +162,7 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 				}
 				trail := store.Trail(store.Event{State: store.InvDispatching, Detail: "drawn", At: now})
 				inv := &store.Invocation{RequestID: id, AccountID: "m1", KeyID: "key-m1", IntentID: "i", Handle: "@h", Category: "DATA",
-					Args: "{}", State: store.InvDispatching, CreatedAt: now, Trail: &trail}
+					Args: "{}", CreatedAt: now, Trail: &trail, Outcome: store.Outcome{State: store.InvDispatching}}
 				return q.InsertInvocation(ctx, inv)
 			}
 		}

@@ -46,7 +46,7 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 		call := func(account, id string, settled bool) func(context.Context, *store.Q) error {
 			return func(ctx context.Context, q *store.Q) error {
 				inv := &store.Invocation{RequestID: id, AccountID: account, KeyID: "key-" + account, IntentID: "i", Handle: "@h", Category: "DATA",
-					Args: "{}", State: store.InvFailed, ReserveMicro: 100, RefundedMicro: 100, CreatedAt: now, DispatchedAt: &now, FinishedAt: &now}
+					Args: "{}", CreatedAt: now, DispatchedAt: &now, Price: store.Price{ReserveMicro: 100}, Outcome: store.Outcome{State: store.InvFailed, RefundedMicro: 100, FinishedAt: &now}}
 				var legs []store.Posting
 				if settled {
 					inv.State, inv.RefundedMicro = store.InvSucceeded, 0
@@ -146,7 +146,7 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 			// The batch writer's prepared rows store values as bun renders them: a row written
 			// alone through bun reads back alike, byte for byte.
 			alone := &store.Invocation{RequestID: "alone", AccountID: "b1", KeyID: "key-b1", IntentID: "i", Handle: "@h", Category: "DATA",
-				Args: "{}", State: store.InvSucceeded, CreatedAt: now, DispatchedAt: &now, FinishedAt: &now}
+				Args: "{}", CreatedAt: now, DispatchedAt: &now, Outcome: store.Outcome{State: store.InvSucceeded, FinishedAt: &now}}
 			if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error { return q.InsertInvocation(ctx, alone) }); err != nil {
 				t.Fatal(err)
 			}

@@ -103,8 +103,8 @@ func TestIntentQualityPerIntent(t *testing.T) {
 		add := func(intent string, n int, at time.Time, state string, finished bool) {
 			for i := range n {
 				inv := &store.Invocation{RequestID: fmt.Sprintf("%s-%s-%d-%d", intent, state, at.Unix(), i), AccountID: "caller", KeyID: "k",
-					IntentID: intent, Handle: "@" + intent, Category: "QUERY", Args: "{}", State: state,
-					CreatedAt: at.Add(time.Duration(i) * time.Millisecond)}
+					IntentID: intent, Handle: "@" + intent, Category: "QUERY", Args: "{}",
+					CreatedAt: at.Add(time.Duration(i) * time.Millisecond), Outcome: store.Outcome{State: state}}
 				if finished {
 					f := inv.CreatedAt.Add(time.Second)
 					inv.FinishedAt = &f

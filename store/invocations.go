@@ -9,7 +9,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Invocation states.
+// Invocation states, and what each means for a call that is in it (one table: states).
 const (
 	InvAwaitingConfirmation = "awaiting_confirmation"
 	InvAwaitingPayment      = "awaiting_payment" // a flat-fee quote waiting for its on-chain authorization
@@ -24,45 +24,82 @@ const (
 	InvOutcomeUnknown = "outcome_unknown"
 )
 
+// State is what a state means for a call in it.
+type State struct {
+	// Quote: nothing was sent or held; the caller's confirmation (or payment) dispatches it.
+	Quote bool
+	// Final: the call has ended and its record holds the answer it gave, replayed to anyone
+	// who asks again with its requestId.
+	Final bool
+	// Charged: the call ended with its fees charged (settled), not refunded.
+	Charged bool
+}
+
+var states = map[string]State{
+	InvAwaitingConfirmation: {Quote: true},
+	InvAwaitingPayment:      {Quote: true},
+	InvDispatching:          {},
+	InvSucceeded:            {Final: true, Charged: true},
+	InvFailed:               {Final: true},
+	InvCancelled:            {Final: true},
+	InvDeclined:             {Final: true},
+	InvOutcomeUnknown:       {Final: true},
+}
+
+// StateOf is what state means (the zero State for a state this release does not know).
+func StateOf(state string) State { return states[state] }
+
+// Price is what a call was quoted, kept with its record: the most it may cost, by part.
+type Price struct {
+	ReserveMicro        int64  `bun:"reserve_micro,notnull"`
+	MaxPartnerFeeMicro  int64  `bun:"max_partner_fee_micro,notnull"`
+	MaxPlatformFeeMicro int64  `bun:"max_platform_fee_micro,notnull"`
+	RoutedValueMicro    *int64 `bun:"routed_value_micro"` // USD value the args move; nil when none or not quotable
+	GasChain            string `bun:"gas_chain,notnull"`
+	GasEstimateMicro    int64  `bun:"gas_estimate_micro,notnull"`
+	MaxGasMicro         int64  `bun:"max_gas_micro,notnull"`
+}
+
+// Outcome is where a call stands: its state and, once it has ended, how (what the partner
+// answered, what was charged and refunded, the answer its caller got). It is written whole
+// when the call concludes.
+type Outcome struct {
+	State             string     `bun:"state,notnull"`
+	Attempts          int        `bun:"attempts,notnull"`
+	HTTPStatus        *int       `bun:"http_status"`
+	LatencyMs         *int       `bun:"latency_ms"` // the partner's answer time (last attempt)
+	OutcomeCode       string     `bun:"outcome_code,notnull"`
+	OutcomeMessage    string     `bun:"outcome_message,notnull"`
+	OutputSchemaValid *bool      `bun:"output_schema_valid"`
+	PartnerFeeMicro   int64      `bun:"partner_fee_micro,notnull"`
+	PlatformFeeMicro  int64      `bun:"platform_fee_micro,notnull"`
+	GasMicro          int64      `bun:"gas_micro,notnull"`
+	RefundedMicro     int64      `bun:"refunded_micro,notnull"`
+	Answer            *string    `bun:"answer"`              // the JSON answer or error body, replayed to a repeated confirmation
+	PayoutBook        string     `bun:"payout_book,notnull"` // the partner fee's book; "" when none was charged
+	FinishedAt        *time.Time `bun:"finished_at"`
+}
+
 // Invocation is one call of a partner intent, from quote to outcome.
 type Invocation struct {
 	bun.BaseModel `bun:"table:invocations"`
 
-	RequestID           string  `bun:"request_id,pk"`
-	AccountID           string  `bun:"account_id,notnull"`
-	KeyID               string  `bun:"key_id,notnull"`
-	IntentID            string  `bun:"intent_id,notnull"`
-	Handle              string  `bun:"handle,notnull"`
-	Category            string  `bun:"category,notnull"`
-	IntentRevision      int     `bun:"intent_revision,notnull"`
-	Args                string  `bun:"args,notnull"`
-	State               string  `bun:"state,notnull"`
-	ReserveMicro        int64   `bun:"reserve_micro,notnull"`
-	MaxPartnerFeeMicro  int64   `bun:"max_partner_fee_micro,notnull"`
-	MaxPlatformFeeMicro int64   `bun:"max_platform_fee_micro,notnull"`
-	RoutedValueMicro    *int64  `bun:"routed_value_micro"` // USD value the args move; nil when none or not quotable
-	GasChain            string  `bun:"gas_chain,notnull"`
-	GasEstimateMicro    int64   `bun:"gas_estimate_micro,notnull"`
-	MaxGasMicro         int64   `bun:"max_gas_micro,notnull"`
-	Attempts            int     `bun:"attempts,notnull"`
-	HTTPStatus          *int    `bun:"http_status"`
-	OutcomeCode         string  `bun:"outcome_code,notnull"`
-	OutcomeMessage      string  `bun:"outcome_message,notnull"`
-	OutputSchemaValid   *bool   `bun:"output_schema_valid"`
-	PartnerFeeMicro     int64   `bun:"partner_fee_micro,notnull"`
-	PlatformFeeMicro    int64   `bun:"platform_fee_micro,notnull"`
-	GasMicro            int64   `bun:"gas_micro,notnull"`
-	LatencyMs           *int    `bun:"latency_ms"` // the partner's answer time (last attempt)
-	RefundedMicro       int64   `bun:"refunded_micro,notnull"`
-	Answer              *string `bun:"answer"`              // the JSON answer or error body, replayed to a repeated confirmation
-	PayoutBook          string  `bun:"payout_book,notnull"` // the partner fee's book; "" when none was charged
+	RequestID      string `bun:"request_id,pk"`
+	AccountID      string `bun:"account_id,notnull"`
+	KeyID          string `bun:"key_id,notnull"`
+	IntentID       string `bun:"intent_id,notnull"`
+	Handle         string `bun:"handle,notnull"`
+	Category       string `bun:"category,notnull"`
+	IntentRevision int    `bun:"intent_revision,notnull"`
+	Args           string `bun:"args,notnull"`
+	Price
+	Outcome
 	// A call recorded whole in one row (a read on a budget lease) carries its history here, as
 	// JSON events, instead of in invocation_events, and the ledger transaction of its batch.
 	Trail        *string    `bun:"trail"`
 	LedgerTxn    *string    `bun:"ledger_txn"`
 	CreatedAt    time.Time  `bun:"created_at,notnull"`
 	DispatchedAt *time.Time `bun:"dispatched_at"`
-	FinishedAt   *time.Time `bun:"finished_at"`
 }
 
 // InvocationEvent is one state transition.
@@ -116,19 +153,26 @@ func (q *Q) MoveInvocation(ctx context.Context, requestID, from, to string, at t
 	return n == 1, err
 }
 
-// WriteOutcome writes the outcome fields of a finished invocation.
+// WriteOutcome writes the outcome of a finished invocation (its Outcome, whole).
 func (q *Q) WriteOutcome(ctx context.Context, inv *Invocation) error {
-	return q.write(ctx, q.tx.NewUpdate().Model(inv).
-		Column("state", "attempts", "http_status", "outcome_code", "outcome_message", "output_schema_valid",
-			"partner_fee_micro", "platform_fee_micro", "gas_micro", "refunded_micro", "answer", "finished_at", "latency_ms").
-		WherePK())
+	return q.write(ctx, q.tx.NewUpdate().Model(inv).Column(outcomeColumns...).WherePK())
 }
 
-// CreateInvocation records a new invocation in its first state.
-func (s *Store) CreateInvocation(ctx context.Context, inv *Invocation, detail string) error {
+// outcomeColumns are Outcome's columns.
+var outcomeColumns = []string{"state", "attempts", "http_status", "latency_ms", "outcome_code", "outcome_message", "output_schema_valid",
+	"partner_fee_micro", "platform_fee_micro", "gas_micro", "refunded_micro", "answer", "payout_book", "finished_at"}
+
+// CreateInvocation records a new invocation in its first state (a quote), and with it, in
+// the same transaction, what also writes (a flat fee's payment).
+func (s *Store) CreateInvocation(ctx context.Context, inv *Invocation, detail string, also ...func(ctx context.Context, q *Q) error) error {
 	return s.InTx(ctx, func(ctx context.Context, q *Q) error {
 		if err := q.InsertInvocation(ctx, inv); err != nil {
 			return err
+		}
+		for _, f := range also {
+			if err := f(ctx, q); err != nil {
+				return err
+			}
 		}
 		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, inv.CreatedAt)
 	})

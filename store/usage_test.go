@@ -36,8 +36,7 @@ func TestUsageQueries(t *testing.T) {
 			n++
 			id := fmt.Sprintf("00000000-0000-0000-0000-%012d", n)
 			inv := &store.Invocation{RequestID: id, AccountID: "caller", KeyID: key, IntentID: intent.ID, Handle: intent.PublicIdentifier,
-				Category: "QUERY", IntentRevision: 1, Args: `{"q":"x"}`, State: state, ReserveMicro: 1000, PartnerFeeMicro: fee,
-				PlatformFeeMicro: 1000, CreatedAt: at}
+				Category: "QUERY", IntentRevision: 1, Args: `{"q":"x"}`, CreatedAt: at, Price: store.Price{ReserveMicro: 1000}, Outcome: store.Outcome{State: state, PartnerFeeMicro: fee, PlatformFeeMicro: 1000}}
 			if state != store.InvAwaitingConfirmation {
 				f := at.Add(time.Second)
 				inv.FinishedAt, inv.LatencyMs = &f, &latency

@@ -46,8 +46,7 @@ func TestAccountGet(t *testing.T) {
 		for i, finished := range []bool{true, false} {
 			inv := &store.Invocation{RequestID: []string{"00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"}[i],
 				AccountID: "acct", KeyID: child.ID, IntentID: "i1", Handle: "@acct-test", Category: "QUERY", IntentRevision: 1, Args: `{}`,
-				State: store.InvSucceeded, ReserveMicro: 1000, RefundedMicro: 400, PartnerFeeMicro: 250, PlatformFeeMicro: 100, GasMicro: 50,
-				CreatedAt: now.Add(time.Duration(i) * time.Second)}
+				CreatedAt: now.Add(time.Duration(i) * time.Second), Price: store.Price{ReserveMicro: 1000}, Outcome: store.Outcome{State: store.InvSucceeded, RefundedMicro: 400, PartnerFeeMicro: 250, PlatformFeeMicro: 100, GasMicro: 50}}
 			if finished {
 				f, lat := now.Add(time.Second), 10
 				inv.FinishedAt, inv.LatencyMs = &f, &lat

@@ -74,16 +74,25 @@ type Service struct {
 	cfg    Config
 	now    func() time.Time
 	log    *slog.Logger
+	rec    Recording
 	leases *Leases // nil: every hold commits before its call is dispatched
 }
 
-// NewService builds the billing service.
-func NewService(cfg Config, d service.Deps) *Service {
+// NewService builds the billing service, recording calls as rec says (Recording{}: each
+// record commits on its own before its caller is answered).
+func NewService(cfg Config, d service.Deps, rec Recording) *Service {
 	d = d.WithDefaults()
 	if cfg.TierOf == nil {
 		cfg.TierOf = d.Store.TierOf
 	}
-	return &Service{store: d.Store, cfg: cfg, now: d.Now, log: d.Log}
+	if rec.Failpoint == nil {
+		rec.Failpoint = func(string) {}
+	}
+	s := &Service{store: d.Store, cfg: cfg, now: d.Now, log: d.Log, rec: rec}
+	if rec.Batch != nil && rec.Leases != nil {
+		s.leases = &Leases{svc: s, batch: rec.Batch, cfg: *rec.Leases, open: map[string]map[string]*lease{}}
+	}
+	return s
 }
 
 // Config returns the prices.
@@ -135,6 +144,18 @@ type Quote struct {
 	RoutedValueMicro   *int64 // the value routed, when known
 	Tier               string
 	PlatformBps        int64
+}
+
+// Price is the quote as a call's record keeps it.
+func (q Quote) Price() store.Price {
+	return store.Price{ReserveMicro: q.ReserveMicro, MaxPartnerFeeMicro: q.MaxPartnerFeeMicro, MaxPlatformFeeMicro: q.PlatformFeeMicro,
+		RoutedValueMicro: q.RoutedValueMicro, GasChain: q.GasChain, GasEstimateMicro: q.GasEstimateMicro, MaxGasMicro: q.MaxGasMicro}
+}
+
+// QuoteOf is the quote a call's record was priced with.
+func QuoteOf(p store.Price) Quote {
+	return Quote{ReserveMicro: p.ReserveMicro, MaxPartnerFeeMicro: p.MaxPartnerFeeMicro, PlatformFeeMicro: p.MaxPlatformFeeMicro,
+		RoutedValueMicro: p.RoutedValueMicro, GasChain: p.GasChain, GasEstimateMicro: p.GasEstimateMicro, MaxGasMicro: p.MaxGasMicro}
 }
 
 // ExpectedMicro is what a call costs when the partner charges its full rate and gas is as

@@ -20,7 +20,7 @@ func newService(st *store.Store, tweak ...func(*billing.Config)) *billing.Servic
 	for _, f := range tweak {
 		f(&cfg)
 	}
-	return billing.NewService(cfg, service.Deps{Store: st})
+	return billing.NewService(cfg, service.Deps{Store: st}, billing.Recording{})
 }
 
 func account(t *testing.T, st *store.Store, id string) *tools.Principal {

@@ -17,7 +17,7 @@ type Plan struct {
 	// deadline, past which the sweeper refunds it, is that plus Config.SweepMargin.
 	Runs time.Duration
 	// MayLease lets the hold be drawn from its key's budget lease when this replica holds
-	// leases (UseLeases): written after the call goes out. Never a write's or a paid call's,
+	// leases (Recording.Leases): written after the call goes out. Never a write's or a paid call's,
 	// whose holds commit before they are dispatched.
 	MayLease bool
 }

@@ -89,14 +89,6 @@ func (ls *Leases) outlasts(runs time.Duration) bool {
 	return ls.cfg.Renew+runs+recordSlack <= ls.cfg.TTL
 }
 
-// UseLeases lets holds that may (Plan.MayLease) be drawn from budget leases this replica
-// holds, written through batch; it returns the leases, which the replica returns when idle
-// and at shutdown.
-func (s *Service) UseLeases(batch *store.Batcher, cfg LeaseConfig) *Leases {
-	s.leases = &Leases{svc: s, batch: batch, cfg: cfg, open: map[string]map[string]*lease{}}
-	return s.leases
-}
-
 // draw takes h's worst case from p's key's lease in memory, opening or renewing the lease
 // when it holds too little. Nothing is written until the call concludes (concludeOnLease):
 // the lease's return waits for it. It refuses (SPEND_LIMIT, INSUFFICIENT_CREDITS) what

@@ -28,9 +28,8 @@ func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // replica is what one process holds: its batch writer and its leases.
 type replica struct {
-	svc    *billing.Service
-	batch  *store.Batcher
-	leases *billing.Leases
+	svc   *billing.Service
+	batch *store.Batcher
 }
 
 func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
@@ -43,9 +42,9 @@ func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig
 // newStoppedReplica is a replica whose batch writer does not run yet: what is queued waits.
 func newStoppedReplica(st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := billing.NewService(billing.DefaultConfig(), service.Deps{Store: st, Now: c.now, Log: log})
 	b := st.NewBatcher(64, log)
-	return &replica{svc: svc, batch: b, leases: svc.UseLeases(b, cfg)}
+	svc := billing.NewService(billing.DefaultConfig(), service.Deps{Store: st, Now: c.now, Log: log}, billing.Recording{Batch: b, Leases: &cfg})
+	return &replica{svc: svc, batch: b}
 }
 
 func (r *replica) run(t *testing.T) {
@@ -122,9 +121,9 @@ func TestCallsReserveFromABudgetLease(t *testing.T) {
 			t.Fatalf("after ten calls: %+v %+v, want 1500 spent and the lease's 600 held", ca, ks)
 		}
 		// Idle for less than its idle time: kept; past it: returned whole.
-		r.leases.ReturnIdle()
+		r.svc.ReturnIdleLeases(ctx)
 		c.advance(3 * time.Second)
-		r.leases.ReturnIdle()
+		r.svc.ReturnIdleLeases(ctx)
 		if err := r.batch.Idle(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +142,7 @@ func TestCallsReserveFromABudgetLease(t *testing.T) {
 		if err := r.call(ctx, p, "l10", q); err != nil {
 			t.Fatal(err)
 		}
-		r.leases.Return("l")
+		r.svc.ReturnLeases("l")
 		if err := r.batch.Idle(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +183,7 @@ func TestBudgetLeasesHoldLimitsAcrossReplicas(t *testing.T) {
 		}
 		// Returned while the five are in flight (near its limit the key's leases hold a call
 		// each): a lease comes back once its calls are recorded.
-		a.leases.Return("")
+		a.svc.ReturnLeases("")
 		if err := a.batch.Idle(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +228,7 @@ func TestBudgetLeasesHoldLimitsAcrossReplicas(t *testing.T) {
 		}
 		wg.Wait()
 		for _, r := range []*replica{a, b} {
-			r.leases.Return("")
+			r.svc.ReturnLeases("")
 			if err := r.batch.Idle(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -311,7 +310,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			}
 		}
 		r.run(t)
-		r.leases.Return("")
+		r.svc.ReturnLeases("")
 		if err := r.batch.Idle(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +373,7 @@ func callRow(p *tools.Principal, requestID string, q billing.Quote, c billing.Co
 	return func(ctx context.Context, sq *store.Q) error {
 		now := time.Now().UTC()
 		inv := &store.Invocation{RequestID: requestID, AccountID: p.AccountID, KeyID: p.KeyID, IntentID: "i", Handle: "@h", Category: "QUERY",
-			Args: "{}", State: store.InvFailed, ReserveMicro: q.ReserveMicro, RefundedMicro: q.ReserveMicro, CreatedAt: now, DispatchedAt: &now, FinishedAt: &now}
+			Args: "{}", CreatedAt: now, DispatchedAt: &now, Price: store.Price{ReserveMicro: q.ReserveMicro}, Outcome: store.Outcome{State: store.InvFailed, RefundedMicro: q.ReserveMicro, FinishedAt: &now}}
 		if st := c.Settlement; st != nil {
 			inv.State, inv.RefundedMicro, inv.PayoutBook = store.InvSucceeded, 0, st.PartnerBook
 			inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.GasMicro = st.PartnerFeeMicro, st.PlatformFeeMicro, st.GasMicro
@@ -418,7 +417,7 @@ func TestLongCallsAreNotDrawnOnALease(t *testing.T) {
 		if _, err := r.svc.Refund(ctx, "x2", "test"); err != nil {
 			t.Fatal(err)
 		}
-		r.leases.Return("")
+		r.svc.ReturnLeases("")
 		if err := r.batch.Idle(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -229,8 +229,8 @@ func traffic(t *testing.T, env *apptest.Env, accountID, handle string, spec traf
 				state, ms = store.InvFailed, 400
 			}
 			if err := q.InsertInvocation(ctx, &store.Invocation{RequestID: uuid.NewString(), AccountID: accountID, KeyID: "k", IntentID: in.ID,
-				Handle: handle, Category: in.Category, IntentRevision: 1, Args: "{}", State: state, LatencyMs: &ms,
-				CreatedAt: now, FinishedAt: &now}); err != nil {
+				Handle: handle, Category: in.Category, IntentRevision: 1, Args: "{}",
+				CreatedAt: now, Outcome: store.Outcome{State: state, LatencyMs: &ms, FinishedAt: &now}}); err != nil {
 				return err
 			}
 		}

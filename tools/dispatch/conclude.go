@@ -16,10 +16,10 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 )
 
-// conclude records the outcome of a dispatch from the partner's answer: a success is settled
-// and relayed, anything else refunded and mapped to the error model. Only one process
-// concludes an invocation (store.ErrAlreadyFinished for the others).
-func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call, answer *outbound.Result, callErr error, attempts []store.Attempt) (InvokeOutput, error) {
+// conclude concludes a dispatch's ticket from the partner's answer: a success is settled and
+// relayed, anything else refunded and mapped to the error model. Only one process concludes
+// a call (billing.ErrAlreadyFinished for the others).
+func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.Invocation, cl *call, answer *outbound.Result, callErr error, attempts []store.Attempt) (InvokeOutput, error) {
 	intent := cl.intent
 	refunded := cl.quote.Refunded()
 	if relayable(answer, callErr) {
@@ -29,12 +29,9 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 			PartnerError: &PartnerError{Code: answer.Envelope.Error.Code, Message: answer.Envelope.Error.Message},
 			Charge:       refunded, Attempts: len(attempts)}
 		out.Receipt = s.receipt(inv, intent.PartnerID, out, nil)
-		raw, _ := json.Marshal(out)
-		stored := string(raw)
-		inv.Answer = &stored
-		s.outcome(inv, store.InvFailed, answer, refunded)
+		o := s.outcome(store.InvFailed, answer, refunded, out)
 		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
-		if err := s.finish(ctx, inv, cl, attempts, nil, detail, detail); err != nil {
+		if err := t.Conclude(ctx, billing.Ending{Outcome: o, Attempts: attempts, Detail: detail}); err != nil {
 			return InvokeOutput{}, err
 		}
 		return out, nil
@@ -42,7 +39,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 	if e := classify(intent, answer, callErr); e != nil {
 		e.Details = mergeDetails(e.Details, map[string]any{"handle": intent.PublicIdentifier, "requestId": inv.RequestID,
 			"success": false, "charge": refunded, "attempts": len(attempts)})
-		return InvokeOutput{}, s.fail(ctx, inv, cl, store.InvFailed, answer, attempts, refunded, e, e.Message)
+		return InvokeOutput{}, s.fail(ctx, t, inv, cl, store.InvFailed, answer, attempts, e, e.Message)
 	}
 	settlement, charge := cl.quote.Settle(answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, s.payoutBook(intent))
 	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
@@ -53,15 +50,13 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 	}
 	record := func(st *billing.Settlement, detail string) error {
 		out.Receipt = s.receipt(inv, intent.PartnerID, out, answer.Envelope.Result)
-		raw, _ := json.Marshal(out)
-		stored := string(raw)
-		inv.Answer, inv.OutputSchemaValid = &stored, out.OutputSchemaValid
-		s.outcome(inv, store.InvSucceeded, answer, out.Charge)
-		return s.finish(ctx, inv, cl, attempts, st, "", detail)
+		o := s.outcome(store.InvSucceeded, answer, out.Charge, out)
+		o.OutputSchemaValid = out.OutputSchemaValid
+		return t.Conclude(ctx, billing.Ending{Outcome: o, Attempts: attempts, Settlement: st, Detail: detail})
 	}
 	err := record(&settlement, fmt.Sprintf("charged %d micro-USD: infrastructure %d, partner fee %d, platform fee %d, gas %d",
 		charge.TotalMicro, charge.ReservedMicro, charge.PartnerFeeMicro, charge.PlatformFeeMicro, charge.GasMicro))
-	if errors.Is(err, ErrReservationClosed) {
+	if errors.Is(err, billing.ErrReservationClosed) {
 		// Its reservation was refunded by an older sweeper: relay the answer, charge nothing.
 		out.Charge = cl.quote.Refunded()
 		err = record(nil, "partner succeeded after its reservation was refunded: nothing charged")
@@ -72,34 +67,35 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 	return out, nil
 }
 
-// fail records a failed or cancelled invocation, refunding its reservation, and returns e
-// (or the recording error, which the caller must then see: the money did not move).
-func (s *Service) fail(ctx context.Context, inv *store.Invocation, cl *call, state string, answer *outbound.Result, attempts []store.Attempt, ch billing.Charge, e *tools.Error, detail string) error {
-	s.outcome(inv, state, answer, ch)
-	if inv.OutcomeCode == "" {
-		inv.OutcomeCode, inv.OutcomeMessage = string(e.Code), e.Message
+// fail concludes a failed or cancelled call, refunding its hold, and returns e (or the
+// recording error, which the caller must then see: the money did not move).
+func (s *Service) fail(ctx context.Context, t *billing.Ticket, inv *store.Invocation, cl *call, state string, answer *outbound.Result, attempts []store.Attempt, e *tools.Error, detail string) error {
+	o := s.outcome(state, answer, cl.quote.Refunded(), tools.Body{Error: e})
+	if o.OutcomeCode == "" {
+		o.OutcomeCode, o.OutcomeMessage = string(e.Code), e.Message
 	}
-	raw, _ := json.Marshal(tools.Body{Error: e})
-	stored := string(raw)
-	inv.Answer = &stored
-	if err := s.finish(ctx, inv, cl, attempts, nil, detail, detail); err != nil {
+	if err := t.Conclude(ctx, billing.Ending{Outcome: o, Attempts: attempts, Detail: detail}); err != nil {
 		return err
 	}
 	return e
 }
 
-// outcome fills the outcome fields of inv.
-func (s *Service) outcome(inv *store.Invocation, state string, answer *outbound.Result, ch billing.Charge) {
+// outcome is a call's outcome in state, with what the partner answered, what it was charged
+// and the answer its caller got (replayed to anyone who asks again).
+func (s *Service) outcome(state string, answer *outbound.Result, ch billing.Charge, answered any) store.Outcome {
 	now := s.now().UTC()
-	inv.State, inv.FinishedAt = state, &now
-	inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.GasMicro, inv.RefundedMicro = ch.PartnerFeeMicro, ch.PlatformFeeMicro, ch.GasMicro, ch.RefundedMicro
+	raw, _ := json.Marshal(answered)
+	stored := string(raw)
+	o := store.Outcome{State: state, FinishedAt: &now, Answer: &stored,
+		PartnerFeeMicro: ch.PartnerFeeMicro, PlatformFeeMicro: ch.PlatformFeeMicro, GasMicro: ch.GasMicro, RefundedMicro: ch.RefundedMicro}
 	if answer != nil {
 		status, ms := answer.Status, int(answer.Latency.Milliseconds())
-		inv.HTTPStatus, inv.LatencyMs = &status, &ms
+		o.HTTPStatus, o.LatencyMs = &status, &ms
 		if answer.Envelope != nil && answer.Envelope.Error != nil {
-			inv.OutcomeCode, inv.OutcomeMessage = answer.Envelope.Error.Code, answer.Envelope.Error.Message
+			o.OutcomeCode, o.OutcomeMessage = answer.Envelope.Error.Code, answer.Envelope.Error.Message
 		}
 	}
+	return o
 }
 
 func (s *Service) matchesOutput(intent *store.PartnerIntent, result []byte) bool {

@@ -10,39 +10,25 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 )
 
 // confirm dispatches a quoted write once; later confirmations get the stored outcome.
 func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
 	intent := cl.intent
-	if s.batch != nil { // an outcome answered a moment ago may still be on its way to the database
-		if err := s.batch.Wait(ctx, c.Principal.AccountID); err != nil {
-			return InvokeOutput{}, err
-		}
-	}
-	inv, err := s.store.Invocation(ctx, c.Principal.AccountID, in.ConfirmRequestID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.IntentID != intent.ID) {
+	inv, err := s.quoted(ctx, c.AccountID(), intent, in.ConfirmRequestID)
+	if errors.Is(err, store.ErrNotFound) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)
 	}
 	if err != nil {
 		return InvokeOutput{}, err
 	}
-	if inv.State == store.InvDispatching && s.journal != nil && s.journal.Has(inv.RequestID) {
-		// Its outcome waits in this replica's journal (the database was away): record it now.
-		if ok, err := s.replayOne(ctx, inv.RequestID); err != nil {
-			return InvokeOutput{}, err
-		} else if ok {
-			if inv, err = s.store.Invocation(ctx, c.Principal.AccountID, in.ConfirmRequestID); err != nil {
-				return InvokeOutput{}, err
-			}
-		}
-	}
-	switch inv.State {
-	case store.InvSucceeded, store.InvFailed, store.InvCancelled, store.InvOutcomeUnknown, store.InvDeclined:
+	switch {
+	case store.StateOf(inv.State).Final:
 		return s.withPayment(replay(inv))
-	case store.InvAwaitingPayment:
+	case inv.State == store.InvAwaitingPayment:
 		return s.payAndDispatch(ctx, c, intent, inv, in)
-	case store.InvDispatching:
+	case inv.State == store.InvDispatching:
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s is being dispatched now; call again in a moment for its outcome (a dispatch that never finishes is concluded by the sweeper within a minute of its deadline)", inv.RequestID).
 			WithDetails(map[string]any{"requestId": inv.RequestID})
 	}
@@ -58,8 +44,21 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in Inv
 			return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the args differ from the quoted ones; confirm with the same args (or none), or ask for a new quote")
 		}
 	}
-	cl.args, cl.quote = []byte(inv.Args), quoteOf(inv)
+	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
 	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingConfirmation)
+}
+
+// quoted reads the record of a call of intent quoted to accountID (store.ErrNotFound when
+// there is none), up to date with what this replica still has to commit for it.
+func (s *Service) quoted(ctx context.Context, accountID string, intent *store.PartnerIntent, requestID string) (*store.Invocation, error) {
+	if err := s.billing.Current(ctx, accountID, requestID); err != nil {
+		return nil, err
+	}
+	inv, err := s.store.Invocation(ctx, accountID, requestID)
+	if err == nil && inv.IntentID != intent.ID {
+		return nil, store.ErrNotFound
+	}
+	return inv, err
 }
 
 // replay returns the stored outcome of a finished invocation: the error it answered, or the

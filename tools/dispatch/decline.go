@@ -17,13 +17,8 @@ func (s *Service) decline(ctx context.Context, c *tools.Caller, intent *store.Pa
 	if requestID == "" {
 		return tools.Errorf(tools.CodeBadInput, "decline needs confirmRequestId: the requestId of the CONFIRMATION_REQUIRED answer the user declined")
 	}
-	if s.batch != nil {
-		if err := s.batch.Wait(ctx, c.Principal.AccountID); err != nil {
-			return err
-		}
-	}
-	inv, err := s.store.Invocation(ctx, c.Principal.AccountID, requestID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.IntentID != intent.ID) {
+	inv, err := s.quoted(ctx, c.AccountID(), intent, requestID)
+	if errors.Is(err, store.ErrNotFound) {
 		return tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account", requestID, intent.PublicIdentifier)
 	}
 	if err != nil {

@@ -62,8 +62,6 @@ type Service struct {
 	client  *outbound.Client
 	billing *billing.Service
 	tokens  *tokens.Service // nil: no token resolution before writes
-	batch   *store.Batcher  // nil: outcomes commit before the caller is answered
-	journal *store.Journal  // nil: a write's outcome waits for the database alone
 	now     func() time.Time
 	log     *slog.Logger
 
@@ -84,29 +82,22 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log, schemas: map[string]*jsonschema.Schema{}}
 }
 
-// SettleInBatches lets finished invocations commit through b after their callers are
-// answered (group commit); readers of an account wait for its pending ones (Batcher.Wait).
-func (s *Service) SettleInBatches(b *store.Batcher) { s.batch = b }
-
-// UseJournal keeps each write's outcome in j until the database has it (finishDurable), and
-// replays what j holds before every sweep (ReplayJournal).
-func (s *Service) UseJournal(j *store.Journal) { s.journal = j }
-
-// dispatch reserves (moving inv from state `from`, or inserting it when from is ""), calls
-// the partner (retrying idempotent categories once), and settles or refunds. The database sees
-// two writes, start (invocation + reservation) and finish (attempts, money, outcome), or, for
-// a read held on a budget lease, one: its whole record when it finishes.
+// dispatch opens the call's ticket (its hold, and its record moved from state `from`, or
+// inserted when from is ""), calls the partner (retrying idempotent categories once), and
+// concludes the ticket with the outcome: settled or refunded, and recorded the way the ticket
+// says (billing.Ticket).
 func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, from string) (InvokeOutput, error) {
 	began := time.Now() // wall time for Observe: s.now may be a test's clock
 	intent := cl.intent
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
-	moved, err := s.start(bg, c.Principal, cl, inv, from)
+	t, err := s.billing.Open(bg, c.Principal, billing.Call{Record: inv, From: from, Quote: cl.quote,
+		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable})
+	if errors.Is(err, billing.ErrMoved) {
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
+	}
 	if err != nil {
 		return InvokeOutput{}, err
-	}
-	if !moved {
-		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
@@ -128,13 +119,12 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	s.cfg.Failpoint("answered")
 	defer s.observe(intent.PublicIdentifier, outcomeOf(ctx, answer, err), partnerTime, began)
 	if ctx.Err() != nil {
-		refunded := cl.quote.Refunded()
 		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged")
-		return InvokeOutput{}, s.fail(bg, inv, cl, store.InvCancelled, answer, attempts, refunded, e, "caller cancelled: "+ctx.Err().Error())
+		return InvokeOutput{}, s.fail(bg, t, inv, cl, store.InvCancelled, answer, attempts, e, "caller cancelled: "+ctx.Err().Error())
 	}
-	out, err := s.conclude(bg, inv, cl, answer, err, attempts)
+	out, err := s.conclude(bg, t, inv, cl, answer, err, attempts)
 	switch {
-	case errors.Is(err, ErrAlreadyFinished):
+	case errors.Is(err, billing.ErrAlreadyFinished):
 		// The sweeper of another replica finished it first (this one lost its database for a
 		// while), or its own record landed in a commit whose answer was lost: its record is
 		// the truth.
@@ -144,17 +134,10 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	case store.IsUnavailable(err):
 		// True whatever happens next: nothing is charged before the record lands, and the
 		// record, when it lands, is what a confirmation with the requestId answers.
-		kept := "it is recorded (and charged, if it succeeded) when the database is back, or, if this replica stops first, concluded by the sweeper, which asks the partner again with the same requestId"
-		switch {
-		case cl.hold != nil && cl.hold.OnLease():
-			kept = "it is recorded (and charged, if it succeeded) when the database is back, or never, if this replica stops first"
-		case errors.Is(err, errJournaled):
-			kept = "it is kept in this replica's journal and recorded (and charged, if it succeeded) as soon as the database is back"
-		}
 		return InvokeOutput{}, tools.Errorf(tools.CodeUnavailable,
 			"%s answered, but the database is unavailable, so the outcome of request %s is not recorded yet: %s. "+
 				"Nothing is charged before then, and never twice. Call again later with confirmRequestId %q to read the outcome",
-			intent.PublicIdentifier, inv.RequestID, kept, inv.RequestID).
+			intent.PublicIdentifier, inv.RequestID, t.Kept(err), inv.RequestID).
 			WithDetails(map[string]any{"requestId": inv.RequestID, "handle": intent.PublicIdentifier, "outcome": "not recorded yet"}).Wrap(err)
 	}
 	return out, err

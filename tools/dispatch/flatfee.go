@@ -34,15 +34,8 @@ func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.
 	cl.args = canon
 	inv := s.newInvocation(c, cl, requestID)
 	inv.State = store.InvAwaitingPayment
-	if err := s.store.InTx(ctx, func(ctx context.Context, tx *store.Q) error {
-		if err := tx.InsertInvocation(ctx, inv); err != nil {
-			return err
-		}
-		if err := tx.InsertPayment(ctx, p); err != nil {
-			return err
-		}
-		return tx.AddEvent(ctx, requestID, inv.State, "flat fee quoted; waiting for the caller's authorization", inv.CreatedAt)
-	}); err != nil {
+	if err := s.store.CreateInvocation(ctx, inv, "flat fee quoted; waiting for the caller's authorization",
+		func(ctx context.Context, q *store.Q) error { return q.InsertPayment(ctx, p) }); err != nil {
 		return err
 	}
 	message := intent.PublicIdentifier + " " + rest

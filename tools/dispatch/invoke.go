@@ -169,10 +169,6 @@ type call struct {
 	args   []byte // canonical JSON object
 	quote  billing.Quote
 	routed tokens.Routed // what a write moves (zero for other calls)
-	// hold is the call's worst case held by billing (start). Finishing well before its
-	// deadline may commit after the caller has its answer. Nil: the outcome is committed
-	// before anyone is answered (the sweeper's own conclusions).
-	hold *billing.Hold
 }
 
 // planFor decides what intent's rule and pricing mean for a call of it.

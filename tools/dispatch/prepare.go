@@ -154,16 +154,7 @@ func (s *Service) newInvocation(c *tools.Caller, cl *call, requestID string) *st
 	return &store.Invocation{
 		RequestID: requestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
 		IntentID: cl.intent.ID, Handle: cl.intent.PublicIdentifier, Category: cl.intent.Category,
-		IntentRevision: cl.intent.Revision, Args: string(cl.args),
-		ReserveMicro: cl.quote.ReserveMicro, MaxPartnerFeeMicro: cl.quote.MaxPartnerFeeMicro, MaxPlatformFeeMicro: cl.quote.PlatformFeeMicro,
-		RoutedValueMicro: cl.quote.RoutedValueMicro, GasChain: cl.quote.GasChain,
-		GasEstimateMicro: cl.quote.GasEstimateMicro, MaxGasMicro: cl.quote.MaxGasMicro,
+		IntentRevision: cl.intent.Revision, Args: string(cl.args), Price: cl.quote.Price(),
 		CreatedAt: s.now().UTC(),
 	}
-}
-
-// quoteOf is the quote an invocation was priced with.
-func quoteOf(inv *store.Invocation) billing.Quote {
-	return billing.Quote{ReserveMicro: inv.ReserveMicro, MaxPartnerFeeMicro: inv.MaxPartnerFeeMicro, PlatformFeeMicro: inv.MaxPlatformFeeMicro,
-		RoutedValueMicro: inv.RoutedValueMicro, GasChain: inv.GasChain, GasEstimateMicro: inv.GasEstimateMicro, MaxGasMicro: inv.MaxGasMicro}
 }

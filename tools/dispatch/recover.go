@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 )
@@ -26,7 +27,7 @@ const RecoveryHorizon = 10 * time.Minute
 // replicas may run Recover at once: each invocation is concluded by exactly one of them.
 func (s *Service) Recover(ctx context.Context) (int, error) {
 	// What this replica's journal holds lands first: those writes have known outcomes.
-	replayed, err := s.ReplayJournal(ctx)
+	replayed, err := s.billing.ReplayJournal(ctx)
 	if err != nil {
 		return replayed, fmt.Errorf("replay the journal: %w", err)
 	}
@@ -40,7 +41,7 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 		switch {
 		case err == nil:
 			n++
-		case errors.Is(err, ErrAlreadyFinished):
+		case errors.Is(err, billing.ErrAlreadyFinished):
 			// another replica concluded it
 		default:
 			return n, fmt.Errorf("recover %s: %w", inv.RequestID, err)
@@ -55,10 +56,11 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 		return err
 	}
 	cl := planFor(intent)
-	cl.args, cl.quote = []byte(inv.Args), quoteOf(inv)
+	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
+	t := s.billing.Reopen(inv, cl.durable)
 	age := s.now().UTC().Sub(*inv.DispatchedAt)
 	if cl.write || age > RecoveryHorizon {
-		return s.unknown(ctx, inv, cl, age)
+		return s.unknown(ctx, t, inv, cl, age)
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
@@ -69,9 +71,9 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	attempts := []store.Attempt{{Detail: "recovery: sent again with the same requestId; " + attemptDetail(answer, callErr), At: s.now().UTC()}}
 	if callErr != nil && !outbound.IsBlocked(callErr) {
 		// Still no answer: the outcome stays unknown rather than guessed.
-		return s.unknown(ctx, inv, cl, age, attempts...)
+		return s.unknown(ctx, t, inv, cl, age, attempts...)
 	}
-	_, err = s.conclude(ctx, inv, cl, answer, callErr, attempts)
+	_, err = s.conclude(ctx, t, inv, cl, answer, callErr, attempts)
 	var te *tools.Error
 	if errors.As(err, &te) { // a failure, recorded and refunded
 		return nil
@@ -81,7 +83,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 
 // unknown ends inv as outcome_unknown, refunding its reservation, with an answer that tells
 // the caller the truth.
-func (s *Service) unknown(ctx context.Context, inv *store.Invocation, cl *call, age time.Duration, attempts ...store.Attempt) error {
+func (s *Service) unknown(ctx context.Context, t *billing.Ticket, inv *store.Invocation, cl *call, age time.Duration, attempts ...store.Attempt) error {
 	h := cl.intent.PublicIdentifier
 	e := tools.Errorf(tools.CodeUpstream,
 		"outcome unknown: %s may have executed request %s (it dedupes on that requestId), but Switchboard holds no record of its answer; nothing was charged. Check with the partner before trying again",
@@ -92,8 +94,7 @@ func (s *Service) unknown(ctx context.Context, inv *store.Invocation, cl *call, 
 	if !cl.write {
 		why = fmt.Sprintf("no answer on recovery (%s after dispatch)", age.Round(time.Second))
 	}
-	err := s.fail(ctx, inv, cl, store.InvOutcomeUnknown, nil, attempts,
-		cl.quote.Refunded(), e,
+	err := s.fail(ctx, t, inv, cl, store.InvOutcomeUnknown, nil, attempts, e,
 		"abandoned dispatch concluded by the sweeper: outcome unknown ("+why+"); reservation refunded")
 	var te *tools.Error
 	if errors.As(err, &te) {

@@ -43,7 +43,7 @@ func TestSpendAndCallLogs(t *testing.T) {
 			n++
 			id := fmt.Sprintf("00000000-0000-0000-0000-%012d", n)
 			inv := &store.Invocation{RequestID: id, AccountID: "caller", KeyID: key, IntentID: "i1", Handle: "@usage", Category: "QUERY",
-				IntentRevision: 1, Args: `{"q":"x"}`, State: state, ReserveMicro: 1000, PartnerFeeMicro: fee, PlatformFeeMicro: 100, CreatedAt: at}
+				IntentRevision: 1, Args: `{"q":"x"}`, CreatedAt: at, Price: store.Price{ReserveMicro: 1000}, Outcome: store.Outcome{State: state, PartnerFeeMicro: fee, PlatformFeeMicro: 100}}
 			if state != store.InvAwaitingConfirmation {
 				f, lat := at.Add(time.Second), 20
 				inv.FinishedAt, inv.LatencyMs = &f, &lat

@@ -88,8 +88,6 @@ type App struct {
 	Keys       *keyring.Ring     // the service's signing keys (rotation)
 	redis      io.Closer         // the shared rate limiter's connection, when configured
 	stop       func()            // ends the background work Build started, and waits for it
-	batcher    *store.Batcher    // finished invocations, committed after their callers are answered
-	leases     *billing.Leases   // budget leases of new calls; nil when off
 	draining   *atomic.Bool      // set by Drain: /readyz answers 503 from then on
 	endAsks    func()            // Drain: confirmations waiting on a human fall back to confirmRequestId
 	sealer     *wallets.Sealer   // the master keys wallet and service keys are sealed under (Reseal)
@@ -154,12 +152,7 @@ func readiness(st *store.Store, ring *keyring.Ring, draining *atomic.Bool, log *
 // Settled returns budget leases and returns once every finished invocation this process left
 // to the batch writer has committed (callers of the API need not: each read waits for its own
 // account's).
-func (a *App) Settled(ctx context.Context) error {
-	if a.leases != nil {
-		a.leases.Return("")
-	}
-	return a.batcher.Idle(ctx)
-}
+func (a *App) Settled(ctx context.Context) error { return a.Billing.Drain(ctx) }
 
 // Sweep concludes dispatches a crashed process abandoned (sending idempotent ones again for
 // their real outcome) and refunds reservations nobody settled. It is safe on several
@@ -196,7 +189,7 @@ func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
 // RunSweeper sweeps every interval until ctx ends. It first records the outcomes a previous
 // run of this data directory journaled and could not commit (a crash, a database outage).
 func (a *App) RunSweeper(ctx context.Context, every time.Duration) {
-	if n, err := a.Dispatch.ReplayJournal(ctx); err != nil {
+	if n, err := a.Billing.ReplayJournal(ctx); err != nil {
 		a.Log.WarnContext(ctx, "journal replay; the sweeper retries", "err", err)
 	} else if n > 0 {
 		a.Log.InfoContext(ctx, "journal replayed", "outcomes", n)
@@ -309,7 +302,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	// The intent and the caller's tier every invocation reads, from memory on every replica.
 	rows := rowcache.New(d)
 	billCfg.TierOf = rows.Tier
-	billSvc := billing.NewService(billCfg, d)
+	failpoint := failpointOf(cfg.Failpoint, log)
+	rec, batcher, err := recording(cfg, st, log, failpoint)
+	if err != nil {
+		return nil, err
+	}
+	billSvc := billing.NewService(billCfg, d, rec)
 
 	mailer, err := chooseMailer(cfg, deps, log)
 	if err != nil {
@@ -359,9 +357,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	failpoint := failpointOf(cfg.Failpoint, log)
-	dispatchSvc, err := newDispatch(cfg, d, dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
-		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint}, partnerOut, billSvc, tokenSvc)
+	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
+		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint}, d, partnerOut, billSvc, tokenSvc)
 	if err != nil {
 		return nil, err
 	}
@@ -379,8 +376,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	batcher, leases := settlement(cfg, st, log, billSvc, dispatchSvc, failpoint)
-	settled := settledHook(batcher, leases, log)
+	settled := billSvc.Settled
 	// The portal's own tools (tools.SessionOnly): registered with the rest, published by no door.
 	human, err := newHumanServices(cfg, d, mailer, ob, keySvc, partnerSvc, settled, metadataClient, sealer)
 	if err != nil {
@@ -432,10 +428,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	bg.Go(func() { rows.Watch(bgCtx) })
 	bg.Go(func() { batcher.Run(bgCtx) })
 	bg.Go(func() { repeat(bgCtx, log, time.Second, "checkpoint the SQLite write-ahead log", st.Checkpoint) })
-	if leases != nil {
-		bg.Go(func() {
-			repeat(bgCtx, log, time.Second, "return idle leases", func(context.Context) error { leases.ReturnIdle(); return nil })
-		})
+	if cfg.BudgetLeases {
+		bg.Go(func() { repeat(bgCtx, log, time.Second, "return idle leases", billSvc.ReturnIdleLeases) })
 	}
 	var once sync.Once
 	stop := func() {
@@ -443,16 +437,14 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			if demoPartner != nil {
 				defer demoPartner.Close()
 			}
-			if leases != nil {
-				leases.Return("") // queued before the batch writer's last drain
-			}
+			billSvc.ReturnLeases("") // queued before the batch writer's last drain
 			cancelBg()
 			bg.Wait()
 			endAsks()
 			mcpDoor.Close()
 		})
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining, endAsks: endAsks, sealer: sealer}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, draining: draining, endAsks: endAsks, sealer: sealer}, nil
 }
 
 // partnerClient is the outbound client every partner call and probe goes through: the
@@ -499,18 +491,6 @@ func newPartners(cfg Config, d service.Deps, mailer onboarding.Mailer, out *outb
 	}
 	return partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms,
 		ReprobeFailures: cfg.ReprobeFailures, Notify: notify}, d, out)
-}
-
-// newDispatch builds invoke_partner_message's service with its journal of write outcomes in
-// the data directory (kept until the database has them).
-func newDispatch(cfg Config, d service.Deps, dc dispatch.Config, out *outbound.Client, bill *billing.Service, tok *tokens.Service) (*dispatch.Service, error) {
-	svc := dispatch.NewService(dc, d, out, bill, tok)
-	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
-	if err != nil {
-		return nil, err
-	}
-	svc.UseJournal(journal)
-	return svc, nil
 }
 
 // humanServices are the services behind the portal: its sessions and MCP authorization, and
@@ -648,49 +628,27 @@ func rateLimiter(ctx context.Context, cfg Config, now func() time.Time, mx *metr
 	return ratelimit.NewRedis(client, "switchboard:ratelimit:"), client, nil
 }
 
-// settlement is the batch writer finished invocations commit through after their callers
-// are answered (each call waits for its own account's pending ones first), and the budget
-// leases new calls reserve from, as configured.
-func settlement(cfg Config, st *store.Store, log *slog.Logger, billSvc *billing.Service, dispatchSvc *dispatch.Service, failpoint func(string)) (*store.Batcher, *billing.Leases) {
+// recording is how calls' records are committed, decided once for the replica: the batch
+// writer (finished calls committed after their callers are answered, when
+// SWITCHBOARD_SETTLE_AFTER_ANSWER is on, and budget leases with SWITCHBOARD_BUDGET_LEASES), and
+// the journal of write outcomes in the data directory (kept until the database has them).
+// The batch writer is returned to be run.
+func recording(cfg Config, st *store.Store, log *slog.Logger, failpoint func(string)) (billing.Recording, *store.Batcher, error) {
+	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
+	if err != nil {
+		return billing.Recording{}, nil, err
+	}
 	batcher := st.NewBatcher(256, log)
 	batcher.BeforeCommit(func() { failpoint("batch") })
-	var leases *billing.Leases
+	rec := billing.Recording{Journal: journal, Failpoint: failpoint}
 	if cfg.SettleAfterAnswer {
-		dispatchSvc.SettleInBatches(batcher)
+		rec.Batch = batcher
 		if cfg.BudgetLeases {
-			leases = billSvc.UseLeases(batcher, billing.DefaultLeaseConfig())
+			leases := billing.DefaultLeaseConfig()
+			rec.Leases = &leases
 		}
 	}
-	return batcher, leases
-}
-
-// settledHook is the kernel's Settled: a reader of an account's money waits for what its
-// replica still has to commit for it, and the account's idle leases come back first.
-func settledHook(batcher *store.Batcher, leases *billing.Leases, log *slog.Logger) func(ctx context.Context, accountID string) error {
-	return func(ctx context.Context, accountID string) error {
-		if leases != nil && accountID != "" {
-			leases.Return(accountID) // the balance read shows no budget held for calls not running
-		}
-		if !batcher.Pending(accountID) {
-			return nil // the common case: nothing to wait for, no timer
-		}
-		// Bounded: with the database away a read answers (or fails) now rather than hang.
-		wait, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		var err error
-		if accountID == "" {
-			err = batcher.Idle(wait)
-		} else {
-			err = batcher.Wait(wait, accountID)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			log.WarnContext(ctx, "pending settlements not committed within 2 s; reading without them", "err", err)
-		}
-		return nil
-	}
+	return rec, batcher, nil
 }
 
 // billingConfig reads the prices; production accounts start with no credit.

@@ -1,0 +1,452 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/tracing"
+)
+
+// A call's money and its record go through one seam: its Ticket, opened once when the call
+// is about to go out (Open) and concluded once when it has ended (Ticket.Conclude). The
+// ticket owns the hold of the call's worst case, whether it is drawn from a budget lease, the
+// settlement or refund, and how the call's record reaches the database. That last choice is
+// made here, from the Recording the service was built with, and nowhere else:
+//
+//	durable (writes, paid calls)  the hold and the start record commit before dispatch; the
+//	                              outcome commits before the caller is answered, and waits in
+//	                              the journal while the database refuses it
+//	on a lease (other calls, with leases)
+//	                              nothing is written before the partner answers; the whole
+//	                              call is one write merged by the batch writer, committed
+//	                              before the caller is answered
+//	after the answer (other calls, with a batch writer, well before the hold's deadline)
+//	                              the start commits before dispatch; the outcome is queued to
+//	                              the batch writer and committed after the caller is answered
+//	alone (otherwise)             the start, then the outcome, each in its own transaction,
+//	                              before the caller is answered
+
+// Recording is how this replica commits calls' records, decided once, when the service is
+// built.
+type Recording struct {
+	// Batch commits records after their callers are answered (group commit) and writes calls
+	// held on leases; nil: every record commits on its own before its caller is answered.
+	Batch *store.Batcher
+	// Leases, with Batch: calls that are not durable draw their holds from budget leases.
+	Leases *LeaseConfig
+	// Journal keeps a durable call's outcome while the database refuses it; nil: the outcome
+	// waits for the database alone.
+	Journal *store.Journal
+	// Failpoint, when set, is told each step a record reaches ("reserve": the hold and the
+	// start record are written, not committed); the crash-consistency tests kill the process
+	// there.
+	Failpoint func(step string)
+}
+
+// ErrAlreadyFinished is a conclusion of a call another process concluded first: nothing of
+// it was written, and the call's record is the truth.
+var ErrAlreadyFinished = errors.New("the invocation was finished already")
+
+// ErrReservationClosed is a settlement whose hold was closed already (refunded by an older
+// sweeper): the outcome can be recorded, but nothing can be charged.
+var ErrReservationClosed = errors.New("the reservation was closed already")
+
+// ErrMoved is an Open whose quote another call confirmed (or paid) first.
+var ErrMoved = errors.New("the invocation was moved by another call first")
+
+// ErrJournaled marks an outcome the database did not take that waits in the journal.
+var ErrJournaled = errors.New("kept in the journal")
+
+// settleAhead is how long before its hold's deadline an outcome may still be left to the
+// batch writer: past it, the caller waits for the commit (the sweeper could otherwise refund
+// the hold under the settlement).
+const settleAhead = 5 * time.Second
+
+// recordWait bounds how long a caller whose answer waits for its record waits for the
+// database; past it the caller is told the outcome is not recorded yet (UNAVAILABLE).
+const recordWait = 5 * time.Second
+
+// errNotRecorded is an outcome that has not reached the database within recordWait.
+var errNotRecorded = fmt.Errorf("%w: the call's record did not land within %s", store.ErrUnavailable, recordWait)
+
+// Call is what the ticket of a call is opened with.
+type Call struct {
+	// Record is the call's record as it is before dispatch: new (From "") or in state From.
+	Record *store.Invocation
+	From   string
+	Quote  Quote
+	// Runs is how long the call may take (its tries times their timeout).
+	Runs time.Duration
+	// Durable: answered only once its outcome has committed (a write, a paid call).
+	Durable bool
+}
+
+// Ending is how a call ended: its outcome, the partner attempts, and its money, settled with
+// Settlement or, when that is nil, refunded for Detail (which its record's last event says).
+type Ending struct {
+	Outcome    store.Outcome
+	Attempts   []store.Attempt
+	Settlement *Settlement
+	Detail     string
+}
+
+// A Ticket is one call's money and record, from dispatch to conclusion.
+type Ticket struct {
+	svc     *Service
+	record  store.Invocation // as dispatched; its outcome is written when it concludes
+	hold    *Hold            // nil: reopened by the sweeper (its hold is in the database)
+	durable bool
+}
+
+// Open holds c's worst case for p's call and moves its record to dispatching (inserting it
+// when new), in one transaction, or, for a call drawn on a budget lease, in memory until it
+// concludes. A call whose worst case does not fit is refused (SPEND_LIMIT,
+// INSUFFICIENT_CREDITS) with nothing written; ErrMoved: another call dispatched the quote.
+func (s *Service) Open(ctx context.Context, p *tools.Principal, c Call) (*Ticket, error) {
+	plan := Plan{RequestID: c.Record.RequestID, Quote: c.Quote, Runs: c.Runs, MayLease: c.From == "" && !c.Durable}
+	row := *c.Record
+	h, err := s.Hold(ctx, p, plan, func(ctx context.Context, q *store.Q, h *Hold) error {
+		at := h.At()
+		started := row // a batch may run a job again
+		started.State, started.DispatchedAt = store.InvDispatching, &at
+		if c.From != "" {
+			ok, err := q.MoveInvocation(ctx, row.RequestID, c.From, store.InvDispatching, at)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return ErrMoved
+			}
+		} else if err := q.InsertInvocation(ctx, &started); err != nil {
+			return err
+		}
+		if err := q.AddEvent(ctx, row.RequestID, store.InvDispatching, "credit reserved", at); err != nil {
+			return err
+		}
+		s.rec.Failpoint("reserve")
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	at := h.At()
+	row.State, row.DispatchedAt = store.InvDispatching, &at
+	return &Ticket{svc: s, record: row, hold: h, durable: c.Durable}, nil
+}
+
+// Reopen is the ticket of a call left dispatching by a process that did not conclude it
+// (the sweeper's): its hold is in the database, and its outcome commits before anything else.
+func (s *Service) Reopen(inv *store.Invocation, durable bool) *Ticket {
+	return &Ticket{svc: s, record: *inv, durable: durable}
+}
+
+// DispatchedAt is when the call went out.
+func (t *Ticket) DispatchedAt() time.Time { return *t.record.DispatchedAt }
+
+// Conclude settles or refunds the call's hold and writes its record's outcome, the way its
+// recording says (see the top of this file). Only one process concludes a call: the others
+// get ErrAlreadyFinished and nothing they wrote lands, so a call is never settled twice. An
+// unavailable database is returned as such (Kept says what becomes of the outcome).
+func (t *Ticket) Conclude(ctx context.Context, e Ending) error {
+	s := t.svc
+	inv := t.record
+	inv.Outcome = e.Outcome
+	inv.Attempts = len(e.Attempts)
+	if st := e.Settlement; st != nil && st.PartnerFeeMicro > 0 {
+		inv.PayoutBook = st.PartnerBook
+	}
+	committed := tracing.Committed(ctx, "batch.commit", nil) // the call's span of its batch commit
+	logged := func(err error) {
+		committed(err)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrAlreadyFinished):
+			s.log.Info("invocation finished by another process first", "request_id", inv.RequestID)
+		default:
+			s.log.Error("record invocation outcome; the sweeper will conclude it", "request_id", inv.RequestID, "err", err)
+		}
+	}
+	switch h := t.hold; {
+	case t.durable:
+		return s.commitDurable(ctx, journaled{Invocation: inv, Attempts: e.Attempts, Settlement: e.Settlement, RefundReason: e.Detail, Detail: e.Detail})
+	case h != nil && h.OnLease():
+		// Nothing of the call is written yet: one write records it whole, before the answer.
+		done := make(chan error, 1)
+		if !h.ConcludeOnLease(ctx, Conclusion{Settlement: e.Settlement, Reason: e.Detail}, *inv.FinishedAt, wholeRecord(inv, e), func(err error) { logged(err); done <- err }) {
+			return ErrAlreadyFinished // concluded once already
+		}
+		err := awaitRecord(done)
+		if err != nil && !store.IsUnavailable(err) {
+			// A batch whose commit landed but whose answer the connection lost is sent again,
+			// and then fails on the rows it wrote the first time: the call's row is its
+			// record, and the caller is answered from it, never told it failed.
+			if _, ferr := s.store.Invocation(ctx, inv.AccountID, inv.RequestID); ferr == nil {
+				return ErrAlreadyFinished
+			}
+		}
+		return err
+	case h != nil && s.rec.Batch != nil && s.now().Add(settleAhead).Before(h.Deadline()):
+		s.rec.Batch.Add(inv.AccountID, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail), logged)
+		return nil
+	default:
+		return s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail))
+	}
+}
+
+// Kept says what becomes of the outcome of a call whose record the database did not take
+// (err, from Conclude), for the caller's UNAVAILABLE answer.
+func (t *Ticket) Kept(err error) string {
+	switch {
+	case t.hold != nil && t.hold.OnLease():
+		return "it is recorded (and charged, if it succeeded) when the database is back, or never, if this replica stops first"
+	case errors.Is(err, ErrJournaled):
+		return "it is kept in this replica's journal and recorded (and charged, if it succeeded) as soon as the database is back"
+	}
+	return "it is recorded (and charged, if it succeeded) when the database is back, or, if this replica stops first, concluded by the sweeper, which asks the partner again with the same requestId"
+}
+
+const leaseEvent = "credit reserved from the key's budget lease"
+
+// wholeRecord is the rest of the whole record of a call held on a lease, written when it
+// concludes (Hold.ConcludeOnLease writes its money first): the invocation inserted in its
+// final state, one row carrying its breakdown and, as its trail, the events a start and a
+// conclusion would write.
+func wholeRecord(inv store.Invocation, e Ending) func(ctx context.Context, q *store.Q) error {
+	events := []store.Event{{State: store.InvDispatching, Detail: leaseEvent, At: *inv.DispatchedAt}}
+	for _, a := range e.Attempts {
+		events = append(events, store.Event{State: "attempt", Detail: a.Detail, At: a.At})
+	}
+	trail := store.Trail(append(events, store.Event{State: inv.State, Detail: e.Detail, At: *inv.FinishedAt})...)
+	inv.Trail = &trail
+	return func(ctx context.Context, q *store.Q) error {
+		final := inv // a batch may run a job again
+		return q.InsertInvocation(ctx, &final)
+	}
+}
+
+// outcomeIn is a conclusion's transaction for a call whose start is written: claim the
+// record, close the hold, write the attempts and the outcome.
+func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st *Settlement, detail string) func(ctx context.Context, q *store.Q) error {
+	return func(ctx context.Context, q *store.Q) error {
+		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
+		ok, err := q.MoveInvocation(ctx, inv.RequestID, store.InvDispatching, inv.State, *inv.FinishedAt)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrAlreadyFinished
+		}
+		if st != nil || inv.DispatchedAt != nil {
+			closed, err := s.CloseIn(ctx, q, inv.RequestID, Conclusion{Settlement: st, Reason: detail}, *inv.FinishedAt)
+			if err != nil {
+				return err
+			}
+			if !closed && st != nil {
+				return ErrReservationClosed
+			}
+		}
+		for _, a := range attempts {
+			if err := q.AddEvent(ctx, inv.RequestID, "attempt", a.Detail, a.At); err != nil {
+				return err
+			}
+		}
+		if err := q.WriteOutcome(ctx, inv); err != nil {
+			return err
+		}
+		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, *inv.FinishedAt)
+	}
+}
+
+// awaitRecord waits (at most recordWait) for a queued record's outcome.
+func awaitRecord(done <-chan error) error {
+	t := time.NewTimer(recordWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return errNotRecorded
+	}
+}
+
+// journaled is a durable call's outcome on its way to the database. Its JSON is the journal's
+// file format: replicas of the previous release read it.
+type journaled struct {
+	Invocation   store.Invocation
+	Attempts     []store.Attempt
+	Settlement   *Settlement
+	RefundReason string
+	Detail       string
+}
+
+// commitDurable commits a durable call's outcome before its caller is answered. When the
+// database cannot take it, the outcome goes to the journal (fsynced) before anything else, so
+// neither the outage nor a crash during it loses what the partner answered: the entry stays
+// while the database is away, for ReplayJournal, and leaves once the database has the outcome
+// (or another process's conclusion). The database is retried for up to recordWait before the
+// caller is told it is not recorded yet. (A crash between the partner's answer and the first
+// commit attempt loses the answer, as one before the journal's fsync would: its caller was
+// told nothing, and the sweeper concludes the call outcome_unknown.)
+func (s *Service) commitDurable(ctx context.Context, e journaled) error {
+	id := e.Invocation.RequestID
+	journal := s.rec.Journal
+	deadline := time.Now().Add(recordWait)
+	inJournal := false
+	for attempt := 1; ; attempt++ {
+		inv := e.Invocation
+		err := s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail))
+		if !store.IsUnavailable(err) {
+			if inJournal {
+				if derr := journal.Delete(id); derr != nil {
+					s.log.ErrorContext(ctx, "journal: remove a recorded outcome", "request_id", id, "err", derr)
+				}
+			}
+			return err
+		}
+		if !inJournal && journal != nil {
+			if jerr := journal.Put(id, e); jerr != nil {
+				s.log.ErrorContext(ctx, "journal a write's outcome", "request_id", id, "err", jerr)
+			} else {
+				inJournal = true
+			}
+		}
+		if time.Now().After(deadline) {
+			if inJournal {
+				return fmt.Errorf("%w: %w", ErrJournaled, err)
+			}
+			return err
+		}
+		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, time.Second))
+	}
+}
+
+// ReplayJournal commits the outcomes this replica's journal holds (durable calls answered by
+// their partners whose records did not reach the database: an outage, a crash) and reports
+// how many landed. The sweeper runs it first, so a call the journal holds is never concluded
+// as outcome unknown by this replica.
+func (s *Service) ReplayJournal(ctx context.Context) (int, error) {
+	if s.rec.Journal == nil {
+		return 0, nil
+	}
+	ids, err := s.rec.Journal.IDs()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		ok, err := s.replayOne(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// replayOne commits journal entry id; ok when its outcome is now the recorded one.
+func (s *Service) replayOne(ctx context.Context, id string) (ok bool, err error) {
+	journal := s.rec.Journal
+	var e journaled
+	if err := journal.Get(id, &e); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // another process replayed it
+		}
+		// Unreadable (a damaged disk): set aside for the operator, so that it does not stop
+		// every later sweep; the sweeper concludes the invocation as for a lost journal.
+		s.log.ErrorContext(ctx, "journal: an entry cannot be read; set aside", "request_id", id, "err", err)
+		return false, journal.SetAside(id)
+	}
+	inv := e.Invocation
+	err = s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail))
+	switch {
+	case store.IsUnavailable(err):
+		return false, err
+	case errors.Is(err, ErrAlreadyFinished):
+		s.log.WarnContext(ctx, "journal: the invocation was concluded elsewhere first; its recorded outcome stands", "request_id", id)
+	case err != nil:
+		s.log.ErrorContext(ctx, "journal: replay an outcome", "request_id", id, "err", err)
+	default:
+		s.log.InfoContext(ctx, "journal: outcome recorded", "request_id", id, "state", inv.State)
+		ok = true
+	}
+	return ok, journal.Delete(id)
+}
+
+// Current brings requestID's record up to date on this replica before it is read: the
+// account's outcomes still queued to the batch writer are committed, and an outcome waiting in
+// the journal is recorded.
+func (s *Service) Current(ctx context.Context, accountID, requestID string) error {
+	if b := s.rec.Batch; b != nil {
+		if err := b.Wait(ctx, accountID); err != nil {
+			return err
+		}
+	}
+	if j := s.rec.Journal; j != nil && j.Has(requestID) {
+		if _, err := s.replayOne(ctx, requestID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Settled is the kernel's hook before a read of an account's money: what this replica still
+// has to commit for the account is committed (bounded: with the database away a read answers
+// now rather than hang), and the account's idle leases come back first, so that the balance
+// read shows no budget held for calls that are not running. "" is every account.
+func (s *Service) Settled(ctx context.Context, accountID string) error {
+	if s.leases != nil && accountID != "" {
+		s.leases.Return(accountID)
+	}
+	b := s.rec.Batch
+	if b == nil || !b.Pending(accountID) {
+		return nil // the common case: nothing to wait for, no timer
+	}
+	wait, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var err error
+	if accountID == "" {
+		err = b.Idle(wait)
+	} else {
+		err = b.Wait(wait, accountID)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "pending settlements not committed within 2 s; reading without them", "err", err)
+	}
+	return nil
+}
+
+// ReturnIdleLeases returns the budget leases unused for their idle time (run every second).
+func (s *Service) ReturnIdleLeases(context.Context) error {
+	if s.leases != nil {
+		s.leases.ReturnIdle()
+	}
+	return nil
+}
+
+// ReturnLeases gives back the budget leases this replica holds for accountID ("": every
+// account's), through the batch writer (shutdown: before the batch writer's last drain).
+func (s *Service) ReturnLeases(accountID string) {
+	if s.leases != nil {
+		s.leases.Return(accountID)
+	}
+}
+
+// Drain returns every budget lease and waits until the batch writer has committed what this
+// replica queued (shutdown, tests).
+func (s *Service) Drain(ctx context.Context) error {
+	s.ReturnLeases("")
+	if s.rec.Batch == nil {
+		return nil
+	}
+	return s.rec.Batch.Idle(ctx)
+}

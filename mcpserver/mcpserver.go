@@ -27,6 +27,9 @@ type Options struct {
 	// host chooses per request (X-MCP-Toolsets, or ?toolsets= in the URL).
 	Toolsets []tools.Toolset
 	Log      *slog.Logger
+	// Middleware wraps every request the server receives, outside the toolsets' list filter
+	// (the first given is the outermost): the app's metrics.
+	Middleware []mcp.Middleware
 }
 
 // stdioKeyHelp is how a key reaches the stdio door; the kernel puts it in UNAUTHENTICATED.
@@ -45,6 +48,7 @@ func New(k *tools.Kernel, opts Options) *mcp.Server {
 		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio))
 	}
 	srv.AddReceivingMiddleware(listFilter(k, key, opts.Toolsets))
+	srv.AddReceivingMiddleware(opts.Middleware...)
 	return srv
 }
 

@@ -77,7 +77,7 @@ func newKernel(t *testing.T) *tools.Kernel {
 			}
 			return confirmOut{Sent: !in.Decline, Declined: in.Decline, Request: in.ConfirmRequestID}, nil
 		})
-	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet}), tools.NewRateLimiter(now), nil, quiet, now, echo, who, write)
+	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet}, nil), tools.NewRateLimiter(now), nil, quiet, now, echo, who, write)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +25,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/metrics"
 	"github.com/switchboard-hq/switchboard/mcpserver"
@@ -69,31 +70,60 @@ type Deps struct {
 	Metadata *http.Client
 }
 
-// App is a built service.
+// App is a built service: the HTTP front, the operator's metrics handler, the background work
+// serve runs and the operator's facade (Admin). BuildOn builds every part once, in dependency
+// order, and assigns nothing to it afterwards; the parts stay inside (Parts hands tests what
+// they arrange and inspect below the doors).
 type App struct {
-	Config     Config
-	Store      *store.Store
-	Kernel     *tools.Kernel
-	MCP        *mcp.Server // served over Streamable HTTP at /mcp
-	Handler    http.Handler
-	Metrics    http.Handler // /metrics and /debug/pprof/: serve only on the operator's listener (SWITCHBOARD_METRICS_ADDR), never beside Handler
-	SigningKey ed25519.PrivateKey
-	Log        *slog.Logger
-	Partners   *partners.Service // partner intents; the operator CLI uses it
-	Billing    *billing.Service  // credit, ledger, the reservation sweeper
-	Dispatch   *dispatch.Service // partner calls; concludes abandoned ones
-	Payments   *payments.Service // flat-fee payments on chain and partner payouts; nil when not configured
-	Keys       *keyring.Ring     // the service's signing keys (rotation)
-	redis      io.Closer         // the shared rate limiter's connection, when configured
+	cfg        Config
+	log        *slog.Logger
+	store      *store.Store
+	kernel     *tools.Kernel
+	handler    http.Handler // the public front: every door on one mux
+	metrics    http.Handler // /metrics and /debug/pprof/: serve only on the operator's listener (SWITCHBOARD_METRICS_ADDR), never beside handler
+	signingKey ed25519.PrivateKey
+	ring       *keyring.Ring     // the service's signing keys (rotation)
+	partners   *partners.Service // partner intents: the re-probes
+	billing    *billing.Service  // credit, ledger, the reservation sweeper
+	dispatch   *dispatch.Service // partner calls; concludes abandoned ones
+	payments   *payments.Service // flat-fee payments on chain and partner payouts; nil when not configured
+	admin      *Admin            // what `switchboard admin` does
+	redis      *redis.Client     // the shared rate limiter's connection; nil when not configured
 	stop       func()            // ends the background work Build started, and waits for it
 	batcher    *store.Batcher    // finished invocations, committed after their callers are answered
 	leases     *billing.Leases   // budget leases of new calls; nil when off
 	draining   *atomic.Bool      // set by Drain: /readyz answers 503 from then on
-	sealer     *wallets.Sealer   // the master keys wallet and service keys are sealed under (Reseal)
+}
 
-	// The operator CLI's way to accounts and keys: the same services agent_verify uses.
-	Onboarding *onboarding.Service // accounts (with their wallets) by e-mail
-	APIKeys    *keys.Service       // API keys
+// Handler is the public HTTP front: MCP, REST, the portal and the documents on one mux.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Metrics serves /metrics and /debug/pprof/, for the operator's listener only.
+func (a *App) Metrics() http.Handler { return a.metrics }
+
+// Admin is the operator CLI's way in (switchboard admin).
+func (a *App) Admin() *Admin { return a.admin }
+
+// Postgres reports whether the service runs on PostgreSQL (serve logs it).
+func (a *App) Postgres() bool { return a.store.Postgres() }
+
+// PaysOut reports whether the flat-fee network is configured, so partners are paid on chain
+// (RunPayouts).
+func (a *App) PaysOut() bool { return a.payments != nil }
+
+// Parts are the built services tests reach below the doors, to arrange state and inspect it
+// (apptest); commands use App's methods and Admin instead.
+type Parts struct {
+	Kernel     *tools.Kernel
+	Billing    *billing.Service
+	Payments   *payments.Service // nil when not configured
+	Keys       *keyring.Ring
+	SigningKey ed25519.PrivateKey // the key file's (or SWITCHBOARD_SIGNING_KEY_FILE's) key the ring was seeded with
+}
+
+// Parts returns the built services (for tests).
+func (a *App) Parts() Parts {
+	return Parts{Kernel: a.kernel, Billing: a.billing, Payments: a.payments, Keys: a.ring, SigningKey: a.signingKey}
 }
 
 // Drain marks the replica as leaving: /readyz answers 503 at once, so proxies and Kubernetes
@@ -154,30 +184,41 @@ func (a *App) Settled(ctx context.Context) error {
 // their real outcome) and refunds reservations nobody settled. It is safe on several
 // replicas at once.
 func (a *App) Sweep(ctx context.Context) (recovered, refunded int, err error) {
-	if recovered, err = a.Dispatch.Recover(ctx); err != nil {
+	return sweep(ctx, a.dispatch, a.billing, a.payments)
+}
+
+// sweep is App.Sweep and Admin.Sweep: one sweep, whoever runs it.
+func sweep(ctx context.Context, d *dispatch.Service, b *billing.Service, p *payments.Service) (recovered, refunded int, err error) {
+	if recovered, err = d.Recover(ctx); err != nil {
 		return recovered, 0, err
 	}
-	refunded, err = a.Billing.Sweep(ctx)
-	if err != nil || a.Payments == nil {
+	refunded, err = b.Sweep(ctx)
+	if err != nil || p == nil {
 		return recovered, refunded, err
 	}
-	concluded, err := a.Payments.Reconcile(ctx)
+	concluded, err := p.Reconcile(ctx)
 	return recovered + concluded, refunded, err
 }
 
 // RunReprobe re-probes active intents every minute, each at the configured interval, until
 // ctx ends (claims make it safe on every replica).
 func (a *App) RunReprobe(ctx context.Context, every time.Duration) {
-	repeat(ctx, a.Log, time.Minute, "re-probe", func(ctx context.Context) error {
-		_, err := a.Partners.Reprobe(ctx, every, 4)
+	repeat(ctx, a.log, time.Minute, "re-probe", func(ctx context.Context) error {
+		_, err := a.partners.Reprobe(ctx, every, 4)
 		return err
 	})
 }
 
+// RunKeyRefresh follows key rotations (another replica's, or the operator's rotate-key) every
+// 30 seconds until ctx ends.
+func (a *App) RunKeyRefresh(ctx context.Context) {
+	a.ring.RunRefresh(ctx, 30*time.Second, func(err error) { a.log.ErrorContext(ctx, "service keys", "err", err) })
+}
+
 // RunPayouts pays partners' accrued per-call fees on chain every interval until ctx ends.
 func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
-	repeat(ctx, a.Log, every, "payouts", func(ctx context.Context) error {
-		_, err := a.Payments.Payouts(ctx)
+	repeat(ctx, a.log, every, "payouts", func(ctx context.Context) error {
+		_, err := a.payments.Payouts(ctx)
 		return err
 	})
 }
@@ -185,12 +226,12 @@ func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
 // RunSweeper sweeps every interval until ctx ends. It first records the outcomes a previous
 // run of this data directory journaled and could not commit (a crash, a database outage).
 func (a *App) RunSweeper(ctx context.Context, every time.Duration) {
-	if n, err := a.Dispatch.ReplayJournal(ctx); err != nil {
-		a.Log.WarnContext(ctx, "journal replay; the sweeper retries", "err", err)
+	if n, err := a.dispatch.ReplayJournal(ctx); err != nil {
+		a.log.WarnContext(ctx, "journal replay; the sweeper retries", "err", err)
 	} else if n > 0 {
-		a.Log.InfoContext(ctx, "journal replayed", "outcomes", n)
+		a.log.InfoContext(ctx, "journal replayed", "outcomes", n)
 	}
-	repeat(ctx, a.Log, every, "sweep", func(ctx context.Context) error {
+	repeat(ctx, a.log, every, "sweep", func(ctx context.Context) error {
 		_, _, err := a.Sweep(ctx)
 		return err
 	})
@@ -215,8 +256,8 @@ func repeat(ctx context.Context, log *slog.Logger, every time.Duration, name str
 // StdioServer is the MCP server for stdio: the same tools, acting with SWITCHBOARD_API_KEY
 // when a call carries no key (the HTTP server never does), listing SWITCHBOARD_TOOLSETS.
 func (a *App) StdioServer() *mcp.Server {
-	sets, _ := tools.ParseToolsets(a.Config.Toolsets) // checked by Config.Validate
-	return mcpserver.New(a.Kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.Config.APIKey, Toolsets: sets, Log: a.Log})
+	sets, _ := tools.ParseToolsets(a.cfg.Toolsets) // checked by Config.Validate
+	return mcpserver.New(a.kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.cfg.APIKey, Toolsets: sets, Log: a.log})
 }
 
 // Close releases the database and the Redis connection.
@@ -225,10 +266,10 @@ func (a *App) Close() error {
 	if a.redis != nil {
 		a.redis.Close()
 	}
-	if a.Payments != nil {
-		a.Payments.Shutdown()
+	if a.payments != nil {
+		a.payments.Shutdown()
 	}
-	return a.Store.Close()
+	return a.store.Close()
 }
 
 // Stop ends the background work Build started (the key watch, key-use writes) and waits for
@@ -256,7 +297,14 @@ func Build(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 }
 
 // BuildOn is Build on an already open store, which the caller keeps ownership of.
-func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App, error) {
+//
+// It builds in dependency order, each value once, with everything it needs passed to its
+// constructor: the database and the keys; the services (and the tools they offer); the batch
+// writer and the leases; who callers are (API keys, and OAuth access tokens where people can
+// sign in); the kernel; the doors (MCP, the portal, the HTTP front); then the background work,
+// the operator's facade and the App. A failed build closes what it opened (the store is the
+// caller's).
+func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *App, err error) {
 	log := deps.Log
 	if log == nil {
 		log = slog.Default()
@@ -266,6 +314,16 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		now = time.Now
 	}
 	d := service.Deps{Store: st, Now: now, Log: log} // what every service shares
+	var undo []func()                                // what to close again if a later step fails, last opened first
+	defer func() {
+		if err != nil {
+			for _, f := range slices.Backward(undo) {
+				f()
+			}
+		}
+	}()
+
+	// The database and the keys.
 	applied, err := st.Migrate(ctx)
 	if err != nil {
 		return nil, err
@@ -273,8 +331,6 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if len(applied) > 0 {
 		log.Info("migrations applied", "migrations", applied)
 	}
-	// Always measured (it is cheap); served only when SWITCHBOARD_METRICS_ADDR is set.
-	mx := metrics.New(st, log)
 	sec, err := loadSecrets(cfg, log)
 	if err != nil {
 		return nil, err
@@ -286,6 +342,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, secretsToCopy(cfg, err)
 	}
 	signer := ring.Signer()
+
+	// The services, and the tools they offer.
 	spend, err := usdMicro("SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", cfg.DefaultSpendLimit, tools.MaxUSDMicro)
 	if err != nil {
 		return nil, err
@@ -305,11 +363,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	var all []*tools.Tool
-	// The code hashes are keyed by a server-side secret: stealing the database alone does
-	// not let anyone test codes offline.
-	obCfg := onboarding.DefaultConfig(derive(serverSecret, "switchboard e-mail codes v1"))
-	obCfg.OnCreate = billSvc.StartingGrant()
-	ob := onboarding.NewService(obCfg, d, mailer, keySvc, sealer)
+	ob := onboarding.NewService(onboardingConfig(serverSecret, billSvc), d, mailer, keySvc, sealer)
 	if mailer != nil { // without one, e-mail onboarding is off
 		all = append(all, ob.Tools()...)
 	}
@@ -318,6 +372,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	demoPartner, err := startDemo(cfg, signer, log)
 	if err != nil {
 		return nil, err
+	}
+	if demoPartner != nil {
+		undo = append(undo, func() { demoPartner.Close() })
 	}
 	partnerOut, metadataClient, err := partnerClient(cfg, signer, log, demoPartner)
 	if err != nil {
@@ -348,6 +405,20 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
+	if paySvc != nil {
+		undo = append(undo, paySvc.Shutdown)
+	}
+	// Rate limits: in this process by default; shared by every replica through Redis when
+	// one is configured.
+	limiter, rdb, err := rateLimiter(ctx, cfg, now)
+	if err != nil {
+		return nil, err
+	}
+	if rdb != nil {
+		undo = append(undo, func() { rdb.Close() })
+	}
+	// Always measured (it is cheap); served only when SWITCHBOARD_METRICS_ADDR is set.
+	mx := metrics.New(st, rdb, log)
 	failpoint := failpointOf(cfg.Failpoint, log)
 	dispatchSvc, err := newDispatch(cfg, d, dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
 		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint}, partnerOut, billSvc, tokenSvc)
@@ -362,30 +433,27 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, disc.Tools()...)
 
-	// Rate limits: in this process by default; shared by every replica through Redis when
-	// one is configured.
-	limiter, rdb, err := rateLimiter(ctx, cfg, now, mx)
-	if err != nil {
-		return nil, err
-	}
 	batcher, leases := settlement(cfg, st, log, billSvc, dispatchSvc, failpoint)
 	settled := settledHook(batcher, leases, log)
-	authn := keys.NewAuthenticator(d)
-	kernel, err := tools.NewKernel(authn, limiter, settled, log, now, all...)
+
+	// Who a caller is: an API key, or, where people can sign in, an MCP host's OAuth access token.
+	signIn, err := newSignIn(cfg, d, mailer, metadataClient, keySvc)
 	if err != nil {
-		if rdb != nil {
-			rdb.Close()
-		}
 		return nil, err
 	}
-	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log})
-	var toolNames []string
-	for _, t := range kernel.Tools() {
-		toolNames = append(toolNames, t.Name)
+	authn := keys.NewAuthenticator(d, signIn.tokens())
+
+	// The kernel: every door's one call path.
+	kernel, err := tools.NewKernel(authn, limiter, settled, log, now, all...)
+	if err != nil {
+		return nil, err
 	}
-	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
-	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, settled: settled, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
-		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, metadata: metadataClient, serverSecret: serverSecret, sealer: sealer})
+
+	// The doors.
+	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log,
+		Middleware: []mcp.Middleware{mx.MCPMiddleware(toolNames(kernel))}})
+	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, settled: settled, limiter: limiter, mailer: mailer, ob: ob,
+		keySvc: keySvc, partnerSvc: partnerSvc, disc: disc, signIn: signIn, serverSecret: serverSecret, sealer: sealer})
 	if err != nil {
 		return nil, err
 	}
@@ -398,12 +466,13 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	handler, err := front(frontOptions{BodyReadTimeout: bodyTimeout,
 		Kernel: kernel, MCP: mcpserver.HTTPHandler(mcpSrv, log), Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
 		Keys: ring, Ready: st.Ping, Readiness: readiness(st, ring, draining, log), Log: log, Observe: mx.ObserveHTTP,
-		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil},
+		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil, Portal: portalHandler != nil},
 	})
 	if err != nil {
 		return nil, err
 	}
-	handler = closeWhenDraining(handler, draining)
+
+	// The background work, until Stop.
 	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
@@ -428,7 +497,29 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			bg.Wait()
 		})
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining, sealer: sealer}, nil
+	admin := &Admin{store: st, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, ring: ring, sealer: sealer,
+		onboarding: ob, apiKeys: keySvc}
+	return &App{cfg: cfg, log: log, store: st, kernel: kernel, handler: closeWhenDraining(handler, draining), metrics: mx.Handler(), signingKey: signingKey,
+		ring: ring, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, admin: admin,
+		redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
+}
+
+// onboardingConfig is e-mail onboarding's: the code hashes are keyed by a server-side secret
+// (stealing the database alone does not let anyone test codes offline), and a new account gets
+// its starting grant.
+func onboardingConfig(serverSecret []byte, billSvc *billing.Service) onboarding.Config {
+	c := onboarding.DefaultConfig(derive(serverSecret, "switchboard e-mail codes v1"))
+	c.OnCreate = billSvc.StartingGrant()
+	return c
+}
+
+// toolNames are the kernel's tools' names: the only tool labels the metrics take.
+func toolNames(k *tools.Kernel) []string {
+	var names []string
+	for _, t := range k.Tools() {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 // partnerClient is the outbound client every partner call and probe goes through: the
@@ -489,20 +580,57 @@ func newDispatch(cfg Config, d service.Deps, dc dispatch.Config, out *outbound.C
 	return svc, nil
 }
 
+// signIn is how people sign in, where they can (an e-mail code or an identity provider):
+// their portal sessions, and the OAuth authorization server that gives MCP hosts access
+// tokens. Nil where nobody can sign in.
+type signIn struct {
+	providers []portal.OIDCProvider
+	oauth     *oauth.Service
+	sessions  *sessions.Service
+	ceiling   keys.Limits // what a session's keys may be given at most
+}
+
+// newSignIn builds sign-in where there is a way in: with neither a mailer nor an identity
+// provider there is none, and nil is returned.
+func newSignIn(cfg Config, d service.Deps, mailer onboarding.Mailer, metadata *http.Client, keySvc *keys.Service) (*signIn, error) {
+	providers, err := cfg.Providers()
+	if err != nil || (mailer == nil && len(providers) == 0) {
+		return nil, err
+	}
+	idle, err1 := time.ParseDuration(cfg.SessionIdle)
+	maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
+	if err1 != nil || err2 != nil || idle < time.Minute || maxAge < idle {
+		return nil, fmt.Errorf("SWITCHBOARD_SESSION_IDLE=%q, SWITCHBOARD_SESSION_MAX_AGE=%q: want Go durations, idle at least 1m and at most the max age", cfg.SessionIdle, cfg.SessionMaxAge)
+	}
+	ceiling := keySvc.Defaults()
+	return &signIn{providers: providers, ceiling: ceiling,
+		// MCP hosts sign in through the portal (MCP authorization): tokens resolve like keys.
+		oauth:    oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Metadata: metadata}, d),
+		sessions: sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: ceiling}, d)}, nil
+}
+
+// tokens is the kernel authenticator's way to OAuth access tokens; nil (none accepted) where
+// nobody can sign in.
+func (s *signIn) tokens() keys.Tokens {
+	if s == nil {
+		return nil
+	}
+	return s.oauth.Authenticate
+}
+
 // humanDeps is what the portal and the authorization server are built from.
 type humanDeps struct {
 	cfg          Config
 	deps         service.Deps
 	kernel       *tools.Kernel
 	settled      tools.Settled // the kernel's: the charts read after the account's pending outcomes
-	authn        *keys.Authenticator
 	limiter      tools.Limiter // the kernel's: sign-in and registration limits are shared the same way
 	mailer       onboarding.Mailer
 	ob           *onboarding.Service
 	keySvc       *keys.Service
 	partnerSvc   *partners.Service
 	disc         *discover.Service
-	metadata     *http.Client // fetches client metadata documents (through the partner client's SSRF guard)
+	signIn       *signIn // nil: nobody can sign in, and neither door is built
 	serverSecret []byte
 	sealer       *wallets.Sealer // the wallet export
 }
@@ -516,21 +644,11 @@ type humanDoor struct {
 // humanDoors builds the portal and MCP authorization. The portal signs humans in with an
 // e-mail code or an identity provider: with neither it has no way in, and neither is built.
 func humanDoors(d humanDeps) (humanDoor, error) {
+	if d.signIn == nil {
+		return humanDoor{}, nil
+	}
 	cfg, st, now := d.cfg, d.deps.Store, d.deps.Now
-	providers, err := cfg.Providers()
-	if err != nil || (d.mailer == nil && len(providers) == 0) {
-		return humanDoor{}, err
-	}
-	// MCP hosts sign in through the portal (MCP authorization): tokens resolve like keys.
-	oauthSvc := oauth.New(oauth.Config{Issuer: cfg.PublicBaseURL(), Resource: cfg.PublicBaseURL() + "/mcp", Metadata: d.metadata}, d.deps)
-	d.authn.Tokens = oauthSvc.Authenticate
-	idle, err1 := time.ParseDuration(cfg.SessionIdle)
-	maxAge, err2 := time.ParseDuration(cfg.SessionMaxAge)
-	if err1 != nil || err2 != nil || idle < time.Minute || maxAge < idle {
-		return humanDoor{}, fmt.Errorf("SWITCHBOARD_SESSION_IDLE=%q, SWITCHBOARD_SESSION_MAX_AGE=%q: want Go durations, idle at least 1m and at most the max age", cfg.SessionIdle, cfg.SessionMaxAge)
-	}
-	ceiling := d.keySvc.Defaults()
-	sessSvc := sessions.NewService(sessions.Config{Idle: idle, Absolute: maxAge, Ceiling: ceiling}, d.deps)
+	providers, oauthSvc, sessSvc, ceiling := d.signIn.providers, d.signIn.oauth, d.signIn.sessions, d.signIn.ceiling
 	var signIn func(ctx context.Context, email, code, clientAddr string) (string, error)
 	if d.mailer != nil {
 		signIn = d.ob.SignIn
@@ -591,7 +709,7 @@ func loadSecrets(cfg Config, log *slog.Logger) (secrets, error) {
 
 // rateLimiter is in this process by default, shared by every replica through Redis when one
 // is configured (rdb, to close, is nil otherwise).
-func rateLimiter(ctx context.Context, cfg Config, now func() time.Time, mx *metrics.Metrics) (tools.Limiter, io.Closer, error) {
+func rateLimiter(ctx context.Context, cfg Config, now func() time.Time) (tools.Limiter, *redis.Client, error) {
 	if cfg.RedisURL == "" {
 		return tools.NewRateLimiter(now), nil, nil
 	}
@@ -599,7 +717,6 @@ func rateLimiter(ctx context.Context, cfg Config, now func() time.Time, mx *metr
 	if err != nil {
 		return nil, nil, err
 	}
-	mx.WatchRedis(client)
 	return ratelimit.NewRedis(client, "switchboard:ratelimit:"), client, nil
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/hmac"
@@ -263,13 +264,23 @@ func (a *App) StdioServer() *mcp.Server {
 // Close releases the database and the Redis connection.
 func (a *App) Close() error {
 	a.Stop()
-	if a.redis != nil {
-		a.redis.Close()
-	}
-	if a.payments != nil {
-		a.payments.Shutdown()
-	}
+	closeRedis(a.redis)
+	shutdown(a.payments)
 	return a.store.Close()
+}
+
+// closeRedis closes the shared rate limiter's connection, when there is one.
+func closeRedis(rdb *redis.Client) {
+	if rdb != nil {
+		rdb.Close()
+	}
+}
+
+// shutdown closes the flat-fee network's connection, when there is one.
+func shutdown(p *payments.Service) {
+	if p != nil {
+		p.Shutdown()
+	}
 }
 
 // Stop ends the background work Build started (the key watch, key-use writes) and waits for
@@ -324,23 +335,11 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	}()
 
 	// The database and the keys.
-	applied, err := st.Migrate(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(applied) > 0 {
-		log.Info("migrations applied", "migrations", applied)
-	}
-	sec, err := loadSecrets(cfg, log)
+	sec, ring, err := openKeys(ctx, cfg, d)
 	if err != nil {
 		return nil, err
 	}
 	signingKey, serverSecret, sealer := sec.signingKey, sec.serverSecret, sec.sealer
-	// The service key lives in the database (rotations, replicas); the key file seeds it.
-	ring, err := keyring.Open(ctx, keyring.Config{Bootstrap: signingKey}, d, sealer)
-	if err != nil {
-		return nil, secretsToCopy(cfg, err)
-	}
 	signer := ring.Signer()
 
 	// The services, and the tools they offer.
@@ -369,31 +368,13 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	}
 	all = append(all, keySvc.Tools()...)
 	all = append(all, account.NewService(d, keySvc).Tools()...)
-	demoPartner, err := startDemo(cfg, signer, log)
+	ps, err := newPartnerSide(ctx, cfg, d, signer, mailer, ob, serverSecret, deps.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	if demoPartner != nil {
-		undo = append(undo, func() { demoPartner.Close() })
-	}
-	partnerOut, metadataClient, err := partnerClient(cfg, signer, log, demoPartner)
-	if err != nil {
-		return nil, err
-	}
-	if deps.Metadata != nil {
-		metadataClient = deps.Metadata
-	}
-	pseudonyms := derive(serverSecret, "switchboard partner pseudonyms v1") // the userId partners see
-	partnerSvc, err := newPartners(cfg, d, mailer, partnerOut, pseudonyms)
-	if err != nil {
-		return nil, err
-	}
+	undo = append(undo, ps.close)
+	partnerOut, metadataClient, partnerSvc := ps.out, ps.metadata, ps.svc
 	all = append(all, partnerSvc.Tools()...)
-	if demoPartner != nil {
-		if err := offerDemo(ctx, ob, partnerSvc, log); err != nil {
-			log.Warn("demo partner not offered", "err", err)
-		}
-	}
 	tokenSvc, err := tokens.NewService(cfg.Tokens, d)
 	if err != nil {
 		return nil, err
@@ -405,18 +386,14 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	if err != nil {
 		return nil, err
 	}
-	if paySvc != nil {
-		undo = append(undo, paySvc.Shutdown)
-	}
+	undo = append(undo, func() { shutdown(paySvc) })
 	// Rate limits: in this process by default; shared by every replica through Redis when
 	// one is configured.
 	limiter, rdb, err := rateLimiter(ctx, cfg, now)
 	if err != nil {
 		return nil, err
 	}
-	if rdb != nil {
-		undo = append(undo, func() { rdb.Close() })
-	}
+	undo = append(undo, func() { closeRedis(rdb) })
 	// Always measured (it is cheap); served only when SWITCHBOARD_METRICS_ADDR is set.
 	mx := metrics.New(st, rdb, log)
 	failpoint := failpointOf(cfg.Failpoint, log)
@@ -487,9 +464,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			if demoPartner != nil {
-				defer demoPartner.Close()
-			}
+			defer ps.close()
 			if leases != nil {
 				leases.Return("") // queued before the batch writer's last drain
 			}
@@ -502,6 +477,72 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	return &App{cfg: cfg, log: log, store: st, kernel: kernel, handler: closeWhenDraining(handler, draining), metrics: mx.Handler(), signingKey: signingKey,
 		ring: ring, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, admin: admin,
 		redis: rdb, stop: stop, batcher: batcher, leases: leases, draining: draining}, nil
+}
+
+// openKeys applies the migrations, then loads the process's secrets and opens the service
+// key ring: the service key lives in the database (rotations, replicas), the key file seeds it.
+func openKeys(ctx context.Context, cfg Config, d service.Deps) (secrets, *keyring.Ring, error) {
+	applied, err := d.Store.Migrate(ctx)
+	if err != nil {
+		return secrets{}, nil, err
+	}
+	if len(applied) > 0 {
+		d.Log.Info("migrations applied", "migrations", applied)
+	}
+	sec, err := loadSecrets(cfg, d.Log)
+	if err != nil {
+		return secrets{}, nil, err
+	}
+	ring, err := keyring.Open(ctx, keyring.Config{Bootstrap: sec.signingKey}, d, sec.sealer)
+	if err != nil {
+		return secrets{}, nil, secretsToCopy(cfg, err)
+	}
+	return sec, ring, nil
+}
+
+// partnerSide is what partner calls go through: the demo partner (test environment only),
+// the outbound client, the client metadata fetcher and the partner intents' service.
+type partnerSide struct {
+	demo     *demo.Partner // nil where it is not offered
+	out      *outbound.Client
+	metadata *http.Client
+	svc      *partners.Service
+}
+
+// close stops the demo partner, when there is one.
+func (p partnerSide) close() {
+	if p.demo != nil {
+		p.demo.Close()
+	}
+}
+
+// newPartnerSide builds the partner side, and offers the demo partner where it runs.
+// metadata, when set, replaces the guarded metadata client (Deps.Metadata).
+func newPartnerSide(ctx context.Context, cfg Config, d service.Deps, signer *signing.Signer, mailer onboarding.Mailer, ob *onboarding.Service,
+	serverSecret []byte, metadata *http.Client) (p partnerSide, err error) {
+	if p.demo, err = startDemo(cfg, signer, d.Log); err != nil {
+		return p, err
+	}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	var guarded *http.Client
+	if p.out, guarded, err = partnerClient(cfg, signer, d.Log, p.demo); err != nil {
+		return p, err
+	}
+	p.metadata = cmp.Or(metadata, guarded)
+	pseudonyms := derive(serverSecret, "switchboard partner pseudonyms v1") // the userId partners see
+	if p.svc, err = newPartners(cfg, d, mailer, p.out, pseudonyms); err != nil {
+		return p, err
+	}
+	if p.demo != nil {
+		if err := offerDemo(ctx, ob, p.svc, d.Log); err != nil {
+			d.Log.Warn("demo partner not offered", "err", err)
+		}
+	}
+	return p, nil
 }
 
 // onboardingConfig is e-mail onboarding's: the code hashes are keyed by a server-side secret

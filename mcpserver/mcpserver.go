@@ -32,6 +32,9 @@ type Options struct {
 	// Asking ends when the replica drains: a confirmation asked on a session and still
 	// waiting for its answer stops waiting and answers CONFIRMATION_REQUIRED (nil: never).
 	Asking context.Context
+	// Middleware wraps every request the server receives, outside the toolsets' list filter
+	// (the first given is the outermost): the app's metrics.
+	Middleware []mcp.Middleware
 }
 
 // stdioKeyHelp is how a key reaches the stdio door; the kernel puts it in UNAUTHENTICATED.
@@ -53,6 +56,7 @@ func New(k *tools.Kernel, opts Options) *mcp.Server {
 		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio, opts.Asking))
 	}
 	srv.AddReceivingMiddleware(listFilter(k, key, opts.Toolsets))
+	srv.AddReceivingMiddleware(opts.Middleware...)
 	return srv
 }
 

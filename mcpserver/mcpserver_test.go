@@ -96,7 +96,7 @@ func newKernelWith(t *testing.T) (*tools.Kernel, world) {
 			}
 			return confirmOut{Sent: !in.Decline, Declined: in.Decline, Request: in.ConfirmRequestID}, nil
 		})
-	auth := keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet})
+	auth := keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet}, nil)
 	k, err := tools.NewKernel(auth, tools.NewRateLimiter(now), nil, quiet, now, echo, who, write)
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func scopedKernel(t *testing.T) *tools.Kernel {
 	for name, access := range map[string]tools.Access{"sign_up": tools.Public, "look_up": tools.RequireScope(tools.ScopeRead), "publish_it": tools.RequireScope(tools.ScopePublish)} {
 		all = append(all, tools.New(tools.Def{Name: name, Title: name, Description: name, Access: access, Annotations: ro}, run))
 	}
-	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet}), tools.NewRateLimiter(now), nil, quiet, now, all...)
+	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: now, Log: quiet}, nil), tools.NewRateLimiter(now), nil, quiet, now, all...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func newKernel(t *testing.T, s *store.Store) (*tools.Kernel, map[string]string, 
 		return echoOut{Email: in.Email, Account: c.AccountID()}, nil
 	})
 	now := time.Now
-	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: s, Now: now, Log: quiet}), tools.NewRateLimiter(now), nil, quiet, now, echo)
+	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: s, Now: now, Log: quiet}, nil), tools.NewRateLimiter(now), nil, quiet, now, echo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestSessionOnlyTools(t *testing.T) {
 			return echoOut{Account: c.AccountID()}, nil
 		})
 		now := time.Now
-		k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: s, Now: now, Log: quiet}), tools.NewRateLimiter(now), nil, quiet, now, mine)
+		k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: s, Now: now, Log: quiet}, nil), tools.NewRateLimiter(now), nil, quiet, now, mine)
 		if err != nil {
 			t.Fatal(err)
 		}

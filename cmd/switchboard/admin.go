@@ -18,7 +18,6 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 )
@@ -30,8 +29,9 @@ type adminCommand struct {
 	args  []string // positional arguments, by name
 	help  string   // what it does, for 'admin help' and 'admin <name> --help'
 	flags func(fs *flag.FlagSet, o *adminOptions)
-	// run does the command; a is nil for commands that do not need the service (noApp).
-	run   func(ctx context.Context, a *app.App, o *adminOptions, args []string) (any, error)
+	// run does the command through the service's operator facade; adm is nil for commands that
+	// do not need the service (noApp).
+	run   func(ctx context.Context, adm *app.Admin, o *adminOptions, args []string) (any, error)
 	noApp bool
 }
 
@@ -52,7 +52,7 @@ var adminCommands = []adminCommand{
 		flags: func(fs *flag.FlagSet, o *adminOptions) {
 			fs.StringVar(&o.file, "file", "-", "the JSON row; - reads stdin")
 		},
-		run: func(ctx context.Context, a *app.App, o *adminOptions, _ []string) (any, error) {
+		run: func(ctx context.Context, adm *app.Admin, o *adminOptions, _ []string) (any, error) {
 			row, err := readRow(o.file, o.stdin)
 			if err != nil {
 				return nil, err
@@ -63,50 +63,42 @@ var adminCommands = []adminCommand{
 			if row.VerificationStatus == "" {
 				row.VerificationStatus = partners.StatusUnverified
 			}
-			return described(a.Partners.Insert(ctx, row.OwnerID, row.IntentInput, row.VerificationStatus, row.IsCoreIntent))
+			return described(adm.InsertListing(ctx, row.OwnerID, row.IntentInput, row.VerificationStatus, row.IsCoreIntent))
 		}},
 	{name: "set-verification", args: []string{"id|@handle", "status"}, help: "set verificationStatus: UNVERIFIED, VERIFIED or PREMIUM",
-		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
-			return described(a.Partners.SetVerificationStatus(ctx, args[0], args[1]))
+		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, args []string) (any, error) {
+			return described(adm.SetVerification(ctx, args[0], args[1]))
 		}},
 	{name: "set-active", args: []string{"id|@handle", "true|false"}, help: "activate (after the negative-auth probe passes) or deactivate",
-		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
+		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, args []string) (any, error) {
 			active, err := strconv.ParseBool(args[1])
 			if err != nil {
 				return nil, fmt.Errorf("set-active: %q is not true or false", args[1])
 			}
-			row, err := a.Partners.Lookup(ctx, args[0])
-			if err != nil {
-				return nil, describe(err)
-			}
-			return described(a.Partners.SetActive(ctx, row, active))
+			return described(adm.SetActive(ctx, args[0], active))
 		}},
 	{name: "show-listing", args: []string{"id|@handle"}, help: "print a listing",
-		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
-			row, err := a.Partners.Lookup(ctx, args[0])
-			if err != nil {
-				return nil, describe(err)
-			}
-			return partners.IntentOf(row), nil
+		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, args []string) (any, error) {
+			return described(adm.Listing(ctx, args[0]))
 		}},
 	{name: "credit", args: []string{"account-id|e-mail", "usd"}, help: "add credit to an account (decimal USD, up to 6 places)",
-		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
-			return credit(ctx, a, args[0], args[1])
+		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, args []string) (any, error) {
+			return credit(ctx, adm, args[0], args[1])
 		}},
 	{name: "set-tier", args: []string{"account-id|e-mail", "tier"}, help: "set an account's fee tier (one of SWITCHBOARD_FEE_TIERS): the platform's basis points on the value its calls route",
-		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
-			return setTier(ctx, a, args[0], args[1])
+		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, args []string) (any, error) {
+			return setTier(ctx, adm, args[0], args[1])
 		}},
 	{name: "invocation", args: []string{"request-id"}, help: "what happened to a request: the invocation, its transitions and its ledger rows",
-		run: func(ctx context.Context, a *app.App, _ *adminOptions, args []string) (any, error) {
-			return invocation(ctx, a, args[0])
+		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, args []string) (any, error) {
+			return invocation(ctx, adm, args[0])
 		}},
 	{name: "deploy-payer", noApp: true, help: "deploy the FlatFeePayer on SWITCHBOARD_FLATFEE_RPC_URL (relayer: the SWITCHBOARD_FLATFEE_RELAYER_KEY's address; " +
 		"treasury: SWITCHBOARD_FLATFEE_TREASURY; token: SWITCHBOARD_FLATFEE_TOKEN, or with -test-token a fresh TestUSDC) and print the settings to use",
 		flags: func(fs *flag.FlagSet, o *adminOptions) {
 			fs.BoolVar(&o.testToken, "test-token", false, "also deploy a TestUSDC (test networks only) and use it")
 		},
-		run: func(ctx context.Context, _ *app.App, o *adminOptions, _ []string) (any, error) {
+		run: func(ctx context.Context, _ *app.Admin, o *adminOptions, _ []string) (any, error) {
 			return deployPayer(ctx, o.cfg, o.testToken)
 		}},
 	{name: "rotate-key", help: "rotate the service's signing key in steps: publish the next key (key set at /.well-known/service-keys), then, " +
@@ -114,23 +106,20 @@ var adminCommands = []adminCommand{
 		flags: func(fs *flag.FlagSet, o *adminOptions) {
 			fs.BoolVar(&o.retire, "retire", false, "stop publishing the previous key")
 		},
-		run: func(ctx context.Context, a *app.App, o *adminOptions, _ []string) (any, error) {
+		run: func(ctx context.Context, adm *app.Admin, o *adminOptions, _ []string) (any, error) {
 			if o.retire {
-				n, err := a.Keys.Retire(ctx)
+				n, err := adm.RetireKey(ctx)
 				if err != nil {
 					return nil, err
 				}
 				return map[string]any{"action": "retired", "retired": n}, nil
 			}
-			return described(a.Keys.Rotate(ctx))
+			return described(adm.RotateKey(ctx))
 		}},
 	resealCommand,
 	{name: "payout", help: "pay partners' accrued per-call fees in the stablecoin now (serve does it every SWITCHBOARD_PAYOUT_INTERVAL)",
-		run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
-			if a.Payments == nil {
-				return nil, errors.New("payout needs the flat-fee network: set SWITCHBOARD_FLATFEE_RPC_URL and the other SWITCHBOARD_FLATFEE_* settings")
-			}
-			paid, err := a.Payments.Payouts(ctx)
+		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, _ []string) (any, error) {
+			paid, err := adm.Payouts(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -140,15 +129,15 @@ var adminCommands = []adminCommand{
 			return map[string]any{"payouts": paid}, nil
 		}},
 	{name: "ledger-check", help: "verify the ledger's invariants (balanced, matching balances)",
-		run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
-			if err := ledger.Check(ctx, a.Store); err != nil {
+		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, _ []string) (any, error) {
+			if err := adm.CheckLedger(ctx); err != nil {
 				return nil, err
 			}
 			return map[string]string{"ledger": "ok"}, nil
 		}},
 	{name: "sweep", help: "conclude dispatches a crash abandoned (replaying this data directory's journal of write outcomes first) and refund reservations nobody settled, now (serve does it every SWITCHBOARD_SWEEP_INTERVAL)",
-		run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
-			recovered, refunded, err := a.Sweep(ctx)
+		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, _ []string) (any, error) {
+			recovered, refunded, err := adm.Sweep(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -239,16 +228,17 @@ func runAdmin(ctx context.Context, cfg app.Config, args []string, stdin io.Reade
 	// Operator commands act on the database as it is: only serve and stdio list the demo partner.
 	cfg.DemoPartner = false
 	o.cfg = cfg
-	var a *app.App
+	var adm *app.Admin
 	if !c.noApp {
 		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		var err error
-		if a, err = app.Build(ctx, cfg, app.Deps{Log: log}); err != nil {
+		a, err := app.Build(ctx, cfg, app.Deps{Log: log})
+		if err != nil {
 			return err
 		}
 		defer a.Close()
+		adm = a.Admin()
 	}
-	out, err := c.run(ctx, a, o, fs.Args())
+	out, err := c.run(ctx, adm, o, fs.Args())
 	if err != nil {
 		return err
 	}
@@ -342,7 +332,7 @@ func describe(err error) error {
 }
 
 // credit grants USD to an account named by id or e-mail and returns its balance.
-func credit(ctx context.Context, a *app.App, who, usd string) (any, error) {
+func credit(ctx context.Context, adm *app.Admin, who, usd string) (any, error) {
 	var amount tools.USD
 	if err := json.Unmarshal([]byte(usd), &amount); err != nil {
 		return nil, fmt.Errorf("credit: %q: %v", usd, err)
@@ -350,63 +340,39 @@ func credit(ctx context.Context, a *app.App, who, usd string) (any, error) {
 	if amount <= 0 {
 		return nil, fmt.Errorf("credit: %q: the amount must be positive", usd)
 	}
-	acct, err := accountOf(ctx, a, who)
+	acct, err := adm.Account(ctx, who)
 	if err != nil {
 		return nil, fmt.Errorf("credit: %w", err)
 	}
-	if err := a.Billing.Grant(ctx, acct.ID, amount.Micro(), "operator credit"); err != nil {
-		return nil, err
-	}
-	ca, err := a.Store.Credit(ctx, acct.ID)
+	ca, err := adm.Credit(ctx, acct.ID, amount.Micro())
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"accountId": acct.ID, "creditedUsd": amount, "availableUsd": tools.USD(ca.AvailableMicro), "reservedUsd": tools.USD(ca.ReservedMicro)}, nil
 }
 
-// accountOf finds an account by id or e-mail.
-func accountOf(ctx context.Context, a *app.App, who string) (*store.Account, error) {
-	acct, err := a.Store.AccountByID(ctx, who)
-	if errors.Is(err, store.ErrNotFound) {
-		acct, err = a.Store.AccountByEmail(ctx, strings.ToLower(who))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("no account %q: %w", who, err)
-	}
-	return acct, nil
-}
-
 // setTier moves an account to a fee tier.
-func setTier(ctx context.Context, a *app.App, who, tier string) (any, error) {
-	acct, err := accountOf(ctx, a, who)
+func setTier(ctx context.Context, adm *app.Admin, who, tier string) (any, error) {
+	acct, err := adm.Account(ctx, who)
 	if err != nil {
 		return nil, fmt.Errorf("set-tier: %w", err)
 	}
-	if err := a.Billing.SetTier(ctx, acct.ID, tier); err != nil {
+	bps, err := adm.SetTier(ctx, acct.ID, tier)
+	if err != nil {
 		return nil, describe(err)
 	}
-	return map[string]any{"accountId": acct.ID, "tier": tier, "platformFeeBps": a.Billing.Config().TierBps[tier]}, nil
+	return map[string]any{"accountId": acct.ID, "tier": tier, "platformFeeBps": bps}, nil
 }
 
 // invocation gathers everything recorded about one request.
-func invocation(ctx context.Context, a *app.App, requestID string) (any, error) {
-	inv, err := a.Store.InvocationByID(ctx, requestID)
-	if err != nil {
-		return nil, fmt.Errorf("invocation %s: %w", requestID, err)
-	}
-	events, err := a.Store.InvocationEvents(ctx, requestID)
+func invocation(ctx context.Context, adm *app.Admin, requestID string) (any, error) {
+	r, err := adm.Invocation(ctx, requestID)
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := a.Store.LedgerEntries(ctx, requestID)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{"invocation": inv, "events": events, "ledger": ledger}
-	if inv.LedgerTxn != nil { // recorded whole in its row: its postings are summed in its batch's
-		if out["ledgerBatch"], err = a.Store.BatchEntries(ctx, *inv.LedgerTxn); err != nil {
-			return nil, err
-		}
+	out := map[string]any{"invocation": r.Invocation, "events": r.Events, "ledger": r.Ledger}
+	if r.Invocation.LedgerTxn != nil { // recorded whole in its row: its postings are summed in its batch's
+		out["ledgerBatch"] = r.LedgerBatch
 	}
 	return out, nil
 }

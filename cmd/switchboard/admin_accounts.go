@@ -33,8 +33,8 @@ func accountCommands() []adminCommand {
 			flags: func(fs *flag.FlagSet, _ *adminOptions) {
 				fs.StringVar(&o.email, "email", "", "the account's e-mail (required)")
 			},
-			run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
-				return createAccount(ctx, a, o.email)
+			run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, _ []string) (any, error) {
+				return createAccount(ctx, adm, o.email)
 			}},
 		{name: "key issue", help: "issue an API key to the account of an e-mail: the secret alone goes to stdout (shown once, never stored), " +
 			"the key's metadata to stderr. Give it to its holder as SWITCHBOARD_API_KEY or the x-api-key header",
@@ -45,8 +45,8 @@ func accountCommands() []adminCommand {
 				fs.StringVar(&o.spendUSD, "spend-limit-usd", "", "total USD the key may spend; empty: SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD")
 				fs.IntVar(&o.rate, "rate-limit-per-minute", 0, "requests per minute; 0: SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE")
 			},
-			run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
-				return issueKey(ctx, a, o)
+			run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, _ []string) (any, error) {
+				return issueKey(ctx, adm, o)
 			}},
 	}
 }
@@ -77,25 +77,25 @@ type accountCreated struct {
 	Wallets   onboarding.Wallets `json:"wallets"`
 }
 
-func createAccount(ctx context.Context, a *app.App, email string) (any, error) {
+func createAccount(ctx context.Context, adm *app.Admin, email string) (any, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
 	if !strings.Contains(email, "@") || len(email) > 254 {
 		return nil, fmt.Errorf("account create: --email %q: want the account's e-mail address, e.g. --email ops@example.com", email)
 	}
-	_, err := a.Store.AccountByEmail(ctx, email)
+	_, err := adm.AccountByEmail(ctx, email)
 	existed := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	id, err := a.Onboarding.AccountForEmail(ctx, email)
+	id, err := adm.AccountForEmail(ctx, email)
 	if err != nil {
 		return nil, describe(err)
 	}
-	ws, err := a.Store.Wallets(ctx, id)
+	ws, err := adm.Wallets(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return accountCreated{AccountID: id, Email: email, Created: !existed, Wallets: onboarding.AddressesOf(ws)}, nil
+	return accountCreated{AccountID: id, Email: email, Created: !existed, Wallets: ws}, nil
 }
 
 // shownOnce is a secret for stdout alone, with what describes it for stderr.
@@ -113,14 +113,14 @@ func (s shownOnce) print(stdout, stderr io.Writer) error {
 	return err
 }
 
-func issueKey(ctx context.Context, a *app.App, o *accountOptions) (any, error) {
+func issueKey(ctx context.Context, adm *app.Admin, o *accountOptions) (any, error) {
 	if strings.TrimSpace(o.email) == "" {
 		return nil, errors.New("key issue: --email is required: the e-mail of the account the key is for")
 	}
 	if strings.TrimSpace(o.scopes) == "" {
 		return nil, fmt.Errorf("key issue: --scopes is required, e.g. --scopes read,partner (the scopes: %s)", strings.Join(tools.ScopeNames(), ","))
 	}
-	acct, err := a.Store.AccountByEmail(ctx, strings.ToLower(strings.TrimSpace(o.email)))
+	acct, err := adm.AccountByEmail(ctx, strings.ToLower(strings.TrimSpace(o.email)))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("key issue: no account for %s; create it first with 'switchboard admin account create --email %s'", o.email, o.email)
 	}
@@ -129,7 +129,7 @@ func issueKey(ctx context.Context, a *app.App, o *accountOptions) (any, error) {
 	}
 	var lim *keys.Limits
 	if o.spendUSD != "" || o.rate != 0 {
-		l := a.APIKeys.Defaults()
+		l := adm.KeyDefaults()
 		if o.spendUSD != "" {
 			var usd tools.USD
 			if err := json.Unmarshal([]byte(o.spendUSD), &usd); err != nil {
@@ -142,7 +142,7 @@ func issueKey(ctx context.Context, a *app.App, o *accountOptions) (any, error) {
 		}
 		lim = &l
 	}
-	out, err := a.APIKeys.Issue(ctx, keys.IssueInput{AccountID: acct.ID, Name: o.name, Scopes: strings.Split(o.scopes, ","), Limits: lim})
+	out, err := adm.IssueKey(ctx, keys.IssueInput{AccountID: acct.ID, Name: o.name, Scopes: strings.Split(o.scopes, ","), Limits: lim})
 	if err != nil {
 		return nil, describe(err)
 	}

@@ -157,7 +157,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		return err
 	}
 	defer a.Close()
-	srv := httpServer(cfg.Addr, a.Handler)
+	srv := httpServer(cfg.Addr, a.Handler())
 	l, err := a.Listen(ctx, cfg.Addr)
 	if err != nil {
 		return err
@@ -170,17 +170,17 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		if host, _, _ := net.SplitHostPort(cfg.MetricsAddr); host == "" || net.ParseIP(host).IsUnspecified() {
 			log.Warn("SWITCHBOARD_METRICS_ADDR listens on every interface: /debug/pprof/ exposes the process's internals; bind it to a private address", "metrics_addr", cfg.MetricsAddr)
 		}
-		metricsSrv = httpServer(cfg.MetricsAddr, a.Metrics)
+		metricsSrv = httpServer(cfg.MetricsAddr, a.Metrics())
 		go func() { errc <- fmt.Errorf("metrics listener: %w", metricsSrv.ListenAndServe()) }()
 	}
-	go a.RunSweeper(ctx, sweepEvery)                                                                                 // concludes dispatches, reservations and payments a crash abandoned
-	go a.Keys.RunRefresh(ctx, 30*time.Second, func(err error) { log.ErrorContext(ctx, "service keys", "err", err) }) // follows rotations
+	go a.RunSweeper(ctx, sweepEvery) // concludes dispatches, reservations and payments a crash abandoned
+	go a.RunKeyRefresh(ctx)          // follows rotations
 	if every, err := time.ParseDuration(cfg.ReprobeInterval); err != nil || every < 0 {
 		return fmt.Errorf("SWITCHBOARD_REPROBE_INTERVAL=%q: want a Go duration (0 disables), e.g. 1h", cfg.ReprobeInterval)
 	} else if every > 0 {
 		go a.RunReprobe(ctx, every)
 	}
-	if a.Payments != nil {
+	if a.PaysOut() {
 		every, err := time.ParseDuration(cfg.FlatFee.PayoutInterval)
 		if err != nil || every < 0 {
 			return fmt.Errorf("SWITCHBOARD_PAYOUT_INTERVAL=%q: want a Go duration (0 disables), e.g. 24h", cfg.FlatFee.PayoutInterval)
@@ -189,7 +189,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 			go a.RunPayouts(ctx, every)
 		}
 	}
-	log.Info("switchboard serving", "addr", cfg.Addr, "data_dir", cfg.DataDir, "metrics_addr", cfg.MetricsAddr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Store.Postgres())
+	log.Info("switchboard serving", "addr", cfg.Addr, "data_dir", cfg.DataDir, "metrics_addr", cfg.MetricsAddr, "base_url", cfg.PublicBaseURL(), "env", cfg.Env, "postgres", a.Postgres())
 	select {
 	case err := <-errc:
 		return err

@@ -14,8 +14,8 @@ var resealCommand = adminCommand{name: "reseal",
 	help: "seal every wallet key and service key that is under an older master key again under the current one (the first of SWITCHBOARD_MASTER_KEY), " +
 		"after SWITCHBOARD_MASTER_KEY=new,old is on every replica; resumable: run it again after any stop, it carries on, and once it reports leftWallets 0 " +
 		"and leftServiceKeys 0 the old key may be dropped",
-	run: func(ctx context.Context, a *app.App, _ *adminOptions, _ []string) (any, error) {
-		rep, err := a.Reseal(ctx, 500, nil)
+	run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, _ []string) (any, error) {
+		rep, err := adm.Reseal(ctx, 500, nil)
 		if err != nil && rep != nil {
 			// The report goes with the error: how far the run got, which rows no key opens.
 			so, _ := json.Marshal(rep)

@@ -58,7 +58,7 @@ func TestAccountGet(t *testing.T) {
 			}
 		}
 
-		k, err := tools.NewKernel(keys.NewAuthenticator(d), tools.NewRateLimiter(clock), nil, quiet, clock, account.NewService(d, ks).Tools()...)
+		k, err := tools.NewKernel(keys.NewAuthenticator(d, nil), tools.NewRateLimiter(clock), nil, quiet, clock, account.NewService(d, ks).Tools()...)
 		if err != nil {
 			t.Fatal(err)
 		}

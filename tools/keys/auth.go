@@ -23,8 +23,8 @@ type Authenticator struct {
 	store *store.Store
 	now   func() time.Time
 	log   *slog.Logger
-	// Tokens resolves an OAuth access token (sbat_...) of an MCP host; nil: none are accepted.
-	Tokens func(ctx context.Context, token string) (*tools.Principal, error)
+	// tokens resolves an OAuth access token (sbat_...) of an MCP host; nil: none are accepted.
+	tokens Tokens
 
 	mu      sync.Mutex
 	live    bool                 // the key watch delivers changes: entries may be served
@@ -39,10 +39,15 @@ type cachedKey struct {
 	expires time.Time
 }
 
-// NewAuthenticator builds an Authenticator on d's store.
-func NewAuthenticator(d service.Deps) *Authenticator {
+// Tokens resolves an OAuth access token of an MCP host to its Principal (oauth.Service's
+// Authenticate).
+type Tokens func(ctx context.Context, token string) (*tools.Principal, error)
+
+// NewAuthenticator builds an Authenticator on d's store; tokens resolves OAuth access tokens,
+// nil where nobody can sign in to get one (none are accepted then).
+func NewAuthenticator(d service.Deps, tokens Tokens) *Authenticator {
 	d = d.WithDefaults()
-	return &Authenticator{store: d.Store, now: d.Now, log: d.Log, cache: map[string]cachedKey{}, touched: map[string]time.Time{}}
+	return &Authenticator{store: d.Store, now: d.Now, log: d.Log, tokens: tokens, cache: map[string]cachedKey{}, touched: map[string]time.Time{}}
 }
 
 const (
@@ -108,8 +113,8 @@ func (a *Authenticator) forget(keyID string) {
 
 // Authenticate returns the live key for secret, or UNAUTHENTICATED saying what to do.
 func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*tools.Principal, error) {
-	if strings.HasPrefix(secret, tools.AccessTokenPrefix) && a.Tokens != nil {
-		p, err := a.Tokens(ctx, secret)
+	if strings.HasPrefix(secret, tools.AccessTokenPrefix) && a.tokens != nil {
+		p, err := a.tokens(ctx, secret)
 		if err != nil && !store.IsUnavailable(err) {
 			return nil, tools.Errorf(tools.CodeUnauthenticated, "the access token is not valid (%v); refresh it, or connect again", err)
 		}

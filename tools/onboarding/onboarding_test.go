@@ -66,7 +66,7 @@ func TestSignupVerifyRecover(t *testing.T) {
 		ks := keys.NewService(keys.Config{Env: "test", Defaults: keys.Limits{SpendMicro: 10_000_000, RatePerMinute: 60}}, d)
 		mail := &inbox{}
 		ob := onboarding.NewService(onboarding.DefaultConfig([]byte("code secret")), d, mail, ks, sealer)
-		k, err := tools.NewKernel(keys.NewAuthenticator(d), tools.NewRateLimiter(clock), nil, quiet, clock, ob.Tools()...)
+		k, err := tools.NewKernel(keys.NewAuthenticator(d, nil), tools.NewRateLimiter(clock), nil, quiet, clock, ob.Tools()...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestSignupVerifyRecover(t *testing.T) {
 		if acct.UserID == "" || acct.Wallets.EVM == "" || acct.Wallets.SVM == "" || acct.SpendLimitUsd.Micro() != 10_000_000 {
 			t.Fatalf("account %+v", acct)
 		}
-		p, err := keys.NewAuthenticator(d).Authenticate(ctx, acct.APIKey)
+		p, err := keys.NewAuthenticator(d, nil).Authenticate(ctx, acct.APIKey)
 		if err != nil || p.AccountID != acct.UserID {
 			t.Fatalf("the new key does not authenticate as the account: %+v %v", p, err)
 		}

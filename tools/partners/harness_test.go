@@ -80,7 +80,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := tools.NewKernel(keys.NewAuthenticator(d), tools.NewRateLimiter(clk.Now), nil, log, clk.Now, svc.Tools()...)
+	k, err := tools.NewKernel(keys.NewAuthenticator(d, nil), tools.NewRateLimiter(clk.Now), nil, log, clk.Now, svc.Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}

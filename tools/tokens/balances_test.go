@@ -234,7 +234,7 @@ func TestToolsThroughTheKernel(t *testing.T) {
 	e := newEnv(t, st)
 	withAccount(t, st)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: time.Now, Log: log}), tools.NewRateLimiter(time.Now), nil, log, time.Now, e.s.Tools()...)
+	k, err := tools.NewKernel(keys.NewAuthenticator(service.Deps{Store: st, Now: time.Now, Log: log}, nil), tools.NewRateLimiter(time.Now), nil, log, time.Now, e.s.Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/hmac"
@@ -9,7 +10,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -26,6 +26,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/metrics"
 	"github.com/switchboard-hq/switchboard/mcpserver"
@@ -71,30 +72,59 @@ type Deps struct {
 	Metadata *http.Client
 }
 
-// App is a built service.
+// App is a built service: the HTTP front, the operator's metrics handler, the background work
+// serve runs and the operator's facade (Admin). BuildOn builds every part once, in dependency
+// order, and assigns nothing to it afterwards; the parts stay inside (Parts hands tests what
+// they arrange and inspect below the doors).
 type App struct {
-	Config     Config
-	Store      *store.Store
-	Kernel     *tools.Kernel
-	MCP        *mcp.Server // served over Streamable HTTP at /mcp
-	Handler    http.Handler
-	Metrics    http.Handler // /metrics and /debug/pprof/: serve only on the operator's listener (SWITCHBOARD_METRICS_ADDR), never beside Handler
-	SigningKey ed25519.PrivateKey
-	Log        *slog.Logger
-	Partners   *partners.Service // partner intents; the operator CLI uses it
-	Billing    *billing.Service  // credit, ledger, the reservation sweeper
-	Dispatch   *dispatch.Service // partner calls; concludes abandoned ones
-	Payments   *payments.Service // flat-fee payments on chain and partner payouts; nil when not configured
-	Keys       *keyring.Ring     // the service's signing keys (rotation)
-	redis      io.Closer         // the shared rate limiter's connection, when configured
+	cfg        Config
+	log        *slog.Logger
+	store      *store.Store
+	kernel     *tools.Kernel
+	handler    http.Handler // the public front: every door on one mux
+	metrics    http.Handler // /metrics and /debug/pprof/: serve only on the operator's listener (SWITCHBOARD_METRICS_ADDR), never beside handler
+	signingKey ed25519.PrivateKey
+	ring       *keyring.Ring     // the service's signing keys (rotation)
+	partners   *partners.Service // partner intents: the re-probes
+	billing    *billing.Service  // credit, ledger, the reservation sweeper
+	dispatch   *dispatch.Service // partner calls; concludes abandoned ones
+	payments   *payments.Service // flat-fee payments on chain and partner payouts; nil when not configured
+	admin      *Admin            // what `switchboard admin` does
+	redis      *redis.Client     // the shared rate limiter's connection; nil when not configured
 	stop       func()            // ends the background work Build started, and waits for it
 	draining   *atomic.Bool      // set by Drain: /readyz answers 503 from then on
 	endAsks    func()            // Drain: confirmations waiting on a human fall back to confirmRequestId
-	sealer     *wallets.Sealer   // the master keys wallet and service keys are sealed under (Reseal)
+}
 
-	// The operator CLI's way to accounts and keys: the same services agent_verify uses.
-	Onboarding *onboarding.Service // accounts (with their wallets) by e-mail
-	APIKeys    *keys.Service       // API keys
+// Handler is the public HTTP front: MCP, REST, the portal and the documents on one mux.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Metrics serves /metrics and /debug/pprof/, for the operator's listener only.
+func (a *App) Metrics() http.Handler { return a.metrics }
+
+// Admin is the operator CLI's way in (switchboard admin).
+func (a *App) Admin() *Admin { return a.admin }
+
+// Postgres reports whether the service runs on PostgreSQL (serve logs it).
+func (a *App) Postgres() bool { return a.store.Postgres() }
+
+// PaysOut reports whether the flat-fee network is configured, so partners are paid on chain
+// (RunPayouts).
+func (a *App) PaysOut() bool { return a.payments != nil }
+
+// Parts are the built services tests reach below the doors, to arrange state and inspect it
+// (apptest); commands use App's methods and Admin instead.
+type Parts struct {
+	Kernel     *tools.Kernel
+	Billing    *billing.Service
+	Payments   *payments.Service // nil when not configured
+	Keys       *keyring.Ring
+	SigningKey ed25519.PrivateKey // the key file's (or SWITCHBOARD_SIGNING_KEY_FILE's) key the ring was seeded with
+}
+
+// Parts returns the built services (for tests).
+func (a *App) Parts() Parts {
+	return Parts{Kernel: a.kernel, Billing: a.billing, Payments: a.payments, Keys: a.ring, SigningKey: a.signingKey}
 }
 
 // Drain marks the replica as leaving: /readyz answers 503 at once, so proxies and Kubernetes
@@ -104,9 +134,7 @@ type App struct {
 // another replica, so the drain never waits for a person.
 func (a *App) Drain() {
 	a.draining.Store(true)
-	if a.endAsks != nil {
-		a.endAsks()
-	}
+	a.endAsks()
 }
 
 // closeWhenDraining ends each connection after its answer once the replica drains, so no
@@ -152,36 +180,47 @@ func readiness(st *store.Store, ring *keyring.Ring, draining *atomic.Bool, log *
 // Settled returns budget leases and returns once every finished invocation this process left
 // to the batch writer has committed (callers of the API need not: each read waits for its own
 // account's).
-func (a *App) Settled(ctx context.Context) error { return a.Billing.Drain(ctx) }
+func (a *App) Settled(ctx context.Context) error { return a.billing.Drain(ctx) }
 
 // Sweep concludes dispatches a crashed process abandoned (sending idempotent ones again for
 // their real outcome) and refunds reservations nobody settled. It is safe on several
 // replicas at once.
 func (a *App) Sweep(ctx context.Context) (recovered, refunded int, err error) {
-	if recovered, err = a.Dispatch.Recover(ctx); err != nil {
+	return sweep(ctx, a.dispatch, a.billing, a.payments)
+}
+
+// sweep is App.Sweep and Admin.Sweep: one sweep, whoever runs it.
+func sweep(ctx context.Context, d *dispatch.Service, b *billing.Service, p *payments.Service) (recovered, refunded int, err error) {
+	if recovered, err = d.Recover(ctx); err != nil {
 		return recovered, 0, err
 	}
-	refunded, err = a.Billing.Sweep(ctx)
-	if err != nil || a.Payments == nil {
+	refunded, err = b.Sweep(ctx)
+	if err != nil || p == nil {
 		return recovered, refunded, err
 	}
-	concluded, err := a.Payments.Reconcile(ctx)
+	concluded, err := p.Reconcile(ctx)
 	return recovered + concluded, refunded, err
 }
 
 // RunReprobe re-probes active intents every minute, each at the configured interval, until
 // ctx ends (claims make it safe on every replica).
 func (a *App) RunReprobe(ctx context.Context, every time.Duration) {
-	repeat(ctx, a.Log, time.Minute, "re-probe", func(ctx context.Context) error {
-		_, err := a.Partners.Reprobe(ctx, every, 4)
+	repeat(ctx, a.log, time.Minute, "re-probe", func(ctx context.Context) error {
+		_, err := a.partners.Reprobe(ctx, every, 4)
 		return err
 	})
 }
 
+// RunKeyRefresh follows key rotations (another replica's, or the operator's rotate-key) every
+// 30 seconds until ctx ends.
+func (a *App) RunKeyRefresh(ctx context.Context) {
+	a.ring.RunRefresh(ctx, 30*time.Second, func(err error) { a.log.ErrorContext(ctx, "service keys", "err", err) })
+}
+
 // RunPayouts pays partners' accrued per-call fees on chain every interval until ctx ends.
 func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
-	repeat(ctx, a.Log, every, "payouts", func(ctx context.Context) error {
-		_, err := a.Payments.Payouts(ctx)
+	repeat(ctx, a.log, every, "payouts", func(ctx context.Context) error {
+		_, err := a.payments.Payouts(ctx)
 		return err
 	})
 }
@@ -189,12 +228,12 @@ func (a *App) RunPayouts(ctx context.Context, every time.Duration) {
 // RunSweeper sweeps every interval until ctx ends. It first records the outcomes a previous
 // run of this data directory journaled and could not commit (a crash, a database outage).
 func (a *App) RunSweeper(ctx context.Context, every time.Duration) {
-	if n, err := a.Billing.ReplayJournal(ctx); err != nil {
-		a.Log.WarnContext(ctx, "journal replay; the sweeper retries", "err", err)
+	if n, err := a.billing.ReplayJournal(ctx); err != nil {
+		a.log.WarnContext(ctx, "journal replay; the sweeper retries", "err", err)
 	} else if n > 0 {
-		a.Log.InfoContext(ctx, "journal replayed", "outcomes", n)
+		a.log.InfoContext(ctx, "journal replayed", "outcomes", n)
 	}
-	repeat(ctx, a.Log, every, "sweep", func(ctx context.Context) error {
+	repeat(ctx, a.log, every, "sweep", func(ctx context.Context) error {
 		_, _, err := a.Sweep(ctx)
 		return err
 	})
@@ -219,20 +258,30 @@ func repeat(ctx context.Context, log *slog.Logger, every time.Duration, name str
 // StdioServer is the MCP server for stdio: the same tools, acting with SWITCHBOARD_API_KEY
 // when a call carries no key (the HTTP server never does), listing SWITCHBOARD_TOOLSETS.
 func (a *App) StdioServer() *mcp.Server {
-	sets, _ := tools.ParseToolsets(a.Config.Toolsets) // checked by Config.Validate
-	return mcpserver.New(a.Kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.Config.APIKey, Toolsets: sets, Log: a.Log})
+	sets, _ := tools.ParseToolsets(a.cfg.Toolsets) // checked by Config.Validate
+	return mcpserver.New(a.kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.cfg.APIKey, Toolsets: sets, Log: a.log})
 }
 
 // Close releases the database and the Redis connection.
 func (a *App) Close() error {
 	a.Stop()
-	if a.redis != nil {
-		a.redis.Close()
+	closeRedis(a.redis)
+	shutdown(a.payments)
+	return a.store.Close()
+}
+
+// closeRedis closes the shared rate limiter's connection, when there is one.
+func closeRedis(rdb *redis.Client) {
+	if rdb != nil {
+		rdb.Close()
 	}
-	if a.Payments != nil {
-		a.Payments.Shutdown()
+}
+
+// shutdown closes the flat-fee network's connection, when there is one.
+func shutdown(p *payments.Service) {
+	if p != nil {
+		p.Shutdown()
 	}
-	return a.Store.Close()
 }
 
 // Stop ends the background work Build started (the key watch, key-use writes) and waits for
@@ -260,7 +309,15 @@ func Build(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 }
 
 // BuildOn is Build on an already open store, which the caller keeps ownership of.
-func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App, error) {
+//
+// It builds in dependency order, each value once, with everything it needs passed to its
+// constructor: the database and the keys; the services (billing on its Recording: the batch
+// writer, the leases, the journal) and the tools they offer; the portal's session-only tools;
+// who callers are (API keys, and OAuth access tokens where people can sign in); the kernel;
+// the doors (the MCP server and its session door, the portal, the HTTP front); then the
+// background work, the operator's facade and the App. A failed build closes what it opened
+// (the store is the caller's).
+func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *App, err error) {
 	log := deps.Log
 	if log == nil {
 		log = slog.Default()
@@ -270,26 +327,24 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		now = time.Now
 	}
 	d := service.Deps{Store: st, Now: now, Log: log} // what every service shares
-	applied, err := st.Migrate(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(applied) > 0 {
-		log.Info("migrations applied", "migrations", applied)
-	}
-	// Always measured (it is cheap); served only when SWITCHBOARD_METRICS_ADDR is set.
-	mx := metrics.New(st, log)
-	sec, err := loadSecrets(cfg, log)
+	var undo []func()                                // what to close again if a later step fails, last opened first
+	defer func() {
+		if err != nil {
+			for _, f := range slices.Backward(undo) {
+				f()
+			}
+		}
+	}()
+
+	// The database and the keys.
+	sec, ring, err := openKeys(ctx, cfg, d)
 	if err != nil {
 		return nil, err
 	}
 	signingKey, serverSecret, sealer := sec.signingKey, sec.serverSecret, sec.sealer
-	// The service key lives in the database (rotations, replicas); the key file seeds it.
-	ring, err := keyring.Open(ctx, keyring.Config{Bootstrap: signingKey}, d, sealer)
-	if err != nil {
-		return nil, secretsToCopy(cfg, err)
-	}
 	signer := ring.Signer()
+
+	// The services, and the tools they offer.
 	spend, err := usdMicro("SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", cfg.DefaultSpendLimit, tools.MaxUSDMicro)
 	if err != nil {
 		return nil, err
@@ -314,38 +369,19 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	var all []*tools.Tool
-	// The code hashes are keyed by a server-side secret: stealing the database alone does
-	// not let anyone test codes offline.
-	obCfg := onboarding.DefaultConfig(derive(serverSecret, "switchboard e-mail codes v1"))
-	obCfg.OnCreate = billSvc.StartingGrant()
-	ob := onboarding.NewService(obCfg, d, mailer, keySvc, sealer)
+	ob := onboarding.NewService(onboardingConfig(serverSecret, billSvc), d, mailer, keySvc, sealer)
 	if mailer != nil { // without one, e-mail onboarding is off
 		all = append(all, ob.Tools()...)
 	}
 	all = append(all, keySvc.Tools()...)
 	all = append(all, account.NewService(d, keySvc).Tools()...)
-	demoPartner, err := startDemo(cfg, signer, log)
+	ps, err := newPartnerSide(ctx, cfg, d, signer, mailer, ob, serverSecret, deps.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	partnerOut, metadataClient, err := partnerClient(cfg, signer, log, demoPartner)
-	if err != nil {
-		return nil, err
-	}
-	if deps.Metadata != nil {
-		metadataClient = deps.Metadata
-	}
-	pseudonyms := derive(serverSecret, "switchboard partner pseudonyms v1") // the userId partners see
-	partnerSvc, err := newPartners(cfg, d, mailer, partnerOut, pseudonyms)
-	if err != nil {
-		return nil, err
-	}
+	undo = append(undo, ps.close)
+	partnerOut, metadataClient, partnerSvc := ps.out, ps.metadata, ps.svc
 	all = append(all, partnerSvc.Tools()...)
-	if demoPartner != nil {
-		if err := offerDemo(ctx, ob, partnerSvc, log); err != nil {
-			log.Warn("demo partner not offered", "err", err)
-		}
-	}
 	tokenSvc, err := tokens.NewService(cfg.Tokens, d)
 	if err != nil {
 		return nil, err
@@ -357,11 +393,18 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
-		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint}, d, partnerOut, billSvc, tokenSvc)
+	undo = append(undo, func() { shutdown(paySvc) })
+	// Rate limits: in this process by default; shared by every replica through Redis when
+	// one is configured.
+	limiter, rdb, err := rateLimiter(ctx, cfg, now)
 	if err != nil {
 		return nil, err
 	}
+	undo = append(undo, func() { closeRedis(rdb) })
+	// Always measured (it is cheap); served only when SWITCHBOARD_METRICS_ADDR is set.
+	mx := metrics.New(st, rdb, log)
+	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
+		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint}, d, partnerOut, billSvc, tokenSvc)
 	all = append(all, dispatchSvc.Tools()...)
 
 	disc, err := discover.NewService(ctx, discover.Config{Registered: all, InfraCostMicro: billCfg.InfraCostMicro}, d)
@@ -370,28 +413,33 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	}
 	all = append(all, disc.Tools()...)
 
-	// Rate limits: in this process by default; shared by every replica through Redis when
-	// one is configured.
-	limiter, rdb, err := rateLimiter(ctx, cfg, now, mx)
-	if err != nil {
-		return nil, err
-	}
-	settled := billSvc.Settled
 	// The portal's own tools (tools.SessionOnly): registered with the rest, published by no door.
+	// Its sessions and MCP authorization are built here too, where people can sign in.
+	settled := billSvc.Settled
 	human, err := newHumanServices(cfg, d, mailer, ob, keySvc, partnerSvc, settled, metadataClient, sealer)
 	if err != nil {
 		return nil, err
 	}
 	all = append(all, human.tools...)
-	authn := keys.NewAuthenticator(d)
+
+	// Who a caller is: an API key, or, where people can sign in, an MCP host's OAuth access token.
+	authn := keys.NewAuthenticator(d, human.accessTokens())
+
+	// The kernel: every door's one call path.
 	kernel, err := tools.NewKernel(authn, limiter, settled, log, now, all...)
 	if err != nil {
-		if rdb != nil {
-			rdb.Close()
-		}
 		return nil, err
 	}
-	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, authn: authn, limiter: limiter, mailer: mailer, ob: ob,
+
+	// The doors.
+	asking, endAsks := context.WithCancel(context.WithoutCancel(ctx)) // ends when the replica drains
+	undo = append(undo, endAsks)
+	host, _ := os.Hostname()
+	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log, Replica: host, Asking: asking,
+		Middleware: []mcp.Middleware{mx.MCPMiddleware(toolNames(kernel))}})
+	mcpDoor := mcpserver.HTTPHandler(mcpSrv, mcpserver.HTTPOptions{Log: log, Auth: authn, Sessions: mcpserver.DefaultSessionLimits})
+	undo = append(undo, mcpDoor.Close)
+	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, limiter: limiter, mailer: mailer, ob: ob,
 		keySvc: keySvc, disc: disc, serverSecret: serverSecret, services: human})
 	if err != nil {
 		return nil, err
@@ -401,27 +449,17 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	if err != nil {
 		return nil, err
 	}
-	asking, endAsks := context.WithCancel(context.WithoutCancel(ctx))
-	host, _ := os.Hostname()
-	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log, Replica: host, Asking: asking})
-	var toolNames []string
-	for _, t := range kernel.Tools() {
-		toolNames = append(toolNames, t.Name)
-	}
-	mcpSrv.AddReceivingMiddleware(mx.MCPMiddleware(toolNames))
 	draining := new(atomic.Bool)
-	mcpDoor := mcpserver.HTTPHandler(mcpSrv, mcpserver.HTTPOptions{Log: log, Auth: authn, Sessions: mcpserver.DefaultSessionLimits})
 	handler, err := front(frontOptions{BodyReadTimeout: bodyTimeout,
 		Kernel: kernel, MCP: mcpDoor, Portal: portalHandler, OAuthAPI: oauthAPI, OAuth: oauthSvc,
 		Keys: ring, Ready: st.Ping, Readiness: readiness(st, ring, draining, log), Log: log, Observe: mx.ObserveHTTP,
-		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil},
+		Docs: rest.Docs{BaseURL: cfg.PublicBaseURL(), TestBaseURL: cfg.TestBaseURL, Env: cfg.Env, Version: Version, EmailSignup: mailer != nil, Portal: portalHandler != nil},
 	})
 	if err != nil {
-		mcpDoor.Close()
-		endAsks()
 		return nil, err
 	}
-	handler = closeWhenDraining(handler, draining)
+
+	// The background work, until Stop.
 	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
@@ -434,9 +472,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			if demoPartner != nil {
-				defer demoPartner.Close()
-			}
+			defer ps.close()
 			billSvc.ReturnLeases("") // queued before the batch writer's last drain
 			cancelBg()
 			bg.Wait()
@@ -444,7 +480,95 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			mcpDoor.Close()
 		})
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, draining: draining, endAsks: endAsks, sealer: sealer}, nil
+	admin := &Admin{store: st, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, ring: ring, sealer: sealer,
+		onboarding: ob, apiKeys: keySvc}
+	return &App{cfg: cfg, log: log, store: st, kernel: kernel, handler: closeWhenDraining(handler, draining), metrics: mx.Handler(), signingKey: signingKey,
+		ring: ring, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, admin: admin,
+		redis: rdb, stop: stop, draining: draining, endAsks: endAsks}, nil
+}
+
+// openKeys applies the migrations, then loads the process's secrets and opens the service
+// key ring: the service key lives in the database (rotations, replicas), the key file seeds it.
+func openKeys(ctx context.Context, cfg Config, d service.Deps) (secrets, *keyring.Ring, error) {
+	applied, err := d.Store.Migrate(ctx)
+	if err != nil {
+		return secrets{}, nil, err
+	}
+	if len(applied) > 0 {
+		d.Log.Info("migrations applied", "migrations", applied)
+	}
+	sec, err := loadSecrets(cfg, d.Log)
+	if err != nil {
+		return secrets{}, nil, err
+	}
+	ring, err := keyring.Open(ctx, keyring.Config{Bootstrap: sec.signingKey}, d, sec.sealer)
+	if err != nil {
+		return secrets{}, nil, secretsToCopy(cfg, err)
+	}
+	return sec, ring, nil
+}
+
+// partnerSide is what partner calls go through: the demo partner (test environment only),
+// the outbound client, the client metadata fetcher and the partner intents' service.
+type partnerSide struct {
+	demo     *demo.Partner // nil where it is not offered
+	out      *outbound.Client
+	metadata *http.Client
+	svc      *partners.Service
+}
+
+// close stops the demo partner, when there is one.
+func (p partnerSide) close() {
+	if p.demo != nil {
+		p.demo.Close()
+	}
+}
+
+// newPartnerSide builds the partner side, and offers the demo partner where it runs.
+// metadata, when set, replaces the guarded metadata client (Deps.Metadata).
+func newPartnerSide(ctx context.Context, cfg Config, d service.Deps, signer *signing.Signer, mailer onboarding.Mailer, ob *onboarding.Service,
+	serverSecret []byte, metadata *http.Client) (p partnerSide, err error) {
+	if p.demo, err = startDemo(cfg, signer, d.Log); err != nil {
+		return p, err
+	}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	var guarded *http.Client
+	if p.out, guarded, err = partnerClient(cfg, signer, d.Log, p.demo); err != nil {
+		return p, err
+	}
+	p.metadata = cmp.Or(metadata, guarded)
+	pseudonyms := derive(serverSecret, "switchboard partner pseudonyms v1") // the userId partners see
+	if p.svc, err = newPartners(cfg, d, mailer, p.out, pseudonyms); err != nil {
+		return p, err
+	}
+	if p.demo != nil {
+		if err := offerDemo(ctx, ob, p.svc, d.Log); err != nil {
+			d.Log.Warn("demo partner not offered", "err", err)
+		}
+	}
+	return p, nil
+}
+
+// onboardingConfig is e-mail onboarding's: the code hashes are keyed by a server-side secret
+// (stealing the database alone does not let anyone test codes offline), and a new account gets
+// its starting grant.
+func onboardingConfig(serverSecret []byte, billSvc *billing.Service) onboarding.Config {
+	c := onboarding.DefaultConfig(derive(serverSecret, "switchboard e-mail codes v1"))
+	c.OnCreate = billSvc.StartingGrant()
+	return c
+}
+
+// toolNames are the kernel's tools' names: the only tool labels the metrics take.
+func toolNames(k *tools.Kernel) []string {
+	var names []string
+	for _, t := range k.Tools() {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 // partnerClient is the outbound client every partner call and probe goes through: the
@@ -530,12 +654,20 @@ func newHumanServices(cfg Config, d service.Deps, mailer onboarding.Mailer, ob *
 	return h, nil
 }
 
+// accessTokens is the kernel authenticator's way to MCP hosts' OAuth access tokens; nil (none
+// accepted) where nobody can sign in.
+func (h humanServices) accessTokens() keys.Tokens {
+	if h.oauth == nil {
+		return nil
+	}
+	return h.oauth.Authenticate
+}
+
 // humanDeps is what the portal and the authorization server are built from.
 type humanDeps struct {
 	cfg          Config
 	deps         service.Deps
 	kernel       *tools.Kernel
-	authn        *keys.Authenticator
 	limiter      tools.Limiter // the kernel's: sign-in and registration limits are shared the same way
 	mailer       onboarding.Mailer
 	ob           *onboarding.Service
@@ -558,7 +690,6 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 	if h.sessions == nil {
 		return humanDoor{}, nil
 	}
-	d.authn.Tokens = h.oauth.Authenticate
 	var signIn func(ctx context.Context, email, code, clientAddr string) (string, error)
 	if d.mailer != nil {
 		signIn = d.ob.SignIn
@@ -616,7 +747,7 @@ func loadSecrets(cfg Config, log *slog.Logger) (secrets, error) {
 
 // rateLimiter is in this process by default, shared by every replica through Redis when one
 // is configured (rdb, to close, is nil otherwise).
-func rateLimiter(ctx context.Context, cfg Config, now func() time.Time, mx *metrics.Metrics) (tools.Limiter, io.Closer, error) {
+func rateLimiter(ctx context.Context, cfg Config, now func() time.Time) (tools.Limiter, *redis.Client, error) {
 	if cfg.RedisURL == "" {
 		return tools.NewRateLimiter(now), nil, nil
 	}
@@ -624,7 +755,6 @@ func rateLimiter(ctx context.Context, cfg Config, now func() time.Time, mx *metr
 	if err != nil {
 		return nil, nil, err
 	}
-	mx.WatchRedis(client)
 	return ratelimit.NewRedis(client, "switchboard:ratelimit:"), client, nil
 }
 

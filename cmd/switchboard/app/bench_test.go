@@ -30,7 +30,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		for _, cached := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/cached=%v", d, cached), func(b *testing.B) {
 				env, key := benchEnv(b, d)
-				auth := keys.NewAuthenticator(service.Deps{Store: env.App.Store, Now: env.Clock.Now, Log: env.App.Log})
+				auth := keys.NewAuthenticator(service.Deps{Store: env.App.Store, Now: env.Clock.Now, Log: env.App.Log}, nil)
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				if cached {

@@ -21,10 +21,10 @@ func (a *App) Listen(ctx context.Context, addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.Config.MaxConnsPerClient <= 0 {
+	if a.cfg.MaxConnsPerClient <= 0 {
 		return l, nil
 	}
-	return LimitConnsPerClient(l, a.Config.MaxConnsPerClient, a.Log), nil
+	return LimitConnsPerClient(l, a.cfg.MaxConnsPerClient, a.log), nil
 }
 
 // LimitConnsPerClient caps the connections open at once from one client address (an IPv4

@@ -28,9 +28,9 @@ func TestHTTPNeverActsWithTheStdioKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Stop()
-	srv := httptest.NewServer(a.Handler)
+	srv := httptest.NewServer(a.Handler())
 	defer srv.Close()
-	httpDoor := &apptest.Env{App: a, URL: srv.URL}
+	httpDoor := &apptest.Env{App: &apptest.App{App: a}, URL: srv.URL}
 	if status, hdr, body := apptest.KeylessMCPCall(t, srv.URL, "account_get"); status != 401 || !strings.Contains(hdr.Get("WWW-Authenticate"), "resource_metadata") ||
 		!strings.Contains(fmt.Sprint(body), "x-api-key") {
 		t.Fatalf("keyless HTTP MCP call: %d %v %v, want a 401 challenge naming the header", status, hdr, body)

@@ -32,7 +32,7 @@ type frontOptions struct {
 	Portal   http.Handler // /developer, /docs, /connect, /oauth/authorize: portal sessions; nil when no one can sign in
 	OAuthAPI http.Handler // OAuth metadata, registration, token, revocation; nil with no portal
 	OAuth    *oauth.Service
-	Docs     rest.Docs
+	Docs     rest.Docs                       // Docs.Portal says whether Portal is mounted
 	Keys     *keyring.Ring                   // the current public key and the published key set
 	Ready    func(ctx context.Context) error // /healthz: the database answers
 	// Readiness is /readyz: nil when this replica should get traffic, else why not (a short
@@ -65,7 +65,6 @@ func front(o frontOptions) (http.Handler, error) {
 	} else {
 		mountSignInOff(mux, o.Docs.BaseURL)
 	}
-	o.Docs.Portal = o.Portal != nil
 	llms := rest.LLMsTxt(o.Docs)
 	mux.HandleFunc("GET /llms.txt", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -13,11 +13,11 @@ import (
 // replicas may serve meanwhile (they open rows under either key), and a finished run leaves
 // nothing to do. done, when set, is told after each wallet. It fails when rows are left that no
 // configured key opens: the report names them.
-func (a *App) Reseal(ctx context.Context, batch int, done func()) (*wallets.ResealReport, error) {
+func (a *Admin) Reseal(ctx context.Context, batch int, done func()) (*wallets.ResealReport, error) {
 	rep := &wallets.ResealReport{CurrentMasterKey: a.sealer.Current()}
-	err := a.Keys.Reseal(ctx, rep)
+	err := a.ring.Reseal(ctx, rep)
 	if err == nil {
-		err = wallets.ResealWallets(ctx, a.Store, a.sealer, batch, rep, done)
+		err = wallets.ResealWallets(ctx, a.store, a.sealer, batch, rep, done)
 	}
 	if rep.LeftWallets, rep.LeftServiceKeys, err = leftAfter(ctx, a, rep.CurrentMasterKey, err); err != nil {
 		return rep, err
@@ -29,9 +29,9 @@ func (a *App) Reseal(ctx context.Context, batch int, done func()) (*wallets.Rese
 }
 
 // leftAfter counts the rows still under an older key once a run ended (with err, kept).
-func leftAfter(ctx context.Context, a *App, current string, err error) (int, int, error) {
+func leftAfter(ctx context.Context, a *Admin, current string, err error) (int, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	return a.Store.SealedElsewhere(ctx, current)
+	return a.store.SealedElsewhere(ctx, current)
 }

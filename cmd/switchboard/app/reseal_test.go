@@ -43,7 +43,7 @@ func TestResealMovesEveryRowToTheNewMasterKey(t *testing.T) {
 			// Stopped after 2 wallets (a crash, ^C): those 2 and the service key have moved.
 			ctx, cancel := context.WithCancel(context.Background())
 			n := 0
-			rep, err := rotating.App.Reseal(ctx, 2, func() {
+			rep, err := rotating.App.Admin().Reseal(ctx, 2, func() {
 				if n++; n == 2 {
 					cancel()
 				}
@@ -55,11 +55,11 @@ func TestResealMovesEveryRowToTheNewMasterKey(t *testing.T) {
 				t.Fatalf("after the stop: %d wallets, %d service keys under the old key; want 4 and 0", w, k)
 			}
 			// Run again: it carries on; once more: nothing left.
-			rep, err = rotating.App.Reseal(context.Background(), 2, nil)
+			rep, err = rotating.App.Admin().Reseal(context.Background(), 2, nil)
 			if err != nil || rep.WalletsResealed != 4 || rep.ServiceKeysResealed != 0 || rep.LeftWallets != 0 || rep.LeftServiceKeys != 0 || rep.CurrentMasterKey != newID {
 				t.Fatalf("the re-seal run again: %+v %v", rep, err)
 			}
-			if rep, err = rotating.App.Reseal(context.Background(), 2, nil); err != nil || rep.WalletsResealed != 0 || rep.LeftWallets != 0 {
+			if rep, err = rotating.App.Admin().Reseal(context.Background(), 2, nil); err != nil || rep.WalletsResealed != 0 || rep.LeftWallets != 0 {
 				t.Fatalf("a third run: %+v %v", rep, err)
 			}
 

@@ -6,6 +6,7 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -32,6 +33,9 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/keyring"
+	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
 // Clock is a settable clock, safe for concurrent use.
@@ -59,7 +63,7 @@ func (c *Clock) Advance(d time.Duration) {
 
 // Env is a running service.
 type Env struct {
-	App    *app.App
+	App    *App
 	Server *httptest.Server
 	URL    string
 	Inbox  *Inbox
@@ -121,9 +125,28 @@ func Start(t testing.TB, o Options) *Env {
 		t.Fatalf("build app: %v", err)
 	}
 	t.Cleanup(a.Stop) // before the store closes (cleanups run last first)
-	srv.Config.Handler = a.Handler
+	srv.Config.Handler = a.Handler()
 	srv.Start()
-	return &Env{App: a, Server: srv, URL: srv.URL, Inbox: inbox, Clock: clock}
+	p := a.Parts()
+	return &Env{App: &App{App: a, Config: cfg, Store: st, Log: log, Handler: a.Handler(), Metrics: a.Metrics(),
+		Kernel: p.Kernel, Billing: p.Billing, Payments: p.Payments, Keys: p.Keys, SigningKey: p.SigningKey}, Server: srv, URL: srv.URL, Inbox: inbox, Clock: clock}
+}
+
+// App is the built service (its methods: Sweep, Settled, Admin, ...) with what tests reach
+// below the doors: the configuration, store and logger the test built it with, its handlers,
+// and its app.Parts.
+type App struct {
+	*app.App
+	Config     app.Config
+	Store      *store.Store
+	Log        *slog.Logger
+	Handler    http.Handler // the public front
+	Metrics    http.Handler // the operator's /metrics and pprof
+	Kernel     *tools.Kernel
+	Billing    *billing.Service
+	Payments   *payments.Service // nil without the flat-fee network
+	Keys       *keyring.Ring
+	SigningKey ed25519.PrivateKey // the key file's key the service key ring was seeded with
 }
 
 // Inbox is an in-process SMTP server that keeps every message it receives.

@@ -47,9 +47,10 @@ type Metrics struct {
 	outcomes *prometheus.CounterVec
 }
 
-// New registers the series, the Go runtime and process collectors, and, with st, the database
-// pool statistics and the ledger totals.
-func New(st *store.Store, log *slog.Logger) *Metrics {
+// New registers the series, the Go runtime and process collectors, with st the database pool
+// statistics and the ledger totals, and with rdb (the shared rate limiter's connection) the
+// Redis pool statistics. st and rdb may be nil.
+func New(st *store.Store, rdb *redis.Client, log *slog.Logger) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		http: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "http_request_duration_seconds",
@@ -73,6 +74,9 @@ func New(st *store.Store, log *slog.Logger) *Metrics {
 			desc: prometheus.NewDesc(namespace+"_ledger_balance_micro_usd",
 				"Money the ledger holds by kind, in micro-USD: users' available and reserved credit, the platform's fee, infrastructure and gas books. Read at most every "+LedgerEvery.String()+"; the same on every replica.",
 				[]string{"kind"}, nil)})
+	}
+	if rdb != nil {
+		m.watchRedis(rdb)
 	}
 	return m
 }
@@ -130,8 +134,8 @@ func (m *Metrics) ObserveInvoke(o dispatch.Observation) {
 	m.overhead.Observe(max(o.Total-o.Partner, 0).Seconds())
 }
 
-// WatchRedis exports the shared rate limiter's connection pool.
-func (m *Metrics) WatchRedis(rdb *redis.Client) {
+// watchRedis exports the shared rate limiter's connection pool.
+func (m *Metrics) watchRedis(rdb *redis.Client) {
 	stat := func(f func(*redis.PoolStats) uint32) func() float64 {
 		return func() float64 { return float64(f(rdb.PoolStats())) }
 	}

@@ -81,7 +81,7 @@ type InvocationEvent struct {
 func (q *Q) AddEvent(ctx context.Context, requestID, state, detail string, at time.Time) error {
 	return q.write(ctx, q.tx.NewRaw(`INSERT INTO invocation_events (id, request_id, seq, state, detail, at)
 		SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM invocation_events WHERE request_id = ?`,
-		rowID(), requestID, state, detail, at, requestID))
+		RowID(), requestID, state, detail, at, requestID))
 }
 
 // Event is one step of an invocation's history.
@@ -92,8 +92,8 @@ type Event struct {
 
 // InsertInvocation writes a new invocation row.
 func (q *Q) InsertInvocation(ctx context.Context, inv *Invocation) error {
-	if q.m != nil {
-		q.m.invocations = append(q.m.invocations, *inv)
+	if q.rec != nil {
+		q.rec.Invocation(*inv)
 		return nil
 	}
 	return q.write(ctx, q.tx.NewInsert().Model(inv).Returning("NULL"))

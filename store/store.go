@@ -44,7 +44,7 @@ type Store struct {
 	// whose busy handler sleeps 1, 2, 5... up to 100 ms between tries. Behind the batch
 	// writer's back-to-back commits a lease renewal polled for about 50 ms on average.
 	writer sync.Mutex
-	prep   prepared // the batch writer's prepared statements (SQLite)
+	prep   prepared // ExecPrepared's statements (the batch writer's, on SQLite)
 }
 
 //go:embed migrations/*.sql

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/tracing"
 	"go.opentelemetry.io/otel/attribute"
@@ -51,7 +52,7 @@ func DefaultLeaseConfig() LeaseConfig {
 // sweeper after its deadline.
 type Leases struct {
 	svc   *Service
-	batch *store.Batcher
+	batch *commit.Batcher
 	cfg   LeaseConfig
 
 	mu   sync.Mutex
@@ -92,7 +93,7 @@ func (ls *Leases) outlasts(runs time.Duration) bool {
 // UseLeases lets holds that may (Plan.MayLease) be drawn from budget leases this replica
 // holds, written through batch; it returns the leases, which the replica returns when idle
 // and at shutdown.
-func (s *Service) UseLeases(batch *store.Batcher, cfg LeaseConfig) *Leases {
+func (s *Service) UseLeases(batch *commit.Batcher, cfg LeaseConfig) *Leases {
 	s.leases = &Leases{svc: s, batch: batch, cfg: cfg, open: map[string]map[string]*lease{}}
 	return s.leases
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -62,8 +63,8 @@ type Service struct {
 	client  *outbound.Client
 	billing *billing.Service
 	tokens  *tokens.Service // nil: no token resolution before writes
-	batch   *store.Batcher  // nil: outcomes commit before the caller is answered
-	journal *store.Journal  // nil: a write's outcome waits for the database alone
+	batch   *commit.Batcher // nil: outcomes commit before the caller is answered
+	journal *commit.Journal // nil: a write's outcome waits for the database alone
 	now     func() time.Time
 	log     *slog.Logger
 
@@ -86,11 +87,11 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 
 // SettleInBatches lets finished invocations commit through b after their callers are
 // answered (group commit); readers of an account wait for its pending ones (Batcher.Wait).
-func (s *Service) SettleInBatches(b *store.Batcher) { s.batch = b }
+func (s *Service) SettleInBatches(b *commit.Batcher) { s.batch = b }
 
 // UseJournal keeps each write's outcome in j until the database has it (finishDurable), and
 // replays what j holds before every sweep (ReplayJournal).
-func (s *Service) UseJournal(j *store.Journal) { s.journal = j }
+func (s *Service) UseJournal(j *commit.Journal) { s.journal = j }
 
 // dispatch reserves (moving inv from state `from`, or inserting it when from is ""), calls
 // the partner (retrying idempotent categories once), and settles or refunds. The database sees

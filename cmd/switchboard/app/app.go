@@ -32,6 +32,7 @@ import (
 	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/account"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -86,7 +87,7 @@ type App struct {
 	Keys       *keyring.Ring     // the service's signing keys (rotation)
 	redis      io.Closer         // the shared rate limiter's connection, when configured
 	stop       func()            // ends the background work Build started, and waits for it
-	batcher    *store.Batcher    // finished invocations, committed after their callers are answered
+	batcher    *commit.Batcher   // finished invocations, committed after their callers are answered
 	leases     *billing.Leases   // budget leases of new calls; nil when off
 	draining   *atomic.Bool      // set by Drain: /readyz answers 503 from then on
 	sealer     *wallets.Sealer   // the master keys wallet and service keys are sealed under (Reseal)
@@ -481,7 +482,7 @@ func newPartners(cfg Config, d service.Deps, mailer onboarding.Mailer, out *outb
 // the data directory (kept until the database has them).
 func newDispatch(cfg Config, d service.Deps, dc dispatch.Config, out *outbound.Client, bill *billing.Service, tok *tokens.Service) (*dispatch.Service, error) {
 	svc := dispatch.NewService(dc, d, out, bill, tok)
-	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
+	journal, err := commit.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
 	if err != nil {
 		return nil, err
 	}
@@ -606,8 +607,8 @@ func rateLimiter(ctx context.Context, cfg Config, now func() time.Time, mx *metr
 // settlement is the batch writer finished invocations commit through after their callers
 // are answered (each call waits for its own account's pending ones first), and the budget
 // leases new calls reserve from, as configured.
-func settlement(cfg Config, st *store.Store, log *slog.Logger, billSvc *billing.Service, dispatchSvc *dispatch.Service, failpoint func(string)) (*store.Batcher, *billing.Leases) {
-	batcher := st.NewBatcher(256, log)
+func settlement(cfg Config, st *store.Store, log *slog.Logger, billSvc *billing.Service, dispatchSvc *dispatch.Service, failpoint func(string)) (*commit.Batcher, *billing.Leases) {
+	batcher := commit.NewBatcher(st, 256, log)
 	batcher.BeforeCommit(func() { failpoint("batch") })
 	var leases *billing.Leases
 	if cfg.SettleAfterAnswer {
@@ -621,7 +622,7 @@ func settlement(cfg Config, st *store.Store, log *slog.Logger, billSvc *billing.
 
 // settledHook is the kernel's Settled: a reader of an account's money waits for what its
 // replica still has to commit for it, and the account's idle leases come back first.
-func settledHook(batcher *store.Batcher, leases *billing.Leases, log *slog.Logger) func(ctx context.Context, accountID string) error {
+func settledHook(batcher *commit.Batcher, leases *billing.Leases, log *slog.Logger) func(ctx context.Context, accountID string) error {
 	return func(ctx context.Context, accountID string) error {
 		if leases != nil && accountID != "" {
 			leases.Return(accountID) // the balance read shows no budget held for calls not running

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // The ledger: books of signed micro-USD (positive grows the book), written in transactions
@@ -102,9 +104,9 @@ type Posting struct {
 type Q struct {
 	tx      bun.Tx // zero for a Q that records (Recording)
 	store   *Store
-	changed []Change // what the transaction changed, fanned out after it commits
-	pending []string // PostgreSQL: queued writes, in order
-	rec     Recorder // non-nil: a write-only job's writes go to it instead (record.go)
+	changed []watch.Change // what the transaction changed, fanned out after it commits
+	pending []string       // PostgreSQL: queued writes, in order
+	rec     Recorder       // non-nil: a write-only job's writes go to it instead (record.go)
 }
 
 // InTx runs fn in one transaction with a Q (see Tx for retries: fn must only touch the
@@ -119,7 +121,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, q *Q) err
 		return last.flush(ctx)
 	})
 	if err == nil {
-		s.watch.changed(last.changed...)
+		s.watch.Changed(last.changed...)
 	}
 	return err
 }

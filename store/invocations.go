@@ -222,3 +222,11 @@ func (s *Store) OutputSchemaMismatches(ctx context.Context, intentID string) (in
 		Where("intent_id = ? AND output_schema_valid = ?", intentID, false).Count(ctx)
 	return int(n), normalize(err)
 }
+
+// infrastructure reserve it kept plus the partner and platform fees and gas.
+func (s *Store) SpentSince(ctx context.Context, accountID string, since time.Time) (int64, error) {
+	var sum int64
+	err := s.db.NewRaw(`SELECT COALESCE(SUM(reserve_micro - refunded_micro + partner_fee_micro + platform_fee_micro + gas_micro), 0)
+		FROM invocations WHERE account_id = ? AND created_at >= ? AND finished_at IS NOT NULL AND state <> ?`, accountID, since, InvDeclined).Scan(ctx, &sum)
+	return sum, normalize(err)
+}

@@ -294,3 +294,35 @@ func (s *Store) RecordProbe(ctx context.Context, id, result string, failures int
 	})
 	return err
 }
+
+// SystemAccountID owns the core intents (Switchboard's built-in capabilities).
+const SystemAccountID = "system"
+
+// EnsureCoreIntents creates or refreshes the core intents, owned by the system account and
+// active, in one transaction. Their handles are reserved, so no partner can hold one.
+func (s *Store) EnsureCoreIntents(ctx context.Context, rows []*PartnerIntent, now time.Time) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(&Account{ID: SystemAccountID, Email: "system@switchboard.invalid", CreatedAt: now}).
+			On("CONFLICT (id) DO NOTHING").Exec(ctx); err != nil {
+			return err
+		}
+		p, err := s.lockPartner(ctx, tx, SystemAccountID, now)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			r.PartnerID, r.OwnerID, r.IsCoreIntent, r.IsActive = p.ID, SystemAccountID, true, true
+			r.CreatedAt, r.UpdatedAt = now, now
+			if _, err := tx.NewInsert().Model(r).
+				On("CONFLICT (public_identifier) DO UPDATE").
+				Set("name = EXCLUDED.name").Set("description = EXCLUDED.description").
+				Set("category = EXCLUDED.category").Set("sample_queries = EXCLUDED.sample_queries").
+				Set("parameters_schema = EXCLUDED.parameters_schema").Set("tool_endpoint = EXCLUDED.tool_endpoint").
+				Set("verification_status = EXCLUDED.verification_status").Set("is_active = TRUE").
+				Set("updated_at = EXCLUDED.updated_at").Exec(ctx); err != nil {
+				return fmt.Errorf("core intent %s: %w", r.PublicIdentifier, err)
+			}
+		}
+		return nil
+	})
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // APIKey is a key's metadata. Only the SHA-256 hash of the secret is stored.
@@ -137,7 +139,7 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 		if revoked, err = revokeTree(ctx, tx, accountID, keyID, now); err != nil {
 			return fmt.Errorf("revoke key: %w", err)
 		}
-		if err := s.announce(ctx, tx, KeyChange, revoked...); err != nil {
+		if err := s.watch.Announce(ctx, tx, watch.KeyChange, revoked...); err != nil {
 			return err
 		}
 		return tx.NewSelect().Model(key).Where("id = ? AND account_id = ?", keyID, accountID).Scan(ctx)
@@ -145,7 +147,7 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 	if err != nil {
 		return nil, err
 	}
-	s.changed(KeyChange, revoked...)
+	s.changed(watch.KeyChange, revoked...)
 	return key, nil
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/account"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -633,12 +634,12 @@ func rateLimiter(ctx context.Context, cfg Config, now func() time.Time, mx *metr
 // SWITCHBOARD_SETTLE_AFTER_ANSWER is on, and budget leases with SWITCHBOARD_BUDGET_LEASES), and
 // the journal of write outcomes in the data directory (kept until the database has them).
 // The batch writer is returned to be run.
-func recording(cfg Config, st *store.Store, log *slog.Logger, failpoint func(string)) (billing.Recording, *store.Batcher, error) {
-	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
+func recording(cfg Config, st *store.Store, log *slog.Logger, failpoint func(string)) (billing.Recording, *commit.Batcher, error) {
+	journal, err := commit.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
 	if err != nil {
 		return billing.Recording{}, nil, err
 	}
-	batcher := st.NewBatcher(256, log)
+	batcher := commit.NewBatcher(st, 256, log)
 	batcher.BeforeCommit(func() { failpoint("batch") })
 	rec := billing.Recording{Journal: journal, Failpoint: failpoint}
 	if cfg.SettleAfterAnswer {

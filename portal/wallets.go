@@ -79,7 +79,7 @@ func (p *portal) exportAction(w http.ResponseWriter, r *http.Request, pr *tools.
 		}
 		ev := &store.AccountEvent{ID: uuid.NewString(), AccountID: pr.AccountID, Kind: store.EventWalletExported, SessionID: pr.SessionID,
 			ClientAddr: r.Header.Get(tools.HeaderClientAddr), Detail: strings.Join(addrs, ","), CreatedAt: p.o.Now().UTC()}
-		if err := p.o.Store.RecordAccountEvent(r.Context(), ev); err != nil {
+		if err := wallets.RecordExport(r.Context(), p.o.Store, ev); err != nil {
 			p.fail(w, r, tools.Translate(err))
 			return
 		}

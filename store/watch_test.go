@@ -93,7 +93,7 @@ func TestWatchFansOutEveryKind(t *testing.T) {
 			if err := a.SetTier(ctx, "acct-watch", "pro"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.RevokeKey(ctx, "acct-watch", "k-acct-watch", now); err != nil {
+			if _, err := a.RevokeKey(ctx, "acct-watch", "k-acct-watch", now, nil); err != nil {
 				t.Fatal(err)
 			}
 			want := []store.Change{{Kind: store.IntentChange, ID: "@watched"}, {Kind: store.TierChange, ID: "acct-watch"}, {Kind: store.KeyChange, ID: "k-acct-watch"}}

@@ -338,3 +338,245 @@ func TestReceiverFailingThenDownLosesNoEvent(t *testing.T) {
 			emitted, attempts, rcv.requests, len(rcv.ok), duplicates, maxDelay.Round(time.Second), downFor, w.clock.Now().Sub(start).Round(time.Second))
 	})
 }
+
+// Bad input gets an error that says what to do: an endpoint that is not https (outside
+// development), a loopback host, an unknown event type; a key minted under another key and
+// an unknown id are refused too, and nothing is stored.
+func TestBadInputIsRefusedClearly(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		w := newWorld(t, s, worldOptions{})
+		for _, tc := range []struct {
+			key, tool string
+			args      map[string]any
+			code      tools.Code
+			says      string
+		}{
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "http://example.com/hook"}, tools.CodeBadInput, "must be https://"},
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://127.0.0.1/hook"}, tools.CodeBadInput, "loopback"},
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "ftp://example.com/hook"}, tools.CodeBadInput, "use an https:// URL"},
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://93.184.215.14/hook", "eventTypes": []string{"call.succeeded", "call.exploded"}}, tools.CodeBadInput, `unknown event type "call.exploded"; the event types are call.succeeded`},
+			{w.child, "webhook_endpoint_create", map[string]any{"url": "https://93.184.215.14/hook"}, tools.CodeForbidden, "manage webhooks with a root key"},
+			{w.child, "webhook_delivery_list", map[string]any{}, tools.CodeForbidden, "minted under another key"},
+			{w.root, "webhook_endpoint_delete", map[string]any{"endpointId": "we_nope"}, tools.CodeNotFound, "webhook_endpoint_list shows"},
+			{w.root, "webhook_delivery_replay", map[string]any{"deliveryId": "wd_nope"}, tools.CodeNotFound, "webhook_delivery_list shows"},
+		} {
+			_, e := w.call(tc.key, tc.tool, tc.args)
+			if e == nil || e.Code != tc.code || !strings.Contains(e.Message, tc.says) {
+				t.Errorf("%s %v: got %v, want %s saying %q", tc.tool, tc.args, e, tc.code, tc.says)
+			}
+		}
+		if eps, err := s.WebhookEndpoints(context.Background(), "acct"); err != nil || len(eps) != 0 {
+			t.Fatalf("endpoints stored: %d, %v", len(eps), err)
+		}
+		// A public https URL with known types is taken, and its secret is never listed.
+		out := w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": "https://93.184.215.14/hook", "eventTypes": []string{"key.created"}}).(webhooks.CreateOutput)
+		listed, _ := json.Marshal(w.mustCall(w.root, "webhook_endpoint_list", nil))
+		if !strings.HasPrefix(out.Secret, "whsec_") || strings.Contains(string(listed), strings.TrimPrefix(out.Secret, "whsec_")) {
+			t.Fatalf("secret %q; list %s", out.Secret, listed)
+		}
+	})
+}
+
+// A delivery to an endpoint that always fails is retried for at least 24 hours and then given
+// up; an endpoint failing every attempt for five days is disabled, with an account event and
+// a notice to its owner, and sent nothing more; a replay (after the receiver is fixed) enables
+// it again and delivers with the same webhook-id. An event type the endpoint did not choose
+// is never delivered to it.
+func TestFailingEndpointGivesUpThenIsDisabledAndReplayRevivesIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		rcv := newReceiver(t)
+		fixed := false
+		rcv.answer = func(int) int {
+			if fixed {
+				return http.StatusNoContent
+			}
+			return http.StatusServiceUnavailable
+		}
+		w := newWorld(t, s, worldOptions{allowLocal: true, caPEM: partnertest.CAPEM(rcv.srv)})
+		ep := w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": rcv.URL(), "eventTypes": []string{"call.succeeded"}}).(webhooks.CreateOutput).Endpoint
+		emit := func(typ string) {
+			if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+				return webhooks.Emit(ctx, q, typ, "acct", w.clock.Now(), webhooks.CallData{RequestID: typ})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		emit(webhooks.CallSucceeded)
+		emit(webhooks.CallFailed) // not chosen: never a delivery
+		first := w.clock.Now()
+		// Day by day, one new event each day, the clock moved to each attempt due.
+		var disabledAt time.Time
+		for day := 0; day < 7 && disabledAt.IsZero(); day++ {
+			if day > 0 {
+				emit(webhooks.CallSucceeded)
+			}
+			dayEnd := first.Add(time.Duration(day+1) * 24 * time.Hour)
+			for i := 0; i < 100; i++ {
+				if r := w.run(); r.Disabled > 0 {
+					disabledAt = w.clock.Now()
+					break
+				}
+				next, _ := s.NextWebhookAttemptAt(ctx)
+				if next.IsZero() || next.After(dayEnd) {
+					break
+				}
+				w.clock.Set(next)
+			}
+			w.clock.Set(dayEnd)
+		}
+		if disabledAt.IsZero() || disabledAt.Sub(first) < webhooks.DefaultDisableAfter {
+			t.Fatalf("disabled at %v, %s after the first failure", disabledAt, disabledAt.Sub(first))
+		}
+		page := w.mustCall(w.root, "webhook_delivery_list", map[string]any{"endpointId": ep.ID, "limit": 100}).(webhooks.ListDeliveriesOutput)
+		var gaveUp *webhooks.Delivery
+		for i, d := range page.Deliveries {
+			if d.EventType != webhooks.CallSucceeded {
+				t.Fatalf("a %s was delivered to an endpoint that chose call.succeeded only", d.EventType)
+			}
+			if d.State == store.DeliveryFailed && gaveUp == nil {
+				gaveUp = &page.Deliveries[i]
+			}
+		}
+		if gaveUp == nil {
+			t.Fatalf("no delivery was given up: %+v", page.Deliveries)
+		}
+		if last := gaveUp.Attempts[len(gaveUp.Attempts)-1].At; last.Sub(gaveUp.CreatedAt) < 24*time.Hour {
+			t.Fatalf("given up after %s, before 24 hours (%d attempts)", last.Sub(gaveUp.CreatedAt), len(gaveUp.Attempts))
+		}
+		t.Logf("a delivery failing throughout: %d attempts over %s, then given up; endpoint disabled %s after its first failure",
+			len(gaveUp.Attempts), gaveUp.Attempts[len(gaveUp.Attempts)-1].At.Sub(gaveUp.CreatedAt).Round(time.Minute), disabledAt.Sub(first).Round(time.Minute))
+		eps := w.mustCall(w.root, "webhook_endpoint_list", nil).(webhooks.ListEndpointsOutput).Endpoints
+		if len(eps) != 1 || eps[0].DisabledAt == nil || !strings.Contains(eps[0].DisabledReason, "every attempt failed") {
+			t.Fatalf("endpoint %+v", eps)
+		}
+		evs, err := s.AccountEvents(ctx, "acct")
+		if err != nil || len(evs) != 1 || evs[0].Kind != store.EventWebhookEndpointDisabled {
+			t.Fatalf("account events %+v %v", evs, err)
+		}
+		if len(w.notices) != 1 || !strings.Contains(w.notices[0], rcv.URL()) {
+			t.Fatalf("notices %q", w.notices)
+		}
+		// Disabled: nothing is attempted any more, however late.
+		requests := rcv.requests
+		emit(webhooks.CallSucceeded)
+		w.clock.Add(48 * time.Hour)
+		if r := w.run(); r.Attempts != 0 || rcv.requests != requests {
+			t.Fatalf("a disabled endpoint was sent %d attempts", r.Attempts)
+		}
+		// Fixed and replayed: enabled again, the replayed delivery and those that waited arrive.
+		fixed = true
+		rep := w.mustCall(w.root, "webhook_delivery_replay", map[string]any{"deliveryId": gaveUp.ID}).(webhooks.ReplayOutput)
+		if rep.Delivery.State != store.DeliveryPending || rep.Notice == "" {
+			t.Fatalf("replay %+v", rep)
+		}
+		w.run()
+		if rcv.ok[gaveUp.WebhookID] != 1 {
+			t.Fatalf("the replayed %s arrived %d times", gaveUp.WebhookID, rcv.ok[gaveUp.WebhookID])
+		}
+		if pending, _ := s.WebhookDeliveries(ctx, "acct", store.WebhookDeliveryFilter{State: store.DeliveryPending, Limit: 10}); len(pending) != 0 {
+			t.Fatalf("%d deliveries still pending after the endpoint came back", len(pending))
+		}
+	})
+}
+
+// A receiver's answer is read only up to a small limit and ignored: a 2xx with an endless body
+// is delivered without reading it, and one that never answers fails by the timeout.
+func TestResponseBodyIsBoundedAndSlowReceiversTimeOut(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		var mu sync.Mutex
+		var written int64
+		release := make(chan struct{})
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/hang" {
+				<-release
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+			chunk := make([]byte, 64<<10)
+			for range 1024 { // 64 MiB unless the client stops reading
+				n, err := w.Write(chunk)
+				mu.Lock()
+				written += int64(n)
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}))
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+		srv.StartTLS()
+		t.Cleanup(func() { close(release); srv.Close() })
+		w := newWorld(t, s, worldOptions{allowLocal: true, caPEM: partnertest.CAPEM(srv), timeout: 300 * time.Millisecond})
+		w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": srv.URL + "/big", "eventTypes": []string{"key.created"}})
+		w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": srv.URL + "/hang", "eventTypes": []string{"key.created"}})
+		w.mustCall(w.root, "api_key_create", map[string]any{"name": "k", "scopes": []string{"read"}})
+		w.run()
+		page := w.mustCall(w.root, "webhook_delivery_list", nil).(webhooks.ListDeliveriesOutput)
+		states := map[string]webhooks.Delivery{}
+		for _, d := range page.Deliveries {
+			states[strings.TrimPrefix(d.URL, srv.URL)] = d
+		}
+		if d := states["/big"]; d.State != store.DeliveryDelivered {
+			t.Fatalf("the big answer's delivery: %+v", d)
+		}
+		if d := states["/hang"]; d.State != store.DeliveryPending || len(d.Attempts) != 1 || !strings.Contains(d.Attempts[0].Error, "deadline") {
+			t.Fatalf("the hanging receiver's delivery: %+v", d)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if written >= 64<<20 {
+			t.Fatalf("the whole %d-byte answer was read", written)
+		}
+	})
+}
+
+// Two replicas running rounds at once on one database never both send a delivery: each
+// webhook-id arrives once.
+func TestTwoReplicasSendEachDeliveryOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		rcv := newReceiver(t)
+		w := newWorld(t, s, worldOptions{allowLocal: true, caPEM: partnertest.CAPEM(rcv.srv)})
+		w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": rcv.URL()})
+		out, err := outbound.New(outbound.Options{AllowLocal: true, ExtraCAPEM: partnertest.CAPEM(rcv.srv)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := webhooks.NewService(webhooks.Config{SecretKey: []byte("a test secret key of 32 bytes..."), Signer: w.signer, Client: out, AllowLocal: true},
+			service.Deps{Store: s, Now: w.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const events = 150
+		for i := range events {
+			if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+				return webhooks.Emit(ctx, q, webhooks.CallSucceeded, "acct", w.clock.Now(), webhooks.CallData{RequestID: strings.Repeat("x", i%7)})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		rounds := [2]webhooks.Round{}
+		for i, svc := range []*webhooks.Service{w.hooks, other} {
+			wg.Go(func() {
+				r, err := svc.RunOnce(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				rounds[i] = r
+			})
+		}
+		wg.Wait()
+		w.run() // whatever one replica fanned out after the other's claim
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		dup := 0
+		for _, n := range rcv.ok {
+			dup += n - 1
+		}
+		if len(rcv.ok) != events || dup != 0 {
+			t.Fatalf("%d of %d events arrived, %d twice (rounds %+v)", len(rcv.ok), events, dup, rounds)
+		}
+	})
+}

@@ -62,7 +62,10 @@ func (p *portal) webhooks(w http.ResponseWriter, r *http.Request, pr *tools.Prin
 
 func (p *portal) createWebhook(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
 	form := map[string]any{"url": strings.TrimSpace(r.PostFormValue("url")), "description": strings.TrimSpace(r.PostFormValue("description")), "eventTypes": r.PostForm["eventTypes"]}
-	args := map[string]any{"url": form["url"], "description": form["description"], "eventTypes": r.PostForm["eventTypes"]}
+	args := map[string]any{"url": form["url"], "description": form["description"]}
+	if types := r.PostForm["eventTypes"]; len(types) > 0 {
+		args["eventTypes"] = types
+	}
 	var errs map[string]string
 	created, e := p.call(r, pr, "webhook_endpoint_create", args)
 	if e != nil {

@@ -405,3 +405,15 @@ func (q *Q) PartnerAccountID(ctx context.Context, partnerID string) (string, err
 	err = tx.NewSelect().Model((*Partner)(nil)).Column("account_id").Where("id = ?", partnerID).Scan(ctx, &id)
 	return id, err
 }
+
+// WebhookWork reports, by two indexed reads outside any transaction, whether events wait to be
+// fanned out and whether a delivery is due at now: an idle worker's round then takes no write
+// transaction (on SQLite every transaction takes the one writer's lock).
+func (s *Store) WebhookWork(ctx context.Context, now time.Time) (fanOut, due bool, _ error) {
+	fanOut, err := s.db.NewSelect().Model((*WebhookEvent)(nil)).Where("fanned_at IS NULL").Limit(1).Exists(ctx)
+	if err != nil {
+		return false, false, normalize(err)
+	}
+	due, err = s.db.NewSelect().Model((*WebhookDelivery)(nil)).Where("state = ? AND next_attempt_at <= ?", DeliveryPending, now).Limit(1).Exists(ctx)
+	return fanOut, due, normalize(err)
+}

@@ -54,15 +54,17 @@ func (s *Service) Run(ctx context.Context, every time.Duration) {
 // now (by the service's clock), once each.
 func (s *Service) RunOnce(ctx context.Context) (Round, error) {
 	var r Round
-	for {
+	fanOut, due, err := s.store.WebhookWork(ctx, s.clock())
+	if err != nil || !fanOut && !due {
+		return r, err
+	}
+	for fanOut {
 		n, err := s.store.FanOutWebhookEvents(ctx, s.clock(), batchSize, func() string { return "wd_" + NewID()[4:] }, subscribed)
 		if err != nil {
 			return r, fmt.Errorf("fan out webhook events: %w", err)
 		}
 		r.FannedOut += n
-		if n < batchSize {
-			break
-		}
+		fanOut = n == batchSize
 	}
 	for {
 		now := s.clock()

@@ -395,15 +395,19 @@ func (s *Store) NextWebhookAttemptAt(ctx context.Context) (time.Time, error) {
 	return d.NextAttemptAt, normalize(err)
 }
 
-// PartnerAccountID reads the account a partner belongs to, inside q's transaction.
+// PartnerAccountID reads the account a partner belongs to, inside q's transaction ("" when
+// there is no such partner).
 func (q *Q) PartnerAccountID(ctx context.Context, partnerID string) (string, error) {
 	tx, err := q.now(ctx)
 	if err != nil {
 		return "", err
 	}
-	var id string
-	err = tx.NewSelect().Model((*Partner)(nil)).Column("account_id").Where("id = ?", partnerID).Scan(ctx, &id)
-	return id, err
+	var ids []string
+	err = tx.NewSelect().Model((*Partner)(nil)).Column("account_id").Where("id = ?", partnerID).Limit(1).Scan(ctx, &ids)
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], nil
 }
 
 // WebhookWork reports, by two indexed reads outside any transaction, whether events wait to be

@@ -264,6 +264,9 @@ func (s *Service) emitSettled(ctx context.Context, q *store.Q, p *store.Payout) 
 	if err != nil {
 		return fmt.Errorf("the account of partner %s: %w", parts[1], err)
 	}
+	if accountID == "" { // a book with no partner row: the payout stands, no one to tell
+		return nil
+	}
 	return webhooks.Emit(ctx, q, webhooks.PayoutSettled, accountID, p.UpdatedAt, webhooks.PayoutData{
 		PayoutID: p.ID, ChainID: p.ChainID, Address: p.Address, AmountAtomic: strconv.FormatInt(p.AmountAtomic, 10), Tx: p.Tx})
 }

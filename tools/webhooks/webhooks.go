@@ -217,11 +217,11 @@ type ReplayOutput struct {
 	Notice   string   `json:"notice,omitempty"`
 }
 
-// access is who manages webhooks: scope read, and the account as a whole, because an
+// access is who manages webhooks: scope publish (the partner toolset, so an agent key's tools/list stays small), and the account as a whole, because an
 // endpoint receives every event of the account: the portal's human or a root key (one
 // agent_verify or the portal issued), never a key minted under another, nor an OAuth
 // connection (nothing a grant creates outlives it).
-var access = tools.RequireScope(tools.ScopeRead)
+var access = tools.RequireScope(tools.ScopePublish)
 
 func checkCaller(c *tools.Caller) error {
 	p := c.Principal
@@ -244,7 +244,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Title: "Create webhook endpoint",
 			Description: "Register an https URL to receive the account's events as Standard Webhooks (signed POSTs with webhook-id, webhook-timestamp and webhook-signature). " +
 				"Choose eventTypes or omit them for all. Returns the endpoint's HMAC secret (whsec_..., verifies the v1 signature; shown once) and the service's public key (whpk_..., verifies v1a). " +
-				"Deliveries are retried with backoff for 24 hours; the same webhook-id is sent on every retry, so process each id once. Needs scope read and a root key (or the portal).",
+				"Deliveries are retried with backoff for 24 hours; the same webhook-id is sent on every retry, so process each id once. Needs scope publish and a root key (or the portal).",
 			Access: access, Annotations: rw,
 		}, s.create),
 		tools.New(tools.Def{

@@ -91,7 +91,7 @@ func newWorld(t *testing.T, s *store.Store, o worldOptions) *world {
 	if err := s.CreateAccount(ctx, &store.Account{ID: "acct", Email: "owner@example.com", CreatedAt: w.clock.Now()}, nil, root); err != nil {
 		t.Fatal(err)
 	}
-	child, childSecret := ks.New("acct", "child", []string{"read"}, keys.Limits{SpendMicro: 1_000_000, RatePerMinute: 10_000})
+	child, childSecret := ks.New("acct", "child", []string{"read", "publish"}, keys.Limits{SpendMicro: 1_000_000, RatePerMinute: 10_000})
 	child.ParentID = &root.ID
 	if err := s.MintKey(ctx, child, keys.MaxLiveKeys); err != nil {
 		t.Fatal(err)

@@ -453,7 +453,7 @@ export interface paths {
         put?: never;
         /**
          * Create webhook endpoint
-         * @description Register an https URL to receive the account's events as Standard Webhooks (signed POSTs with webhook-id, webhook-timestamp and webhook-signature). Choose eventTypes or omit them for all. Returns the endpoint's HMAC secret (whsec_..., verifies the v1 signature; shown once) and the service's public key (whpk_..., verifies v1a). Deliveries are retried with backoff for 24 hours; the same webhook-id is sent on every retry, so process each id once. Needs scope read and a root key (or the portal).
+         * @description Register an https URL to receive the account's events as Standard Webhooks (signed POSTs with webhook-id, webhook-timestamp and webhook-signature). Choose eventTypes or omit them for all. Returns the endpoint's HMAC secret (whsec_..., verifies the v1 signature; shown once) and the service's public key (whpk_..., verifies v1a). Deliveries are retried with backoff for 24 hours; the same webhook-id is sent on every retry, so process each id once. Needs scope publish and a root key (or the portal).
          */
         post: operations["webhook_endpoint_create"];
         delete?: never;

@@ -218,8 +218,9 @@ var ErrStale = fmt.Errorf("%w: the intent changed since it was read", ErrConflic
 // timeout_ms, fee_rate, sample_queries, is_active, verification_status, is_core_intent,
 // archived_at, updated_at) if the stored row still has revision in.Revision, and bumps the
 // revision. A row changed meanwhile is ErrStale; a missing row is ErrNotFound. in is a row
-// read from the store: its handle names the change to caches.
-func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
+// read from the store: its handle names the change to caches. The events the change causes
+// (the webhook outbox) are written in its transaction, only if the row was written.
+func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent, events ...*WebhookEvent) error {
 	handle := in.PublicIdentifier // "" (a row not read whole): caches drop every intent
 	var n int64
 	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -233,6 +234,9 @@ func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
 			return err
 		}
 		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		if err := insertWebhookEvents(ctx, tx, events); err != nil {
 			return err
 		}
 		return s.watch.Announce(ctx, tx, watch.IntentChange, handle)

@@ -83,14 +83,14 @@ func TestKeysRoundTripAndRevoke(t *testing.T) {
 		if got.ID != "k1" || len(got.Scopes) != 2 || got.Scopes[1] != "publish" || got.SpendLimitMicro != 50_000_000 {
 			t.Fatalf("key round trip: %+v", got)
 		}
-		if _, err := s.RevokeKey(ctx, "someone-else", "k1", now); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.RevokeKey(ctx, "someone-else", "k1", now, nil); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("revoke another account's key: got %v, want ErrNotFound", err)
 		}
-		first, err := s.RevokeKey(ctx, "a1", "k1", now)
+		first, err := s.RevokeKey(ctx, "a1", "k1", now, nil)
 		if err != nil || first.RevokedAt == nil || !first.RevokedAt.Equal(now) {
 			t.Fatalf("revoke: %+v %v", first, err)
 		}
-		again, err := s.RevokeKey(ctx, "a1", "k1", now.Add(time.Hour))
+		again, err := s.RevokeKey(ctx, "a1", "k1", now.Add(time.Hour), nil)
 		if err != nil || !again.RevokedAt.Equal(now) {
 			t.Fatalf("second revoke moved revokedAt: %+v %v", again, err)
 		}

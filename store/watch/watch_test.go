@@ -94,7 +94,7 @@ func TestWatchFansOutEveryKind(t *testing.T) {
 			if err := a.SetTier(ctx, "acct-watch", "pro"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.RevokeKey(ctx, "acct-watch", "k-acct-watch", now); err != nil {
+			if _, err := a.RevokeKey(ctx, "acct-watch", "k-acct-watch", now, nil); err != nil {
 				t.Fatal(err)
 			}
 			want := []watch.Change{{Kind: watch.IntentChange, ID: "@watched"}, {Kind: watch.TierChange, ID: "acct-watch"}, {Kind: watch.KeyChange, ID: "k-acct-watch"}}

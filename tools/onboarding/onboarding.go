@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Config holds the onboarding limits. They are counted so that someone who cannot read the
@@ -491,7 +492,11 @@ func (s *Service) recover(ctx context.Context, acct *store.Account) (Account, er
 		return Account{}, err
 	}
 	key, secret := s.firstKey(acct.ID)
-	if err := s.store.CreateKey(ctx, key); err != nil {
+	ev, err := webhooks.KeyCreatedEvent(key) // a recovery key: the owner's backend hears of it
+	if err != nil {
+		return Account{}, err
+	}
+	if err := s.store.CreateKey(ctx, key, ev); err != nil {
 		return Account{}, fmt.Errorf("store recovery key: %w", err)
 	}
 	return account(acct.ID, AddressesOf(ws), key, secret), nil

@@ -312,7 +312,7 @@ func (s *Service) SetVerificationStatus(ctx context.Context, ref, status string)
 	if !slices.Contains(VerificationStatuses, status) {
 		return Intent{}, tools.Errorf(tools.CodeBadInput, "verificationStatus must be one of %v", VerificationStatuses)
 	}
-	return s.mutate(ctx, func(ctx context.Context) (*store.PartnerIntent, error) { return s.Lookup(ctx, ref) },
+	return s.mutate(ctx, byOwner, func(ctx context.Context) (*store.PartnerIntent, error) { return s.Lookup(ctx, ref) },
 		func(row *store.PartnerIntent) (bool, error) {
 			changed := row.VerificationStatus != status
 			row.VerificationStatus = status

@@ -56,6 +56,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/usage"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Version is the service version reported by MCP and OpenAPI.
@@ -86,6 +87,7 @@ type App struct {
 	Billing    *billing.Service  // credit, ledger, the reservation sweeper
 	Dispatch   *dispatch.Service // partner calls; concludes abandoned ones
 	Payments   *payments.Service // flat-fee payments on chain and partner payouts; nil when not configured
+	Webhooks   *webhooks.Service // endpoints and the delivery worker (started by Build)
 	Keys       *keyring.Ring     // the service's signing keys (rotation)
 	redis      io.Closer         // the shared rate limiter's connection, when configured
 	stop       func()            // ends the background work Build started, and waits for it
@@ -342,6 +344,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 		return nil, err
 	}
 	all = append(all, partnerSvc.Tools()...)
+	hooks, err := webhooks.NewService(webhooks.Config{SecretKey: derive(serverSecret, "switchboard webhook endpoint secrets v1"),
+		Signer: signer, Client: partnerOut, AllowLocal: cfg.AllowLocalEndpoints, Notify: notifier(d, mailer)}, d)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, hooks.Tools()...)
 	if demoPartner != nil {
 		if err := offerDemo(ctx, ob, partnerSvc, log); err != nil {
 			log.Warn("demo partner not offered", "err", err)
@@ -428,6 +436,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
 	bg.Go(func() { rows.Watch(bgCtx) })
 	bg.Go(func() { batcher.Run(bgCtx) })
+	bg.Go(func() { hooks.Run(bgCtx, time.Second) }) // every replica: leases keep deliveries apart
 	bg.Go(func() { repeat(bgCtx, log, time.Second, "checkpoint the SQLite write-ahead log", st.Checkpoint) })
 	if cfg.BudgetLeases {
 		bg.Go(func() { repeat(bgCtx, log, time.Second, "return idle leases", billSvc.ReturnIdleLeases) })
@@ -445,7 +454,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (*App,
 			mcpDoor.Close()
 		})
 	}
-	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, redis: rdb, stop: stop, draining: draining, endAsks: endAsks, sealer: sealer}, nil
+	return &App{Config: cfg, Store: st, Kernel: kernel, MCP: mcpSrv, Handler: handler, Metrics: mx.Handler(), SigningKey: signingKey, Log: log, Keys: ring, Onboarding: ob, APIKeys: keySvc, Partners: partnerSvc, Billing: billSvc, Dispatch: dispatchSvc, Payments: paySvc, Webhooks: hooks, redis: rdb, stop: stop, draining: draining, endAsks: endAsks, sealer: sealer}, nil
 }
 
 // partnerClient is the outbound client every partner call and probe goes through: the
@@ -480,18 +489,23 @@ func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger, demoPar
 // newPartners builds the partner intents' service; its notices (an intent deactivated by
 // its re-probes) go to the owner by e-mail when a mailer is configured.
 func newPartners(cfg Config, d service.Deps, mailer onboarding.Mailer, out *outbound.Client, pseudonyms []byte) (*partners.Service, error) {
-	var notify func(ctx context.Context, accountID, subject, text string) error
-	if mailer != nil {
-		notify = func(ctx context.Context, accountID, subject, text string) error {
-			acct, err := d.Store.AccountByID(ctx, accountID)
-			if err != nil {
-				return err
-			}
-			return mailer.Send(ctx, onboarding.Message{To: acct.Email, Subject: subject, Text: text})
-		}
-	}
 	return partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms,
-		ReprobeFailures: cfg.ReprobeFailures, Notify: notify}, d, out)
+		ReprobeFailures: cfg.ReprobeFailures, Notify: notifier(d, mailer)}, d, out)
+}
+
+// notifier e-mails an account's owner (nil without a mailer): an intent deactivated by its
+// re-probes, a webhook endpoint disabled.
+func notifier(d service.Deps, mailer onboarding.Mailer) func(ctx context.Context, accountID, subject, text string) error {
+	if mailer == nil {
+		return nil
+	}
+	return func(ctx context.Context, accountID, subject, text string) error {
+		acct, err := d.Store.AccountByID(ctx, accountID)
+		if err != nil {
+			return err
+		}
+		return mailer.Send(ctx, onboarding.Message{To: acct.Email, Subject: subject, Text: text})
+	}
 }
 
 // humanServices are the services behind the portal: its sessions and MCP authorization, and

@@ -119,7 +119,7 @@ func New(o Options) (http.Handler, error) {
 		"passed":  passed,
 	}
 	maps.Copy(funcs, marketFuncs)
-	for _, page := range append([]string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error", "wallet_export"}, marketPages...) {
+	for _, page := range append([]string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error", "wallet_export"}, append(marketPages, webhookPages...)...) {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -163,6 +163,10 @@ func New(o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /connect/{slug}/manifest.json", p.manifest)
 	mux.HandleFunc("GET /oauth/authorize", p.authorize)
 	mux.HandleFunc("POST /oauth/authorize", p.authorize)
+	mux.Handle("GET /developer/webhooks", p.authed(p.webhooks))
+	mux.Handle("POST /developer/webhooks", p.authed(p.createWebhook))
+	mux.Handle("POST /developer/webhooks/{id}/delete", p.authed(p.deleteWebhook))
+	mux.Handle("POST /developer/webhooks/deliveries/{id}/replay", p.authed(p.replayWebhook))
 	mux.Handle("GET /developer/connections", p.authed(p.connections))
 	mux.Handle("POST /developer/connections/{id}/revoke", p.authed(p.revokeConnection))
 	mux.Handle("POST /developer/sign-out", p.authed(p.signOut))

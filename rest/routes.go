@@ -65,4 +65,9 @@ var Routes = []Route{
 	{Method: http.MethodGet, Path: "/v1/partner/earnings", Tool: "partner_earnings", Errors: []tools.Code{notFound}},
 	{Method: http.MethodGet, Path: "/v1/partner/receipts/{request_id}", Tool: "partner_receipt", Params: map[string]string{"request_id": "requestId"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodDelete, Path: "/v1/partner/intents/{id}", Tool: "partner_archive_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound}},
+	{Method: http.MethodPost, Path: "/v1/webhooks/endpoints", Tool: "webhook_endpoint_create", Created: true, Errors: []tools.Code{conflict}}, // conflict: the endpoint cap
+	{Method: http.MethodGet, Path: "/v1/webhooks/endpoints", Tool: "webhook_endpoint_list"},
+	{Method: http.MethodDelete, Path: "/v1/webhooks/endpoints/{endpoint_id}", Tool: "webhook_endpoint_delete", Params: map[string]string{"endpoint_id": "endpointId"}, Errors: []tools.Code{notFound}},
+	{Method: http.MethodGet, Path: "/v1/webhooks/deliveries", Tool: "webhook_delivery_list"},
+	{Method: http.MethodPost, Path: "/v1/webhooks/deliveries/{delivery_id}/replay", Tool: "webhook_delivery_replay", Params: map[string]string{"delivery_id": "deliveryId"}, Errors: []tools.Code{notFound}},
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // Account is an agent's account, created at e-mail verification.
@@ -32,12 +34,12 @@ func (s *Store) SetTier(ctx context.Context, accountID, tier string) error {
 		if n, _ := res.RowsAffected(); n != 1 {
 			return ErrNotFound
 		}
-		return s.announce(ctx, tx, TierChange, accountID)
+		return s.watch.Announce(ctx, tx, watch.TierChange, accountID)
 	})
 	if err != nil {
 		return normalize(err)
 	}
-	s.changed(TierChange, accountID)
+	s.changed(watch.TierChange, accountID)
 	return nil
 }
 

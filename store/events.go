@@ -10,6 +10,8 @@ import (
 // Account event kinds.
 const (
 	EventWalletExported = "wallet_exported"
+	// EventWebhookEndpointDisabled: an endpoint failed for days and was disabled (no session did it).
+	EventWebhookEndpointDisabled = "webhook_endpoint_disabled"
 )
 
 // AccountEvent is something done to an account that its human must hear of on every device.
@@ -25,10 +27,14 @@ type AccountEvent struct {
 	CreatedAt  time.Time `bun:"created_at,notnull"`
 }
 
-// RecordAccountEvent stores an event.
-func (s *Store) RecordAccountEvent(ctx context.Context, ev *AccountEvent) error {
-	_, err := s.db.NewInsert().Model(ev).Exec(ctx)
-	return normalize(err)
+// RecordAccountEvent stores an event, with the webhook events it causes in its transaction.
+func (s *Store) RecordAccountEvent(ctx context.Context, ev *AccountEvent, events ...*WebhookEvent) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(ev).Exec(ctx); err != nil {
+			return err
+		}
+		return insertWebhookEvents(ctx, tx, events)
+	})
 }
 
 // AccountEvents lists an account's events, newest first.
@@ -68,17 +74,19 @@ func (s *Store) TakeUnseenEvents(ctx context.Context, accountID, sessionID strin
 // that audits it in the same transaction: open turns the rows into what is shown and returns
 // the event; when open fails, or the event cannot be written, nothing is recorded and nothing
 // may be shown. open may run again when the transaction is retried: it must only compute.
-func (s *Store) ExportWallets(ctx context.Context, accountID string, open func([]*Wallet) (*AccountEvent, error)) error {
+func (s *Store) ExportWallets(ctx context.Context, accountID string, open func([]*Wallet) (*AccountEvent, []*WebhookEvent, error)) error {
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var ws []*Wallet
 		if err := tx.NewSelect().Model(&ws).Where("account_id = ?", accountID).OrderExpr("family ASC").Scan(ctx); err != nil {
 			return err
 		}
-		ev, err := open(ws)
+		ev, events, err := open(ws)
 		if err != nil {
 			return err
 		}
-		_, err = tx.NewInsert().Model(ev).Exec(ctx)
-		return err
+		if _, err = tx.NewInsert().Model(ev).Exec(ctx); err != nil {
+			return err
+		}
+		return insertWebhookEvents(ctx, tx, events)
 	})
 }

@@ -118,7 +118,7 @@ type InvocationEvent struct {
 func (q *Q) AddEvent(ctx context.Context, requestID, state, detail string, at time.Time) error {
 	return q.write(ctx, q.tx.NewRaw(`INSERT INTO invocation_events (id, request_id, seq, state, detail, at)
 		SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM invocation_events WHERE request_id = ?`,
-		rowID(), requestID, state, detail, at, requestID))
+		RowID(), requestID, state, detail, at, requestID))
 }
 
 // Event is one step of an invocation's history.
@@ -129,8 +129,8 @@ type Event struct {
 
 // InsertInvocation writes a new invocation row.
 func (q *Q) InsertInvocation(ctx context.Context, inv *Invocation) error {
-	if q.m != nil {
-		q.m.invocations = append(q.m.invocations, *inv)
+	if q.rec != nil {
+		q.rec.Invocation(*inv)
 		return nil
 	}
 	return q.write(ctx, q.tx.NewInsert().Model(inv).Returning("NULL"))
@@ -265,4 +265,12 @@ func (s *Store) OutputSchemaMismatches(ctx context.Context, intentID string) (in
 	n, err := s.db.NewSelect().Model((*Invocation)(nil)).
 		Where("intent_id = ? AND output_schema_valid = ?", intentID, false).Count(ctx)
 	return int(n), normalize(err)
+}
+
+// infrastructure reserve it kept plus the partner and platform fees and gas.
+func (s *Store) SpentSince(ctx context.Context, accountID string, since time.Time) (int64, error) {
+	var sum int64
+	err := s.db.NewRaw(`SELECT COALESCE(SUM(reserve_micro - refunded_micro + partner_fee_micro + platform_fee_micro + gas_micro), 0)
+		FROM invocations WHERE account_id = ? AND created_at >= ? AND finished_at IS NOT NULL AND state <> ?`, accountID, since, InvDeclined).Scan(ctx, &sum)
+	return sum, normalize(err)
 }

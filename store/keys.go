@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // APIKey is a key's metadata. Only the SHA-256 hash of the secret is stored.
@@ -38,10 +40,14 @@ func (k *APIKey) HasScope(scope string) bool {
 	return false
 }
 
-// CreateKey inserts a key.
-func (s *Store) CreateKey(ctx context.Context, key *APIKey) error {
-	_, err := s.db.NewInsert().Model(key).Exec(ctx)
-	return normalize(err)
+// CreateKey inserts a key, with the events it causes (the webhook outbox) in its transaction.
+func (s *Store) CreateKey(ctx context.Context, key *APIKey, events ...*WebhookEvent) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(key).Exec(ctx); err != nil {
+			return err
+		}
+		return insertWebhookEvents(ctx, tx, events)
+	})
 }
 
 // Why MintKey refuses a key.
@@ -53,8 +59,9 @@ var (
 // MintKey inserts a key unless its account already holds maxLive live keys (ErrTooManyKeys)
 // or its parent is revoked (ErrParentRevoked). The account's row is locked first, as
 // RevokeKey locks it, so concurrent mints and revocations of one account's keys queue: no
-// count is passed, and no key is minted under a revoked one.
-func (s *Store) MintKey(ctx context.Context, key *APIKey, maxLive int) error {
+// count is passed, and no key is minted under a revoked one. The events it causes (the webhook
+// outbox) are written in its transaction.
+func (s *Store) MintKey(ctx context.Context, key *APIKey, maxLive int, events ...*WebhookEvent) error {
 	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if err := s.lockAccountKeys(ctx, tx, key.AccountID); err != nil {
 			return err
@@ -75,8 +82,10 @@ func (s *Store) MintKey(ctx context.Context, key *APIKey, maxLive int) error {
 				return ErrParentRevoked
 			}
 		}
-		_, err = tx.NewInsert().Model(key).Exec(ctx)
-		return err
+		if _, err = tx.NewInsert().Model(key).Exec(ctx); err != nil {
+			return err
+		}
+		return insertWebhookEvents(ctx, tx, events)
 	})
 }
 
@@ -125,8 +134,10 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]*APIKey, error) {
 
 // RevokeKey marks an account's key revoked at now, with every live key minted under it, and
 // returns it. Revoking a revoked key keeps its first revocation time. Another account's key
-// is ErrNotFound.
-func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time.Time) (*APIKey, error) {
+// is ErrNotFound. events, when set, gives the events the revocation causes (the webhook
+// outbox), from the ids it revoked (none when the key was revoked already), written in its
+// transaction.
+func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time.Time, events func(revoked []string) ([]*WebhookEvent, error)) (*APIKey, error) {
 	key := new(APIKey)
 	var revoked []string
 	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -137,15 +148,24 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 		if revoked, err = revokeTree(ctx, tx, accountID, keyID, now); err != nil {
 			return fmt.Errorf("revoke key: %w", err)
 		}
-		if err := s.announce(ctx, tx, KeyChange, revoked...); err != nil {
+		if err := s.watch.Announce(ctx, tx, watch.KeyChange, revoked...); err != nil {
 			return err
+		}
+		if events != nil && len(revoked) > 0 {
+			evs, err := events(revoked)
+			if err != nil {
+				return err
+			}
+			if err := insertWebhookEvents(ctx, tx, evs); err != nil {
+				return err
+			}
 		}
 		return tx.NewSelect().Model(key).Where("id = ? AND account_id = ?", keyID, accountID).Scan(ctx)
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.changed(KeyChange, revoked...)
+	s.changed(watch.KeyChange, revoked...)
 	return key, nil
 }
 

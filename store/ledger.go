@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // The ledger: books of signed micro-USD (positive grows the book), written in transactions
@@ -100,11 +102,11 @@ type Posting struct {
 // and sent together, in one round trip, before the next read, conditional write or commit:
 // an invocation's transaction then costs a few round trips instead of one per statement.
 type Q struct {
-	tx      bun.Tx // zero for a job merged outside any transaction (Batcher's inOneTrip)
+	tx      bun.Tx // zero for a Q that records (Recording)
 	store   *Store
-	changed []Change // what the transaction changed, fanned out after it commits
-	pending []string // PostgreSQL: queued writes, in order
-	m       *merged  // a batch's write-only job: its writes are gathered, to merge (merge.go)
+	changed []watch.Change // what the transaction changed, fanned out after it commits
+	pending []string       // PostgreSQL: queued writes, in order
+	rec     Recorder       // non-nil: a write-only job's writes go to it instead (record.go)
 }
 
 // InTx runs fn in one transaction with a Q (see Tx for retries: fn must only touch the
@@ -119,7 +121,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, q *Q) err
 		return last.flush(ctx)
 	})
 	if err == nil {
-		s.watch.changed(last.changed...)
+		s.watch.Changed(last.changed...)
 	}
 	return err
 }
@@ -140,8 +142,8 @@ func (q *Q) render(query statement) (string, error) {
 // write runs a statement whose result is not needed: on PostgreSQL it is queued for the next
 // round trip; elsewhere it runs now.
 func (q *Q) write(ctx context.Context, query statement) error {
-	if q.m != nil {
-		return notMerged("a statement")
+	if q.rec != nil {
+		return notRecorded("a statement")
 	}
 	if !q.store.postgres {
 		_, err := query.Exec(ctx)
@@ -171,8 +173,8 @@ func (q *Q) flush(ctx context.Context) error {
 // execNow runs a statement whose result is needed now (a conditional write): on PostgreSQL
 // the queued writes go ahead of it in the same round trip, and the result is the statement's.
 func (q *Q) execNow(ctx context.Context, query statement) (sql.Result, error) {
-	if q.m != nil {
-		return nil, notMerged("a conditional write")
+	if q.rec != nil {
+		return nil, notRecorded("a conditional write")
 	}
 	if !q.store.postgres || len(q.pending) == 0 {
 		return query.Exec(ctx)
@@ -188,8 +190,8 @@ func (q *Q) execNow(ctx context.Context, query statement) (sql.Result, error) {
 
 // now returns the transaction for a read or a conditional write, after the queued writes.
 func (q *Q) now(ctx context.Context) (bun.Tx, error) {
-	if q.m != nil {
-		return bun.Tx{}, notMerged("a read")
+	if q.rec != nil {
+		return bun.Tx{}, notRecorded("a read")
 	}
 	return q.tx, q.flush(ctx)
 }
@@ -201,10 +203,11 @@ func (q *Q) forUpdate(sq *bun.SelectQuery) *bun.SelectQuery {
 	return sq // SQLite: the write transaction is exclusive already
 }
 
-// rowID names a row of a table written on every call (ledger entries, invocation events): a
+// RowID names a row of a table written on every call (ledger entries, invocation events): a
 // time-ordered UUID (version 7), so rows written together sit together in the primary key's
-// index and an insert lands on its last pages instead of a random one.
-func rowID() string { return uuid.Must(uuid.NewV7()).String() }
+// index and an insert lands on its last pages instead of a random one. A commit engine
+// names the rows it writes for many calls with it too (store/commit).
+func RowID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // Post writes one balanced ledger transaction: its legs sum to zero or nothing is written.
 func (q *Q) Post(ctx context.Context, requestID, memo string, now time.Time, legs ...Posting) error {
@@ -230,7 +233,7 @@ func (q *Q) PostAll(ctx context.Context, requestID string, now time.Time, txns .
 		if err := t.balanced(); err != nil {
 			return err
 		}
-		txn, at := rowID(), now
+		txn, at := RowID(), now
 		if !t.At.IsZero() {
 			at = t.At
 		}
@@ -238,15 +241,15 @@ func (q *Q) PostAll(ctx context.Context, requestID string, now time.Time, txns .
 			if l.Micro == 0 {
 				continue
 			}
-			rows = append(rows, LedgerEntry{ID: rowID(), TxnID: txn, RequestID: rid, Book: l.Book,
+			rows = append(rows, LedgerEntry{ID: RowID(), TxnID: txn, RequestID: rid, Book: l.Book,
 				AmountMicro: l.Micro, Kind: l.Kind, Memo: t.Memo, CreatedAt: at})
 		}
 	}
 	if len(rows) == 0 {
 		return nil
 	}
-	if q.m != nil {
-		q.m.ledger = append(q.m.ledger, rows...)
+	if q.rec != nil {
+		q.rec.LedgerRows(rows...)
 		return nil
 	}
 	return q.write(ctx, q.tx.NewInsert().Model(&rows).Returning("NULL"))
@@ -254,13 +257,13 @@ func (q *Q) PostAll(ctx context.Context, requestID string, now time.Time, txns .
 
 // PostCall writes the balanced ledger transaction of one call recorded whole in its own row
 // (Invocation.LedgerTxn). Merged with other calls' records, it goes into one transaction for
-// the batch, one leg per book and kind (merged.statements); written alone, it is a
+// the batch, one leg per book and kind (Recorder.CallTxn); written alone, it is a
 // transaction of its own, with requestID on its rows.
 func (q *Q) PostCall(ctx context.Context, requestID string, now time.Time, t Txn) error {
 	if len(t.Legs) == 0 {
 		return nil // nothing charged (a refund): the call names no transaction
 	}
-	if q.m == nil {
+	if q.rec == nil {
 		return q.PostAll(ctx, requestID, now, t)
 	}
 	if err := t.balanced(); err != nil {
@@ -269,7 +272,7 @@ func (q *Q) PostCall(ctx context.Context, requestID string, now time.Time, t Txn
 	if t.At.IsZero() {
 		t.At = now
 	}
-	q.m.calls = append(q.m.calls, callTxn{requestID: requestID, txn: t})
+	q.rec.CallTxn(requestID, t)
 	return nil
 }
 
@@ -283,12 +286,6 @@ func (t Txn) balanced() error {
 		return fmt.Errorf("unbalanced ledger transaction: legs sum to %d", sum)
 	}
 	return nil
-}
-
-// callTxn is one call's ledger transaction, waiting to be summed into its batch's.
-type callTxn struct {
-	requestID string
-	txn       Txn
 }
 
 // LockCredit reads (creating when absent) and locks an account's balance row.
@@ -357,32 +354,33 @@ type CreditDelta struct{ Available, Reserved, Held int64 }
 
 // AdjustCredit adds d to a locked balance row.
 func (q *Q) AdjustCredit(ctx context.Context, accountID string, d CreditDelta, now time.Time) error {
-	if q.m != nil {
-		q.m.adjustCredit(accountID, d, now)
+	if q.rec != nil {
+		q.rec.AdjustCredit(accountID, d, now)
 		return nil
 	}
-	return q.write(ctx, adjustCredit(q.tx, accountID, d, now))
+	text, args := CreditUpdate(accountID, d, now)
+	return q.write(ctx, q.tx.NewRaw(text, args...))
 }
 
-func adjustCredit(tx bun.Tx, accountID string, d CreditDelta, now time.Time) *bun.RawQuery {
-	return creditWrite(accountID, d, now).raw(tx)
+// CreditUpdate, KeySpendUpdate and ReservationDraw are the SQL, with its arguments, of the
+// change of one balance row, one key spend row and one lease row: Q runs them, and a commit
+// engine merging many jobs' writes (store/commit) sends them for a run of one row.
+func CreditUpdate(accountID string, d CreditDelta, now time.Time) (string, []any) {
+	return `UPDATE credit_accounts SET available_micro = available_micro + ?, reserved_micro = reserved_micro + ?,
+		held_micro = held_micro + ?, updated_at = ? WHERE account_id = ?`, []any{d.Available, d.Reserved, d.Held, now, accountID}
 }
 
-// creditWrite, keyWrite and drawWrite are the changes of one balance row, key spend row and
-// lease row: rendered by bun (raw), or run prepared by SQLite's batch writer (prepared.go).
-func creditWrite(accountID string, d CreditDelta, now time.Time) rowWrite {
-	return rowWrite{text: `UPDATE credit_accounts SET available_micro = available_micro + ?, reserved_micro = reserved_micro + ?,
-		held_micro = held_micro + ?, updated_at = ? WHERE account_id = ?`, args: []any{d.Available, d.Reserved, d.Held, now, accountID}}
+// KeySpendUpdate is the SQL of the change of one key spend row (see CreditUpdate).
+func KeySpendUpdate(keyID string, spent, held int64) (string, []any) {
+	return `UPDATE key_spend SET spent_micro = spent_micro + ?, held_micro = held_micro + ? WHERE key_id = ?`,
+		[]any{spent, held, keyID}
 }
 
-func keyWrite(keyID string, spent, held int64) rowWrite {
-	return rowWrite{text: `UPDATE key_spend SET spent_micro = spent_micro + ?, held_micro = held_micro + ? WHERE key_id = ?`,
-		args: []any{spent, held, keyID}}
-}
-
-func drawWrite(requestID string, worst int64) rowWrite {
-	return rowWrite{text: `UPDATE reservations SET worst_micro = worst_micro - ? WHERE request_id = ? AND state = ? AND worst_micro >= ?`,
-		args: []any{worst, requestID, ReservationOpen, worst}}
+// ReservationDraw is the SQL of a draw from one lease (see CreditUpdate): it changes no
+// row when the lease is closed or holds less.
+func ReservationDraw(requestID string, worst int64) (string, []any) {
+	return `UPDATE reservations SET worst_micro = worst_micro - ? WHERE request_id = ? AND state = ? AND worst_micro >= ?`,
+		[]any{worst, requestID, ReservationOpen, worst}
 }
 
 // AdjustKeySpend adds to a locked key spend row.
@@ -394,17 +392,16 @@ func (q *Q) AdjustKeySpend(ctx context.Context, keyID string, spent, held int64)
 // ancestors).
 func (q *Q) AdjustKeySpends(ctx context.Context, keys []string, spent, held int64) error {
 	for _, id := range keys {
-		if q.m != nil {
-			q.m.adjustKey(id, spent, held)
-		} else if err := q.write(ctx, adjustKeySpend(q.tx, id, spent, held)); err != nil {
+		if q.rec != nil {
+			q.rec.AdjustKeySpend(id, spent, held)
+			continue
+		}
+		text, args := KeySpendUpdate(id, spent, held)
+		if err := q.write(ctx, q.tx.NewRaw(text, args...)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func adjustKeySpend(tx bun.Tx, keyID string, spent, held int64) *bun.RawQuery {
-	return keyWrite(keyID, spent, held).raw(tx)
 }
 
 // InsertReservation writes a new reservation in state open.
@@ -417,14 +414,15 @@ func (q *Q) InsertReservation(ctx context.Context, r *Reservation) error {
 // lease) for a call's own reservation; ok is false, changing nothing, when the reservation
 // is closed or holds less.
 //
-// A merged draw reports true: it is checked when the merge is written, and a miss undoes the
-// merge and runs its jobs alone.
+// A recorded draw reports true: its recorder checks it when it writes it (a commit engine's
+// merge: a miss undoes the merge and runs its jobs alone).
 func (q *Q) DrawReservation(ctx context.Context, requestID string, worst int64) (ok bool, _ error) {
-	if q.m != nil {
-		q.m.draws[requestID] += worst
+	if q.rec != nil {
+		q.rec.DrawReservation(requestID, worst)
 		return true, nil
 	}
-	return q.affectsOne(ctx, drawWrite(requestID, worst).raw(q.tx))
+	text, args := ReservationDraw(requestID, worst)
+	return q.affectsOne(ctx, q.tx.NewRaw(text, args...))
 }
 
 // OpenReservations reports which of ids are open reservations, as committed: a plain read

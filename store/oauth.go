@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // OAuthClient is a client that registered itself (RFC 7591): a public client (PKCE, no secret).
@@ -192,9 +194,9 @@ func (q *Q) RevokeOAuthGrant(ctx context.Context, id, why string, now time.Time)
 		return err
 	}
 	for _, id := range revoked {
-		q.changed = append(q.changed, Change{Kind: KeyChange, ID: id})
+		q.changed = append(q.changed, watch.Change{Kind: watch.KeyChange, ID: id})
 	}
-	return q.store.announce(ctx, q.tx, KeyChange, revoked...)
+	return q.store.watch.Announce(ctx, q.tx, watch.KeyChange, revoked...)
 }
 
 // OAuthAccess returns an access token and its grant (ErrNotFound: unknown or revoked).

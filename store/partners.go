@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // Partner is the publisher profile of an account, created on its first publish. It is
@@ -138,9 +140,9 @@ func (q *Q) InsertIntents(ctx context.Context, p *Partner, rows []*PartnerIntent
 		if _, err := q.tx.NewInsert().Model(r).Exec(ctx); err != nil {
 			return fmt.Errorf("insert intent %d (%s): %w", i, r.PublicIdentifier, normalize(err))
 		}
-		q.changed = append(q.changed, Change{Kind: IntentChange, ID: r.PublicIdentifier})
+		q.changed = append(q.changed, watch.Change{Kind: watch.IntentChange, ID: r.PublicIdentifier})
 	}
-	return q.store.announce(ctx, q.tx, IntentChange, handles...) // caches may hold "no such handle"
+	return q.store.watch.Announce(ctx, q.tx, watch.IntentChange, handles...) // caches may hold "no such handle"
 }
 
 // lockPartner returns the account's Partner, creating it if needed, locked for the rest of
@@ -216,8 +218,9 @@ var ErrStale = fmt.Errorf("%w: the intent changed since it was read", ErrConflic
 // timeout_ms, fee_rate, sample_queries, is_active, verification_status, is_core_intent,
 // archived_at, updated_at) if the stored row still has revision in.Revision, and bumps the
 // revision. A row changed meanwhile is ErrStale; a missing row is ErrNotFound. in is a row
-// read from the store: its handle names the change to caches.
-func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
+// read from the store: its handle names the change to caches. The events the change causes
+// (the webhook outbox) are written in its transaction, only if the row was written.
+func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent, events ...*WebhookEvent) error {
 	handle := in.PublicIdentifier // "" (a row not read whole): caches drop every intent
 	var n int64
 	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -233,7 +236,10 @@ func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
 		if n, err = res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		return s.announce(ctx, tx, IntentChange, handle)
+		if err := insertWebhookEvents(ctx, tx, events); err != nil {
+			return err
+		}
+		return s.watch.Announce(ctx, tx, watch.IntentChange, handle)
 	})
 	if err != nil {
 		return normalize(err)
@@ -244,7 +250,7 @@ func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent) error {
 		}
 		return ErrStale
 	}
-	s.changed(IntentChange, handle)
+	s.changed(watch.IntentChange, handle)
 	in.Revision++
 	return nil
 }
@@ -268,12 +274,12 @@ func (s *Store) updateIntentByID(ctx context.Context, id string, fn func(*bun.Up
 		if err := q.Scan(ctx, &handles); err != nil {
 			return err
 		}
-		return s.announce(ctx, tx, IntentChange, handles...)
+		return s.watch.Announce(ctx, tx, watch.IntentChange, handles...)
 	})
 	if err != nil {
 		return 0, normalize(err)
 	}
-	s.changed(IntentChange, handles...)
+	s.changed(watch.IntentChange, handles...)
 	return len(handles), nil
 }
 
@@ -291,4 +297,36 @@ func (s *Store) RecordProbe(ctx context.Context, id, result string, failures int
 		return q.Set("last_probe_at = ?", at).Set("last_probe_result = ?", result).Set("probe_failures = ?", failures)
 	})
 	return err
+}
+
+// SystemAccountID owns the core intents (Switchboard's built-in capabilities).
+const SystemAccountID = "system"
+
+// EnsureCoreIntents creates or refreshes the core intents, owned by the system account and
+// active, in one transaction. Their handles are reserved, so no partner can hold one.
+func (s *Store) EnsureCoreIntents(ctx context.Context, rows []*PartnerIntent, now time.Time) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(&Account{ID: SystemAccountID, Email: "system@switchboard.invalid", CreatedAt: now}).
+			On("CONFLICT (id) DO NOTHING").Exec(ctx); err != nil {
+			return err
+		}
+		p, err := s.lockPartner(ctx, tx, SystemAccountID, now)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			r.PartnerID, r.OwnerID, r.IsCoreIntent, r.IsActive = p.ID, SystemAccountID, true, true
+			r.CreatedAt, r.UpdatedAt = now, now
+			if _, err := tx.NewInsert().Model(r).
+				On("CONFLICT (public_identifier) DO UPDATE").
+				Set("name = EXCLUDED.name").Set("description = EXCLUDED.description").
+				Set("category = EXCLUDED.category").Set("sample_queries = EXCLUDED.sample_queries").
+				Set("parameters_schema = EXCLUDED.parameters_schema").Set("tool_endpoint = EXCLUDED.tool_endpoint").
+				Set("verification_status = EXCLUDED.verification_status").Set("is_active = TRUE").
+				Set("updated_at = EXCLUDED.updated_at").Exec(ctx); err != nil {
+				return fmt.Errorf("core intent %s: %w", r.PublicIdentifier, err)
+			}
+		}
+		return nil
+	})
 }

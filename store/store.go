@@ -22,6 +22,8 @@ import (
 	"github.com/uptrace/bun/migrate"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // Sentinel errors every query returns in place of driver-specific ones, so callers above the
@@ -37,14 +39,14 @@ var (
 type Store struct {
 	db       *bun.DB
 	postgres bool
-	watch    watch // changes to cached rows, fanned out in this process after commit
+	watch    *watch.Hub // changes to cached rows, fanned out in this process after commit
 
 	// SQLite has one writer, and every transaction here takes its lock (_txlock=immediate):
 	// this process's transactions queue for it on writer instead of polling SQLite's lock,
 	// whose busy handler sleeps 1, 2, 5... up to 100 ms between tries. Behind the batch
 	// writer's back-to-back commits a lease renewal polled for about 50 ms on average.
 	writer sync.Mutex
-	prep   prepared // the batch writer's prepared statements (SQLite)
+	prep   prepared // ExecPrepared's statements (the batch writer's, on SQLite)
 }
 
 //go:embed migrations/*.sql
@@ -73,7 +75,20 @@ func Open(ctx context.Context, url, dataDir string) (*Store, error) {
 		s.db.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
+	s.watch = watch.New(s.db, s.postgres)
 	return s, nil
+}
+
+// Changes is where the changes committed to cached rows (keys, intents, tiers) are watched.
+func (s *Store) Changes() *watch.Hub { return s.watch }
+
+// changed fans committed changes of kind out in this process.
+func (s *Store) changed(kind watch.Kind, ids ...string) {
+	cs := make([]watch.Change, len(ids))
+	for i, id := range ids {
+		cs[i] = watch.Change{Kind: kind, ID: id}
+	}
+	s.watch.Changed(cs...)
 }
 
 func sqliteDSN(url, dataDir string) (string, error) {

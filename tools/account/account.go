@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
@@ -14,15 +15,16 @@ import (
 
 // Service reads accounts.
 type Service struct {
-	store *store.Store
-	keys  *keys.Service
-	now   func() time.Time
+	store   *store.Store
+	reports reports.Reports
+	keys    *keys.Service
+	now     func() time.Time
 }
 
 // NewService builds the account tool's service on ks's keys.
 func NewService(d service.Deps, ks *keys.Service) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, keys: ks, now: d.Now}
+	return &Service{store: d.Store, reports: reports.New(d.Store), keys: ks, now: d.Now}
 }
 
 // GetInput is account_get's (empty) input.
@@ -106,7 +108,7 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 	if err != nil {
 		return GetOutput{}, err
 	}
-	invs, err := s.store.AccountInvocations(ctx, acct.ID, 10)
+	invs, err := s.reports.AccountInvocations(ctx, acct.ID, 10)
 	if err != nil {
 		return GetOutput{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/tracing"
 	"go.opentelemetry.io/otel/attribute"
@@ -51,7 +52,7 @@ func DefaultLeaseConfig() LeaseConfig {
 // sweeper after its deadline.
 type Leases struct {
 	svc   *Service
-	batch *store.Batcher
+	batch *commit.Batcher
 	cfg   LeaseConfig
 
 	mu   sync.Mutex

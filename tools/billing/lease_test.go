@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -29,7 +30,7 @@ func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 // replica is what one process holds: its batch writer and its leases.
 type replica struct {
 	svc   *billing.Service
-	batch *store.Batcher
+	batch *commit.Batcher
 }
 
 func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
@@ -42,7 +43,7 @@ func newReplica(t *testing.T, st *store.Store, c *clock, cfg billing.LeaseConfig
 // newStoppedReplica is a replica whose batch writer does not run yet: what is queued waits.
 func newStoppedReplica(st *store.Store, c *clock, cfg billing.LeaseConfig) *replica {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b := st.NewBatcher(64, log)
+	b := commit.NewBatcher(st, 64, log)
 	svc := billing.NewService(billing.DefaultConfig(), service.Deps{Store: st, Now: c.now, Log: log}, billing.Recording{Batch: b, Leases: &cfg})
 	return &replica{svc: svc, batch: b}
 }

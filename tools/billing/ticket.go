@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/tracing"
 )
@@ -36,12 +37,12 @@ import (
 type Recording struct {
 	// Batch commits records after their callers are answered (group commit) and writes calls
 	// held on leases; nil: every record commits on its own before its caller is answered.
-	Batch *store.Batcher
+	Batch *commit.Batcher
 	// Leases, with Batch: calls that are not durable draw their holds from budget leases.
 	Leases *LeaseConfig
 	// Journal keeps a durable call's outcome while the database refuses it; nil: the outcome
 	// waits for the database alone.
-	Journal *store.Journal
+	Journal *commit.Journal
 	// Failpoint, when set, is told each step a record reaches ("reserve": the hold and the
 	// start record are written, not committed); the crash-consistency tests kill the process
 	// there.

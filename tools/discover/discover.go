@@ -15,6 +15,7 @@ import (
 
 	invopop "github.com/invopop/jsonschema"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/search"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -45,10 +46,11 @@ var CoreIntents = []Core{
 
 // Service answers discover.
 type Service struct {
-	store *store.Store
-	now   func() time.Time
-	core  map[string]Core // by handle
-	infra int64           // micro-USD every partner call costs for infrastructure
+	store  *store.Store
+	search search.Search
+	now    func() time.Time
+	core   map[string]Core // by handle
+	infra  int64           // micro-USD every partner call costs for infrastructure
 }
 
 // Config is what discover lists besides the partners' intents.
@@ -66,7 +68,7 @@ type Config struct {
 func NewService(ctx context.Context, cfg Config, d service.Deps) (*Service, error) {
 	d = d.WithDefaults()
 	st, now := d.Store, d.Now
-	s := &Service{store: st, now: now, core: map[string]Core{}, infra: cfg.InfraCostMicro}
+	s := &Service{store: st, search: search.New(st), now: now, core: map[string]Core{}, infra: cfg.InfraCostMicro}
 	var rows []*store.PartnerIntent
 	for _, c := range CoreIntents {
 		i := slices.IndexFunc(cfg.Registered, func(t *tools.Tool) bool { return t.Name == c.Tool })
@@ -172,7 +174,7 @@ func (s *Service) discover(ctx context.Context, c *tools.Caller, in Input) (Outp
 		return Output{}, tools.Errorf(tools.CodeBadInput, "the query has no searchable words; describe what you need, e.g. 'price of SOL'")
 	}
 	// More candidates than asked for, so that quality can reorder what relevance found.
-	hits, err := s.store.SearchIntents(ctx, store.SearchQuery{Words: words, Category: string(in.Category), AccountID: c.AccountID(), Limit: min(limit*3, 60)})
+	hits, err := s.search.SearchIntents(ctx, search.SearchQuery{Words: words, Category: string(in.Category), AccountID: c.AccountID(), Limit: min(limit*3, 60)})
 	if err != nil {
 		return Output{}, err
 	}
@@ -186,12 +188,12 @@ func (s *Service) discover(ctx context.Context, c *tools.Caller, in Input) (Outp
 // rank orders what the store found by relevance (verification's boost included) scaled by
 // health: discover and the marketplace pages share it, so a human and an agent see the same
 // order.
-func (s *Service) rank(ctx context.Context, hits []store.SearchHit, accountID string) ([]Match, error) {
+func (s *Service) rank(ctx context.Context, hits []search.SearchHit, accountID string) ([]Match, error) {
 	ids := make([]string, len(hits))
 	for i, h := range hits {
 		ids[i] = h.Intent.ID
 	}
-	stats, err := s.store.IntentQuality(ctx, ids, s.now().Add(-QualityWindow))
+	stats, err := s.search.IntentQuality(ctx, ids, s.now().Add(-QualityWindow))
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +231,7 @@ func HealthFactor(q Quality) float64 {
 	return f * math.Pow(0.8, float64(q.ProbeFailures))
 }
 
-func qualityOf(st *store.Quality, in *store.PartnerIntent) Quality {
+func qualityOf(st *search.Quality, in *store.PartnerIntent) Quality {
 	q := Quality{LastProbeAt: in.LastProbeAt, LastProbeResult: in.LastProbeResult, ProbeFailures: in.ProbeFailures}
 	if q.LastProbeAt != nil {
 		t := q.LastProbeAt.UTC()

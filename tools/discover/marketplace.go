@@ -13,6 +13,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/search"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 )
@@ -72,7 +73,7 @@ func (s *Service) Browse(ctx context.Context, q BrowseQuery) (BrowseResult, erro
 	if limit <= 0 || limit > 50 {
 		limit = 30
 	}
-	sq := store.SearchQuery{Category: q.Category, Verification: q.Verification}
+	sq := search.SearchQuery{Category: q.Category, Verification: q.Verification}
 	if q.Category != "" && !slices.Contains(Categories(), q.Category) {
 		return BrowseResult{}, tools.Errorf(tools.CodeBadInput, "no category %q; choose one of the list", q.Category)
 	}
@@ -86,7 +87,7 @@ func (s *Service) Browse(ctx context.Context, q BrowseQuery) (BrowseResult, erro
 		}
 		sq.FeeUnits = PriceKinds[i].Units
 	}
-	var hits []store.SearchHit
+	var hits []search.SearchHit
 	var err error
 	if strings.TrimSpace(q.Query) != "" {
 		sq.Words = Words(q.Query)
@@ -94,10 +95,10 @@ func (s *Service) Browse(ctx context.Context, q BrowseQuery) (BrowseResult, erro
 			return BrowseResult{}, tools.Errorf(tools.CodeBadInput, "the search has no searchable words; describe what you need, e.g. 'price of SOL'")
 		}
 		sq.Limit = min(limit*3, 60) // as discover: more candidates than shown, for quality to reorder
-		hits, err = s.store.SearchIntents(ctx, sq)
+		hits, err = s.search.SearchIntents(ctx, sq)
 	} else {
 		sq.Limit = browseCandidates
-		hits, err = s.store.BrowseIntents(ctx, sq)
+		hits, err = s.search.BrowseIntents(ctx, sq)
 	}
 	if err != nil {
 		return BrowseResult{}, err
@@ -244,7 +245,7 @@ func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, e
 	if !in.IsActive || in.ArchivedAt != nil {
 		return Detail{}, notFound
 	}
-	ranked, err := s.rank(ctx, []store.SearchHit{{Intent: in, Relevance: 1}}, "")
+	ranked, err := s.rank(ctx, []search.SearchHit{{Intent: in, Relevance: 1}}, "")
 	if err != nil {
 		return Detail{}, err
 	}
@@ -261,7 +262,7 @@ func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, e
 	if p, err := s.store.PartnerByAccount(ctx, in.OwnerID); err == nil {
 		d.Publisher.Since = p.CreatedAt.UTC()
 	}
-	others, err := s.store.PublisherIntents(ctx, in.PartnerID, 20)
+	others, err := s.search.PublisherIntents(ctx, in.PartnerID, 20)
 	if err != nil {
 		return Detail{}, err
 	}

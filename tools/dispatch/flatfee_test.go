@@ -423,6 +423,12 @@ func TestPayouts(t *testing.T) {
 	if again, err := w.env.App.Payments.Payouts(context.Background()); err != nil || len(again) != 0 {
 		t.Fatalf("a second run paid %+v %v", again, err)
 	}
+	// The partner's backend hears of it once: payout.settled, written with the payout's record.
+	var settled []*store.WebhookEvent
+	if err := w.env.App.Store.DB().NewSelect().Model(&settled).Where("type = 'payout.settled'").Scan(context.Background()); err != nil ||
+		len(settled) != 1 || !strings.Contains(settled[0].Body, paid[0].Tx) || !strings.Contains(settled[0].Body, `"amountAtomic":"3000"`) {
+		t.Fatalf("payout.settled events: %+v %v", settled, err)
+	}
 	w.ledgerOK(t)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/watch"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 )
@@ -79,7 +80,7 @@ func (a *Authenticator) Watch(ctx context.Context, flushEvery time.Duration) {
 			}
 		}
 	})
-	a.store.WatchKeys(ctx, a.forget, func(live bool) {
+	a.store.Changes().WatchKeys(ctx, a.forget, func(live bool) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.live = live
@@ -100,7 +101,7 @@ func (a *Authenticator) forget(keyID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.gen++
-	if keyID == store.AllKeys {
+	if keyID == watch.AllKeys {
 		clear(a.cache)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // MaxLiveKeys is the most live (unrevoked) keys an account holds: every key api_key_create or
@@ -220,7 +221,11 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 
 // mint stores a new key within the account's cap.
 func (s *Service) mint(ctx context.Context, key *store.APIKey) error {
-	err := s.store.MintKey(ctx, key, MaxLiveKeys)
+	ev, err := webhooks.KeyCreatedEvent(key)
+	if err != nil {
+		return err
+	}
+	err = s.store.MintKey(ctx, key, MaxLiveKeys, ev)
 	switch {
 	case errors.Is(err, store.ErrTooManyKeys):
 		return tools.Errorf(tools.CodeConflict, "this account already has %d live API keys, the most it may hold; revoke keys it no longer uses (api_key_list, then api_key_revoke, or the portal's Keys page) and mint again", MaxLiveKeys)
@@ -297,7 +302,8 @@ func (s *Service) revoke(ctx context.Context, c *tools.Caller, in RevokeInput) (
 			return Meta{}, tools.Errorf(tools.CodeForbidden, "key %q is not this key nor one minted under it; a key revokes only itself and the keys minted under it (api_key_list shows them). The account's other keys are revoked by its owner on the portal's Keys page", in.KeyID)
 		}
 	}
-	k, err := s.store.RevokeKey(ctx, c.Principal.AccountID, in.KeyID, s.now().UTC())
+	now := s.now().UTC()
+	k, err := s.store.RevokeKey(ctx, c.Principal.AccountID, in.KeyID, now, webhooks.KeyRevokedEvents(c.Principal.AccountID, in.KeyID, now))
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return Meta{}, tools.Errorf(tools.CodeNotFound, "no key %q in this account; api_key_list shows the account's key ids", in.KeyID)

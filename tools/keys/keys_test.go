@@ -60,7 +60,7 @@ func TestVisibleIsTheKeysSubtree(t *testing.T) {
 			}
 		}
 		// Revoking a key revokes its subtree, and no key is minted under a revoked one.
-		if _, err := s.RevokeKey(ctx, "acct", "a", now); err != nil {
+		if _, err := s.RevokeKey(ctx, "acct", "a", now, nil); err != nil {
 			t.Fatal(err)
 		}
 		all, _ := s.Keys(ctx, "acct")

@@ -18,10 +18,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/codes"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Config holds the onboarding limits. They are counted so that someone who cannot read the
@@ -63,6 +65,7 @@ func DefaultConfig(codeSecret []byte) Config {
 type Service struct {
 	cfg    Config
 	store  *store.Store
+	codes  codes.Codes
 	now    func() time.Time
 	mailer Mailer
 	keys   *keys.Service
@@ -72,7 +75,7 @@ type Service struct {
 // NewService wires the onboarding tools.
 func NewService(cfg Config, d service.Deps, mailer Mailer, ks *keys.Service, sealer *wallets.Sealer) *Service {
 	d = d.WithDefaults()
-	return &Service{cfg: cfg, store: d.Store, now: d.Now, mailer: mailer, keys: ks, sealer: sealer}
+	return &Service{cfg: cfg, store: d.Store, codes: codes.New(d.Store), now: d.Now, mailer: mailer, keys: ks, sealer: sealer}
 }
 
 // SignupInput is agent_signup's input.
@@ -166,11 +169,11 @@ func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (
 	src := Source(c.ClientAddr)
 	emailHash := s.hash("send", email)
 	since := now.Add(-s.cfg.SendWindow)
-	st, err := s.store.Sends(ctx, emailHash, src, since)
+	st, err := s.codes.Sends(ctx, emailHash, src, since)
 	if err != nil {
 		return SignupOutput{}, err
 	}
-	rec, err := s.store.CodeByEmail(ctx, email)
+	rec, err := s.codes.CodeByEmail(ctx, email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return SignupOutput{}, err
 	}
@@ -194,10 +197,10 @@ func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (
 		if err != nil {
 			return SignupOutput{}, err
 		}
-		fresh := &store.EmailCode{Email: email, CodeHash: s.hash("code", email, s.codeOf(email, seed)), Seed: seed,
+		fresh := &codes.EmailCode{Email: email, CodeHash: s.hash("code", email, s.codeOf(email, seed)), Seed: seed,
 			ExpiresAt: now.Add(s.cfg.CodeTTL), CreatedAt: now}
 		// A code issued by a concurrent signup in between wins: it is the one (re-)sent.
-		if rec, _, err = s.store.IssueCode(ctx, fresh, now); err != nil {
+		if rec, _, err = s.codes.IssueCode(ctx, fresh, now); err != nil {
 			return SignupOutput{}, err
 		}
 	}
@@ -221,8 +224,8 @@ func (s *Service) signup(ctx context.Context, c *tools.Caller, in SignupInput) (
 		// The code stays: the next signup re-sends it (an unsent e-mail is not counted).
 		return SignupOutput{}, tools.Errorf(tools.CodeUnavailable, "the code e-mail could not be sent; try again shortly").Wrap(err)
 	}
-	send := &store.EmailSend{ID: uuid.NewString(), EmailHash: emailHash, ClientAddr: src, SentAt: now}
-	if err := s.store.RecordSend(ctx, send, since); err != nil {
+	send := &codes.EmailSend{ID: uuid.NewString(), EmailHash: emailHash, ClientAddr: src, SentAt: now}
+	if err := s.codes.RecordSend(ctx, send, since); err != nil {
 		return SignupOutput{}, err
 	}
 	return SignupOutput{OK: true}, nil
@@ -243,7 +246,7 @@ func (s *Service) sendGap(n int) time.Duration {
 
 // clientLimit refuses a client past its own send limits with RATE_LIMITED, a true message and
 // Retry-After. Only the client's own sends count here, so no one else can bring it to them.
-func (s *Service) clientLimit(st store.SendStats, live bool, rec *store.EmailCode, now time.Time) *tools.Error {
+func (s *Service) clientLimit(st codes.SendStats, live bool, rec *codes.EmailCode, now time.Time) *tools.Error {
 	var wait time.Duration
 	var why string
 	switch {
@@ -307,11 +310,11 @@ func Source(clientAddr string) string {
 
 // guessBudgets are the budgets a guess from clientAddr counts under: its source (Source), and
 // for IPv6 also its /48, so the 65,536 /64s of one site share one budget between them.
-func (s *Service) guessBudgets(clientAddr string) []store.GuessBudget {
-	out := []store.GuessBudget{{Source: Source(clientAddr), PerCode: s.cfg.GuessesPerCode, PerWindow: s.cfg.GuessesPerSource}}
+func (s *Service) guessBudgets(clientAddr string) []codes.GuessBudget {
+	out := []codes.GuessBudget{{Source: Source(clientAddr), PerCode: s.cfg.GuessesPerCode, PerWindow: s.cfg.GuessesPerSource}}
 	if ip, err := netip.ParseAddr(clientAddr); err == nil && ip.Unmap().Is6() {
 		if p, err := ip.Unmap().WithZone("").Prefix(48); err == nil {
-			out = append(out, store.GuessBudget{Source: p.String(), PerCode: s.cfg.GuessesPerCodeNet, PerWindow: s.cfg.GuessesPerSourceNet})
+			out = append(out, codes.GuessBudget{Source: p.String(), PerCode: s.cfg.GuessesPerCodeNet, PerWindow: s.cfg.GuessesPerSourceNet})
 		}
 	}
 	return out
@@ -379,7 +382,7 @@ func (s *Service) AccountForEmail(ctx context.Context, email string) (string, er
 func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr string) error {
 	now := s.now().UTC()
 	budgets := s.guessBudgets(clientAddr)
-	rec, err := s.store.CodeByEmail(ctx, email)
+	rec, err := s.codes.CodeByEmail(ctx, email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -389,15 +392,15 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 		codeHash = rec.CodeHash
 	}
 	// Guesses at e-mails without a live code count for the source too: spraying is bounded.
-	g, err := s.store.TakeGuess(ctx, email, codeHash, budgets, s.cfg.GuessWindow, now)
+	g, err := s.codes.TakeGuess(ctx, email, codeHash, budgets, s.cfg.GuessWindow, now)
 	switch {
-	case errors.Is(err, store.ErrSourceGuesses):
+	case errors.Is(err, codes.ErrSourceGuesses):
 		wait := max(g.SourceWindow.Add(s.cfg.GuessWindow).Sub(now).Round(time.Second), time.Second)
 		e := tools.Errorf(tools.CodeRateLimited, "%s made %d code guesses (all e-mails) in the last %d minutes; retry in %d s",
 			guesser(g.Refused), budgets[g.Refused].PerWindow, int(s.cfg.GuessWindow.Minutes()), int(wait.Seconds()))
 		e.RetryAfter = wait
 		return e
-	case errors.Is(err, store.ErrPairGuesses):
+	case errors.Is(err, codes.ErrPairGuesses):
 		wait := max(rec.ExpiresAt.Sub(now).Round(time.Second), time.Second)
 		e := tools.Errorf(tools.CodeRateLimited, "%s has used its %d guesses at this e-mail's current code; the code stays valid for whoever reads the inbox until %s. "+
 			"After that, agent_signup e-mails a new code (retry in %d s)", guesser(g.Refused), budgets[g.Refused].PerCode, rec.ExpiresAt.Format("15:04:05 MST"), int(wait.Seconds()))
@@ -428,7 +431,7 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 			of, who, rec.ExpiresAt.Format("15:04:05 MST"))
 	}
 	// Consuming the code is the race's single winner: a second verify with it finds nothing.
-	won, err := s.store.DeleteCode(ctx, email, rec.CodeHash)
+	won, err := s.codes.DeleteCode(ctx, email, rec.CodeHash)
 	if err != nil {
 		return err
 	}
@@ -440,7 +443,7 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 	for i, b := range budgets {
 		sources[i] = b.Source
 	}
-	_ = s.store.ReturnGuess(ctx, sources...)
+	_ = s.codes.ReturnGuess(ctx, sources...)
 	return nil
 }
 
@@ -489,7 +492,11 @@ func (s *Service) recover(ctx context.Context, acct *store.Account) (Account, er
 		return Account{}, err
 	}
 	key, secret := s.firstKey(acct.ID)
-	if err := s.store.CreateKey(ctx, key); err != nil {
+	ev, err := webhooks.KeyCreatedEvent(key) // a recovery key: the owner's backend hears of it
+	if err != nil {
+		return Account{}, err
+	}
+	if err := s.store.CreateKey(ctx, key, ev); err != nil {
 		return Account{}, fmt.Errorf("store recovery key: %w", err)
 	}
 	return account(acct.ID, AddressesOf(ws), key, secret), nil

@@ -73,7 +73,7 @@ func (s *Service) Earnings(ctx context.Context, accountID string, in EarningsInp
 	if err != nil {
 		return out, err
 	}
-	byIntent, err := s.store.EarningsByIntent(ctx, p.ID, since)
+	byIntent, err := s.reports.EarningsByIntent(ctx, p.ID, since)
 	if err != nil {
 		return out, err
 	}
@@ -81,7 +81,7 @@ func (s *Service) Earnings(ctx context.Context, accountID string, in EarningsInp
 		out.ByIntent = append(out.ByIntent, IntentEarnings{IntentID: e.IntentID, Handle: e.Handle, PartnerFeeUsd: tools.USD(e.PartnerFeeMicro), Calls: e.Calls, Succeeded: e.Succeeded})
 		out.TotalUsd += tools.USD(e.PartnerFeeMicro)
 	}
-	byPayout, err := s.store.EarningsByPayout(ctx, ledger.PartnerPayable(p.ID, ""), since)
+	byPayout, err := s.reports.EarningsByPayout(ctx, ledger.PartnerPayable(p.ID, ""), since)
 	if err != nil {
 		return out, err
 	}
@@ -89,7 +89,7 @@ func (s *Service) Earnings(ctx context.Context, accountID string, in EarningsInp
 		out.ByPayout = append(out.ByPayout, PayoutEarnings{Payout: strings.TrimPrefix(e.Book, ledger.PartnerPayable(p.ID, "")), PartnerFeeUsd: tools.USD(e.AmountMicro)})
 	}
 	if in.IntentID != "" {
-		recent, err := s.store.RecentInvocations(ctx, in.IntentID, 20)
+		recent, err := s.reports.RecentInvocations(ctx, in.IntentID, 20)
 		if err != nil {
 			return out, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // List returns accountID's Partner (nil before the first publish) and intents.
@@ -35,7 +36,7 @@ func (s *Service) List(ctx context.Context, accountID string, includeArchived bo
 
 // Archive soft-deletes accountID's intent id.
 func (s *Service) Archive(ctx context.Context, accountID, id string) (Intent, error) {
-	return s.mutate(ctx, func(ctx context.Context) (*store.PartnerIntent, error) { return s.owned(ctx, accountID, id) },
+	return s.mutate(ctx, byOwner, func(ctx context.Context) (*store.PartnerIntent, error) { return s.owned(ctx, accountID, id) },
 		func(row *store.PartnerIntent) (bool, error) {
 			if row.ArchivedAt != nil {
 				return false, nil
@@ -50,7 +51,7 @@ func (s *Service) Archive(ctx context.Context, accountID, id string) (Intent, er
 // written only if the row still has the endpoint that was probed.
 func (s *Service) SetActive(ctx context.Context, row *store.PartnerIntent, active bool) (SetActiveOutput, error) {
 	if !active {
-		in, err := s.mutate(ctx, func(ctx context.Context) (*store.PartnerIntent, error) { return s.store.IntentByID(ctx, row.ID) },
+		in, err := s.mutate(ctx, byOwner, func(ctx context.Context) (*store.PartnerIntent, error) { return s.store.IntentByID(ctx, row.ID) },
 			func(r *store.PartnerIntent) (bool, error) {
 				changed := r.IsActive
 				r.IsActive = false
@@ -76,7 +77,7 @@ func (s *Service) SetActive(ctx context.Context, row *store.PartnerIntent, activ
 		}
 		probed := row.ToolEndpoint
 		row.IsActive, row.UpdatedAt, row.DeactivatedReason = true, s.now(), ""
-		err := s.store.UpdateIntent(ctx, row)
+		err := s.update(ctx, row, false, byOwner)
 		if errors.Is(err, store.ErrStale) {
 			fresh, err := s.store.IntentByID(ctx, row.ID)
 			if err != nil {
@@ -84,7 +85,7 @@ func (s *Service) SetActive(ctx context.Context, row *store.PartnerIntent, activ
 			}
 			if fresh.ToolEndpoint == probed && fresh.ArchivedAt == nil && !fresh.IsActive {
 				fresh.IsActive, fresh.UpdatedAt, fresh.DeactivatedReason = true, s.now(), ""
-				if err := s.store.UpdateIntent(ctx, fresh); err == nil {
+				if err := s.update(ctx, fresh, false, byOwner); err == nil {
 					s.store.RecordProbe(ctx, fresh.ID, "probe PASS (activation)", 0, s.now())
 					return SetActiveOutput{Intent: IntentOf(fresh), Probe: rep}, nil
 				} else if !errors.Is(err, store.ErrStale) {
@@ -118,7 +119,7 @@ func (s *Service) Update(ctx context.Context, accountID string, in UpdateInput) 
 		return UpdateOutput{}, err
 	}
 	var out UpdateOutput
-	intent, err := s.mutate(ctx, func(ctx context.Context) (*store.PartnerIntent, error) { return s.owned(ctx, accountID, in.IntentID) },
+	intent, err := s.mutate(ctx, byUpdate, func(ctx context.Context) (*store.PartnerIntent, error) { return s.owned(ctx, accountID, in.IntentID) },
 		func(row *store.PartnerIntent) (bool, error) {
 			out = UpdateOutput{}
 			return true, s.applyUpdate(ctx, row, e, &out)
@@ -251,14 +252,46 @@ func hostOf(raw string) string {
 	return strings.ToLower(u.Hostname())
 }
 
+// What turned an intent on or off, as intent.* events name it.
+const (
+	byOwner   = "owner"   // partner_set_active, the portal, archiving
+	byUpdate  = "update"  // a new endpoint failed the negative-auth probe
+	byReprobe = "reprobe" // the periodic re-probe failed
+)
+
+// update writes row (store.UpdateIntent) with, when its activity changed from wasActive, the
+// intent.activated or intent.deactivated event for its owner in the same transaction.
+func (s *Service) update(ctx context.Context, row *store.PartnerIntent, wasActive bool, by string) error {
+	if row.IsActive == wasActive {
+		return s.store.UpdateIntent(ctx, row)
+	}
+	typ, data := webhooks.IntentActivated, webhooks.IntentData{IntentID: row.ID, Handle: row.PublicIdentifier, By: by}
+	if !row.IsActive {
+		typ, data.Reason = webhooks.IntentDeactivated, row.DeactivatedReason
+		switch {
+		case row.ArchivedAt != nil:
+			data.Reason = "archived"
+		case data.Reason == "" && by == byUpdate:
+			data.Reason = "the new endpoint did not pass the negative-auth probe"
+		}
+	}
+	ev, err := webhooks.New(typ, row.OwnerID, s.now(), data)
+	if err != nil {
+		return err
+	}
+	return s.store.UpdateIntent(ctx, row, ev)
+}
+
 // mutate reads a row, applies change (which reports whether anything changed) and writes
-// it, re-reading and re-applying when another writer got there first.
-func (s *Service) mutate(ctx context.Context, load func(context.Context) (*store.PartnerIntent, error), change func(*store.PartnerIntent) (bool, error)) (Intent, error) {
+// it, re-reading and re-applying when another writer got there first; by names what changed
+// it in an intent.* event.
+func (s *Service) mutate(ctx context.Context, by string, load func(context.Context) (*store.PartnerIntent, error), change func(*store.PartnerIntent) (bool, error)) (Intent, error) {
 	for range 3 {
 		row, err := load(ctx)
 		if err != nil {
 			return Intent{}, err
 		}
+		wasActive := row.IsActive
 		changed, err := change(row)
 		if err != nil {
 			return Intent{}, err
@@ -267,7 +300,7 @@ func (s *Service) mutate(ctx context.Context, load func(context.Context) (*store
 			return IntentOf(row), nil
 		}
 		row.UpdatedAt = s.now()
-		err = s.store.UpdateIntent(ctx, row)
+		err = s.update(ctx, row, wasActive, by)
 		if errors.Is(err, store.ErrStale) {
 			continue
 		}

@@ -112,7 +112,7 @@ func (s *Service) reprobeLimit() int {
 
 // deactivate turns an intent off with the reason recorded on it and tells its publisher.
 func (s *Service) deactivate(ctx context.Context, row *store.PartnerIntent, reason, result string) error {
-	_, err := s.mutate(ctx, func(ctx context.Context) (*store.PartnerIntent, error) { return s.store.IntentByID(ctx, row.ID) },
+	_, err := s.mutate(ctx, byReprobe, func(ctx context.Context) (*store.PartnerIntent, error) { return s.store.IntentByID(ctx, row.ID) },
 		func(r *store.PartnerIntent) (bool, error) {
 			if !r.IsActive {
 				return false, nil

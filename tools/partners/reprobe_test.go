@@ -2,7 +2,9 @@ package partners_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,7 +12,9 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // A partner that can change after activation: lax (serves unsigned and forged calls) or down
@@ -126,5 +130,32 @@ func TestReprobe(t *testing.T) {
 	}
 	if _, err := e.call(t, viaREST, key, "partner_set_active", map[string]any{"intentId": ids["@turns-lax"], "active": true}); err == nil {
 		t.Fatal("the lax endpoint was reactivated")
+	}
+
+	// Every change of activity is an event for the publisher's endpoints, written with it:
+	// three activations by the owner, two deactivations by the re-probe (with their reasons),
+	// one reactivation.
+	var evs []*store.WebhookEvent
+	if err := e.st.DB().NewSelect().Model(&evs).Where("type LIKE 'intent.%'").OrderExpr("created_at, id").Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		var b struct {
+			Data webhooks.IntentData `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(ev.Body), &b); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev.Type+" "+b.Data.Handle+" by "+b.Data.By)
+		if ev.Type == webhooks.IntentDeactivated && !strings.HasPrefix(b.Data.Reason, "re-probe at ") {
+			t.Errorf("deactivated without its reason: %s", ev.Body)
+		}
+	}
+	slices.Sort(got[:3])
+	want := []string{"intent.activated @degrades by owner", "intent.activated @stays-healthy by owner", "intent.activated @turns-lax by owner",
+		"intent.deactivated @turns-lax by reprobe", "intent.deactivated @degrades by reprobe", "intent.activated @degrades by owner"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("intent events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

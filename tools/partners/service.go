@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -46,6 +47,7 @@ type Config struct {
 type Service struct {
 	cfg       Config
 	store     *store.Store
+	reports   reports.Reports
 	clock     func() time.Time
 	log       *slog.Logger
 	out       *outbound.Client
@@ -67,7 +69,7 @@ func NewService(cfg Config, d service.Deps, out *outbound.Client) (*Service, err
 		cfg.ProbeTimeout = 10 * time.Second
 	}
 	d = d.WithDefaults()
-	return &Service{cfg: cfg, store: d.Store, clock: d.Now, log: d.Log, out: out, validator: NewValidator(out.Guard())}, nil
+	return &Service{cfg: cfg, store: d.Store, reports: reports.New(d.Store), clock: d.Now, log: d.Log, out: out, validator: NewValidator(out.Guard())}, nil
 }
 
 func (s *Service) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
@@ -310,7 +312,7 @@ func (s *Service) SetVerificationStatus(ctx context.Context, ref, status string)
 	if !slices.Contains(VerificationStatuses, status) {
 		return Intent{}, tools.Errorf(tools.CodeBadInput, "verificationStatus must be one of %v", VerificationStatuses)
 	}
-	return s.mutate(ctx, func(ctx context.Context) (*store.PartnerIntent, error) { return s.Lookup(ctx, ref) },
+	return s.mutate(ctx, byOwner, func(ctx context.Context) (*store.PartnerIntent, error) { return s.Lookup(ctx, ref) },
 		func(row *store.PartnerIntent) (bool, error) {
 			changed := row.VerificationStatus != status
 			row.VerificationStatus = status

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Reconcile concludes the payments a crash or a lost answer left behind, exactly once each (the
@@ -199,7 +201,13 @@ func (s *Service) closePayout(ctx context.Context, p *store.Payout, memo string,
 		if err != nil || !moved {
 			return err
 		}
-		return q.Post(ctx, "", memo, p.UpdatedAt, legs...)
+		if err := q.Post(ctx, "", memo, p.UpdatedAt, legs...); err != nil {
+			return err
+		}
+		if p.State != store.PayoutDone {
+			return nil
+		}
+		return s.emitSettled(ctx, q, p)
 	})
 	if err != nil {
 		return fmt.Errorf("record payout %s as %s: %w", p.ID, p.State, err)
@@ -244,3 +252,21 @@ func (s *Service) resumePayouts(ctx context.Context) error {
 }
 
 func bigInt(n int64) *big.Int { return big.NewInt(n) }
+
+// emitSettled writes payout.settled for the partner whose book was paid, in the payout's
+// transaction.
+func (s *Service) emitSettled(ctx context.Context, q *store.Q, p *store.Payout) error {
+	parts := strings.SplitN(p.Book, ":", 3) // partner:<id>:<payout>
+	if len(parts) < 3 || parts[0] != "partner" {
+		return nil
+	}
+	accountID, err := q.PartnerAccountID(ctx, parts[1])
+	if err != nil {
+		return fmt.Errorf("the account of partner %s: %w", parts[1], err)
+	}
+	if accountID == "" { // a book with no partner row: the payout stands, no one to tell
+		return nil
+	}
+	return webhooks.Emit(ctx, q, webhooks.PayoutSettled, accountID, p.UpdatedAt, webhooks.PayoutData{
+		PayoutID: p.ID, ChainID: p.ChainID, Address: p.Address, AmountAtomic: strconv.FormatInt(p.AmountAtomic, 10), Tx: p.Tx})
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/watch"
 	"github.com/switchboard-hq/switchboard/tools/service"
 )
 
@@ -48,7 +49,7 @@ func New(d service.Deps) *Cache {
 
 // Watch keeps the cache in step with changes on every replica until ctx ends.
 func (c *Cache) Watch(ctx context.Context) {
-	c.store.Watch(ctx, c.forget, func(live bool) {
+	c.store.Changes().Watch(ctx, c.forget, func(live bool) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.live = live
@@ -66,20 +67,20 @@ func (c *Cache) Live() bool {
 }
 
 // forget drops what a change makes stale.
-func (c *Cache) forget(ch store.Change) {
+func (c *Cache) forget(ch watch.Change) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case ch.Kind == "":
 		clear(c.intents)
 		clear(c.tiers)
-	case ch.Kind == store.IntentChange && ch.ID == "":
+	case ch.Kind == watch.IntentChange && ch.ID == "":
 		clear(c.intents)
-	case ch.Kind == store.IntentChange:
+	case ch.Kind == watch.IntentChange:
 		delete(c.intents, ch.ID)
-	case ch.Kind == store.TierChange && ch.ID == "":
+	case ch.Kind == watch.TierChange && ch.ID == "":
 		clear(c.tiers)
-	case ch.Kind == store.TierChange:
+	case ch.Kind == watch.TierChange:
 		delete(c.tiers, ch.ID)
 	default:
 		return // not ours: nothing raced

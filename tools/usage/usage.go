@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 )
@@ -32,6 +33,7 @@ type Config struct {
 // Service answers the usage reads.
 type Service struct {
 	store   *store.Store
+	reports reports.Reports
 	now     func() time.Time
 	settled func(ctx context.Context, accountID string) error
 	userID  func(accountID, partnerID string) string
@@ -40,7 +42,7 @@ type Service struct {
 // NewService builds the usage reads.
 func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
+	return &Service{store: d.Store, reports: reports.New(d.Store), now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
 }
 
 func (s *Service) wait(ctx context.Context, accountID string) error {
@@ -92,7 +94,7 @@ func (s *Service) Spend(ctx context.Context, p *tools.Principal) (Spend, error) 
 		return Spend{}, err
 	}
 	days, since := s.days()
-	rows, err := s.store.SpendByDay(ctx, p.AccountID, since)
+	rows, err := s.reports.SpendByDay(ctx, p.AccountID, since)
 	if err != nil {
 		return Spend{}, err
 	}
@@ -180,11 +182,11 @@ func (s *Service) Intent(ctx context.Context, p *tools.Principal, intentID strin
 		return IntentStats{}, err
 	}
 	days, since := s.days()
-	daily, err := s.store.IntentDaily(ctx, in.ID, since)
+	daily, err := s.reports.IntentDaily(ctx, in.ID, since)
 	if err != nil {
 		return IntentStats{}, err
 	}
-	lat, err := s.store.IntentLatencies(ctx, in.ID, since, latencySample)
+	lat, err := s.reports.IntentLatencies(ctx, in.ID, since, latencySample)
 	if err != nil {
 		return IntentStats{}, err
 	}
@@ -279,7 +281,7 @@ func (s *Service) Calls(ctx context.Context, p *tools.Principal, side Side, f Fi
 	if f.Outcome != "" && !slices.Contains(Outcomes, f.Outcome) {
 		return Page{}, tools.Errorf(tools.CodeBadInput, "no outcome %q; choose one of the list", f.Outcome)
 	}
-	q := store.CallQuery{IntentID: f.IntentID, State: f.Outcome, Limit: limit + 1}
+	q := reports.CallQuery{IntentID: f.IntentID, State: f.Outcome, Limit: limit + 1}
 	switch side {
 	case Caller:
 		q.AccountID, q.KeyID = p.AccountID, f.KeyID
@@ -308,7 +310,7 @@ func (s *Service) Calls(ctx context.Context, p *tools.Principal, side Side, f Fi
 		}
 		q.BeforeAt, q.BeforeID = &at, id
 	}
-	invs, err := s.store.Calls(ctx, q)
+	invs, err := s.reports.Calls(ctx, q)
 	if err != nil {
 		return Page{}, err
 	}

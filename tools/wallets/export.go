@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Self-custody: a signed-in human exports the private keys of the account's embedded wallets,
@@ -89,18 +90,24 @@ func (x *Exporter) export(ctx context.Context, c *tools.Caller, in ExportInput) 
 	var out ExportOutput
 	// Recorded in the transaction that reads the keys: no export goes unrecorded, and an
 	// export that fails records nothing.
-	err = x.store.ExportWallets(ctx, p.AccountID, func(ws []*store.Wallet) (*store.AccountEvent, error) {
+	// The owner's backend hears of every export too (wallet.exported), from the same transaction.
+	err = x.store.ExportWallets(ctx, p.AccountID, func(ws []*store.Wallet) (*store.AccountEvent, []*store.WebhookEvent, error) {
 		keys, err := x.open(ws)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		addrs := make([]string, len(keys))
 		for i, k := range keys {
 			addrs[i] = k.Address
 		}
 		out.Keys = keys
+		at := x.now().UTC()
+		wh, err := webhooks.New(webhooks.WalletExported, p.AccountID, at, webhooks.WalletExportedData{Addresses: addrs, ClientAddr: c.ClientAddr})
+		if err != nil {
+			return nil, nil, err
+		}
 		return &store.AccountEvent{ID: uuid.NewString(), AccountID: p.AccountID, Kind: store.EventWalletExported, SessionID: p.SessionID,
-			ClientAddr: c.ClientAddr, Detail: strings.Join(addrs, ","), CreatedAt: x.now().UTC()}, nil
+			ClientAddr: c.ClientAddr, Detail: strings.Join(addrs, ","), CreatedAt: at}, []*store.WebhookEvent{wh}, nil
 	})
 	if err != nil {
 		return ExportOutput{}, err

@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/account"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -56,6 +57,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/usage"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Version is the service version reported by MCP and OpenAPI.
@@ -89,6 +91,7 @@ type App struct {
 	billing    *billing.Service  // credit, ledger, the reservation sweeper
 	dispatch   *dispatch.Service // partner calls; concludes abandoned ones
 	payments   *payments.Service // flat-fee payments on chain and partner payouts; nil when not configured
+	webhooks   *webhooks.Service // endpoints and the delivery worker (run by Build)
 	admin      *Admin            // what `switchboard admin` does
 	redis      *redis.Client     // the shared rate limiter's connection; nil when not configured
 	stop       func()            // ends the background work Build started, and waits for it
@@ -118,13 +121,14 @@ type Parts struct {
 	Kernel     *tools.Kernel
 	Billing    *billing.Service
 	Payments   *payments.Service // nil when not configured
+	Webhooks   *webhooks.Service
 	Keys       *keyring.Ring
 	SigningKey ed25519.PrivateKey // the key file's (or SWITCHBOARD_SIGNING_KEY_FILE's) key the ring was seeded with
 }
 
 // Parts returns the built services (for tests).
 func (a *App) Parts() Parts {
-	return Parts{Kernel: a.kernel, Billing: a.billing, Payments: a.payments, Keys: a.ring, SigningKey: a.signingKey}
+	return Parts{Kernel: a.kernel, Billing: a.billing, Payments: a.payments, Webhooks: a.webhooks, Keys: a.ring, SigningKey: a.signingKey}
 }
 
 // Drain marks the replica as leaving: /readyz answers 503 at once, so proxies and Kubernetes
@@ -382,6 +386,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	undo = append(undo, ps.close)
 	partnerOut, metadataClient, partnerSvc := ps.out, ps.metadata, ps.svc
 	all = append(all, partnerSvc.Tools()...)
+	hooks, err := webhooks.NewService(webhooks.Config{SecretKey: derive(serverSecret, "switchboard webhook endpoint secrets v1"),
+		Signer: signer, Client: partnerOut, AllowLocal: cfg.AllowLocalEndpoints, Notify: notifier(d, mailer)}, d)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, hooks.Tools()...)
 	tokenSvc, err := tokens.NewService(cfg.Tokens, d)
 	if err != nil {
 		return nil, err
@@ -465,6 +475,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	bg.Go(func() { authn.Watch(bgCtx, 5*time.Second) })
 	bg.Go(func() { rows.Watch(bgCtx) })
 	bg.Go(func() { batcher.Run(bgCtx) })
+	bg.Go(func() { hooks.Run(bgCtx, time.Second) }) // every replica: leases keep deliveries apart
 	bg.Go(func() { repeat(bgCtx, log, time.Second, "checkpoint the SQLite write-ahead log", st.Checkpoint) })
 	if cfg.BudgetLeases {
 		bg.Go(func() { repeat(bgCtx, log, time.Second, "return idle leases", billSvc.ReturnIdleLeases) })
@@ -483,7 +494,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	admin := &Admin{store: st, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, ring: ring, sealer: sealer,
 		onboarding: ob, apiKeys: keySvc}
 	return &App{cfg: cfg, log: log, store: st, kernel: kernel, handler: closeWhenDraining(handler, draining), metrics: mx.Handler(), signingKey: signingKey,
-		ring: ring, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, admin: admin,
+		ring: ring, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, webhooks: hooks, admin: admin,
 		redis: rdb, stop: stop, draining: draining, endAsks: endAsks}, nil
 }
 
@@ -603,18 +614,23 @@ func partnerClient(cfg Config, signer *signing.Signer, log *slog.Logger, demoPar
 // newPartners builds the partner intents' service; its notices (an intent deactivated by
 // its re-probes) go to the owner by e-mail when a mailer is configured.
 func newPartners(cfg Config, d service.Deps, mailer onboarding.Mailer, out *outbound.Client, pseudonyms []byte) (*partners.Service, error) {
-	var notify func(ctx context.Context, accountID, subject, text string) error
-	if mailer != nil {
-		notify = func(ctx context.Context, accountID, subject, text string) error {
-			acct, err := d.Store.AccountByID(ctx, accountID)
-			if err != nil {
-				return err
-			}
-			return mailer.Send(ctx, onboarding.Message{To: acct.Email, Subject: subject, Text: text})
-		}
-	}
 	return partners.NewService(partners.Config{Env: cfg.Env, PseudonymSecret: pseudonyms,
-		ReprobeFailures: cfg.ReprobeFailures, Notify: notify}, d, out)
+		ReprobeFailures: cfg.ReprobeFailures, Notify: notifier(d, mailer)}, d, out)
+}
+
+// notifier e-mails an account's owner (nil without a mailer): an intent deactivated by its
+// re-probes, a webhook endpoint disabled.
+func notifier(d service.Deps, mailer onboarding.Mailer) func(ctx context.Context, accountID, subject, text string) error {
+	if mailer == nil {
+		return nil
+	}
+	return func(ctx context.Context, accountID, subject, text string) error {
+		acct, err := d.Store.AccountByID(ctx, accountID)
+		if err != nil {
+			return err
+		}
+		return mailer.Send(ctx, onboarding.Message{To: acct.Email, Subject: subject, Text: text})
+	}
 }
 
 // humanServices are the services behind the portal: its sessions and MCP authorization, and
@@ -763,12 +779,12 @@ func rateLimiter(ctx context.Context, cfg Config, now func() time.Time) (tools.L
 // SWITCHBOARD_SETTLE_AFTER_ANSWER is on, and budget leases with SWITCHBOARD_BUDGET_LEASES), and
 // the journal of write outcomes in the data directory (kept until the database has them).
 // The batch writer is returned to be run.
-func recording(cfg Config, st *store.Store, log *slog.Logger, failpoint func(string)) (billing.Recording, *store.Batcher, error) {
-	journal, err := store.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
+func recording(cfg Config, st *store.Store, log *slog.Logger, failpoint func(string)) (billing.Recording, *commit.Batcher, error) {
+	journal, err := commit.OpenJournal(filepath.Join(cfg.DataDir, "journal"))
 	if err != nil {
 		return billing.Recording{}, nil, err
 	}
-	batcher := st.NewBatcher(256, log)
+	batcher := commit.NewBatcher(st, 256, log)
 	batcher.BeforeCommit(func() { failpoint("batch") })
 	rec := billing.Recording{Journal: journal, Failpoint: failpoint}
 	if cfg.SettleAfterAnswer {

@@ -220,6 +220,11 @@ var operations = map[string]operation{
 	"partner_earnings":              {"GET", "/v1/partner/earnings", 200, true},
 	"partner_receipt":               {"GET", "/v1/partner/receipts/{request_id}", 200, true},
 	"partner_archive_intent":        {"DELETE", "/v1/partner/intents/{id}", 200, true},
+	"webhook_endpoint_create":       {"POST", "/v1/webhooks/endpoints", 201, false},
+	"webhook_endpoint_list":         {"GET", "/v1/webhooks/endpoints", 200, true},
+	"webhook_endpoint_delete":       {"DELETE", "/v1/webhooks/endpoints/{endpoint_id}", 200, false},
+	"webhook_delivery_list":         {"GET", "/v1/webhooks/deliveries", 200, true},
+	"webhook_delivery_replay":       {"POST", "/v1/webhooks/deliveries/{delivery_id}/replay", 200, false},
 }
 
 // call sends one operation: path parameters substituted, query (GET, DELETE) or body

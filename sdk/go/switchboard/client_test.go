@@ -46,6 +46,11 @@ var Coverage = map[string]string{
 	"partner_earnings":              "Earnings",
 	"partner_receipt":               "Receipt",
 	"partner_archive_intent":        "ArchiveIntent",
+	"webhook_endpoint_create":       "CreateWebhookEndpoint",
+	"webhook_endpoint_list":         "ListWebhookEndpoints",
+	"webhook_endpoint_delete":       "DeleteWebhookEndpoint",
+	"webhook_delivery_list":         "ListWebhookDeliveries",
+	"webhook_delivery_replay":       "ReplayWebhookDelivery",
 }
 
 func TestCoverageNamesAMethodPerOperation(t *testing.T) {

@@ -31,6 +31,15 @@ export interface Envelope {
   serviceSignature: string;
 }
 
+/** A Switchboard event as verifyWebhook returns it: the body's fields and its webhook-id. */
+export interface WebhookEvent {
+  /** The webhook-id: the same on every retry and replay; process each id once. */
+  id: string;
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
 /** A refused call, with the HTTP status to answer (400, 401, 413, 503) and the failure code. */
 export class VerificationError extends Error {
   override readonly name = "VerificationError";
@@ -277,6 +286,44 @@ export class Verifier {
     const out = { ...env, serviceSignature: sigs[0]! };
     this.#checkFreshness(out, headers);
     return out;
+  }
+
+  /**
+   * Verify a Switchboard event (a Standard Webhooks POST) by its `v1a,` signature: Ed25519 with
+   * the service key over `${webhook-id}.${webhook-timestamp}.${body}`, the timestamp (Unix
+   * seconds) within 5 minutes. `body` must be the raw request body, unparsed (a re-serialised
+   * body no longer matches). Resolves to the event with its webhook-id, the key to process it
+   * once (every retry carries the same id). The `v1,` HMAC signature beside it is for any
+   * Standard Webhooks library with the endpoint's whsec_ secret.
+   */
+  async verifyWebhook(body: string | Uint8Array, headers: HeadersLike): Promise<WebhookEvent> {
+    if (typeof body !== "string" && !(body instanceof Uint8Array)) throw badInput("pass the raw request body (a string or bytes), not parsed JSON: the signature covers the exact bytes");
+    const one = (name: string) => {
+      const v = headerValues(headers, name);
+      if (v.length !== 1 || v[0] === "") throw badInput(`expected exactly one ${name} header`);
+      return v[0]!;
+    };
+    const id = one("webhook-id");
+    const ts = one("webhook-timestamp");
+    if (!/^\d{1,12}$/.test(ts)) throw badInput("webhook-timestamp must be Unix seconds");
+    const sigs = headerValues(headers, "webhook-signature").join(" ").split(" ")
+      .filter((s) => s.startsWith("v1a,")).map((s) => s.slice(4));
+    if (sigs.length === 0) throw unauthorized("no v1a signature in webhook-signature");
+    if (Math.abs(this.#o.now() - Number(ts) * 1000) > this.#o.maxClockSkewMs) {
+      throw unauthorized("webhook-timestamp is more than 5 minutes from this clock (replayed request or clock skew)");
+    }
+    const raw = typeof body === "string" ? Buffer.from(body, "utf8") : Buffer.from(body);
+    const data = Buffer.concat([Buffer.from(`${id}.${ts}.`, "utf8"), raw]);
+    const key = await this.publicKey();
+    if (!sigs.some((s) => SIG_RE.test(s) && this.#verifies(data, key, Buffer.from(s, "base64"), false))) throw unauthorized("no v1a signature verifies with the service key");
+    let event: unknown;
+    try {
+      event = JSON.parse(raw.toString("utf8"));
+    } catch {
+      throw badInput("the event body is not JSON");
+    }
+    if (event === null || typeof event !== "object" || typeof (event as WebhookEvent).type !== "string") throw badInput("the event body is not {type, timestamp, data}");
+    return { ...(event as WebhookEvent), id };
   }
 
   #checkFreshness(env: Envelope, headers?: HeadersLike) {

@@ -48,6 +48,13 @@ export type IntentList = ResponseBody<"partner_list_intents">;
 export type EarningsQuery = QueryParams<"partner_earnings">;
 export type Earnings = ResponseBody<"partner_earnings">;
 export type SignedReceipt = ResponseBody<"partner_receipt">;
+export type WebhookEndpointInput = RequestBody<"webhook_endpoint_create">;
+export type CreatedWebhookEndpoint = ResponseBody<"webhook_endpoint_create">;
+export type WebhookEndpoints = ResponseBody<"webhook_endpoint_list">;
+export type WebhookEndpointDeleted = ResponseBody<"webhook_endpoint_delete">;
+export type WebhookDeliveryQuery = QueryParams<"webhook_delivery_list">;
+export type WebhookDeliveries = ResponseBody<"webhook_delivery_list">;
+export type WebhookReplay = ResponseBody<"webhook_delivery_replay">;
 
 /** The error model's codes (docs/errors.md). */
 export type ErrorCode =
@@ -157,6 +164,11 @@ export const OPERATIONS = {
   partner_earnings: { method: "GET", path: "/v1/partner/earnings", idempotent: true },
   partner_receipt: { method: "GET", path: "/v1/partner/receipts/{request_id}", idempotent: true },
   partner_archive_intent: { method: "DELETE", path: "/v1/partner/intents/{id}", idempotent: true },
+  webhook_endpoint_create: { method: "POST", path: "/v1/webhooks/endpoints", idempotent: false },
+  webhook_endpoint_list: { method: "GET", path: "/v1/webhooks/endpoints", idempotent: true },
+  webhook_endpoint_delete: { method: "DELETE", path: "/v1/webhooks/endpoints/{endpoint_id}", idempotent: false },
+  webhook_delivery_list: { method: "GET", path: "/v1/webhooks/deliveries", idempotent: true },
+  webhook_delivery_replay: { method: "POST", path: "/v1/webhooks/deliveries/{delivery_id}/replay", idempotent: false },
 } as const satisfies Record<keyof operations, { method: string; path: string; idempotent: boolean }>;
 
 export type OperationId = keyof typeof OPERATIONS;
@@ -336,6 +348,31 @@ export class Client {
   /** GET /v1/partner/receipts/{request_id}: the signed receipt of a call to one of your intents. */
   receipt(requestId: string, opts?: CallOptions): Promise<SignedReceipt> {
     return this.call("partner_receipt", { path: { request_id: requestId } }, opts);
+  }
+
+  /** POST /v1/webhooks/endpoints: receive the account's events at an https URL; the whsec_ secret is shown only here. */
+  createWebhookEndpoint(input: WebhookEndpointInput, opts?: CallOptions): Promise<CreatedWebhookEndpoint> {
+    return this.call("webhook_endpoint_create", { body: input }, opts);
+  }
+
+  /** GET /v1/webhooks/endpoints: the account's webhook endpoints and the v1a public key. */
+  listWebhookEndpoints(opts?: CallOptions): Promise<WebhookEndpoints> {
+    return this.call("webhook_endpoint_list", {}, opts);
+  }
+
+  /** DELETE /v1/webhooks/endpoints/{endpoint_id}: stop sending to an endpoint. */
+  deleteWebhookEndpoint(endpointId: string, opts?: CallOptions): Promise<WebhookEndpointDeleted> {
+    return this.call("webhook_endpoint_delete", { path: { endpoint_id: endpointId } }, opts);
+  }
+
+  /** GET /v1/webhooks/deliveries: deliveries, newest first, with every attempt. */
+  listWebhookDeliveries(query: WebhookDeliveryQuery = {}, opts?: CallOptions): Promise<WebhookDeliveries> {
+    return this.call("webhook_delivery_list", { query }, opts);
+  }
+
+  /** POST /v1/webhooks/deliveries/{delivery_id}/replay: send a delivery again, same webhook-id. */
+  replayWebhookDelivery(deliveryId: string, opts?: CallOptions): Promise<WebhookReplay> {
+    return this.call("webhook_delivery_replay", { path: { delivery_id: deliveryId } }, opts);
   }
 
   /** GET /v1/partner/earnings: the partner's fees. */

@@ -398,6 +398,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook deliveries
+         * @description List the account's webhook deliveries, newest first, each with its webhook-id, event type, state (pending, delivered, failed), and every attempt (time, HTTP status, error). Filter by endpointId or state; page with before.
+         */
+        get: operations["webhook_delivery_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/deliveries/{delivery_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay webhook delivery
+         * @description Send a delivery again now (a failed one after its retries ran out, or a delivered one), with the same webhook-id and body and a fresh timestamp and signatures; it is retried with backoff again if it fails. Replaying a delivery of a disabled endpoint enables the endpoint again.
+         */
+        post: operations["webhook_delivery_replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description List the account's webhook endpoints: url, event types, whether one is failing or disabled, and the public key that verifies v1a signatures. Never the secrets.
+         */
+        get: operations["webhook_endpoint_list"];
+        put?: never;
+        /**
+         * Create webhook endpoint
+         * @description Register an https URL to receive the account's events as Standard Webhooks (signed POSTs with webhook-id, webhook-timestamp and webhook-signature). Choose eventTypes or omit them for all. Returns the endpoint's HMAC secret (whsec_..., verifies the v1 signature; shown once) and the service's public key (whpk_..., verifies v1a). Deliveries are retried with backoff for 24 hours; the same webhook-id is sent on every retry, so process each id once. Needs scope publish and a root key (or the portal).
+         */
+        post: operations["webhook_endpoint_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete webhook endpoint
+         * @description Delete a webhook endpoint by id (from webhook_endpoint_list), with its deliveries: nothing more is sent to it.
+         */
+        delete: operations["webhook_endpoint_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3711,6 +3795,574 @@ export interface operations {
                             family: "evm" | "svm";
                             label: string;
                         };
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhook_delivery_list: {
+        parameters: {
+            query?: {
+                before?: string;
+                endpointId?: string;
+                limit?: number;
+                state?: "pending" | "delivered" | "failed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: {
+                            attempts: {
+                                /** Format: date-time */
+                                at: string;
+                                durationMs: number;
+                                error?: string;
+                                /** @description the receiver's HTTP status; 0 when none came back */
+                                status: number;
+                            }[];
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            deliveredAt?: string;
+                            endpointId: string;
+                            eventType: string;
+                            /** @description delivery id, for webhook_delivery_replay */
+                            id: string;
+                            /** Format: date-time */
+                            nextAttemptAt?: string;
+                            /** @enum {string} */
+                            state: "pending" | "delivered" | "failed";
+                            url: string;
+                            /** @description the webhook-id header: the same on every attempt and replay */
+                            webhookId: string;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description pass as before for the next page; absent on the last
+                         */
+                        nextBefore?: string;
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhook_delivery_replay: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        delivery: {
+                            attempts: {
+                                /** Format: date-time */
+                                at: string;
+                                durationMs: number;
+                                error?: string;
+                                /** @description the receiver's HTTP status; 0 when none came back */
+                                status: number;
+                            }[];
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            deliveredAt?: string;
+                            endpointId: string;
+                            eventType: string;
+                            /** @description delivery id, for webhook_delivery_replay */
+                            id: string;
+                            /** Format: date-time */
+                            nextAttemptAt?: string;
+                            /** @enum {string} */
+                            state: "pending" | "delivered" | "failed";
+                            url: string;
+                            /** @description the webhook-id header: the same on every attempt and replay */
+                            webhookId: string;
+                        };
+                        notice?: string;
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhook_endpoint_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoints: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            description?: string;
+                            /**
+                             * Format: date-time
+                             * @description when it was disabled (failing for days, or it answered 410 Gone); webhook_delivery_replay of one of its deliveries enables it again
+                             */
+                            disabledAt?: string;
+                            disabledReason?: string;
+                            /** @description the event types it receives; empty is every type */
+                            eventTypes: string[];
+                            /**
+                             * Format: date-time
+                             * @description when its current run of failed attempts began; absent when its last attempt succeeded
+                             */
+                            failingSince?: string;
+                            /** @description endpoint id, for webhook_endpoint_delete and webhook_delivery_list */
+                            id: string;
+                            url: string;
+                        }[];
+                        /** @description the service's Ed25519 key (whpk_...) that verifies every v1a signature */
+                        publicKey: string;
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhook_endpoint_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string;
+                    /** @description event types to receive (call.succeeded, call.failed, call.refunded, approval.requested, approval.decided, policy.denied, intent.activated, intent.deactivated, payout.settled, key.created, key.revoked, wallet.exported); omit for every type */
+                    eventTypes?: string[];
+                    /** @description https URL the events are POSTed to */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoint: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            description?: string;
+                            /**
+                             * Format: date-time
+                             * @description when it was disabled (failing for days, or it answered 410 Gone); webhook_delivery_replay of one of its deliveries enables it again
+                             */
+                            disabledAt?: string;
+                            disabledReason?: string;
+                            /** @description the event types it receives; empty is every type */
+                            eventTypes: string[];
+                            /**
+                             * Format: date-time
+                             * @description when its current run of failed attempts began; absent when its last attempt succeeded
+                             */
+                            failingSince?: string;
+                            /** @description endpoint id, for webhook_endpoint_delete and webhook_delivery_list */
+                            id: string;
+                            url: string;
+                        };
+                        /** @description the service's Ed25519 key (whpk_...) for the v1a signature, also at /.well-known/service-public-key */
+                        publicKey: string;
+                        /** @description the endpoint's HMAC secret (whsec_...) for the v1 signature; shown only now, store it */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhook_endpoint_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deleted: string;
                     };
                 };
             };

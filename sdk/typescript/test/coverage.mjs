@@ -24,4 +24,9 @@ export const COVERAGE = {
   partner_earnings: "earnings",
   partner_receipt: "receipt",
   partner_archive_intent: "archiveIntent",
+  webhook_endpoint_create: "createWebhookEndpoint",
+  webhook_endpoint_list: "listWebhookEndpoints",
+  webhook_endpoint_delete: "deleteWebhookEndpoint",
+  webhook_delivery_list: "listWebhookDeliveries",
+  webhook_delivery_replay: "replayWebhookDelivery",
 };

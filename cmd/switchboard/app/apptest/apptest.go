@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/keyring"
 	"github.com/switchboard-hq/switchboard/tools/payments"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Clock is a settable clock, safe for concurrent use.
@@ -129,7 +130,7 @@ func Start(t testing.TB, o Options) *Env {
 	srv.Start()
 	p := a.Parts()
 	return &Env{App: &App{App: a, Config: cfg, Store: st, Log: log, Handler: a.Handler(), Metrics: a.Metrics(),
-		Kernel: p.Kernel, Billing: p.Billing, Payments: p.Payments, Keys: p.Keys, SigningKey: p.SigningKey}, Server: srv, URL: srv.URL, Inbox: inbox, Clock: clock}
+		Kernel: p.Kernel, Billing: p.Billing, Payments: p.Payments, Webhooks: p.Webhooks, Keys: p.Keys, SigningKey: p.SigningKey}, Server: srv, URL: srv.URL, Inbox: inbox, Clock: clock}
 }
 
 // App is the built service (its methods: Sweep, Settled, Admin, ...) with what tests reach
@@ -145,6 +146,7 @@ type App struct {
 	Kernel     *tools.Kernel
 	Billing    *billing.Service
 	Payments   *payments.Service // nil without the flat-fee network
+	Webhooks   *webhooks.Service // endpoints and the delivery worker (RunOnce delivers now)
 	Keys       *keyring.Ring
 	SigningKey ed25519.PrivateKey // the key file's key the service key ring was seeded with
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
 )
@@ -70,7 +71,7 @@ func New(st *store.Store, rdb *redis.Client, log *slog.Logger) *Metrics {
 	m.reg.MustRegister(m.http, m.tools, m.partner, m.overhead, m.outcomes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if st != nil {
-		m.reg.MustRegister(collectors.NewDBStatsCollector(st.DB().DB, namespace), &ledger{st: st, log: log,
+		m.reg.MustRegister(collectors.NewDBStatsCollector(st.DB().DB, namespace), &ledger{st: reports.New(st), log: log,
 			desc: prometheus.NewDesc(namespace+"_ledger_balance_micro_usd",
 				"Money the ledger holds by kind, in micro-USD: users' available and reserved credit, the platform's fee, infrastructure and gas books. Read at most every "+LedgerEvery.String()+"; the same on every replica.",
 				[]string{"kind"}, nil)})
@@ -154,7 +155,7 @@ func (m *Metrics) watchRedis(rdb *redis.Client) {
 // ledger reads the ledger totals at scrape time, caching them for LedgerEvery: the book sums
 // grow with the ledger, and scrapers should not be able to load the database.
 type ledger struct {
-	st   *store.Store
+	st   reports.Reports
 	log  *slog.Logger
 	desc *prometheus.Desc
 

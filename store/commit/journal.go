@@ -1,4 +1,4 @@
-package store
+package commit
 
 import (
 	"encoding/json"

@@ -1,4 +1,6 @@
-package store
+// Package watch pushes changes to rows that processes cache to every process sharing the
+// database; the store announces them and fans them out (Hub), the caches watch them.
+package watch
 
 import (
 	"context"
@@ -39,9 +41,12 @@ type Change struct {
 // AllKeys is the key id WatchKeys reports when anything may have changed.
 const AllKeys = ""
 
-// watch fans changes out to the watchers of one Store and runs its listener while there are
+// Hub fans changes out to the watchers of one store and runs its listener while there are
 // watchers (PostgreSQL).
-type watch struct {
+type Hub struct {
+	db       *bun.DB
+	postgres bool
+
 	life  sync.Mutex // serializes starting and stopping the listener
 	users int
 	stop  func() // ends the listener and waits for it
@@ -51,13 +56,16 @@ type watch struct {
 	live bool
 }
 
+// New returns the hub of the store on db.
+func New(db *bun.DB, postgres bool) *Hub { return &Hub{db: db, postgres: postgres} }
+
 type watcher struct {
 	fn   func(Change)
 	live func(bool)
 }
 
-// changed delivers a committed change (or several) to every watcher.
-func (w *watch) changed(cs ...Change) {
+// Changed delivers committed changes to every watcher of this process.
+func (w *Hub) Changed(cs ...Change) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for s := range w.subs {
@@ -68,7 +76,7 @@ func (w *watch) changed(cs ...Change) {
 }
 
 // setLive records whether changes are delivered; on either edge every watcher forgets all.
-func (w *watch) setLive(live bool) {
+func (w *Hub) setLive(live bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.live == live {
@@ -86,24 +94,15 @@ func (w *watch) setLive(live bool) {
 	}
 }
 
-// announce tells, inside the writing transaction, that rows of kind changed: PostgreSQL
+// Announce tells, inside the writing transaction db, that rows of kind changed: PostgreSQL
 // delivers the notification on commit. The caller fans the changes out in this process after
-// commit (Store.changed).
-func (s *Store) announce(ctx context.Context, db bun.IDB, kind Kind, ids ...string) error {
-	if !s.postgres || len(ids) == 0 {
+// commit (Changed).
+func (w *Hub) Announce(ctx context.Context, db bun.IDB, kind Kind, ids ...string) error {
+	if !w.postgres || len(ids) == 0 {
 		return nil
 	}
 	_, err := db.ExecContext(ctx, "SELECT pg_notify(?, id) FROM unnest(ARRAY[?]::text[]) AS id", string(kind), bun.List(ids))
 	return err
-}
-
-// changed fans committed changes of kind out in this process.
-func (s *Store) changed(kind Kind, ids ...string) {
-	cs := make([]Change, len(ids))
-	for i, id := range ids {
-		cs[i] = Change{Kind: kind, ID: id}
-	}
-	s.watch.changed(cs...)
 }
 
 // Watch calls fn with every change a process sharing this database commits to a cached row,
@@ -111,23 +110,22 @@ func (s *Store) changed(kind Kind, ids ...string) {
 // reports whether changes are being delivered: a cache may serve rows only while it is true.
 // On SQLite, which one process serves, changes are this process's own and always live. fn
 // and live run one at a time and must be quick; they must not write to the store.
-func (s *Store) Watch(ctx context.Context, fn func(Change), live func(bool)) {
+func (w *Hub) Watch(ctx context.Context, fn func(Change), live func(bool)) {
 	me := &watcher{fn: fn, live: live}
-	w := &s.watch
 	w.life.Lock()
 	w.mu.Lock()
 	if w.subs == nil {
 		w.subs = map[*watcher]struct{}{}
 	}
 	w.subs[me] = struct{}{}
-	if !s.postgres || w.live {
+	if !w.postgres || w.live {
 		live(true)
 	}
 	w.mu.Unlock()
-	if w.users++; w.users == 1 && s.postgres {
+	if w.users++; w.users == 1 && w.postgres {
 		lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
-		go func() { defer close(done); s.listen(lctx) }()
+		go func() { defer close(done); w.listen(lctx) }()
 		w.stop = func() { cancel(); <-done }
 	}
 	w.life.Unlock()
@@ -148,8 +146,8 @@ func (s *Store) Watch(ctx context.Context, fn func(Change), live func(bool)) {
 
 // WatchKeys is Watch for API keys alone: fn gets the id of a changed key, AllKeys when any
 // may have changed.
-func (s *Store) WatchKeys(ctx context.Context, fn func(keyID string), live func(bool)) {
-	s.Watch(ctx, func(c Change) {
+func (w *Hub) WatchKeys(ctx context.Context, fn func(keyID string), live func(bool)) {
+	w.Watch(ctx, func(c Change) {
 		if c.Kind == KeyChange || c.Kind == "" {
 			fn(c.ID)
 		}
@@ -158,10 +156,9 @@ func (s *Store) WatchKeys(ctx context.Context, fn func(keyID string), live func(
 
 // listen holds the process's LISTEN connection on every channel until ctx ends, reconnecting
 // when it breaks.
-func (s *Store) listen(ctx context.Context) {
-	w := &s.watch
+func (w *Hub) listen(ctx context.Context) {
 	defer w.setLive(false)
-	ln := pgdriver.NewListener(s.db)
+	ln := pgdriver.NewListener(w.db)
 	stopped := make(chan struct{})
 	defer close(stopped)
 	go func() { // a blocked read ends only when the connection closes
@@ -186,7 +183,7 @@ func (s *Store) listen(ctx context.Context) {
 		var ne net.Error
 		switch {
 		case err == nil:
-			w.changed(Change{Kind: Kind(channel), ID: payload})
+			w.Changed(Change{Kind: Kind(channel), ID: payload})
 		case errors.As(err, &ne) && ne.Timeout():
 			// Quiet: the connection is fine.
 		default:
@@ -197,6 +194,7 @@ func (s *Store) listen(ctx context.Context) {
 	}
 }
 
+// sleep waits d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -1,4 +1,4 @@
-package store_test
+package commit_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -21,7 +22,7 @@ func TestBatcherCommitsJobsTogetherAndFailuresAlone(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		b := s.NewBatcher(16, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		b := commit.NewBatcher(s, 16, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		now := time.Now().UTC()
 		post := func(id string) func(context.Context, *store.Q) error {
 			return func(ctx context.Context, q *store.Q) error {
@@ -84,7 +85,7 @@ func TestBatcherCommitsJobsTogetherAndFailuresAlone(t *testing.T) {
 // at the database's pace instead of queueing without bound.
 func TestBatcherHoldsCallersBackWhenFull(t *testing.T) {
 	st := storetest.Open(t, "sqlite")
-	b := st.NewBatcher(256, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	b := commit.NewBatcher(st, 256, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var ran sync.WaitGroup
 	noop := func(context.Context, *store.Q) error { return nil }
 	for range 4096 {
@@ -168,7 +169,7 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 		}
 		run := func(jobs map[string]func(context.Context, *store.Q) error, order ...string) map[string]error {
 			t.Helper()
-			b := s.NewBatcher(64, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			b := commit.NewBatcher(s, 64, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			var mu sync.Mutex
 			outcome := map[string]error{}
 			for _, id := range order { // queued before the writer runs: one batch

@@ -1,4 +1,4 @@
-package store_test
+package commit_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/uptrace/bun/dialect"
@@ -66,7 +67,7 @@ func TestABatchLedgerIsTheSumOfItsCalls(t *testing.T) {
 				return q.InsertInvocation(ctx, inv)
 			}
 		}
-		b := s.NewBatcher(64, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		b := commit.NewBatcher(s, 64, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		trips := &roundTrips{}
 		//lint:ignore SA1019 the hook must see this store's own DB, which WithQueryHook would clone
 		s.DB().AddQueryHook(trips)

@@ -1,4 +1,4 @@
-package store_test
+package watch_test
 
 import (
 	"context"
@@ -8,16 +8,17 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // seen records what one watcher of a store was told.
 type seen struct {
 	mu      sync.Mutex
 	live    bool
-	changes []store.Change
+	changes []watch.Change
 }
 
-func (s *seen) has(c store.Change) bool {
+func (s *seen) has(c watch.Change) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, got := range s.changes {
@@ -42,7 +43,7 @@ func watchOn(t *testing.T, st *store.Store) (*seen, func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		st.Watch(ctx, func(c store.Change) {
+		st.Changes().Watch(ctx, func(c watch.Change) {
 			s.mu.Lock()
 			s.changes = append(s.changes, c)
 			s.mu.Unlock()
@@ -93,10 +94,10 @@ func TestWatchFansOutEveryKind(t *testing.T) {
 			if err := a.SetTier(ctx, "acct-watch", "pro"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.RevokeKey(ctx, "acct-watch", "k-acct-watch", now); err != nil {
+			if _, err := a.RevokeKey(ctx, "acct-watch", "k-acct-watch", now, nil); err != nil {
 				t.Fatal(err)
 			}
-			want := []store.Change{{Kind: store.IntentChange, ID: "@watched"}, {Kind: store.TierChange, ID: "acct-watch"}, {Kind: store.KeyChange, ID: "k-acct-watch"}}
+			want := []watch.Change{{Kind: watch.IntentChange, ID: "@watched"}, {Kind: watch.TierChange, ID: "acct-watch"}, {Kind: watch.KeyChange, ID: "k-acct-watch"}}
 			for _, c := range want {
 				eventually(t, "first: "+c.ID, func() bool { return first.has(c) })
 				eventually(t, "second: "+c.ID, func() bool { return second.has(c) })
@@ -123,7 +124,7 @@ func TestWatchFansOutEveryKind(t *testing.T) {
 			if err := a.RecordProbe(ctx, "i-watch", "probe PASS", 0, now); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "second, after the first stopped", func() bool { return second.has(store.Change{Kind: store.IntentChange, ID: "@watched"}) })
+			eventually(t, "second, after the first stopped", func() bool { return second.has(watch.Change{Kind: watch.IntentChange, ID: "@watched"}) })
 			stopSecond()
 			if second.isLive() {
 				t.Fatal("live after the last watcher stopped")

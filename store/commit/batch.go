@@ -1,4 +1,7 @@
-package store
+// Package commit is how the service's writes reach the database off its callers' path: the
+// batch writer (Batcher: group commit in lanes, write-only jobs merged per table) and the
+// Journal that keeps an outcome on local disk while the database is away.
+package commit
 
 import (
 	"context"
@@ -12,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/uptrace/bun"
 )
 
@@ -24,10 +28,10 @@ import (
 // A lane's jobs commit in the order they were added, so Wait and Idle can tell a reader when
 // what was queued before it has landed.
 type lane struct {
-	store *Store
-	max   int
-	log   *slog.Logger
-	wake  chan struct{} // a job was queued
+	w    *writer
+	max  int
+	log  *slog.Logger
+	wake chan struct{} // a job was queued
 	// gather is how long the lane waits, after a batch of gatherAfter jobs or more (it is
 	// under load), for more before it starts the next: fewer, fuller commits (SQLite).
 	gather time.Duration
@@ -46,7 +50,7 @@ type lane struct {
 type batchJob struct {
 	seq   uint64
 	key   string
-	fn    func(ctx context.Context, q *Q) error
+	fn    func(ctx context.Context, q *store.Q) error
 	done  func(err error) // the job's own outcome, after its batch committed (or not)
 	merge bool            // write-only: merged with its batch's other such jobs (merge.go)
 }
@@ -67,16 +71,17 @@ func (b *Batcher) BeforeCommit(fn func()) {
 	}
 }
 
-// NewBatcher returns a batcher that commits up to max jobs per transaction in each lane; Run it.
-func (s *Store) NewBatcher(max int, log *slog.Logger) *Batcher {
+// NewBatcher returns a batcher of st that commits up to max jobs per transaction in each
+// lane; Run it.
+func NewBatcher(st *store.Store, max int, log *slog.Logger) *Batcher {
 	n := 1
-	if s.postgres {
+	if st.Postgres() {
 		n = batchLanes
 	}
-	b := &Batcher{}
+	b, w := &Batcher{}, &writer{store: st}
 	for range n {
-		l := &lane{store: s, max: max, log: log, wake: make(chan struct{}, 1), lastOf: map[string]uint64{}, flushed: make(chan struct{})}
-		if !s.postgres {
+		l := &lane{w: w, max: max, log: log, wake: make(chan struct{}, 1), lastOf: map[string]uint64{}, flushed: make(chan struct{})}
+		if !st.Postgres() {
 			l.gather = sqliteGather
 		}
 		b.lanes = append(b.lanes, l)
@@ -110,14 +115,14 @@ func (b *Batcher) lane(key string) *lane {
 }
 
 // Add queues fn for key's lane (see lane.Add).
-func (b *Batcher) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error)) {
+func (b *Batcher) Add(key string, fn func(ctx context.Context, q *store.Q) error, done func(error)) {
 	b.lane(key).Add(key, fn, done, false)
 }
 
 // AddWrites is Add for a job that only writes: inserts, balance and key deltas, ledger
 // postings, first events and draws from a lease. Such jobs are merged with the others of
 // their batch; one that reaches for anything else (a read, a conditional write) runs alone.
-func (b *Batcher) AddWrites(key string, fn func(ctx context.Context, q *Q) error, done func(error)) {
+func (b *Batcher) AddWrites(key string, fn func(ctx context.Context, q *store.Q) error, done func(error)) {
 	b.lane(key).Add(key, fn, done, true)
 }
 
@@ -159,7 +164,7 @@ func (b *Batcher) Run(ctx context.Context) {
 // Add queues fn for the next batch; done (may be nil) gets fn's error once its batch has
 // committed, or the error that kept the batch from committing at shutdown. key names whose
 // write it is (an account), for Wait.
-func (b *lane) Add(key string, fn func(ctx context.Context, q *Q) error, done func(error), merge bool) {
+func (b *lane) Add(key string, fn func(ctx context.Context, q *store.Q) error, done func(error), merge bool) {
 	b.mu.Lock()
 	if len(b.queue) >= maxQueued && !b.stopped {
 		b.mu.Unlock()
@@ -307,11 +312,11 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 	var err error
 	for attempt := 0; ; attempt++ {
 		handled := false
-		if b.store.postgres {
+		if b.w.store.Postgres() {
 			handled, err = b.inOneTrip(ctx, ordered, errs)
 		}
 		if !handled {
-			err = b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			err = b.w.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 				if err := b.runAll(ctx, tx, ordered, errs); err != nil {
 					return err
 				}
@@ -324,7 +329,7 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 		if err == nil || ctx.Err() != nil {
 			break
 		}
-		if !IsUnavailable(err) {
+		if !store.IsUnavailable(err) {
 			// Not the database being away: retrying the same batch would fail the same way.
 			// Each job gets a transaction of its own, so one bad job cannot sink the others.
 			if len(batch) > 1 {
@@ -363,20 +368,19 @@ func (b *lane) inOneTrip(ctx context.Context, ordered []*batchJob, errs []error)
 	clear(errs)
 	m := newMerged()
 	for i, j := range ordered {
-		// Outside any transaction the job's Q has none to run a statement in: the merged
-		// writes refuse anything else first, and a Q method that reached for its tx
-		// regardless would fail loudly, never write outside one.
-		jm, err := b.gatherWrites(ctx, bun.Tx{}, j)
+		// A recording Q is in no transaction: it refuses anything but the writes it records.
+		jm, err := b.gatherWrites(ctx, j)
 		switch {
 		case err == nil:
 			m.add(jm)
-		case errors.Is(err, errNotMerged):
+		case errors.Is(err, store.ErrNotRecorded):
 			return false, nil
 		default:
 			errs[i] = err
 		}
 	}
-	draws, writes, err := m.statements(b.store, b.store.db)
+	db := b.w.store.DB()
+	draws, writes, err := m.statements(b.w, db)
 	if err != nil {
 		return false, nil
 	}
@@ -386,7 +390,7 @@ func (b *lane) inOneTrip(ctx context.Context, ordered []*batchJob, errs []error)
 	if b.beforeCommit != nil {
 		b.beforeCommit()
 	}
-	conn, err := b.store.db.Conn(ctx)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return true, err
 	}
@@ -397,7 +401,7 @@ func (b *lane) inOneTrip(ctx context.Context, ordered []*batchJob, errs []error)
 		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
-		if IsUnavailable(err) {
+		if store.IsUnavailable(err) {
 			return true, err
 		}
 		if !isDrawsMissed(err) {
@@ -419,9 +423,9 @@ func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs 
 			return nil
 		}
 		jobs := segJobs
-		err := b.store.writeMerged(ctx, tx, seg, fmt.Sprintf("merged%d", jobs[0]))
+		err := b.w.writeMerged(ctx, tx, seg, fmt.Sprintf("merged%d", jobs[0]))
 		seg, segJobs = newMerged(), nil
-		if err == nil || IsUnavailable(err) {
+		if err == nil || store.IsUnavailable(err) {
 			return err
 		}
 		if !errors.Is(err, errDrawsMissed) {
@@ -437,12 +441,12 @@ func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs 
 		return nil
 	}
 	for i, j := range ordered {
-		switch m, err := b.gatherWrites(ctx, tx, j); {
+		switch m, err := b.gatherWrites(ctx, j); {
 		case err == nil:
 			seg.add(m)
 			segJobs = append(segJobs, i)
 			continue
-		case !errors.Is(err, errNotMerged):
+		case !errors.Is(err, store.ErrNotRecorded):
 			errs[i] = err // it failed before reaching the database
 			continue
 		}
@@ -458,15 +462,15 @@ func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs 
 	return flush()
 }
 
-// gatherWrites runs write-only job j to gather its writes, to merge: errNotMerged when j is not
-// write-only or reached for something a merge cannot hold (it runs alone then), or j's own
-// failure before it reached the database.
-func (b *lane) gatherWrites(ctx context.Context, tx bun.Tx, j *batchJob) (*merged, error) {
+// gatherWrites runs write-only job j on a recording Q to gather its writes, to merge:
+// store.ErrNotRecorded when j is not write-only or reached for something a merge cannot hold
+// (it runs alone then), or j's own failure before it reached the database.
+func (b *lane) gatherWrites(ctx context.Context, j *batchJob) (*merged, error) {
 	if !j.merge {
-		return nil, errNotMerged
+		return nil, store.ErrNotRecorded
 	}
 	m := newMerged()
-	if err := j.fn(ctx, &Q{tx: tx, store: b.store, m: m}); err != nil {
+	if err := j.fn(ctx, b.w.store.Recording(m)); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -476,7 +480,7 @@ func (b *lane) gatherWrites(ctx context.Context, tx bun.Tx, j *batchJob) (*merge
 // unavailable), reporting its outcome.
 func (b *lane) commitAlone(ctx context.Context, j *batchJob) {
 	var jobErr error
-	err := b.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := b.w.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var dbErr error
 		jobErr, dbErr = b.run(ctx, tx, 0, j)
 		return dbErr
@@ -504,35 +508,17 @@ func (b *lane) flushedUpTo(batch []*batchJob) {
 }
 
 // run runs job j of a batch under its own savepoint: jobErr is the job's failure (rolled back
-// alone), err a failure of the database that sinks the batch. On PostgreSQL the savepoint's
-// statements travel with the job's first and last round trips.
+// alone), err a failure of the database that sinks the batch.
 func (b *lane) run(ctx context.Context, tx bun.Tx, i int, j *batchJob) (jobErr, err error) {
-	sp := fmt.Sprintf("SAVEPOINT job%d", i)
-	q := &Q{tx: tx, store: b.store}
-	if b.store.postgres {
-		q.pending = append(q.pending, sp)
-	} else if _, err := tx.ExecContext(ctx, sp); err != nil {
-		return nil, err
+	return b.w.store.Savepoint(ctx, tx, fmt.Sprintf("job%d", i), j.fn)
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
-	jobErr = j.fn(ctx, q)
-	if jobErr == nil {
-		if !b.store.postgres {
-			_, err = tx.ExecContext(ctx, "RELEASE "+sp)
-			return nil, err
-		}
-		q.pending = append(q.pending, "RELEASE "+sp)
-		if jobErr = q.flush(ctx); jobErr == nil {
-			return nil, nil
-		}
-	}
-	if IsUnavailable(jobErr) {
-		return nil, jobErr // the database, not the job: retry the batch
-	}
-	if len(q.pending) > 0 && q.pending[0] == sp {
-		return jobErr, nil // it failed before anything reached the database
-	}
-	if _, err := tx.ExecContext(ctx, "ROLLBACK TO "+sp); err != nil {
-		return nil, err
-	}
-	return jobErr, nil
 }

@@ -1,12 +1,53 @@
-package store
+// Package codes keeps the one-time codes e-mailed for sign-in and sign-up: their sends, and
+// the guess budgets that bound wrong codes per address and per e-mail.
+package codes
 
 import (
 	"context"
 	"errors"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/uptrace/bun"
 )
+
+// Codes are the queries of one-time codes.
+type Codes interface {
+	// IssueCode stores code as the e-mail's code unless a live one (unexpired at now, with a
+	// seed) is there already, and returns the live code: the new one (issued true) or the one
+	// found. A new code starts with fresh guess counts.
+	IssueCode(ctx context.Context, code *EmailCode, now time.Time) (live *EmailCode, issued bool, err error)
+	// RecordSend records a code e-mail sent and prunes send records older than pruneBefore.
+	RecordSend(ctx context.Context, send *EmailSend, pruneBefore time.Time) error
+	// CodeByEmail returns the e-mail's code (live or expired), or ErrNotFound.
+	CodeByEmail(ctx context.Context, email string) (*EmailCode, error)
+	// TakeGuess counts one guess before it is compared, under each budget: for the source across
+	// e-mails (PerWindow in a window starting at its first guess and lasting window) and, when
+	// codeHash is not empty, for the source at that e-mail's code (PerCode). Each is a conditional
+	// increment in one transaction, so parallel guesses can never pass a cap, and a guess refused
+	// by any budget counts under none. Only the guessing client's own sources are touched: no one
+	// outside them can spend their budgets.
+	TakeGuess(ctx context.Context, email, codeHash string, budgets []GuessBudget, window time.Duration, now time.Time) (Guesses, error)
+	// ReturnGuess gives each source back the guess a right code took from its window, so signing
+	// in does not use up an address or network shared by many people.
+	ReturnGuess(ctx context.Context, sources ...string) error
+	// Sends counts code e-mails sent since `since` to emailHash, from clientAddr and both.
+	Sends(ctx context.Context, emailHash, clientAddr string, since time.Time) (SendStats, error)
+	// DeleteCode removes the e-mail's code if it still has codeHash. It reports whether a row was
+	// deleted, so of two concurrent verifications with the same code only one wins.
+	DeleteCode(ctx context.Context, email, codeHash string) (bool, error)
+}
+
+// New returns the codes queries of st.
+func New(st *store.Store) Codes { return &queries{st: st, db: st.DB(), postgres: st.Postgres()} }
+
+// queries is Codes on the store's database.
+type queries struct {
+	st       *store.Store
+	db       *bun.DB
+	postgres bool
+}
 
 // EmailCode is the live one-time code for an e-mail address. Nothing replaces it while it is
 // live: only its use or its expiry ends it.
@@ -31,12 +72,9 @@ type EmailSend struct {
 	SentAt     time.Time `bun:"sent_at,notnull"`
 }
 
-// IssueCode stores code as the e-mail's code unless a live one (unexpired at now, with a
-// seed) is there already, and returns the live code: the new one (issued true) or the one
-// found. A new code starts with fresh guess counts.
-func (s *Store) IssueCode(ctx context.Context, code *EmailCode, now time.Time) (live *EmailCode, issued bool, err error) {
+func (s *queries) IssueCode(ctx context.Context, code *EmailCode, now time.Time) (live *EmailCode, issued bool, err error) {
 	for range 3 { // a live code found can be consumed before it is read: look again
-		err = s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		err = s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 			issued = false
 			res, err := tx.NewInsert().Model(code).
 				On("CONFLICT (email) DO UPDATE").
@@ -67,16 +105,15 @@ func (s *Store) IssueCode(ctx context.Context, code *EmailCode, now time.Time) (
 			return code, true, nil
 		case err == nil:
 			return live, false, nil
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, store.ErrNotFound):
 			return nil, false, err
 		}
 	}
 	return nil, false, err
 }
 
-// RecordSend records a code e-mail sent and prunes send records older than pruneBefore.
-func (s *Store) RecordSend(ctx context.Context, send *EmailSend, pruneBefore time.Time) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+func (s *queries) RecordSend(ctx context.Context, send *EmailSend, pruneBefore time.Time) error {
+	return s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(send).Exec(ctx); err != nil {
 			return err
 		}
@@ -88,11 +125,10 @@ func (s *Store) RecordSend(ctx context.Context, send *EmailSend, pruneBefore tim
 	})
 }
 
-// CodeByEmail returns the e-mail's code (live or expired), or ErrNotFound.
-func (s *Store) CodeByEmail(ctx context.Context, email string) (*EmailCode, error) {
+func (s *queries) CodeByEmail(ctx context.Context, email string) (*EmailCode, error) {
 	code := new(EmailCode)
 	if err := s.db.NewSelect().Model(code).Where("email = ?", email).Scan(ctx); err != nil {
-		return nil, normalize(err)
+		return nil, dberr.Normalize(err)
 	}
 	return code, nil
 }
@@ -141,15 +177,9 @@ type Guesses struct {
 	SourceWindow time.Time
 }
 
-// TakeGuess counts one guess before it is compared, under each budget: for the source across
-// e-mails (PerWindow in a window starting at its first guess and lasting window) and, when
-// codeHash is not empty, for the source at that e-mail's code (PerCode). Each is a conditional
-// increment in one transaction, so parallel guesses can never pass a cap, and a guess refused
-// by any budget counts under none. Only the guessing client's own sources are touched: no one
-// outside them can spend their budgets.
-func (s *Store) TakeGuess(ctx context.Context, email, codeHash string, budgets []GuessBudget, window time.Duration, now time.Time) (Guesses, error) {
+func (s *queries) TakeGuess(ctx context.Context, email, codeHash string, budgets []GuessBudget, window time.Duration, now time.Time) (Guesses, error) {
 	var g Guesses
-	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		g = Guesses{LeftAtCode: -1}
 		for i, b := range budgets {
 			g.Refused = i
@@ -217,12 +247,10 @@ func takeGuess(ctx context.Context, tx bun.Tx, email, codeHash string, b GuessBu
 	return c, nil
 }
 
-// ReturnGuess gives each source back the guess a right code took from its window, so signing
-// in does not use up an address or network shared by many people.
-func (s *Store) ReturnGuess(ctx context.Context, sources ...string) error {
+func (s *queries) ReturnGuess(ctx context.Context, sources ...string) error {
 	_, err := s.db.NewUpdate().Model((*EmailCodeSource)(nil)).Set("guesses = guesses - 1").
 		Where("source IN (?) AND guesses > 0", bun.List(sources)).Exec(ctx)
-	return normalize(err)
+	return dberr.Normalize(err)
 }
 
 // SendStats are the code e-mails sent since a moment, for signup's limits.
@@ -233,8 +261,7 @@ type SendStats struct {
 	OldestPair                time.Time // the oldest to the address from the client
 }
 
-// Sends counts code e-mails sent since `since` to emailHash, from clientAddr and both.
-func (s *Store) Sends(ctx context.Context, emailHash, clientAddr string, since time.Time) (SendStats, error) {
+func (s *queries) Sends(ctx context.Context, emailHash, clientAddr string, since time.Time) (SendStats, error) {
 	var rows []EmailSend
 	err := s.db.NewSelect().Model(&rows).
 		Where("(email_hash = ? OR client_addr = ?) AND sent_at > ?", emailHash, clientAddr, since).
@@ -258,17 +285,15 @@ func (s *Store) Sends(ctx context.Context, emailHash, clientAddr string, since t
 			st.Pair++
 		}
 	}
-	return st, normalize(err)
+	return st, dberr.Normalize(err)
 }
 
-// DeleteCode removes the e-mail's code if it still has codeHash. It reports whether a row was
-// deleted, so of two concurrent verifications with the same code only one wins.
-func (s *Store) DeleteCode(ctx context.Context, email, codeHash string) (bool, error) {
+func (s *queries) DeleteCode(ctx context.Context, email, codeHash string) (bool, error) {
 	res, err := s.db.NewDelete().Model((*EmailCode)(nil)).
 		Where("email = ? AND code_hash = ?", email, codeHash).Exec(ctx)
 	if err != nil {
-		return false, normalize(err)
+		return false, dberr.Normalize(err)
 	}
 	n, err := res.RowsAffected()
-	return n == 1, normalize(err)
+	return n == 1, dberr.Normalize(err)
 }

@@ -1,4 +1,6 @@
-package store
+// Package search keeps the queries discover answers from: full-text search and browsing of
+// partner intents, their quality over recent calls, and the core intents every deployment has.
+package search
 
 import (
 	"context"
@@ -6,9 +8,40 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 )
+
+// Search is the search of partner intents.
+type Search interface {
+	// SearchIntents ranks the intents a caller may invoke by full-text relevance over handle,
+	// name, category, description and sample queries, boosted by verification status. Words are
+	// ORed: an intent matching more of them, or in heavier fields, ranks higher. One round trip:
+	// the ranking picks ids and relevance, and only those rows are read in full.
+	SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, error)
+	// BrowseIntents lists the intents a search with no words would find: every one the caller
+	// may invoke that passes the filters, with the verification boost alone as its relevance
+	// (the same boost SearchIntents applies), best first, at most q.Limit.
+	BrowseIntents(ctx context.Context, q SearchQuery) ([]SearchHit, error)
+	// IntentQuality gathers the finished calls of intents since `since` (at most 500 per intent,
+	// newest first).
+	IntentQuality(ctx context.Context, ids []string, since time.Time) (map[string]*Quality, error)
+	// PublisherIntents lists a partner's listed intents (active, not archived), by handle, at
+	// most limit.
+	PublisherIntents(ctx context.Context, partnerID string, limit int) ([]*store.PartnerIntent, error)
+}
+
+// New returns the search queries of st.
+func New(st *store.Store) Search { return &queries{st: st, db: st.DB(), postgres: st.Postgres()} }
+
+// queries is Search on the store's database.
+type queries struct {
+	st       *store.Store
+	db       *bun.DB
+	postgres bool
+}
 
 // SearchQuery asks for intents matching words.
 type SearchQuery struct {
@@ -43,7 +76,7 @@ func (q SearchQuery) filter(sel *bun.SelectQuery, feeUnitOf string) *bun.SelectQ
 // SearchHit is an intent and its relevance (higher is better; comparable within one query).
 // Intent carries only searchColumns: what a search result shows, not an intent to edit.
 type SearchHit struct {
-	Intent    *PartnerIntent
+	Intent    *store.PartnerIntent
 	Relevance float64
 }
 
@@ -57,11 +90,7 @@ var searchColumns = []string{"id", "owner_id", "public_identifier", "name", "des
 // ranks above VERIFIED above UNVERIFIED, and a much better text match still wins.
 const verificationBoost = `CASE pi.verification_status WHEN 'PREMIUM' THEN 1.3 WHEN 'VERIFIED' THEN 1.15 ELSE 1.0 END`
 
-// SearchIntents ranks the intents a caller may invoke by full-text relevance over handle,
-// name, category, description and sample queries, boosted by verification status. Words are
-// ORed: an intent matching more of them, or in heavier fields, ranks higher. One round trip:
-// the ranking picks ids and relevance, and only those rows are read in full.
-func (s *Store) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, error) {
+func (s *queries) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, error) {
 	if len(q.Words) == 0 {
 		return nil, nil
 	}
@@ -104,14 +133,14 @@ func (s *Store) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, 
 	}
 	rank = q.filter(rank, feeUnit).OrderExpr("rel DESC, " + handle + " ASC").Limit(int64(q.Limit))
 	var rows []struct {
-		PartnerIntent `bun:",extend"`
-		Rel           float64 `bun:"rel,scanonly"`
+		store.PartnerIntent `bun:",extend"`
+		Rel                 float64 `bun:"rel,scanonly"`
 	}
 	err := s.db.NewSelect().Model(&rows).Column(searchColumns...).ColumnExpr("r.rel").
 		Join("JOIN (?) AS r ON r.id = ?TableAlias.id", rank).
 		OrderExpr("r.rel DESC, ?TableAlias.public_identifier ASC").Scan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("search intents: %w", normalize(err))
+		return nil, fmt.Errorf("search intents: %w", dberr.Normalize(err))
 	}
 	hits := make([]SearchHit, len(rows))
 	for i := range rows {
@@ -120,13 +149,10 @@ func (s *Store) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit, 
 	return hits, nil
 }
 
-// BrowseIntents lists the intents a search with no words would find: every one the caller
-// may invoke that passes the filters, with the verification boost alone as its relevance
-// (the same boost SearchIntents applies), best first, at most q.Limit.
-func (s *Store) BrowseIntents(ctx context.Context, q SearchQuery) ([]SearchHit, error) {
+func (s *queries) BrowseIntents(ctx context.Context, q SearchQuery) ([]SearchHit, error) {
 	var rows []struct {
-		PartnerIntent `bun:",extend"`
-		Rel           float64 `bun:"rel,scanonly"`
+		store.PartnerIntent `bun:",extend"`
+		Rel                 float64 `bun:"rel,scanonly"`
 	}
 	sel := s.db.NewSelect().Model(&rows).ModelTableExpr("partner_intents AS pi")
 	for _, c := range searchColumns {
@@ -135,45 +161,13 @@ func (s *Store) BrowseIntents(ctx context.Context, q SearchQuery) ([]SearchHit, 
 	sel = sel.ColumnExpr(verificationBoost + " AS rel")
 	err := q.filter(sel, "pi.fee_rate_unit").OrderExpr("rel DESC, pi.public_identifier ASC").Limit(int64(q.Limit)).Scan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("browse intents: %w", normalize(err))
+		return nil, fmt.Errorf("browse intents: %w", dberr.Normalize(err))
 	}
 	hits := make([]SearchHit, len(rows))
 	for i := range rows {
 		hits[i] = SearchHit{Intent: &rows[i].PartnerIntent, Relevance: rows[i].Rel}
 	}
 	return hits, nil
-}
-
-// SystemAccountID owns the core intents (Switchboard's built-in capabilities).
-const SystemAccountID = "system"
-
-// EnsureCoreIntents creates or refreshes the core intents, owned by the system account and
-// active, in one transaction. Their handles are reserved, so no partner can hold one.
-func (s *Store) EnsureCoreIntents(ctx context.Context, rows []*PartnerIntent, now time.Time) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewInsert().Model(&Account{ID: SystemAccountID, Email: "system@switchboard.invalid", CreatedAt: now}).
-			On("CONFLICT (id) DO NOTHING").Exec(ctx); err != nil {
-			return err
-		}
-		p, err := s.lockPartner(ctx, tx, SystemAccountID, now)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			r.PartnerID, r.OwnerID, r.IsCoreIntent, r.IsActive = p.ID, SystemAccountID, true, true
-			r.CreatedAt, r.UpdatedAt = now, now
-			if _, err := tx.NewInsert().Model(r).
-				On("CONFLICT (public_identifier) DO UPDATE").
-				Set("name = EXCLUDED.name").Set("description = EXCLUDED.description").
-				Set("category = EXCLUDED.category").Set("sample_queries = EXCLUDED.sample_queries").
-				Set("parameters_schema = EXCLUDED.parameters_schema").Set("tool_endpoint = EXCLUDED.tool_endpoint").
-				Set("verification_status = EXCLUDED.verification_status").Set("is_active = TRUE").
-				Set("updated_at = EXCLUDED.updated_at").Exec(ctx); err != nil {
-				return fmt.Errorf("core intent %s: %w", r.PublicIdentifier, err)
-			}
-		}
-		return nil
-	})
 }
 
 // Quality is what real traffic and probes say of an intent over a window.
@@ -185,9 +179,7 @@ type Quality struct {
 	LatenciesMs   []int64 // of the calls that got an answer
 }
 
-// IntentQuality gathers the finished calls of intents since `since` (at most 500 per intent,
-// newest first).
-func (s *Store) IntentQuality(ctx context.Context, ids []string, since time.Time) (map[string]*Quality, error) {
+func (s *queries) IntentQuality(ctx context.Context, ids []string, since time.Time) (map[string]*Quality, error) {
 	const qualityCalls = 500
 	out := make(map[string]*Quality, len(ids))
 	if len(ids) == 0 {
@@ -216,7 +208,7 @@ func (s *Store) IntentQuality(ctx context.Context, ids []string, since time.Time
 			WHERE n <= ?`, bun.List(ids), since, qualityCalls)
 	}
 	if err := query.Scan(ctx, &rows); err != nil {
-		return nil, normalize(err)
+		return nil, dberr.Normalize(err)
 	}
 	for _, r := range rows {
 		q := out[r.IntentID]
@@ -225,7 +217,7 @@ func (s *Store) IntentQuality(ctx context.Context, ids []string, since time.Time
 			out[r.IntentID] = q
 		}
 		q.Calls++
-		if r.State == InvSucceeded {
+		if r.State == store.InvSucceeded {
 			q.Succeeded++
 		}
 		if r.Valid != nil {
@@ -239,4 +231,15 @@ func (s *Store) IntentQuality(ctx context.Context, ids []string, since time.Time
 		}
 	}
 	return out, nil
+}
+
+func (s *queries) PublisherIntents(ctx context.Context, partnerID string, limit int) ([]*store.PartnerIntent, error) {
+	var out []*store.PartnerIntent
+	sel := s.db.NewSelect().Model(&out)
+	for _, c := range searchColumns {
+		sel = sel.ColumnExpr("?TableAlias.?", bun.Ident(c))
+	}
+	err := sel.Where("partner_id = ? AND is_active = ? AND archived_at IS NULL", partnerID, true).
+		OrderExpr("public_identifier ASC").Limit(int64(limit)).Scan(ctx)
+	return out, dberr.Normalize(err)
 }

@@ -1,4 +1,4 @@
-package store
+package commit
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
 )
@@ -16,7 +16,7 @@ import (
 // SQLite parses every statement it is sent, and bun renders values into the text, so no two
 // of the batch writer's statements were alike: its rows, a handful per call, cost SQLite more
 // to parse than to write. On SQLite the batch writer's statements, each for a run of 1, 2, 4...
-// rows (runs), are prepared once per connection instead and run with arguments, given as bun
+// rows (runs), are run prepared instead (store.ExecPrepared), with arguments given as bun
 // would have rendered them (times as bun's UTC text), so what is stored reads back and
 // compares the same.
 
@@ -27,55 +27,26 @@ type rowWrite struct {
 	args []any
 }
 
-// prepared holds the statements prepared for rowWrites, and counts their runs.
-type prepared struct {
-	mu      sync.Mutex
-	stmts   map[string]*sql.Stmt
+// writer writes a batcher's merged rows: the store, and the INSERT of each run length of
+// each model it has written.
+type writer struct {
+	store   *store.Store
 	inserts sync.Map // insertForm -> *rowInsert
-	runs    atomic.Int64
 }
-
-// PreparedRuns is how many prepared statements the batch writer has run (which bun's query
-// hooks do not see): the benchmarks' statement counts add it.
-func (s *Store) PreparedRuns() int64 { return s.prep.runs.Load() }
 
 // raw is w for bun to render, its values inline.
 func (w rowWrite) raw(tx bun.IDB) *bun.RawQuery { return tx.NewRaw(w.text, w.args...) }
 
-// exec runs w inside tx: prepared, with its arguments as bun would render them.
-func (s *Store) exec(ctx context.Context, tx bun.Tx, w rowWrite) (sql.Result, error) {
-	if w.args == nil {
-		return tx.ExecContext(ctx, w.text)
+// exec runs rw inside tx: prepared, with its arguments as bun would render them.
+func (w *writer) exec(ctx context.Context, tx bun.Tx, rw rowWrite) (sql.Result, error) {
+	if rw.args == nil {
+		return tx.ExecContext(ctx, rw.text)
 	}
-	st, err := s.statement(ctx, w.text)
-	if err != nil {
-		return nil, err
-	}
-	args := make([]any, len(w.args))
-	for i, a := range w.args {
+	args := make([]any, len(rw.args))
+	for i, a := range rw.args {
 		args[i] = argOf(reflect.ValueOf(a))
 	}
-	s.prep.runs.Add(1)
-	return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-}
-
-// statement returns text prepared (database/sql prepares it again on each connection that
-// runs it, once).
-func (s *Store) statement(ctx context.Context, text string) (*sql.Stmt, error) {
-	s.prep.mu.Lock()
-	defer s.prep.mu.Unlock()
-	if st := s.prep.stmts[text]; st != nil {
-		return st, nil
-	}
-	st, err := s.db.DB.PrepareContext(ctx, text)
-	if err != nil {
-		return nil, err
-	}
-	if s.prep.stmts == nil {
-		s.prep.stmts = map[string]*sql.Stmt{}
-	}
-	s.prep.stmts[text] = st
-	return st, nil
+	return w.store.ExecPrepared(ctx, tx, rw.text, args...)
 }
 
 // rowInsert is the INSERT of a run of rows of a model, with a placeholder per column and row.
@@ -90,11 +61,11 @@ type insertForm struct {
 }
 
 // insertOf returns the INSERT of n rows of model type t (a struct).
-func (s *Store) insertOf(t reflect.Type, n int) *rowInsert {
-	if ri, ok := s.prep.inserts.Load(insertForm{t, n}); ok {
+func (w *writer) insertOf(t reflect.Type, n int) *rowInsert {
+	if ri, ok := w.inserts.Load(insertForm{t, n}); ok {
 		return ri.(*rowInsert)
 	}
-	table := s.db.Table(t)
+	table := w.store.DB().Table(t)
 	cols, marks := make([]string, len(table.Fields)), make([]string, len(table.Fields))
 	for i, f := range table.Fields {
 		cols[i], marks[i] = string(f.SQLName), "?"
@@ -105,15 +76,15 @@ func (s *Store) insertOf(t reflect.Type, n int) *rowInsert {
 	}
 	ri := &rowInsert{text: "INSERT INTO " + string(table.SQLName) + " (" + strings.Join(cols, ", ") + ") VALUES " + strings.Join(values, ", "),
 		fields: table.Fields}
-	s.prep.inserts.Store(insertForm{t, n}, ri)
+	w.inserts.Store(insertForm{t, n}, ri)
 	return ri
 }
 
 // insertRows is rows (a slice of a model) as prepared INSERTs, one per run (runs).
-func insertRows[T any](s *Store, rows []T) []rowWrite {
+func insertRows[T any](w *writer, rows []T) []rowWrite {
 	var out []rowWrite
 	for _, run := range runs(rows) {
-		ri := s.insertOf(reflect.TypeFor[T](), len(run))
+		ri := w.insertOf(reflect.TypeFor[T](), len(run))
 		args := make([]any, 0, len(run)*len(ri.fields))
 		for i := range run {
 			v := reflect.ValueOf(&run[i]).Elem()

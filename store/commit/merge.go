@@ -1,4 +1,4 @@
-package store
+package commit
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/pgdriver"
 )
@@ -19,14 +20,13 @@ import (
 // runs). A batch of N such jobs then costs a few statements and two round trips instead of
 // several of each per job, which is what bounds an invocation's database cost under load.
 
-// errNotMerged is a merged job reaching for something a merge cannot hold (a read, a
-// conditional write, any other statement): the job runs alone instead.
-var errNotMerged = errors.New("this write cannot be merged with others")
+// A job reaching for something a merge cannot hold (a read, a conditional write, any other
+// statement) fails its recording with store.ErrNotRecorded: it runs alone instead.
 
-// merged gathers the writes of write-only jobs.
+// merged gathers the writes of write-only jobs: it is the store.Recorder their Q writes to.
 type merged struct {
-	invocations []Invocation
-	ledger      []LedgerEntry
+	invocations []store.Invocation
+	ledger      []store.LedgerEntry
 	calls       []callTxn // summed into one transaction for the batch (batchTxn)
 	credit      map[string]creditChange
 	keys        map[string]keyChange
@@ -34,11 +34,17 @@ type merged struct {
 }
 
 type creditChange struct {
-	d  CreditDelta
+	d  store.CreditDelta
 	at time.Time
 }
 
 type keyChange struct{ spent, held int64 }
+
+// callTxn is one call's ledger transaction, waiting to be summed into its batch's.
+type callTxn struct {
+	requestID string
+	txn       store.Txn
+}
 
 func newMerged() *merged {
 	return &merged{credit: map[string]creditChange{}, keys: map[string]keyChange{}, draws: map[string]int64{}}
@@ -50,17 +56,29 @@ func (m *merged) add(o *merged) {
 	m.ledger = append(m.ledger, o.ledger...)
 	m.calls = append(m.calls, o.calls...)
 	for id, c := range o.credit {
-		m.adjustCredit(id, c.d, c.at)
+		m.AdjustCredit(id, c.d, c.at)
 	}
 	for id, k := range o.keys {
-		m.adjustKey(id, k.spent, k.held)
+		m.AdjustKeySpend(id, k.spent, k.held)
 	}
 	for id, w := range o.draws {
 		m.draws[id] += w
 	}
 }
 
-func (m *merged) adjustCredit(accountID string, d CreditDelta, at time.Time) {
+// Invocation, LedgerRows, CallTxn, AdjustCredit, AdjustKeySpend and DrawReservation record a
+// job's writes (store.Recorder).
+func (m *merged) Invocation(inv store.Invocation) { m.invocations = append(m.invocations, inv) }
+
+func (m *merged) LedgerRows(rows ...store.LedgerEntry) { m.ledger = append(m.ledger, rows...) }
+
+func (m *merged) CallTxn(requestID string, t store.Txn) {
+	m.calls = append(m.calls, callTxn{requestID: requestID, txn: t})
+}
+
+func (m *merged) DrawReservation(requestID string, worst int64) { m.draws[requestID] += worst }
+
+func (m *merged) AdjustCredit(accountID string, d store.CreditDelta, at time.Time) {
 	c := m.credit[accountID]
 	c.d.Available, c.d.Reserved, c.d.Held = c.d.Available+d.Available, c.d.Reserved+d.Reserved, c.d.Held+d.Held
 	if at.After(c.at) {
@@ -69,7 +87,7 @@ func (m *merged) adjustCredit(accountID string, d CreditDelta, at time.Time) {
 	m.credit[accountID] = c
 }
 
-func (m *merged) adjustKey(keyID string, spent, held int64) {
+func (m *merged) AdjustKeySpend(keyID string, spent, held int64) {
 	k := m.keys[keyID]
 	k.spent, k.held = k.spent+spent, k.held+held
 	m.keys[keyID] = k
@@ -82,7 +100,7 @@ func (m *merged) adjustKey(keyID string, spent, held int64) {
 // parses and plans it once per batch, the server's CPU. SQLite, in the process, runs them
 // prepared (prepared.go), in runs of 1, 2, 4... up to maxRun rows (runs), so it parses each
 // form once per run length rather than once per batch, or per row.
-func (m *merged) statements(s *Store, tx bun.IDB) (draws []rowWrite, writes []rowWrite, err error) {
+func (m *merged) statements(w *writer, tx bun.IDB) (draws []rowWrite, writes []rowWrite, err error) {
 	m.batchTxn()
 	leases := slices.Sorted(maps.Keys(m.draws))
 	accounts := slices.Sorted(maps.Keys(m.credit))
@@ -92,24 +110,24 @@ func (m *merged) statements(s *Store, tx bun.IDB) (draws []rowWrite, writes []ro
 			keys = append(keys, id)
 		}
 	}
-	if !s.postgres {
+	if !w.store.Postgres() {
 		for _, run := range runs(leases) {
 			draws = append(draws, drawsWrite(run, m.draws))
 		}
-		writes = insertRows(s, m.invocations)
+		writes = insertRows(w, m.invocations)
 		for _, run := range runs(accounts) {
 			writes = append(writes, creditsWrite(run, m.credit))
 		}
 		for _, run := range runs(keys) {
 			writes = append(writes, keysWrite(run, m.keys))
 		}
-		return draws, append(writes, insertRows(s, m.ledger)...), nil
+		return draws, append(writes, insertRows(w, m.ledger)...), nil
 	}
 	add := func(to *[]rowWrite, q bun.Query) {
 		if err != nil {
 			return
 		}
-		text, qerr := q.AppendQuery(s.db.QueryGen(), nil)
+		text, qerr := q.AppendQuery(w.store.DB().QueryGen(), nil)
 		*to, err = append(*to, rowWrite{text: string(text)}), qerr
 	}
 	if len(leases) > 0 {
@@ -152,7 +170,7 @@ func runs[T any](ids []T) [][]T {
 // for the same rows as SELECTs joined by UNION ALL (60 µs against 150–240 for 16 rows).
 func drawsWrite(ids []string, worst map[string]int64) rowWrite {
 	if len(ids) == 1 {
-		return drawWrite(ids[0], worst[ids[0]])
+		return one(store.ReservationDraw(ids[0], worst[ids[0]]))
 	}
 	rows, args := valueRows(ids, 1), make([]any, 0, 2*len(ids)+1)
 	for _, id := range ids {
@@ -161,7 +179,7 @@ func drawsWrite(ids []string, worst map[string]int64) rowWrite {
 	return rowWrite{text: "WITH v(id, d) AS (VALUES " + rows + `)
 		UPDATE reservations SET worst_micro = worst_micro - v.d FROM v
 		WHERE reservations.request_id = v.id AND reservations.state = ? AND reservations.worst_micro >= v.d`,
-		args: append(args, ReservationOpen)}
+		args: append(args, store.ReservationOpen)}
 }
 
 // creditsWrite changes the balance row of each account of ids by its own deltas, stamped
@@ -170,7 +188,7 @@ func drawsWrite(ids []string, worst map[string]int64) rowWrite {
 func creditsWrite(ids []string, credit map[string]creditChange) rowWrite {
 	if len(ids) == 1 {
 		c := credit[ids[0]]
-		return creditWrite(ids[0], c.d, c.at)
+		return one(store.CreditUpdate(ids[0], c.d, c.at))
 	}
 	var at time.Time
 	rows, args := valueRows(ids, 3), make([]any, 0, 4*len(ids)+1)
@@ -190,7 +208,7 @@ func creditsWrite(ids []string, credit map[string]creditChange) rowWrite {
 func keysWrite(ids []string, keys map[string]keyChange) rowWrite {
 	if len(ids) == 1 {
 		k := keys[ids[0]]
-		return keyWrite(ids[0], k.spent, k.held)
+		return one(store.KeySpendUpdate(ids[0], k.spent, k.held))
 	}
 	rows, args := valueRows(ids, 2), make([]any, 0, 3*len(ids))
 	for _, id := range ids {
@@ -201,6 +219,9 @@ func keysWrite(ids []string, keys map[string]keyChange) rowWrite {
 		UPDATE key_spend SET spent_micro = spent_micro + v.s, held_micro = held_micro + v.h
 		FROM v WHERE key_spend.key_id = v.id`, args: args}
 }
+
+// one is the store's statement for a run of one row.
+func one(text string, args []any) rowWrite { return rowWrite{text: text, args: args} }
 
 // valueRows is a VALUES list of a row per id: the id, then amounts amounts (BIGINT).
 func valueRows(ids []string, amounts int) string {
@@ -222,7 +243,7 @@ func (m *merged) batchTxn() {
 	}
 	type leg struct{ book, kind string }
 	sums, order := map[leg]int64{}, []leg(nil)
-	txn, at, called := rowID(), time.Time{}, map[string]bool{}
+	txn, at, called := store.RowID(), time.Time{}, map[string]bool{}
 	for _, c := range m.calls {
 		called[c.requestID] = true
 		if c.txn.At.After(at) {
@@ -239,7 +260,7 @@ func (m *merged) batchTxn() {
 	memo := fmt.Sprintf("settlement of %d calls", len(called))
 	for _, k := range order {
 		if sums[k] != 0 {
-			m.ledger = append(m.ledger, LedgerEntry{ID: rowID(), TxnID: txn, Book: k.book, AmountMicro: sums[k], Kind: k.kind, Memo: memo, CreatedAt: at})
+			m.ledger = append(m.ledger, store.LedgerEntry{ID: store.RowID(), TxnID: txn, Book: k.book, AmountMicro: sums[k], Kind: k.kind, Memo: memo, CreatedAt: at})
 		}
 	}
 	for i := range m.invocations {
@@ -256,13 +277,13 @@ var errDrawsMissed = errors.New("a merged draw missed its lease")
 
 // writeMerged writes m under savepoint sp, undoing all of it when any part fails: a draw
 // missed its lease (errDrawsMissed) or a statement failed.
-func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string) error {
-	draws, writes, err := m.statements(s, tx)
+func (w *writer) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string) error {
+	draws, writes, err := m.statements(w, tx)
 	if err != nil {
 		return err
 	}
 	undo := func(cause error) error {
-		if IsUnavailable(cause) {
+		if store.IsUnavailable(cause) {
 			return cause
 		}
 		if _, err := tx.ExecContext(ctx, "ROLLBACK TO "+sp); err != nil {
@@ -270,7 +291,7 @@ func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string
 		}
 		return cause
 	}
-	if s.postgres {
+	if w.store.Postgres() {
 		// One round trip: the draws are checked in the database (checkedDraws), and a miss
 		// fails the statement, skipping the rest.
 		all := append([]rowWrite{{text: "SAVEPOINT " + sp}}, checkedDraws(draws, len(m.draws))...)
@@ -287,7 +308,7 @@ func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string
 	}
 	var drawn int64
 	for _, d := range draws {
-		res, err := s.exec(ctx, tx, d)
+		res, err := w.exec(ctx, tx, d)
 		if err != nil {
 			return undo(err)
 		}
@@ -300,8 +321,8 @@ func (s *Store) writeMerged(ctx context.Context, tx bun.Tx, m *merged, sp string
 	if drawn != int64(len(m.draws)) {
 		return undo(errDrawsMissed)
 	}
-	for _, w := range append(writes, rowWrite{text: "RELEASE " + sp}) {
-		if _, err := s.exec(ctx, tx, w); err != nil {
+	for _, rw := range append(writes, rowWrite{text: "RELEASE " + sp}) {
+		if _, err := w.exec(ctx, tx, rw); err != nil {
 			return undo(err)
 		}
 	}
@@ -334,9 +355,4 @@ func joined(ws []rowWrite) string {
 		texts[i] = w.text
 	}
 	return strings.Join(texts, ";\n")
-}
-
-// notMerged is what a Q method that cannot merge returns while its Q merges.
-func notMerged(what string) error {
-	return fmt.Errorf("%w: %s", errNotMerged, what)
 }

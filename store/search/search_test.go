@@ -1,4 +1,4 @@
-package store_test
+package search_test
 
 import (
 	"context"
@@ -8,31 +8,33 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/search"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
 // The search follows every change of an intent: edited text, deactivation, verification,
 // archiving; a re-probe changes nothing it finds.
 func TestSearchFollowsUpdates(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := search.New(st)
 		ctx := context.Background()
-		mustAccount(t, s, "pub")
-		mustAccount(t, s, "other")
+		mustAccount(t, st, "pub")
+		mustAccount(t, st, "other")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 		a, b := intentRow("ia", "@weather-alpha", now), intentRow("ib", "@weather-beta", now)
 		a.Description, b.Description = "Weather for any city", "Weather for any city"
-		if _, err := s.PublishIntents(ctx, "pub", []*store.PartnerIntent{a, b}, now); err != nil {
+		if _, err := st.PublishIntents(ctx, "pub", []*store.PartnerIntent{a, b}, now); err != nil {
 			t.Fatal(err)
 		}
 		for _, in := range []*store.PartnerIntent{a, b} {
 			in.IsActive = true
-			if err := s.UpdateIntent(ctx, in); err != nil {
+			if err := st.UpdateIntent(ctx, in); err != nil {
 				t.Fatal(err)
 			}
 		}
 		find := func(account string, words ...string) []string {
 			t.Helper()
-			hits, err := s.SearchIntents(ctx, store.SearchQuery{Words: words, AccountID: account, Limit: 10})
+			hits, err := s.SearchIntents(ctx, search.SearchQuery{Words: words, AccountID: account, Limit: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,10 +50,10 @@ func TestSearchFollowsUpdates(t *testing.T) {
 
 		// Verification boosts beta above alpha; a re-probe leaves both findable.
 		b.VerificationStatus = "VERIFIED"
-		if err := s.UpdateIntent(ctx, b); err != nil {
+		if err := st.UpdateIntent(ctx, b); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.RecordProbe(ctx, a.ID, "probe OK", 0, now); err != nil {
+		if err := st.RecordProbe(ctx, a.ID, "probe OK", 0, now); err != nil {
 			t.Fatal(err)
 		}
 		if got := find("other", "weather"); !slices.Equal(got, []string{"@weather-beta", "@weather-alpha"}) {
@@ -60,7 +62,7 @@ func TestSearchFollowsUpdates(t *testing.T) {
 
 		// Edited text: the new words find it, the old ones no longer do.
 		a.Description, a.SampleQueries = "Tide tables for any harbour", []string{"when is high tide"}
-		if err := s.UpdateIntent(ctx, a); err != nil {
+		if err := st.UpdateIntent(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		if got := find("other", "tide"); !slices.Equal(got, []string{"@weather-alpha"}) {
@@ -72,7 +74,7 @@ func TestSearchFollowsUpdates(t *testing.T) {
 
 		// Deactivated: only its owner finds it. Archived: nobody does.
 		b.IsActive = false
-		if err := s.UpdateIntent(ctx, b); err != nil {
+		if err := st.UpdateIntent(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 		if got := find("other", "city"); len(got) != 0 {
@@ -83,7 +85,7 @@ func TestSearchFollowsUpdates(t *testing.T) {
 		}
 		archived := now.Add(time.Hour)
 		b.ArchivedAt = &archived
-		if err := s.UpdateIntent(ctx, b); err != nil {
+		if err := st.UpdateIntent(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 		if got := find("pub", "city"); len(got) != 0 {
@@ -95,9 +97,10 @@ func TestSearchFollowsUpdates(t *testing.T) {
 // Each intent's quality counts its own latest calls: a busy intent does not crowd a quiet one
 // out, and calls before the window or unfinished do not count.
 func TestIntentQualityPerIntent(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := search.New(st)
 		ctx := context.Background()
-		mustAccount(t, s, "caller")
+		mustAccount(t, st, "caller")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 		var invs []*store.Invocation
 		add := func(intent string, n int, at time.Time, state string, finished bool) {
@@ -116,7 +119,7 @@ func TestIntentQualityPerIntent(t *testing.T) {
 		add("quiet", 3, now.Add(-2*time.Hour), store.InvFailed, true)
 		add("quiet", 2, now.Add(-48*time.Hour), store.InvSucceeded, true) // before the window
 		add("quiet", 1, now.Add(-time.Hour), store.InvDispatching, false) // not finished
-		if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 			for _, inv := range invs {
 				if err := q.InsertInvocation(ctx, inv); err != nil {
 					return err
@@ -138,6 +141,68 @@ func TestIntentQualityPerIntent(t *testing.T) {
 		}
 		if got["unused"] != nil {
 			t.Fatalf("unused: %+v, want none", got["unused"])
+		}
+	})
+}
+
+// Browsing lists the intents anyone may invoke, verification first, never archived or
+// inactive; the fee-unit and verification filters apply to browsing and searching alike.
+func TestBrowseIntents(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := search.New(st)
+		ctx := context.Background()
+		mustAccount(t, st, "pub")
+		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		rows := []*store.PartnerIntent{intentRow("b1", "@browse-plain", now), intentRow("b2", "@browse-verified", now),
+			intentRow("b3", "@browse-bps", now), intentRow("b4", "@browse-off", now), intentRow("b5", "@browse-gone", now)}
+		for _, r := range rows {
+			r.Description = "browse weather"
+		}
+		rows[2].FeeRateUnit, rows[2].FeeRate = "bps", "30"
+		if _, err := st.PublishIntents(ctx, "pub", rows, now); err != nil {
+			t.Fatal(err)
+		}
+		rows[1].VerificationStatus = "VERIFIED"
+		for _, r := range rows[:3] {
+			r.IsActive = true
+		}
+		rows[4].IsActive = true
+		rows[4].ArchivedAt = &now
+		for _, r := range rows {
+			if err := st.UpdateIntent(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		handles := func(hits []search.SearchHit, err error) []string {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, h := range hits {
+				out = append(out, h.Intent.PublicIdentifier)
+			}
+			return out
+		}
+		if got := handles(s.BrowseIntents(ctx, search.SearchQuery{Limit: 10})); !slices.Equal(got, []string{"@browse-verified", "@browse-bps", "@browse-plain"}) {
+			t.Fatalf("browse: %v", got)
+		}
+		if got := handles(s.BrowseIntents(ctx, search.SearchQuery{FeeUnits: []string{"bps"}, Limit: 10})); !slices.Equal(got, []string{"@browse-bps"}) {
+			t.Fatalf("browse bps: %v", got)
+		}
+		if got := handles(s.BrowseIntents(ctx, search.SearchQuery{Verification: "VERIFIED", Limit: 10})); !slices.Equal(got, []string{"@browse-verified"}) {
+			t.Fatalf("browse verified: %v", got)
+		}
+		if got := handles(s.SearchIntents(ctx, search.SearchQuery{Words: []string{"weather"}, FeeUnits: []string{"usd_per_call"}, Limit: 10})); !slices.Equal(got, []string{"@browse-verified", "@browse-plain"}) {
+			t.Fatalf("search per call: %v", got)
+		}
+		if got := handles(s.SearchIntents(ctx, search.SearchQuery{Words: []string{"weather"}, Verification: "UNVERIFIED", Limit: 10})); !slices.Equal(got, []string{"@browse-bps", "@browse-plain"}) {
+			t.Fatalf("search unverified: %v", got)
+		}
+		pub, _ := st.PartnerByAccount(ctx, "pub")
+		list, err := s.PublisherIntents(ctx, pub.ID, 10)
+		if err != nil || len(list) != 3 {
+			t.Fatalf("publisher intents: %d %v", len(list), err)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package store_test
+package commit_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -52,7 +53,7 @@ func BenchmarkBatchWriter(b *testing.B) {
 				}
 				// Batches of exactly per calls (at their maximum, SQLite's writer does not wait
 				// for more), the write-ahead log checkpointed every second as serve does.
-				batcher := s.NewBatcher(per, slog.New(slog.NewTextHandler(io.Discard, nil)))
+				batcher := commit.NewBatcher(s, per, slog.New(slog.NewTextHandler(io.Discard, nil)))
 				bctx, stop := context.WithCancel(ctx)
 				defer stop()
 				go batcher.Run(bctx)

@@ -1,4 +1,4 @@
-package store_test
+package commit_test
 
 import (
 	"errors"
@@ -8,14 +8,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/commit"
 )
 
 // TestJournal: an entry is there whole after Put, replaced by a second Put, listed, and gone
 // after Delete; bad ids are refused; nothing half-written is ever listed.
 func TestJournal(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "journal")
-	j, err := store.OpenJournal(dir)
+	j, err := commit.OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestJournal(t *testing.T) {
 // BenchmarkJournalPut is the durability cost a write pays before its commit: write, fsync,
 // rename, fsync of the directory, and the removal after the commit.
 func BenchmarkJournalPut(b *testing.B) {
-	j, err := store.OpenJournal(b.TempDir())
+	j, err := commit.OpenJournal(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

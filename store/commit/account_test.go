@@ -1,0 +1,20 @@
+package commit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+)
+
+// billingAccount creates account id with one key, key-<id>, whose spend rows the jobs move.
+func billingAccount(t testing.TB, s *store.Store, id string) {
+	t.Helper()
+	now := time.Now().UTC()
+	key := &store.APIKey{ID: "key-" + id, AccountID: id, Name: "k", Prefix: "sb_test_abc", Hash: "hash-" + id,
+		Scopes: []string{"read", "publish"}, SpendLimitMicro: 50_000_000, RateLimitPerMinute: 30, CreatedAt: now}
+	if err := s.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, key); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,177 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// The event types (fixed: receivers switch on them). Partners receive their intents' events
+// (intent.*, payout.settled, and call.* for calls to their intents); callers their account's.
+const (
+	CallSucceeded     = "call.succeeded"
+	CallFailed        = "call.failed"
+	CallRefunded      = "call.refunded"
+	ApprovalRequested = "approval.requested"
+	ApprovalDecided   = "approval.decided"
+	PolicyDenied      = "policy.denied"
+	IntentActivated   = "intent.activated"
+	IntentDeactivated = "intent.deactivated"
+	PayoutSettled     = "payout.settled"
+	KeyCreated        = "key.created"
+	KeyRevoked        = "key.revoked"
+	WalletExported    = "wallet.exported"
+)
+
+// Types are every event type, in the order the docs list them.
+var Types = []string{CallSucceeded, CallFailed, CallRefunded, ApprovalRequested, ApprovalDecided, PolicyDenied,
+	IntentActivated, IntentDeactivated, PayoutSettled, KeyCreated, KeyRevoked, WalletExported}
+
+// Known reports whether t is an event type.
+func Known(t string) bool { return slices.Contains(Types, t) }
+
+// Body is what every webhook POSTs (Standard Webhooks' recommended payload): the type, when it
+// happened, and the type's data.
+type Body struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      any       `json:"data"`
+}
+
+// CallData is call.succeeded's, call.failed's and call.refunded's data. The caller's account
+// receives it with its keyId; the partner's with its intent, never the caller's key.
+type CallData struct {
+	RequestID   string    `json:"requestId"`
+	IntentID    string    `json:"intentId"`
+	Handle      string    `json:"handle"`
+	KeyID       string    `json:"keyId,omitempty"`
+	ChargedUsd  tools.USD `json:"chargedUsd"`            // what the caller paid (0 on failure)
+	RefundedUsd tools.USD `json:"refundedUsd,omitempty"` // call.refunded: what went back
+	ErrorCode   string    `json:"errorCode,omitempty"`   // call.failed
+	Message     string    `json:"message,omitempty"`
+}
+
+// ApprovalRequestedData is approval.requested's data: a call waits for the owner's decision.
+type ApprovalRequestedData struct {
+	RequestID string    `json:"requestId"`
+	KeyID     string    `json:"keyId"`
+	Handle    string    `json:"handle"`
+	Rule      string    `json:"rule"`
+	ChargeUsd tools.USD `json:"chargeUsd"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// ApprovalDecidedData is approval.decided's data.
+type ApprovalDecidedData struct {
+	RequestID string    `json:"requestId"`
+	Decision  string    `json:"decision"` // approved, declined, expired
+	DecidedAt time.Time `json:"decidedAt"`
+}
+
+// PolicyDeniedData is policy.denied's data: a call the account's policy refused.
+type PolicyDeniedData struct {
+	RequestID string     `json:"requestId,omitempty"`
+	KeyID     string     `json:"keyId"`
+	Handle    string     `json:"handle,omitempty"`
+	Rule      string     `json:"rule"`
+	Window    string     `json:"window,omitempty"`
+	SpentUsd  *tools.USD `json:"spentUsd,omitempty"`
+	LeftUsd   *tools.USD `json:"leftUsd,omitempty"`
+}
+
+// IntentData is intent.activated's and intent.deactivated's data.
+type IntentData struct {
+	IntentID string `json:"intentId"`
+	Handle   string `json:"handle"`
+	// By is what changed it: "owner" (partner_set_active, the portal, archiving), "update" (a
+	// new endpoint failed the probe) or "reprobe" (the periodic re-probe failed).
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// PayoutData is payout.settled's data: accrued fees paid on chain.
+type PayoutData struct {
+	PayoutID     string `json:"payoutId"`
+	ChainID      int64  `json:"chainId"`
+	Address      string `json:"address"`
+	AmountAtomic string `json:"amountAtomic"` // the stablecoin's smallest unit, a decimal string
+	Tx           string `json:"tx"`
+}
+
+// KeyData is key.created's data (never the secret).
+type KeyData struct {
+	KeyID    string   `json:"keyId"`
+	Name     string   `json:"name"`
+	Prefix   string   `json:"prefix"`
+	Scopes   []string `json:"scopes"`
+	ParentID string   `json:"parentId,omitempty"`
+}
+
+// KeyRevokedData is key.revoked's data: the key named and every key minted under it.
+type KeyRevokedData struct {
+	KeyID   string   `json:"keyId"`
+	Revoked []string `json:"revoked"`
+}
+
+// WalletExportedData is wallet.exported's data: the owner exported the wallets' private keys.
+type WalletExportedData struct {
+	Addresses  []string `json:"addresses"`
+	ClientAddr string   `json:"clientAddr"`
+}
+
+// NewID is a webhook-id: "msg_" and a time-ordered UUID, no dots (the signed content is
+// id.timestamp.body).
+func NewID() string { return "msg_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "") }
+
+// New builds an event for accountID's endpoints: its body is fixed here, so every attempt and
+// every replay sends (and signs) the same bytes.
+func New(typ, accountID string, at time.Time, data any) (*store.WebhookEvent, error) {
+	if !Known(typ) {
+		return nil, fmt.Errorf("webhooks: unknown event type %q", typ)
+	}
+	if accountID == "" {
+		return nil, fmt.Errorf("webhooks: %s event without an account", typ)
+	}
+	at = at.UTC().Truncate(time.Microsecond)
+	body, err := json.Marshal(Body{Type: typ, Timestamp: at, Data: data})
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: %s body: %w", typ, err)
+	}
+	return &store.WebhookEvent{ID: NewID(), AccountID: accountID, Type: typ, Body: string(body), CreatedAt: at}, nil
+}
+
+// Emit writes an event into the outbox inside q's transaction: it is delivered if and only if
+// that transaction commits. On PostgreSQL the insert is queued with the transaction's other
+// writes, so it costs no round trip.
+func Emit(ctx context.Context, q *store.Q, typ, accountID string, at time.Time, data any) error {
+	ev, err := New(typ, accountID, at, data)
+	if err != nil {
+		return err
+	}
+	return q.InsertWebhookEvent(ctx, ev)
+}
+
+// KeyCreatedEvent is key.created for a key about to be stored.
+func KeyCreatedEvent(k *store.APIKey) (*store.WebhookEvent, error) {
+	d := KeyData{KeyID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: nonNil(k.Scopes)}
+	if k.ParentID != nil {
+		d.ParentID = *k.ParentID
+	}
+	return New(KeyCreated, k.AccountID, k.CreatedAt, d)
+}
+
+// KeyRevokedEvents gives key.revoked for a revocation of keyID that revoked the keys revoked
+// (store.RevokeKey's events).
+func KeyRevokedEvents(accountID, keyID string, at time.Time) func(revoked []string) ([]*store.WebhookEvent, error) {
+	return func(revoked []string) ([]*store.WebhookEvent, error) {
+		ev, err := New(KeyRevoked, accountID, at, KeyRevokedData{KeyID: keyID, Revoked: revoked})
+		return []*store.WebhookEvent{ev}, err
+	}
+}

@@ -192,7 +192,7 @@ func TestSessionKeyCheckedOnEveryRequest(t *testing.T) {
 	if got := post(t, r.url, cs.ID(), "", ping); got != http.StatusUnauthorized {
 		t.Fatalf("no key: %d, want 401", got)
 	}
-	if _, err := w.store.RevokeKey(ctx, "acct", "k-read", time.Now()); err != nil {
+	if _, err := w.store.RevokeKey(ctx, "acct", "k-read", time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := post(t, r.url, cs.ID(), secret, ping); got != http.StatusUnauthorized || r.door.Live() != 0 {

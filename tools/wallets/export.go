@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/mr-tron/base58"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 )
@@ -38,17 +39,18 @@ type ConfirmCode func(ctx context.Context, email, code, clientAddr string) (acco
 
 // Exporter runs wallet_export.
 type Exporter struct {
-	store   *store.Store
-	sealer  *Sealer
-	confirm ConfirmCode
-	now     func() time.Time
-	log     *slog.Logger
+	store    *store.Store
+	sessions sessions.Sessions
+	sealer   *Sealer
+	confirm  ConfirmCode
+	now      func() time.Time
+	log      *slog.Logger
 }
 
 // NewExporter builds the export; confirm checks the code the export asks for.
 func NewExporter(d service.Deps, sealer *Sealer, confirm ConfirmCode) *Exporter {
 	d = d.WithDefaults()
-	return &Exporter{store: d.Store, sealer: sealer, confirm: confirm, now: d.Now, log: d.Log}
+	return &Exporter{store: d.Store, sessions: sessions.New(d.Store), sealer: sealer, confirm: confirm, now: d.Now, log: d.Log}
 }
 
 // ExportInput is the code e-mailed for the export.
@@ -89,7 +91,7 @@ func (x *Exporter) export(ctx context.Context, c *tools.Caller, in ExportInput) 
 	var out ExportOutput
 	// Recorded in the transaction that reads the keys: no export goes unrecorded, and an
 	// export that fails records nothing.
-	err = x.store.ExportWallets(ctx, p.AccountID, func(ws []*store.Wallet) (*store.AccountEvent, error) {
+	err = x.sessions.ExportWallets(ctx, p.AccountID, func(ws []*store.Wallet) (*sessions.AccountEvent, error) {
 		keys, err := x.open(ws)
 		if err != nil {
 			return nil, err
@@ -99,7 +101,7 @@ func (x *Exporter) export(ctx context.Context, c *tools.Caller, in ExportInput) 
 			addrs[i] = k.Address
 		}
 		out.Keys = keys
-		return &store.AccountEvent{ID: uuid.NewString(), AccountID: p.AccountID, Kind: store.EventWalletExported, SessionID: p.SessionID,
+		return &sessions.AccountEvent{ID: uuid.NewString(), AccountID: p.AccountID, Kind: sessions.EventWalletExported, SessionID: p.SessionID,
 			ClientAddr: c.ClientAddr, Detail: strings.Join(addrs, ","), CreatedAt: x.now().UTC()}, nil
 	})
 	if err != nil {

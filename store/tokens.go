@@ -2,16 +2,12 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
 )
-
-// ErrLimitReached is returned when an account already holds as many of something as allowed.
-var ErrLimitReached = errors.New("limit reached")
 
 // Token is a token learned beyond the embedded registry: from a public token list (Listed),
 // from on-chain metadata, or from a provider's token API. Addresses are compared by
@@ -140,70 +136,4 @@ func (s *Store) CountTokens(ctx context.Context) (all, listed int64, err error) 
 	}
 	listed, err = s.db.NewSelect().Model((*Token)(nil)).Where("listed = TRUE").Count(ctx)
 	return all, listed, normalize(err)
-}
-
-// ConnectedWallet is a watch-only wallet an account added by address: it counts in the
-// account's balances, and Switchboard holds no key for it.
-type ConnectedWallet struct {
-	bun.BaseModel `bun:"table:connected_wallets"`
-
-	ID         string    `bun:"id,pk"`
-	AccountID  string    `bun:"account_id,notnull"`
-	Family     string    `bun:"family,notnull"`
-	Address    string    `bun:"address,notnull"`
-	AddressKey string    `bun:"address_key,notnull"`
-	Label      string    `bun:"label,notnull"`
-	CreatedAt  time.Time `bun:"created_at,notnull"`
-}
-
-// AddConnectedWallet stores w unless the account already has max connected wallets
-// (ErrLimitReached) or this one (ErrConflict).
-func (s *Store) AddConnectedWallet(ctx context.Context, w *ConnectedWallet, max int) error {
-	w.CreatedAt = w.CreatedAt.UTC().Truncate(time.Microsecond)
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		n, err := tx.NewSelect().Model((*ConnectedWallet)(nil)).Where("account_id = ?", w.AccountID).Count(ctx)
-		if err != nil {
-			return err
-		}
-		if n >= int64(max) {
-			return ErrLimitReached
-		}
-		_, err = tx.NewInsert().Model(w).Exec(ctx)
-		return normalize(err)
-	})
-}
-
-// ConnectedWallets lists an account's connected wallets, oldest first.
-func (s *Store) ConnectedWallets(ctx context.Context, accountID string) ([]*ConnectedWallet, error) {
-	out := []*ConnectedWallet{}
-	err := s.db.NewSelect().Model(&out).Where("account_id = ?", accountID).
-		OrderExpr("created_at ASC, id ASC").Scan(ctx)
-	return out, normalize(err)
-}
-
-// ConnectedWalletAt returns the account's connected wallet at addressKey.
-func (s *Store) ConnectedWalletAt(ctx context.Context, accountID, addressKey string) (*ConnectedWallet, error) {
-	w := new(ConnectedWallet)
-	err := s.db.NewSelect().Model(w).Where("account_id = ? AND address_key = ?", accountID, addressKey).Scan(ctx)
-	if err != nil {
-		return nil, normalize(err)
-	}
-	return w, nil
-}
-
-// RemoveConnectedWallet deletes the account's connected wallet at addressKey and returns it;
-// ErrNotFound when there is none (another account's wallet is none).
-func (s *Store) RemoveConnectedWallet(ctx context.Context, accountID, addressKey string) (*ConnectedWallet, error) {
-	w := new(ConnectedWallet)
-	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if err := tx.NewSelect().Model(w).Where("account_id = ? AND address_key = ?", accountID, addressKey).Scan(ctx); err != nil {
-			return err
-		}
-		_, err := tx.NewDelete().Model((*ConnectedWallet)(nil)).Where("id = ?", w.ID).Exec(ctx)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return w, nil
 }

@@ -29,8 +29,9 @@ func (q *Q) InsertWebhookEvent(ctx context.Context, ev *WebhookEvent) error {
 	return q.write(ctx, q.tx.NewInsert().Model(ev))
 }
 
-// insertWebhookEvents writes events inside a plain transaction (the store's own Tx methods).
-func insertWebhookEvents(ctx context.Context, tx bun.Tx, evs []*WebhookEvent) error {
+// InsertWebhookEvents writes events inside a plain transaction (the store's own Tx methods and
+// the query sets of store/*).
+func InsertWebhookEvents(ctx context.Context, tx bun.Tx, evs []*WebhookEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}

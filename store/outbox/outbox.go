@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/dberr"
+	"github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/uptrace/bun"
 )
 
@@ -331,7 +332,7 @@ func (s *queries) RecordWebhookAttempt(ctx context.Context, owner string, send *
 			return nil // another replica disabled it first, and told the owner
 		}
 		disabled = true
-		_, err = tx.NewInsert().Model(&store.AccountEvent{ID: newID(), AccountID: d.AccountID, Kind: store.EventWebhookEndpointDisabled,
+		_, err = tx.NewInsert().Model(&sessions.AccountEvent{ID: newID(), AccountID: d.AccountID, Kind: sessions.EventWebhookEndpointDisabled,
 			Detail: send.Endpoint.URL + ": " + out.Disable, CreatedAt: at}).Exec(ctx)
 		return err
 	})

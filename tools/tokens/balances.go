@@ -152,7 +152,7 @@ func (s *Service) holders(ctx context.Context, accountID string) (map[string][]h
 	if err != nil {
 		return nil, nil, err
 	}
-	connected, err := s.store.ConnectedWallets(ctx, accountID)
+	connected, err := s.connected.ConnectedWallets(ctx, accountID)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/outbox"
+	"github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -451,8 +452,8 @@ func TestFailingEndpointGivesUpThenIsDisabledAndReplayRevivesIt(t *testing.T) {
 		if len(eps) != 1 || eps[0].DisabledAt == nil || !strings.Contains(eps[0].DisabledReason, "every attempt failed") {
 			t.Fatalf("endpoint %+v", eps)
 		}
-		evs, err := s.AccountEvents(ctx, "acct")
-		if err != nil || len(evs) != 1 || evs[0].Kind != store.EventWebhookEndpointDisabled {
+		evs, err := sessions.New(s).AccountEvents(ctx, "acct")
+		if err != nil || len(evs) != 1 || evs[0].Kind != sessions.EventWebhookEndpointDisabled {
 			t.Fatalf("account events %+v %v", evs, err)
 		}
 		if len(w.notices) != 1 || !strings.Contains(w.notices[0], rcv.URL()) {

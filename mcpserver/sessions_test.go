@@ -145,7 +145,10 @@ func TestSessionCaps(t *testing.T) {
 	if s, _ := host(t, r.url, other, "2025-11-25", approve); s.ID() != "" || r.door.Live() != 3 {
 		t.Fatalf("a fourth session on a replica capped at 3: %q, live %d", s.ID(), r.door.Live())
 	}
-	first.Close() // DELETE: the place is free again
+	first.Close() // DELETE: the place is free again, once the server has closed the session
+	for until := time.Now().Add(10 * time.Second); r.door.Live() != 2 && time.Now().Before(until); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if s, _ := host(t, r.url, secret, "2025-11-25", approve); s.ID() == "" {
 		t.Fatalf("no session after one was closed: live %d", r.door.Live())
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/rest"
-	"github.com/switchboard-hq/switchboard/store"
+	sessionstore "github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
@@ -120,12 +120,12 @@ func TestWalletExportRecordsEachExportOnce(t *testing.T) {
 	h.signIn(email)
 	pr := sessionOf(t, env, h)
 	events := func() int {
-		evs, err := env.App.Store.AccountEvents(ctx, pr.AccountID)
+		evs, err := sessionstore.New(env.App.Store).AccountEvents(ctx, pr.AccountID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ev := range evs {
-			if ev.Kind != store.EventWalletExported || ev.SessionID != pr.SessionID {
+			if ev.Kind != sessionstore.EventWalletExported || ev.SessionID != pr.SessionID {
 				t.Fatalf("event %+v", ev)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/mr-tron/base58"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
@@ -101,8 +101,8 @@ func TestWalletExport(t *testing.T) {
 			if st, body := h.post("/developer/settings/wallet-export", url.Values{"csrf": {token}, "action": {"reveal"}, "code": {code}}, false); st != 422 || exportedRe.MatchString(body) {
 				t.Fatalf("a used code: %d", st)
 			}
-			evs, err := env.App.Store.AccountEvents(t.Context(), accountIDOf(t, h))
-			if err != nil || len(evs) != 1 || evs[0].Kind != store.EventWalletExported || !strings.Contains(evs[0].Detail, addrs["EVM"]) || !strings.Contains(evs[0].Detail, addrs["Solana"]) {
+			evs, err := sessions.New(env.App.Store).AccountEvents(t.Context(), accountIDOf(t, h))
+			if err != nil || len(evs) != 1 || evs[0].Kind != sessions.EventWalletExported || !strings.Contains(evs[0].Detail, addrs["EVM"]) || !strings.Contains(evs[0].Detail, addrs["Solana"]) {
 				t.Fatalf("the account event: %v %+v", err, evs)
 			}
 			env.Clock.Advance(time.Second)

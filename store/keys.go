@@ -46,7 +46,7 @@ func (s *Store) CreateKey(ctx context.Context, key *APIKey, events ...*WebhookEv
 		if _, err := tx.NewInsert().Model(key).Exec(ctx); err != nil {
 			return err
 		}
-		return insertWebhookEvents(ctx, tx, events)
+		return InsertWebhookEvents(ctx, tx, events)
 	})
 }
 
@@ -85,7 +85,7 @@ func (s *Store) MintKey(ctx context.Context, key *APIKey, maxLive int, events ..
 		if _, err = tx.NewInsert().Model(key).Exec(ctx); err != nil {
 			return err
 		}
-		return insertWebhookEvents(ctx, tx, events)
+		return InsertWebhookEvents(ctx, tx, events)
 	})
 }
 
@@ -156,7 +156,7 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 			if err != nil {
 				return err
 			}
-			if err := insertWebhookEvents(ctx, tx, evs); err != nil {
+			if err := InsertWebhookEvents(ctx, tx, evs); err != nil {
 				return err
 			}
 		}

@@ -236,7 +236,7 @@ func (s *Store) UpdateIntent(ctx context.Context, in *PartnerIntent, events ...*
 		if n, err = res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		if err := insertWebhookEvents(ctx, tx, events); err != nil {
+		if err := InsertWebhookEvents(ctx, tx, events); err != nil {
 			return err
 		}
 		return s.watch.Announce(ctx, tx, watch.IntentChange, handle)

@@ -19,22 +19,12 @@ func mustAccount(t *testing.T, s *store.Store, id string) {
 	}
 }
 
-func intentRow(id, handle string, now time.Time) *store.PartnerIntent {
-	return &store.PartnerIntent{
-		ID: id, PublicIdentifier: handle, Name: "N", Description: "D", Category: "QUERY",
-		Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "https://partner.example/x", TimeoutMs: 30000,
-		ParametersSchema: `{"type":"object","properties":{"q":{"type":"string"}}}`, FeeRate: "0", FeeRateUnit: "usd_per_call",
-		Tier: "one_shot", SampleQueries: []string{}, VerificationStatus: "UNVERIFIED", Revision: 1,
-		CreatedAt: now, UpdatedAt: now,
-	}
-}
-
 func TestPublishIntentsRoundTrip(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		mustAccount(t, s, "acct1")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		r := intentRow("i1", "@alpha", now)
+		r := storetest.IntentRow("i1", "@alpha", now)
 		out := `{"type":"object","properties":{"b":{"type":"number"},"a":{"type":"string"}}}`
 		shape := `{"managementFeeBps":100,"custom":{"x":[1,2]}}`
 		r.OutputSchema, r.PricingShape, r.Tier = &out, &shape, "delegation"
@@ -63,7 +53,7 @@ func TestPublishIntentsRoundTrip(t *testing.T) {
 			t.Fatalf("parameters schema not kept byte for byte: %s", got.ParametersSchema)
 		}
 		// A row without payout addresses or pricing shape reads back as nil.
-		r2 := intentRow("i2", "@beta", now)
+		r2 := storetest.IntentRow("i2", "@beta", now)
 		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{r2}, now); err != nil {
 			t.Fatal(err)
 		}
@@ -92,10 +82,10 @@ func TestPublishIntentsAtomicAndHandlesUnique(t *testing.T) {
 		mustAccount(t, s, "acct1")
 		mustAccount(t, s, "acct2")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i1", "@taken", now)}, now); err != nil {
+		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{storetest.IntentRow("i1", "@taken", now)}, now); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{intentRow("i2", "@fresh", now), intentRow("i3", "@taken", now)}, now)
+		_, err := s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{storetest.IntentRow("i2", "@fresh", now), storetest.IntentRow("i3", "@taken", now)}, now)
 		var he *store.HandlesTakenError
 		if !errors.As(err, &he) || len(he.Handles) != 1 || he.Handles[0] != "@taken" || !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("taken handle: %v", err)
@@ -104,7 +94,7 @@ func TestPublishIntentsAtomicAndHandlesUnique(t *testing.T) {
 			t.Fatalf("row of a failed bundle exists: %v", err)
 		}
 		// A duplicate id inside the bundle fails at insert: still nothing written.
-		_, err = s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{intentRow("i4", "@one", now), intentRow("i4", "@two", now)}, now)
+		_, err = s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{storetest.IntentRow("i4", "@one", now), storetest.IntentRow("i4", "@two", now)}, now)
 		if !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("duplicate id: %v", err)
 		}
@@ -119,7 +109,7 @@ func TestUpdateIntentRevision(t *testing.T) {
 		ctx := context.Background()
 		mustAccount(t, s, "acct1")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{intentRow("i1", "@alpha", now)}, now); err != nil {
+		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{storetest.IntentRow("i1", "@alpha", now)}, now); err != nil {
 			t.Fatal(err)
 		}
 		a, _ := s.IntentByID(ctx, "i1")
@@ -139,7 +129,7 @@ func TestUpdateIntentRevision(t *testing.T) {
 		if got.Name != "New" || !got.IsActive || got.Category != "QUERY" || got.Revision != 2 {
 			t.Fatalf("after update: %+v (category must be immutable)", got)
 		}
-		missing := intentRow("nope", "@nope", now)
+		missing := storetest.IntentRow("nope", "@nope", now)
 		if err := s.UpdateIntent(ctx, missing); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("missing: %v", err)
 		}

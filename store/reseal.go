@@ -24,25 +24,6 @@ func (s *Store) ResealWallet(ctx context.Context, id, from string, sealed []byte
 	return n == 1, normalize(err)
 }
 
-// ServiceKeysSealedElsewhere returns every service key (retired ones too) sealed under a
-// master key other than current.
-func (s *Store) ServiceKeysSealedElsewhere(ctx context.Context, current string) ([]*ServiceKey, error) {
-	var out []*ServiceKey
-	err := s.db.NewSelect().Model(&out).Where("master_key_id <> ?", current).OrderExpr("kid ASC").Scan(ctx)
-	return out, normalize(err)
-}
-
-// ResealServiceKey is ResealWallet for a service key.
-func (s *Store) ResealServiceKey(ctx context.Context, kid, from string, sealed []byte, to string) (bool, error) {
-	res, err := s.db.NewUpdate().Model((*ServiceKey)(nil)).Set("sealed_private = ?", sealed).Set("master_key_id = ?", to).
-		Where("kid = ? AND master_key_id = ?", kid, from).Exec(ctx)
-	if err != nil {
-		return false, normalize(err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, normalize(err)
-}
-
 // SealedElsewhere counts the wallets and service keys still sealed under a master key other
 // than current.
 func (s *Store) SealedElsewhere(ctx context.Context, current string) (wallets, serviceKeys int, err error) {
@@ -50,6 +31,6 @@ func (s *Store) SealedElsewhere(ctx context.Context, current string) (wallets, s
 	if err != nil {
 		return 0, 0, normalize(err)
 	}
-	k, err := s.db.NewSelect().Model((*ServiceKey)(nil)).Where("master_key_id <> ?", current).Count(ctx)
+	k, err := s.db.NewSelect().Table("service_keys").Where("master_key_id <> ?", current).Count(ctx)
 	return int(w), int(k), normalize(err)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
@@ -65,7 +66,7 @@ func runTokens(ctx context.Context, cfg app.Config, args []string, stdout, stder
 	if rerr != nil {
 		return rerr
 	}
-	all, listed, err := st.CountTokens(ctx)
+	all, listed, err := learned.New(st).CountTokens(ctx)
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,10 @@ func TestUsageQueries(t *testing.T) {
 		s := reports.New(st)
 		ctx := context.Background()
 		for _, a := range []string{"pub", "pub2", "caller"} {
-			mustAccount(t, st, a)
+			storetest.Account(t, st, a)
 		}
 		base := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
-		ia, ib := intentRow("ia", "@usage-a", base), intentRow("ib", "@usage-b", base)
+		ia, ib := storetest.IntentRow("ia", "@usage-a", base), storetest.IntentRow("ib", "@usage-b", base)
 		pa, err := st.PublishIntents(ctx, "pub", []*store.PartnerIntent{ia}, base)
 		if err != nil {
 			t.Fatal(err)

@@ -18,10 +18,10 @@ func TestSearchFollowsUpdates(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := search.New(st)
 		ctx := context.Background()
-		mustAccount(t, st, "pub")
-		mustAccount(t, st, "other")
+		storetest.Account(t, st, "pub")
+		storetest.Account(t, st, "other")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		a, b := intentRow("ia", "@weather-alpha", now), intentRow("ib", "@weather-beta", now)
+		a, b := storetest.IntentRow("ia", "@weather-alpha", now), storetest.IntentRow("ib", "@weather-beta", now)
 		a.Description, b.Description = "Weather for any city", "Weather for any city"
 		if _, err := st.PublishIntents(ctx, "pub", []*store.PartnerIntent{a, b}, now); err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func TestIntentQualityPerIntent(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := search.New(st)
 		ctx := context.Background()
-		mustAccount(t, st, "caller")
+		storetest.Account(t, st, "caller")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 		var invs []*store.Invocation
 		add := func(intent string, n int, at time.Time, state string, finished bool) {
@@ -151,10 +151,10 @@ func TestBrowseIntents(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := search.New(st)
 		ctx := context.Background()
-		mustAccount(t, st, "pub")
+		storetest.Account(t, st, "pub")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		rows := []*store.PartnerIntent{intentRow("b1", "@browse-plain", now), intentRow("b2", "@browse-verified", now),
-			intentRow("b3", "@browse-bps", now), intentRow("b4", "@browse-off", now), intentRow("b5", "@browse-gone", now)}
+		rows := []*store.PartnerIntent{storetest.IntentRow("b1", "@browse-plain", now), storetest.IntentRow("b2", "@browse-verified", now),
+			storetest.IntentRow("b3", "@browse-bps", now), storetest.IntentRow("b4", "@browse-off", now), storetest.IntentRow("b5", "@browse-gone", now)}
 		for _, r := range rows {
 			r.Description = "browse weather"
 		}

@@ -85,9 +85,9 @@ func TestWatchFansOutEveryKind(t *testing.T) {
 			first, stopFirst := watchOn(t, b)
 			second, stopSecond := watchOn(t, b)
 
-			mustAccount(t, a, "acct-watch")
+			storetest.Account(t, a, "acct-watch")
 			now := time.Now().UTC()
-			row := intentRow("i-watch", "@watched", now)
+			row := storetest.IntentRow("i-watch", "@watched", now)
 			if _, err := a.PublishIntents(ctx, "acct-watch", []*store.PartnerIntent{row}, time.Now()); err != nil {
 				t.Fatal(err)
 			}

@@ -286,8 +286,8 @@ func delayProxy(b *testing.B, target string, delay time.Duration, tr *http.Trans
 
 // loaded is what one load window measured.
 type loaded struct {
-	calls  int64 // answered 200 inside the window
-	failed int64 // answered otherwise inside the window
+	calls  int64         // answered 200 inside the window
+	failed int64         // answered otherwise inside the window
 	perSec float64       // of calls
 	p99    time.Duration // of the calls and the failures finished inside the window
 	first  error         // the first failure

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -569,10 +570,10 @@ func TestMCPBinding(t *testing.T) {
 func TestResolutionBeforeWrites(t *testing.T) {
 	w, _ := newMarketWorld(t, "sqlite")
 	ctx := context.Background()
-	spam := &store.Token{Chain: "base", AddressKey: "0x1111111111111111111111111111111111111111", Address: "0x1111111111111111111111111111111111111111",
+	spam := &learned.Token{Chain: "base", AddressKey: "0x1111111111111111111111111111111111111111", Address: "0x1111111111111111111111111111111111111111",
 		Ticker: "FREECLAIM", Name: "claim free airdrop at scam.example", TickerKey: "freeclaim", NameKey: "claim free airdrop at scam.example",
 		BaseKey: "freeclaim", Decimals: 18, IsSpam: true, SpamReason: "airdrop bait", Source: "test", UpdatedAt: time.Now().UTC()}
-	if err := w.settledStore(t).UpsertTokens(ctx, []*store.Token{spam}); err != nil {
+	if err := learned.New(w.settledStore(t)).UpsertTokens(ctx, []*learned.Token{spam}); err != nil {
 		t.Fatal(err)
 	}
 	schema := map[string]any{"type": "object", "required": []string{"token", "amount", "chain"}, "additionalProperties": false,

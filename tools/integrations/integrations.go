@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	integrationstore "github.com/switchboard-hq/switchboard/store/integrations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 )
@@ -42,20 +43,21 @@ type Integration struct {
 // Offers reports whether the integration offers method.
 func (i Integration) Offers(method string) bool { return slices.Contains(i.Methods, method) }
 
-func of(in *store.Integration) Integration {
+func of(in *integrationstore.Integration) Integration {
 	return Integration{ID: in.ID, Slug: in.Slug, Name: in.Name, AccountID: in.AccountID, Scopes: in.Scopes, Methods: in.Methods, CreatedAt: in.CreatedAt}
 }
 
 // Service creates and finds integrations.
 type Service struct {
-	store *store.Store
-	now   func() time.Time
+	store        *store.Store
+	integrations integrationstore.Integrations
+	now          func() time.Time
 }
 
 // NewService builds the service.
 func NewService(d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, now: d.Now}
+	return &Service{store: d.Store, integrations: integrationstore.New(d.Store), now: d.Now}
 }
 
 // Create validates and stores an integration of accountID. Problems are BAD_INPUT with the
@@ -85,9 +87,9 @@ func (s *Service) Create(ctx context.Context, accountID, slug, name string, scop
 			return bad("methods", "unknown method "+m)
 		}
 	}
-	in := &store.Integration{ID: uuid.NewString(), AccountID: accountID, Slug: slug, Name: name,
+	in := &integrationstore.Integration{ID: uuid.NewString(), AccountID: accountID, Slug: slug, Name: name,
 		Scopes: slices.Clone(scopes), Methods: slices.Clone(methods), CreatedAt: s.now().UTC()}
-	if err := s.store.CreateIntegration(ctx, in); err != nil {
+	if err := s.integrations.CreateIntegration(ctx, in); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return Integration{}, tools.Errorf(tools.CodeConflict, "the slug %q is taken; choose another", slug).WithDetails(map[string]any{"field": "slug"})
 		}
@@ -98,7 +100,7 @@ func (s *Service) Create(ctx context.Context, accountID, slug, name string, scop
 
 // List returns accountID's integrations.
 func (s *Service) List(ctx context.Context, accountID string) ([]Integration, error) {
-	all, err := s.store.Integrations(ctx, accountID)
+	all, err := s.integrations.Integrations(ctx, accountID)
 	out := make([]Integration, 0, len(all))
 	for _, in := range all {
 		out = append(out, of(in))
@@ -108,7 +110,7 @@ func (s *Service) List(ctx context.Context, accountID string) ([]Integration, er
 
 // BySlug finds an integration for its connect page; NOT_FOUND when there is none.
 func (s *Service) BySlug(ctx context.Context, slug string) (Integration, error) {
-	in, err := s.store.IntegrationBy(ctx, "slug", slug)
+	in, err := s.integrations.IntegrationBy(ctx, "slug", slug)
 	if errors.Is(err, store.ErrNotFound) {
 		return Integration{}, tools.Errorf(tools.CodeNotFound, "no integration %q", slug)
 	}

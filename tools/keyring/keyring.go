@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/servicekeys"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
@@ -28,13 +29,13 @@ const Overlap = signing.KeyCacheTTL + 5*time.Minute
 
 // Ring is the service's keys and the signer that uses the current one.
 type Ring struct {
-	store  *store.Store
+	store  servicekeys.ServiceKeys
 	sealer *wallets.Sealer
 	signer *signing.Signer
 	now    func() time.Time
 
 	mu      sync.RWMutex
-	keys    []*store.ServiceKey
+	keys    []*servicekeys.ServiceKey
 	current string // kid the signer holds
 }
 
@@ -48,14 +49,14 @@ type Config struct {
 // none, and returns the ring and a signer on the current key; sealer seals the private halves.
 func Open(ctx context.Context, cfg Config, d service.Deps, sealer *wallets.Sealer) (*Ring, error) {
 	d = d.WithDefaults()
-	st, bootstrap := d.Store, cfg.Bootstrap
+	st, bootstrap := servicekeys.New(d.Store), cfg.Bootstrap
 	r := &Ring{store: st, sealer: sealer, now: d.Now}
 	keys, err := st.ServiceKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if current(keys) == nil {
-		if err := r.insert(ctx, bootstrap, store.KeyCurrent); err != nil && !errors.Is(err, store.ErrConflict) {
+		if err := r.insert(ctx, bootstrap, servicekeys.KeyCurrent); err != nil && !errors.Is(err, store.ErrConflict) {
 			return nil, err
 		}
 		if keys, err = st.ServiceKeys(ctx); err != nil {
@@ -74,9 +75,9 @@ func Open(ctx context.Context, cfg Config, d service.Deps, sealer *wallets.Seale
 	return r, nil
 }
 
-func current(keys []*store.ServiceKey) *store.ServiceKey {
+func current(keys []*servicekeys.ServiceKey) *servicekeys.ServiceKey {
 	for _, k := range keys {
-		if k.Status == store.KeyCurrent {
+		if k.Status == servicekeys.KeyCurrent {
 			return k
 		}
 	}
@@ -91,11 +92,11 @@ func (r *Ring) insert(ctx context.Context, priv ed25519.PrivateKey, status strin
 	}
 	kid := signing.KeyID(pub)
 	sealed, mk := r.sealer.Seal(priv, []byte("service key "+kid))
-	return r.store.InsertServiceKey(ctx, &store.ServiceKey{KID: kid, Status: status, SealedPrivate: sealed, MasterKeyID: mk,
+	return r.store.InsertServiceKey(ctx, &servicekeys.ServiceKey{KID: kid, Status: status, SealedPrivate: sealed, MasterKeyID: mk,
 		PublicPEM: string(pem), CreatedAt: r.now().UTC()})
 }
 
-func (r *Ring) open(k *store.ServiceKey) (ed25519.PrivateKey, error) {
+func (r *Ring) open(k *servicekeys.ServiceKey) (ed25519.PrivateKey, error) {
 	raw, err := r.sealer.Open(k.SealedPrivate, k.MasterKeyID, []byte("service key "+k.KID))
 	if err != nil {
 		return nil, fmt.Errorf("keyring: unseal %s: %w", k.KID, err)
@@ -165,12 +166,12 @@ func (r *Ring) Rotate(ctx context.Context) (Step, error) {
 		return Step{}, err
 	}
 	r.mu.RLock()
-	var next, cur *store.ServiceKey
+	var next, cur *servicekeys.ServiceKey
 	for _, k := range r.keys {
 		switch k.Status {
-		case store.KeyNext:
+		case servicekeys.KeyNext:
 			next = k
-		case store.KeyCurrent:
+		case servicekeys.KeyCurrent:
 			cur = k
 		}
 	}
@@ -181,7 +182,7 @@ func (r *Ring) Rotate(ctx context.Context) (Step, error) {
 		if err != nil {
 			return Step{}, err
 		}
-		if err := r.insert(ctx, priv, store.KeyNext); err != nil {
+		if err := r.insert(ctx, priv, servicekeys.KeyNext); err != nil {
 			return Step{}, err
 		}
 		kid := signing.KeyID(priv.Public().(ed25519.PublicKey))

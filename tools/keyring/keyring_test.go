@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/servicekeys"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keyring"
@@ -63,7 +64,7 @@ func TestRotation(t *testing.T) {
 		if step.Action != "published next key" || step.Current != bootKID || !step.SwitchAfter.Equal(now.Add(keyring.Overlap)) {
 			t.Fatalf("first step %+v", step)
 		}
-		if st := statuses(r.KeySet()); st[bootKID] != store.KeyCurrent || st[step.Next] != store.KeyNext || len(st) != 2 {
+		if st := statuses(r.KeySet()); st[bootKID] != servicekeys.KeyCurrent || st[step.Next] != servicekeys.KeyNext || len(st) != 2 {
 			t.Fatalf("key set after publishing %v", st)
 		}
 		if !r.Signer().PublicKey().Equal(boot.Public()) {
@@ -91,13 +92,13 @@ func TestRotation(t *testing.T) {
 		if signing.KeyID(replica.Signer().PublicKey()) != step.Next || !bytes.Equal(replica.CurrentPEM(), r.CurrentPEM()) {
 			t.Fatal("the replica did not follow the rotation")
 		}
-		if st := statuses(replica.KeySet()); st[bootKID] != store.KeyPrevious || st[step.Next] != store.KeyCurrent {
+		if st := statuses(replica.KeySet()); st[bootKID] != servicekeys.KeyPrevious || st[step.Next] != servicekeys.KeyCurrent {
 			t.Fatalf("key set after switching %v", st)
 		}
 		if n, err := r.Retire(ctx); err != nil || n != 1 {
 			t.Fatalf("retire: %d %v", n, err)
 		}
-		if st := statuses(r.KeySet()); len(st) != 1 || st[step.Next] != store.KeyCurrent {
+		if st := statuses(r.KeySet()); len(st) != 1 || st[step.Next] != servicekeys.KeyCurrent {
 			t.Fatalf("key set after retiring %v", st)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/integrations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -36,16 +37,17 @@ type Config struct {
 
 // Service mints and manages keys.
 type Service struct {
-	store    *store.Store
-	env      string
-	defaults Limits
-	now      func() time.Time
+	store        *store.Store
+	integrations integrations.Integrations
+	env          string
+	defaults     Limits
+	now          func() time.Time
 }
 
 // NewService builds the key service.
 func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, env: cfg.Env, defaults: cfg.Defaults, now: d.Now}
+	return &Service{store: d.Store, integrations: integrations.New(d.Store), env: cfg.Env, defaults: cfg.Defaults, now: d.Now}
 }
 
 // Defaults returns the configured default limits.
@@ -199,7 +201,7 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 		key.ParentID = &c.Principal.KeyID // the portal's human mints roots
 	}
 	if in.IntegrationID != "" {
-		ig, err := s.store.IntegrationBy(ctx, "id", in.IntegrationID)
+		ig, err := s.integrations.IntegrationBy(ctx, "id", in.IntegrationID)
 		if errors.Is(err, store.ErrNotFound) {
 			return CreateOutput{}, tools.Errorf(tools.CodeNotFound, "no integration %q; the id is on the integration's connect page", in.IntegrationID)
 		}

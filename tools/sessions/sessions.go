@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	sessionstore "github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -31,15 +32,16 @@ type Config struct {
 
 // Service runs sessions.
 type Service struct {
-	cfg   Config
-	store *store.Store
-	now   func() time.Time
+	cfg      Config
+	store    *store.Store
+	sessions sessionstore.Sessions
+	now      func() time.Time
 }
 
 // NewService builds the session service.
 func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{cfg: cfg, store: d.Store, now: d.Now}
+	return &Service{cfg: cfg, store: d.Store, sessions: sessionstore.New(d.Store), now: d.Now}
 }
 
 // ErrNoSession is a cookie that names no live session: sign in again.
@@ -61,9 +63,9 @@ func (s *Service) Start(ctx context.Context, accountID, method, clientAddr, user
 	if len(userAgent) > 200 {
 		userAgent = userAgent[:200]
 	}
-	sess := &store.Session{ID: uuid.NewString(), AccountID: accountID, TokenHash: hash(token), Method: method,
+	sess := &sessionstore.Session{ID: uuid.NewString(), AccountID: accountID, TokenHash: hash(token), Method: method,
 		ClientAddr: clientAddr, UserAgent: userAgent, CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(s.cfg.Absolute)}
-	if err := s.store.CreateSession(ctx, sess); err != nil {
+	if err := s.sessions.CreateSession(ctx, sess); err != nil {
 		return "", err
 	}
 	return token, nil
@@ -75,7 +77,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Princi
 	if token == "" {
 		return nil, ErrNoSession
 	}
-	sess, err := s.store.SessionByTokenHash(ctx, hash(token))
+	sess, err := s.sessions.SessionByTokenHash(ctx, hash(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNoSession
 	}
@@ -87,7 +89,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Princi
 		return nil, ErrNoSession
 	}
 	if now.Sub(sess.LastSeenAt) > time.Minute { // bounded bookkeeping: one write a minute
-		if err := s.store.TouchSession(ctx, sess.ID, now); err != nil {
+		if err := s.sessions.TouchSession(ctx, sess.ID, now); err != nil {
 			return nil, err
 		}
 	}
@@ -110,7 +112,7 @@ type Info struct {
 
 // List returns the account's live sessions, newest first.
 func (s *Service) List(ctx context.Context, accountID string) ([]Info, error) {
-	all, err := s.store.Sessions(ctx, accountID)
+	all, err := s.sessions.Sessions(ctx, accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +131,11 @@ func (s *Service) List(ctx context.Context, accountID string) ([]Info, error) {
 // not one of the account's sessions (another account's, or none) is NOT_FOUND; one already
 // ended is ended.
 func (s *Service) Revoke(ctx context.Context, accountID, id string) (int, error) {
-	n, err := s.store.RevokeSessions(ctx, accountID, id, s.now().UTC())
+	n, err := s.sessions.RevokeSessions(ctx, accountID, id, s.now().UTC())
 	if err != nil || n > 0 || id == "" {
 		return n, err
 	}
-	if _, err := s.store.SessionByID(ctx, accountID, id); errors.Is(err, store.ErrNotFound) {
+	if _, err := s.sessions.SessionByID(ctx, accountID, id); errors.Is(err, store.ErrNotFound) {
 		return 0, tools.Errorf(tools.CodeNotFound, "no session %q in this account; the settings page lists your sessions", id)
 	} else if err != nil {
 		return 0, err
@@ -149,7 +151,7 @@ const FreshWindow = 10 * time.Minute
 // forgotten session alone cannot enable it.
 func (s *Service) SetSigning(ctx context.Context, p *tools.Principal, on bool) error {
 	if on {
-		sess, err := s.store.SessionByID(ctx, p.AccountID, p.SessionID)
+		sess, err := s.sessions.SessionByID(ctx, p.AccountID, p.SessionID)
 		if err != nil {
 			return err
 		}

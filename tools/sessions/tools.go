@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/switchboard-hq/switchboard/store"
+	sessionstore "github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
@@ -71,13 +71,13 @@ func (s *Service) Tools() []*tools.Tool {
 // Notice is what another session did to the account that this session has not shown yet (a
 // wallet key export), as a sentence for the page; each event is told once per session.
 func (s *Service) Notice(ctx context.Context, p *tools.Principal) (string, error) {
-	evs, err := s.store.TakeUnseenEvents(ctx, p.AccountID, p.SessionID, s.now().UTC())
+	evs, err := s.sessions.TakeUnseenEvents(ctx, p.AccountID, p.SessionID, s.now().UTC())
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
 	for _, ev := range evs {
-		if ev.Kind == store.EventWalletExported {
+		if ev.Kind == sessionstore.EventWalletExported {
 			b.WriteString("Your wallets' private keys were exported from another session (" + ev.ClientAddr + ") at " +
 				ev.CreatedAt.UTC().Format("2 Jan 2006, 15:04 UTC") + ". If this was not you, move your funds to a new wallet and sign out everywhere in Settings. ")
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/chain/evm"
 	"github.com/switchboard-hq/switchboard/chain/httpx"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/tokens/prices"
 )
@@ -152,7 +152,7 @@ func (s *Service) holders(ctx context.Context, accountID string) (map[string][]h
 	if err != nil {
 		return nil, nil, err
 	}
-	connected, err := s.store.ConnectedWallets(ctx, accountID)
+	connected, err := s.connected.ConnectedWallets(ctx, accountID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -379,7 +379,7 @@ func (s *Service) mintEntries(ctx context.Context, ch Chain, mints []string) (ma
 	if len(unknown) == 0 {
 		return out, nil
 	}
-	rows, err := s.store.TokensByKeys(ctx, ch.Name, unknown)
+	rows, err := s.learned.TokensByKeys(ctx, ch.Name, unknown)
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +392,7 @@ func (s *Service) mintEntries(ctx context.Context, ch Chain, mints []string) (ma
 			ask = append(ask, m)
 		}
 	}
-	var learned []*store.Token
+	var learned []*learned.Token
 	for start := 0; start < len(ask); start += 100 {
 		chunk := ask[start:min(start+100, len(ask))]
 		found, err := s.jupMeta.Search(ctx, strings.Join(chunk, ","))

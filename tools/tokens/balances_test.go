@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -96,7 +97,7 @@ func TestBalancesAcrossChainsAndWallets(t *testing.T) {
 			t.Fatalf("wallets %+v", out.Wallets)
 		}
 		// The spam mint and MEOW were learned from Jupiter on the way.
-		if tok, err := st.TokenAt(context.Background(), "solana", spamMint); err != nil || !tok.IsSpam {
+		if tok, err := learned.New(st).TokenAt(context.Background(), "solana", spamMint); err != nil || !tok.IsSpam {
 			t.Fatalf("spam mint not remembered: %+v %v", tok, err)
 		}
 

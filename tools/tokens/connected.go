@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/connected"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
@@ -51,7 +52,7 @@ type RemoveConnectedOutput struct {
 	Removed ConnectedWallet `json:"removed"`
 }
 
-func walletOut(w *store.ConnectedWallet) ConnectedWallet {
+func walletOut(w *connected.Wallet) ConnectedWallet {
 	return ConnectedWallet{Address: w.Address, Family: w.Family, Label: w.Label, CreatedAt: w.CreatedAt.UTC()}
 }
 
@@ -85,18 +86,18 @@ func (s *Service) connectTool(ctx context.Context, c *tools.Caller, in ConnectIn
 			return ConnectOutput{}, tools.Errorf(tools.CodeBadInput, "%s is already this account's primary %s wallet; get_balances covers it", display, family)
 		}
 	}
-	if existing, err := s.store.ConnectedWalletAt(ctx, c.Principal.AccountID, key); err == nil {
+	if existing, err := s.connected.ConnectedWalletAt(ctx, c.Principal.AccountID, key); err == nil {
 		return ConnectOutput{Wallet: walletOut(existing)}, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return ConnectOutput{}, err
 	}
-	w := &store.ConnectedWallet{ID: uuid.NewString(), AccountID: c.Principal.AccountID, Family: family, Address: display, AddressKey: key,
+	w := &connected.Wallet{ID: uuid.NewString(), AccountID: c.Principal.AccountID, Family: family, Address: display, AddressKey: key,
 		Label: strings.TrimSpace(in.Label), CreatedAt: s.now()}
-	switch err := s.store.AddConnectedWallet(ctx, w, s.maxConnected); {
-	case errors.Is(err, store.ErrLimitReached):
+	switch err := s.connected.AddConnectedWallet(ctx, w, s.maxConnected); {
+	case errors.Is(err, connected.ErrLimitReached):
 		return ConnectOutput{}, tools.Errorf(tools.CodeConflict, "this account already has %d connected wallets, the most allowed; remove one with connected_wallet_remove first", s.maxConnected)
 	case errors.Is(err, store.ErrConflict):
-		existing, err := s.store.ConnectedWalletAt(ctx, c.Principal.AccountID, key) // connected concurrently
+		existing, err := s.connected.ConnectedWalletAt(ctx, c.Principal.AccountID, key) // connected concurrently
 		if err != nil {
 			return ConnectOutput{}, err
 		}
@@ -108,7 +109,7 @@ func (s *Service) connectTool(ctx context.Context, c *tools.Caller, in ConnectIn
 }
 
 func (s *Service) listConnectedTool(ctx context.Context, c *tools.Caller, _ ListConnectedInput) (ListConnectedOutput, error) {
-	ws, err := s.store.ConnectedWallets(ctx, c.Principal.AccountID)
+	ws, err := s.connected.ConnectedWallets(ctx, c.Principal.AccountID)
 	if err != nil {
 		return ListConnectedOutput{}, err
 	}
@@ -124,7 +125,7 @@ func (s *Service) removeConnectedTool(ctx context.Context, c *tools.Caller, in R
 	if err != nil {
 		return RemoveConnectedOutput{}, err
 	}
-	w, err := s.store.RemoveConnectedWallet(ctx, c.Principal.AccountID, key)
+	w, err := s.connected.RemoveConnectedWallet(ctx, c.Principal.AccountID, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return RemoveConnectedOutput{}, tools.Errorf(tools.CodeNotFound, "%s is not a connected wallet of this account; connected_wallet_list shows them", display)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/chain/httpx"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/tools/tokens/lists"
 )
 
@@ -30,7 +30,7 @@ func (s *Service) Refresh(ctx context.Context) ([]SourceReport, error) {
 	}
 	reports = append(reports, rep)
 	ids := coinGeckoIDs(coins)
-	var all []*store.Token
+	var all []*learned.Token
 	now := s.now()
 	for _, ch := range Chains {
 		list, rep := s.coinGeckoTokens(ctx, ch, ids, now)
@@ -49,7 +49,7 @@ func (s *Service) Refresh(ctx context.Context) ([]SourceReport, error) {
 	if failed == len(reports) {
 		return reports, errors.New("every token list failed; nothing refreshed")
 	}
-	if err := s.store.UpsertTokens(ctx, dedupe(all)); err != nil {
+	if err := s.learned.UpsertTokens(ctx, dedupe(all)); err != nil {
 		return reports, fmt.Errorf("store tokens: %w", err)
 	}
 	s.forgetSearches()
@@ -77,21 +77,21 @@ func coinGeckoIDs(coins []lists.Coin) map[string]string {
 
 // coinGeckoTokens reads CoinGecko's token list of ch, keeping the entries with a symbol, sane
 // decimals and a valid address.
-func (s *Service) coinGeckoTokens(ctx context.Context, ch Chain, ids map[string]string, now time.Time) ([]*store.Token, SourceReport) {
+func (s *Service) coinGeckoTokens(ctx context.Context, ch Chain, ids map[string]string, now time.Time) ([]*learned.Token, SourceReport) {
 	list, err := s.cgList.TokenList(ctx, ch.CoinGecko)
 	rep := SourceReport{Source: "coingecko token list " + ch.CoinGecko}
 	if err != nil {
 		rep.Err = httpx.Reason(err)
 		return nil, rep
 	}
-	var out []*store.Token
+	var out []*learned.Token
 	for _, t := range list {
 		dec, err := t.Decimals.Int64()
 		if err != nil || dec < 0 || dec > 36 || t.Symbol == "" || !validAddress(ch, DisplayAddress(ch, t.Address)) {
 			continue
 		}
 		key := AddressKey(ch, t.Address)
-		out = append(out, &store.Token{Chain: ch.Name, AddressKey: key, Address: DisplayAddress(ch, t.Address),
+		out = append(out, &learned.Token{Chain: ch.Name, AddressKey: key, Address: DisplayAddress(ch, t.Address),
 			Ticker: clip(t.Symbol, 32), Name: clip(t.Name, 100), Decimals: int(dec), MarketDataID: ids[ch.CoinGecko+"/"+key],
 			Listed: true, Source: "coingecko-list", UpdatedAt: now})
 		rep.Tokens++
@@ -101,20 +101,20 @@ func (s *Service) coinGeckoTokens(ctx context.Context, ch Chain, ids map[string]
 
 // jupiterTokens reads Jupiter's verified Solana tokens, keeping the entries with a symbol,
 // sane decimals and a valid address.
-func (s *Service) jupiterTokens(ctx context.Context, ids map[string]string, now time.Time) ([]*store.Token, SourceReport) {
+func (s *Service) jupiterTokens(ctx context.Context, ids map[string]string, now time.Time) ([]*learned.Token, SourceReport) {
 	sol := chainOf("solana")
 	verified, err := s.jupList.Verified(ctx)
 	rep := SourceReport{Source: "jupiter verified"}
 	if err != nil {
 		rep.Err = httpx.Reason(err)
 	}
-	var out []*store.Token
+	var out []*learned.Token
 	for _, t := range verified {
 		dec, err := t.Decimals.Int64()
 		if err != nil || dec < 0 || dec > 36 || t.Symbol == "" || !validAddress(sol, t.ID) {
 			continue
 		}
-		out = append(out, &store.Token{Chain: sol.Name, AddressKey: t.ID, Address: t.ID, Ticker: clip(t.Symbol, 32),
+		out = append(out, &learned.Token{Chain: sol.Name, AddressKey: t.ID, Address: t.ID, Ticker: clip(t.Symbol, 32),
 			Name: clip(t.Name, 100), Decimals: int(dec), MarketDataID: ids[sol.CoinGecko+"/"+t.ID],
 			Listed: true, Source: "jupiter-verified", UpdatedAt: now})
 		rep.Tokens++
@@ -123,7 +123,7 @@ func (s *Service) jupiterTokens(ctx context.Context, ids map[string]string, now 
 }
 
 // dedupe keeps the first token per chain and address (one batch must not touch a row twice).
-func dedupe(ts []*store.Token) []*store.Token {
+func dedupe(ts []*learned.Token) []*learned.Token {
 	seen := map[string]bool{}
 	out := ts[:0]
 	for _, t := range ts {

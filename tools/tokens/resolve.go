@@ -11,7 +11,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/chain/evm"
 	"github.com/switchboard-hq/switchboard/chain/httpx"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
@@ -192,7 +192,7 @@ func (s *Service) resolveMatches(ctx context.Context, text, chain string) ([]mat
 }
 
 func (s *Service) resolveText(ctx context.Context, q query) ([]match, error) {
-	key := store.TokenSearchKey(q.term)
+	key := learned.SearchKey(q.term)
 	if utf8.RuneCountInString(key) > 100 {
 		return nil, tools.Errorf(tools.CodeBadInput, "query is too long to be a ticker or name")
 	}
@@ -229,17 +229,17 @@ func (s *Service) resolveText(ctx context.Context, q query) ([]match, error) {
 // textQuality says whether key (a search key) names a token, and how well.
 func textQuality(key, ticker, name string, aliases []string) (int, bool) {
 	switch {
-	case key == store.TokenSearchKey(ticker):
+	case key == learned.SearchKey(ticker):
 		return 0, true
-	case key == store.TokenSearchKey(name):
+	case key == learned.SearchKey(name):
 		return 1, true
 	}
 	for _, a := range aliases {
-		if key == store.TokenSearchKey(a) {
+		if key == learned.SearchKey(a) {
 			return 1, true
 		}
 	}
-	if key == store.TokenBaseKey(ticker) {
+	if key == learned.BaseKey(ticker) {
 		return 2, true
 	}
 	return 0, false
@@ -251,7 +251,7 @@ func chainOf(name string) Chain {
 }
 
 // entryOf turns a learned token into a resolver entry.
-func entryOf(r *store.Token) *entry {
+func entryOf(r *learned.Token) *entry {
 	c := chainOf(r.Chain)
 	tier := tierLearned
 	switch {
@@ -276,7 +276,7 @@ func (s *Service) known(ctx context.Context, address string, chains []Chain) ([]
 			seen[c.Name] = true
 		}
 	}
-	rows, err := s.store.TokensAt(ctx, AddressKey(chains[0], address), names...)
+	rows, err := s.learned.TokensAt(ctx, AddressKey(chains[0], address), names...)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (s *Service) resolveEVMAddress(ctx context.Context, q query) ([]match, erro
 	}
 	wg.Wait()
 	var failed []map[string]string
-	var learned []*store.Token
+	var learned []*learned.Token
 	for _, r := range results {
 		switch {
 		case errors.Is(r.err, evm.ErrNotToken):
@@ -369,7 +369,7 @@ func (s *Service) resolveMint(ctx context.Context, q query) ([]match, error) {
 		if err != nil || dec < 0 || dec > 36 || t.Symbol == "" {
 			return nil, tools.Errorf(tools.CodeUpstream, "Jupiter describes mint %s incompletely; try again later", q.term)
 		}
-		return s.save(ctx, []*store.Token{s.learn(ctx, sol, t.ID, t.Symbol, t.Name, int(dec), t.Listed(), t.SpamFlag(), "jupiter", true)}), nil
+		return s.save(ctx, []*learned.Token{s.learn(ctx, sol, t.ID, t.Symbol, t.Name, int(dec), t.Listed(), t.SpamFlag(), "jupiter", true)}), nil
 	}
 	return nil, nil
 }
@@ -377,7 +377,7 @@ func (s *Service) resolveMint(ctx context.Context, q query) ([]match, error) {
 // learn builds a learned token: its CoinGecko id (looked up, best effort), whether a trusted
 // list vouches for it, and its spam verdict.
 // lookup false skips the CoinGecko call (bulk learning during get_balances).
-func (s *Service) learn(ctx context.Context, c Chain, address, symbol, name string, decimals int, listed bool, providerFlag, source string, lookup bool) *store.Token {
+func (s *Service) learn(ctx context.Context, c Chain, address, symbol, name string, decimals int, listed bool, providerFlag, source string, lookup bool) *learned.Token {
 	symbol, name = clip(symbol, 32), clip(name, 100)
 	if name == "" {
 		name = symbol
@@ -390,7 +390,7 @@ func (s *Service) learn(ctx context.Context, c Chain, address, symbol, name stri
 			s.log.WarnContext(ctx, "coingecko contract lookup", "chain", c.Name, "address", address, "err", httpx.Reason(err))
 		}
 	}
-	t := &store.Token{Chain: c.Name, AddressKey: AddressKey(c, address), Address: DisplayAddress(c, address), Ticker: symbol, Name: name,
+	t := &learned.Token{Chain: c.Name, AddressKey: AddressKey(c, address), Address: DisplayAddress(c, address), Ticker: symbol, Name: name,
 		Decimals: decimals, MarketDataID: id, Listed: listed || found, Source: source, UpdatedAt: s.now()}
 	if !t.Listed {
 		if reason := spamSignals(symbol, name, s.reg.majors, providerFlag); reason != "" {
@@ -401,11 +401,11 @@ func (s *Service) learn(ctx context.Context, c Chain, address, symbol, name stri
 }
 
 // save stores learned tokens (a failure only costs a later lookup) and returns them as matches.
-func (s *Service) save(ctx context.Context, ts []*store.Token) []match {
+func (s *Service) save(ctx context.Context, ts []*learned.Token) []match {
 	if len(ts) == 0 {
 		return nil
 	}
-	if err := s.store.UpsertTokens(ctx, ts); err != nil {
+	if err := s.learned.UpsertTokens(ctx, ts); err != nil {
 		s.log.WarnContext(ctx, "store learned tokens", "err", err)
 	}
 	s.forgetSearches()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/tokens/prices"
@@ -376,7 +377,7 @@ func TestRefreshLearnsPublicLists(t *testing.T) {
 		if len(py) != 1 || py[0].MarketDataID != "paypal-usd" || py[0].IsSpam {
 			t.Fatalf("pyusd: %+v", py)
 		}
-		all, listed, _ := st.CountTokens(context.Background())
+		all, listed, _ := learned.New(st).CountTokens(context.Background())
 		if all != 4 || listed != 4 {
 			t.Fatalf("stored %d/%d tokens, want 4 listed", all, listed)
 		}

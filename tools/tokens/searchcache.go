@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/learned"
 )
 
 // searchCache keeps learned-token searches for a short while: a ticker lookup is the hottest
@@ -18,7 +18,7 @@ type searchCache struct {
 }
 
 type searchEntry struct {
-	rows    []*store.Token
+	rows    []*learned.Token
 	expires time.Time
 }
 
@@ -28,7 +28,7 @@ const (
 )
 
 // searchTokens is store.SearchTokens through the cache.
-func (s *Service) searchTokens(ctx context.Context, key, chain string, limit int) ([]*store.Token, error) {
+func (s *Service) searchTokens(ctx context.Context, key, chain string, limit int) ([]*learned.Token, error) {
 	id := chain + "\x00" + key
 	now := s.now()
 	s.searches.mu.Lock()
@@ -37,7 +37,7 @@ func (s *Service) searchTokens(ctx context.Context, key, chain string, limit int
 	if ok && now.Before(e.expires) {
 		return e.rows, nil
 	}
-	rows, err := s.store.SearchTokens(ctx, key, chain, limit)
+	rows, err := s.learned.SearchTokens(ctx, key, chain, limit)
 	if err != nil {
 		return nil, err
 	}

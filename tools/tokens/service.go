@@ -15,6 +15,8 @@ import (
 	"github.com/switchboard-hq/switchboard/chain/evm"
 	"github.com/switchboard-hq/switchboard/chain/solana"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/connected"
+	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tokens/lists"
@@ -99,6 +101,8 @@ const (
 // Service holds the token lookups' dependencies.
 type Service struct {
 	store        *store.Store
+	connected    connected.Wallets
+	learned      learned.Tokens
 	reg          *Registry
 	quoter       *prices.Quoter
 	evm          map[string]*evm.Client
@@ -143,7 +147,7 @@ func NewService(cfg Config, d service.Deps) (*Service, error) {
 	llama := prices.NewDefiLlama(cfg.DefiLlamaURL, maxAge, client(priceTimeout), now)
 	jup := prices.NewJupiter(cfg.JupiterURL, cfg.JupiterAPIKey, client(priceTimeout), now)
 	s := &Service{
-		store: st, reg: reg, now: now, log: log, chainTimeout: chainTimeout, maxConnected: cfg.MaxConnectedWallets,
+		store: st, connected: connected.New(st), learned: learned.New(st), reg: reg, now: now, log: log, chainTimeout: chainTimeout, maxConnected: cfg.MaxConnectedWallets,
 		quoter: prices.NewQuoter(prices.Config{MaxAge: maxAge},
 			[]prices.Provider{cg, llama}, []prices.Provider{jup, cg, llama}, now),
 		evm:     map[string]*evm.Client{},

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/mr-tron/base58"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -39,17 +40,18 @@ type ConfirmCode func(ctx context.Context, email, code, clientAddr string) (acco
 
 // Exporter runs wallet_export.
 type Exporter struct {
-	store   *store.Store
-	sealer  *Sealer
-	confirm ConfirmCode
-	now     func() time.Time
-	log     *slog.Logger
+	store    *store.Store
+	sessions sessions.Sessions
+	sealer   *Sealer
+	confirm  ConfirmCode
+	now      func() time.Time
+	log      *slog.Logger
 }
 
 // NewExporter builds the export; confirm checks the code the export asks for.
 func NewExporter(d service.Deps, sealer *Sealer, confirm ConfirmCode) *Exporter {
 	d = d.WithDefaults()
-	return &Exporter{store: d.Store, sealer: sealer, confirm: confirm, now: d.Now, log: d.Log}
+	return &Exporter{store: d.Store, sessions: sessions.New(d.Store), sealer: sealer, confirm: confirm, now: d.Now, log: d.Log}
 }
 
 // ExportInput is the code e-mailed for the export.
@@ -91,7 +93,7 @@ func (x *Exporter) export(ctx context.Context, c *tools.Caller, in ExportInput) 
 	// Recorded in the transaction that reads the keys: no export goes unrecorded, and an
 	// export that fails records nothing.
 	// The owner's backend hears of every export too (wallet.exported), from the same transaction.
-	err = x.store.ExportWallets(ctx, p.AccountID, func(ws []*store.Wallet) (*store.AccountEvent, []*store.WebhookEvent, error) {
+	err = x.sessions.ExportWallets(ctx, p.AccountID, func(ws []*store.Wallet) (*sessions.AccountEvent, []*store.WebhookEvent, error) {
 		keys, err := x.open(ws)
 		if err != nil {
 			return nil, nil, err
@@ -106,7 +108,7 @@ func (x *Exporter) export(ctx context.Context, c *tools.Caller, in ExportInput) 
 		if err != nil {
 			return nil, nil, err
 		}
-		return &store.AccountEvent{ID: uuid.NewString(), AccountID: p.AccountID, Kind: store.EventWalletExported, SessionID: p.SessionID,
+		return &sessions.AccountEvent{ID: uuid.NewString(), AccountID: p.AccountID, Kind: sessions.EventWalletExported, SessionID: p.SessionID,
 			ClientAddr: c.ClientAddr, Detail: strings.Join(addrs, ","), CreatedAt: at}, []*store.WebhookEvent{wh}, nil
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/outbox"
 )
 
 // A round of the worker handles at most this many events and deliveries, sending up to
@@ -54,12 +55,12 @@ func (s *Service) Run(ctx context.Context, every time.Duration) {
 // now (by the service's clock), once each.
 func (s *Service) RunOnce(ctx context.Context) (Round, error) {
 	var r Round
-	fanOut, due, err := s.store.WebhookWork(ctx, s.clock())
+	fanOut, due, err := s.outbox.WebhookWork(ctx, s.clock())
 	if err != nil || !fanOut && !due {
 		return r, err
 	}
 	for fanOut {
-		n, err := s.store.FanOutWebhookEvents(ctx, s.clock(), batchSize, func() string { return "wd_" + NewID()[4:] }, subscribed)
+		n, err := s.outbox.FanOutWebhookEvents(ctx, s.clock(), batchSize, func() string { return "wd_" + NewID()[4:] }, subscribed)
 		if err != nil {
 			return r, fmt.Errorf("fan out webhook events: %w", err)
 		}
@@ -68,7 +69,7 @@ func (s *Service) RunOnce(ctx context.Context) (Round, error) {
 	}
 	for {
 		now := s.clock()
-		ids, err := s.store.ClaimWebhookDeliveries(ctx, s.cfg.Replica, now, now.Add(s.cfg.Timeout+leaseMargin), batchSize)
+		ids, err := s.outbox.ClaimWebhookDeliveries(ctx, s.cfg.Replica, now, now.Add(s.cfg.Timeout+leaseMargin), batchSize)
 		if err != nil {
 			return r, fmt.Errorf("claim webhook deliveries: %w", err)
 		}
@@ -106,7 +107,7 @@ func (s *Service) RunOnce(ctx context.Context) (Round, error) {
 }
 
 // subscribed reports whether an endpoint takes events of type t (none listed: every type).
-func subscribed(ep *store.WebhookEndpoint, t string) bool {
+func subscribed(ep *outbox.Endpoint, t string) bool {
 	if len(ep.EventTypes) == 0 {
 		return true
 	}
@@ -120,7 +121,7 @@ func subscribed(ep *store.WebhookEndpoint, t string) bool {
 
 // attempt sends one claimed delivery and records what came of it.
 func (s *Service) attempt(ctx context.Context, id string) (delivered, disabled bool, _ error) {
-	send, err := s.store.WebhookSendOf(ctx, id)
+	send, err := s.outbox.WebhookSendOf(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, false, nil // its endpoint was deleted meanwhile
 	}
@@ -129,15 +130,15 @@ func (s *Service) attempt(ctx context.Context, id string) (delivered, disabled b
 	}
 	at := s.clock()
 	status, sendErr := s.post(ctx, send, at)
-	a := &store.WebhookAttempt{ID: "wa_" + NewID()[4:], DeliveryID: id, At: at, Status: status,
+	a := &outbox.Attempt{ID: "wa_" + NewID()[4:], DeliveryID: id, At: at, Status: status,
 		DurationMs: s.clock().Sub(at).Milliseconds()}
-	out := store.WebhookOutcome{Attempt: a, Delivered: sendErr == nil}
+	out := outbox.Outcome{Attempt: a, Delivered: sendErr == nil}
 	if sendErr != nil {
 		a.Error = truncate(sendErr.Error(), 500)
 		out.Next, out.Disable = s.afterFailure(send, at, status)
 	}
-	disabled, err = s.store.RecordWebhookAttempt(ctx, s.cfg.Replica, send, out, func() string { return NewID()[4:] })
-	if errors.Is(err, store.ErrLeaseLost) {
+	disabled, err = s.outbox.RecordWebhookAttempt(ctx, s.cfg.Replica, send, out, func() string { return NewID()[4:] })
+	if errors.Is(err, outbox.ErrLeaseLost) {
 		s.log.WarnContext(ctx, "webhook delivery taken over by another replica before its attempt was recorded", "delivery", id)
 		return false, false, nil
 	}
@@ -155,7 +156,7 @@ func (s *Service) attempt(ctx context.Context, id string) (delivered, disabled b
 // step), or none once the delivery has been failing for the retry window (at least that long:
 // the last try is after it); and whether the endpoint is disabled (failing for DisableAfter,
 // or it answered 410 Gone).
-func (s *Service) afterFailure(send *store.WebhookSend, at time.Time, status int) (next time.Time, disable string) {
+func (s *Service) afterFailure(send *outbox.Send, at time.Time, status int) (next time.Time, disable string) {
 	if status == http.StatusGone {
 		return time.Time{}, "the endpoint answered 410 Gone"
 	}
@@ -186,7 +187,7 @@ func Backoff(n int, jitter float64) time.Duration {
 // post sends the delivery with fresh timestamp and signatures: 2xx is delivered; anything else
 // (a redirect, an error status, a timeout, a refused connection) is a failure. The answer's
 // body is read up to maxResponseBody and ignored.
-func (s *Service) post(ctx context.Context, send *store.WebhookSend, at time.Time) (int, error) {
+func (s *Service) post(ctx context.Context, send *outbox.Send, at time.Time) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	body := []byte(send.Event.Body)
@@ -215,7 +216,7 @@ func (s *Service) post(ctx context.Context, send *store.WebhookSend, at time.Tim
 
 // tellDisabled e-mails the account's owner that an endpoint was disabled (the account event
 // was written with it).
-func (s *Service) tellDisabled(ctx context.Context, ep *store.WebhookEndpoint, reason string) {
+func (s *Service) tellDisabled(ctx context.Context, ep *outbox.Endpoint, reason string) {
 	s.log.WarnContext(ctx, "webhook endpoint disabled", "endpoint", ep.ID, "url", ep.URL, "reason", reason)
 	if s.cfg.Notify == nil {
 		return

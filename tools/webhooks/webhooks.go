@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/outbox"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -63,10 +64,11 @@ type Config struct {
 
 // Service manages endpoints and delivers events.
 type Service struct {
-	cfg   Config
-	store *store.Store
-	now   func() time.Time
-	log   *slog.Logger
+	cfg    Config
+	store  *store.Store
+	outbox outbox.Outbox
+	now    func() time.Time
+	log    *slog.Logger
 }
 
 // NewService builds the webhook service.
@@ -87,14 +89,14 @@ func NewService(cfg Config, d service.Deps) (*Service, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	return &Service{cfg: cfg, store: d.Store, now: d.Now, log: d.Log}, nil
+	return &Service{cfg: cfg, store: d.Store, outbox: outbox.New(d.Store), now: d.Now, log: d.Log}, nil
 }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // secret is an endpoint's HMAC secret: derived from the service's secret key, the endpoint's
 // id and its random salt (32 bytes, inside Standard Webhooks' 24 to 64).
-func (s *Service) secret(ep *store.WebhookEndpoint) []byte {
+func (s *Service) secret(ep *outbox.Endpoint) []byte {
 	m := hmac.New(sha256.New, s.cfg.SecretKey)
 	m.Write([]byte("webhook endpoint secret v1\x00" + ep.ID + "\x00"))
 	m.Write(ep.SecretSalt)
@@ -117,7 +119,7 @@ type Endpoint struct {
 	DisabledReason string     `json:"disabledReason,omitempty"`
 }
 
-func endpointOf(ep *store.WebhookEndpoint) Endpoint {
+func endpointOf(ep *outbox.Endpoint) Endpoint {
 	return Endpoint{ID: ep.ID, URL: ep.URL, Description: ep.Description, EventTypes: nonNil(ep.EventTypes), CreatedAt: ep.CreatedAt.UTC(),
 		FailingSince: utc(ep.FailingSince), DisabledAt: utc(ep.DisabledAt), DisabledReason: ep.DisabledReason}
 }
@@ -293,9 +295,9 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 	if _, err := rand.Read(salt); err != nil {
 		return CreateOutput{}, err
 	}
-	ep := &store.WebhookEndpoint{ID: "we_" + NewID()[4:], AccountID: c.Principal.AccountID, URL: u.String(), Description: strings.TrimSpace(in.Description),
+	ep := &outbox.Endpoint{ID: "we_" + NewID()[4:], AccountID: c.Principal.AccountID, URL: u.String(), Description: strings.TrimSpace(in.Description),
 		EventTypes: nonNil(slices.Clone(in.EventTypes)), SecretSalt: salt, CreatedAt: s.clock()}
-	if err := s.store.CreateWebhookEndpoint(ctx, ep, MaxEndpoints); err != nil {
+	if err := s.outbox.CreateWebhookEndpoint(ctx, ep, MaxEndpoints); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return CreateOutput{}, tools.Errorf(tools.CodeConflict, "this account already has %d webhook endpoints, the most it may hold; delete one (webhook_endpoint_list, then webhook_endpoint_delete) first", MaxEndpoints)
 		}
@@ -336,7 +338,7 @@ func (s *Service) listEndpoints(ctx context.Context, c *tools.Caller, _ ListEndp
 	if err := checkCaller(c); err != nil {
 		return ListEndpointsOutput{}, err
 	}
-	eps, err := s.store.WebhookEndpoints(ctx, c.Principal.AccountID)
+	eps, err := s.outbox.WebhookEndpoints(ctx, c.Principal.AccountID)
 	if err != nil {
 		return ListEndpointsOutput{}, err
 	}
@@ -351,7 +353,7 @@ func (s *Service) delete(ctx context.Context, c *tools.Caller, in DeleteInput) (
 	if err := checkCaller(c); err != nil {
 		return DeleteOutput{}, err
 	}
-	if err := s.store.DeleteWebhookEndpoint(ctx, c.Principal.AccountID, in.EndpointID); err != nil {
+	if err := s.outbox.DeleteWebhookEndpoint(ctx, c.Principal.AccountID, in.EndpointID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return DeleteOutput{}, tools.Errorf(tools.CodeNotFound, "no webhook endpoint %q in this account; webhook_endpoint_list shows their ids", in.EndpointID)
 		}
@@ -366,11 +368,11 @@ func (s *Service) Deliveries(ctx context.Context, accountID string, in ListDeliv
 	if limit <= 0 {
 		limit = 20
 	}
-	f := store.WebhookDeliveryFilter{EndpointID: in.EndpointID, State: in.State, Limit: limit + 1}
+	f := outbox.DeliveryFilter{EndpointID: in.EndpointID, State: in.State, Limit: limit + 1}
 	if in.Before != nil {
 		f.Before = *in.Before
 	}
-	rows, err := s.store.WebhookDeliveries(ctx, accountID, f)
+	rows, err := s.outbox.WebhookDeliveries(ctx, accountID, f)
 	if err != nil {
 		return ListDeliveriesOutput{}, err
 	}
@@ -384,21 +386,21 @@ func (s *Service) Deliveries(ctx context.Context, accountID string, in ListDeliv
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	attempts, err := s.store.WebhookAttempts(ctx, ids)
+	attempts, err := s.outbox.WebhookAttempts(ctx, ids)
 	if err != nil {
 		return ListDeliveriesOutput{}, err
 	}
 	out.Deliveries = make([]Delivery, 0, len(rows))
 	for _, r := range rows {
-		out.Deliveries = append(out.Deliveries, deliveryOf(&r.WebhookDelivery, r.EventType, r.URL, attempts[r.ID]))
+		out.Deliveries = append(out.Deliveries, deliveryOf(&r.Delivery, r.EventType, r.URL, attempts[r.ID]))
 	}
 	return out, nil
 }
 
-func deliveryOf(d *store.WebhookDelivery, eventType, url string, attempts []*store.WebhookAttempt) Delivery {
+func deliveryOf(d *outbox.Delivery, eventType, url string, attempts []*outbox.Attempt) Delivery {
 	out := Delivery{ID: d.ID, WebhookID: d.EventID, EventType: eventType, EndpointID: d.EndpointID, URL: url, State: d.State,
 		CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), Attempts: make([]Attempt, 0, len(attempts))}
-	if d.State == store.DeliveryPending {
+	if d.State == outbox.DeliveryPending {
 		out.NextAttemptAt = utc(&d.NextAttemptAt)
 	}
 	for _, a := range attempts {
@@ -418,18 +420,18 @@ func (s *Service) replay(ctx context.Context, c *tools.Caller, in ReplayInput) (
 	if err := checkCaller(c); err != nil {
 		return ReplayOutput{}, err
 	}
-	d, reenabled, err := s.store.ReplayWebhookDelivery(ctx, c.Principal.AccountID, in.DeliveryID, s.clock())
+	d, reenabled, err := s.outbox.ReplayWebhookDelivery(ctx, c.Principal.AccountID, in.DeliveryID, s.clock())
 	if errors.Is(err, store.ErrNotFound) {
 		return ReplayOutput{}, tools.Errorf(tools.CodeNotFound, "no webhook delivery %q in this account; webhook_delivery_list shows their ids", in.DeliveryID)
 	}
 	if err != nil {
 		return ReplayOutput{}, err
 	}
-	send, err := s.store.WebhookSendOf(ctx, d.ID)
+	send, err := s.outbox.WebhookSendOf(ctx, d.ID)
 	if err != nil {
 		return ReplayOutput{}, err
 	}
-	attempts, err := s.store.WebhookAttempts(ctx, []string{d.ID})
+	attempts, err := s.outbox.WebhookAttempts(ctx, []string{d.ID})
 	if err != nil {
 		return ReplayOutput{}, err
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/outbox"
+	"github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -286,7 +288,7 @@ func TestReceiverFailingThenDownLosesNoEvent(t *testing.T) {
 				rcv.down() // and connections are refused from now on
 				downUntil = w.clock.Now().Add(downFor)
 			}
-			next, err := s.NextWebhookAttemptAt(ctx)
+			next, err := outbox.New(s).NextWebhookAttemptAt(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -302,7 +304,7 @@ func TestReceiverFailingThenDownLosesNoEvent(t *testing.T) {
 		page := w.mustCall(w.root, "webhook_delivery_list", map[string]any{"limit": 100}).(webhooks.ListDeliveriesOutput)
 		var maxDelay time.Duration
 		for _, d := range page.Deliveries {
-			if d.State != store.DeliveryDelivered || d.DeliveredAt == nil {
+			if d.State != outbox.DeliveryDelivered || d.DeliveredAt == nil {
 				t.Fatalf("delivery %s of %s is %s after the receiver came back", d.ID, d.EventType, d.State)
 			}
 			if len(d.Attempts) < 2 || d.Attempts[len(d.Attempts)-1].Status != 200 {
@@ -365,7 +367,7 @@ func TestBadInputIsRefusedClearly(t *testing.T) {
 				t.Errorf("%s %v: got %v, want %s saying %q", tc.tool, tc.args, e, tc.code, tc.says)
 			}
 		}
-		if eps, err := s.WebhookEndpoints(context.Background(), "acct"); err != nil || len(eps) != 0 {
+		if eps, err := outbox.New(s).WebhookEndpoints(context.Background(), "acct"); err != nil || len(eps) != 0 {
 			t.Fatalf("endpoints stored: %d, %v", len(eps), err)
 		}
 		// A public https URL with known types is taken, and its secret is never listed.
@@ -417,7 +419,7 @@ func TestFailingEndpointGivesUpThenIsDisabledAndReplayRevivesIt(t *testing.T) {
 					disabledAt = w.clock.Now()
 					break
 				}
-				next, _ := s.NextWebhookAttemptAt(ctx)
+				next, _ := outbox.New(s).NextWebhookAttemptAt(ctx)
 				if next.IsZero() || next.After(dayEnd) {
 					break
 				}
@@ -434,7 +436,7 @@ func TestFailingEndpointGivesUpThenIsDisabledAndReplayRevivesIt(t *testing.T) {
 			if d.EventType != webhooks.CallSucceeded {
 				t.Fatalf("a %s was delivered to an endpoint that chose call.succeeded only", d.EventType)
 			}
-			if d.State == store.DeliveryFailed && gaveUp == nil {
+			if d.State == outbox.DeliveryFailed && gaveUp == nil {
 				gaveUp = &page.Deliveries[i]
 			}
 		}
@@ -450,8 +452,8 @@ func TestFailingEndpointGivesUpThenIsDisabledAndReplayRevivesIt(t *testing.T) {
 		if len(eps) != 1 || eps[0].DisabledAt == nil || !strings.Contains(eps[0].DisabledReason, "every attempt failed") {
 			t.Fatalf("endpoint %+v", eps)
 		}
-		evs, err := s.AccountEvents(ctx, "acct")
-		if err != nil || len(evs) != 1 || evs[0].Kind != store.EventWebhookEndpointDisabled {
+		evs, err := sessions.New(s).AccountEvents(ctx, "acct")
+		if err != nil || len(evs) != 1 || evs[0].Kind != sessions.EventWebhookEndpointDisabled {
 			t.Fatalf("account events %+v %v", evs, err)
 		}
 		if len(w.notices) != 1 || !strings.Contains(w.notices[0], rcv.URL()) {
@@ -467,14 +469,14 @@ func TestFailingEndpointGivesUpThenIsDisabledAndReplayRevivesIt(t *testing.T) {
 		// Fixed and replayed: enabled again, the replayed delivery and those that waited arrive.
 		fixed = true
 		rep := w.mustCall(w.root, "webhook_delivery_replay", map[string]any{"deliveryId": gaveUp.ID}).(webhooks.ReplayOutput)
-		if rep.Delivery.State != store.DeliveryPending || rep.Notice == "" {
+		if rep.Delivery.State != outbox.DeliveryPending || rep.Notice == "" {
 			t.Fatalf("replay %+v", rep)
 		}
 		w.run()
 		if rcv.ok[gaveUp.WebhookID] != 1 {
 			t.Fatalf("the replayed %s arrived %d times", gaveUp.WebhookID, rcv.ok[gaveUp.WebhookID])
 		}
-		if pending, _ := s.WebhookDeliveries(ctx, "acct", store.WebhookDeliveryFilter{State: store.DeliveryPending, Limit: 10}); len(pending) != 0 {
+		if pending, _ := outbox.New(s).WebhookDeliveries(ctx, "acct", outbox.DeliveryFilter{State: outbox.DeliveryPending, Limit: 10}); len(pending) != 0 {
 			t.Fatalf("%d deliveries still pending after the endpoint came back", len(pending))
 		}
 	})
@@ -517,10 +519,10 @@ func TestResponseBodyIsBoundedAndSlowReceiversTimeOut(t *testing.T) {
 		for _, d := range page.Deliveries {
 			states[strings.TrimPrefix(d.URL, srv.URL)] = d
 		}
-		if d := states["/big"]; d.State != store.DeliveryDelivered {
+		if d := states["/big"]; d.State != outbox.DeliveryDelivered {
 			t.Fatalf("the big answer's delivery: %+v", d)
 		}
-		if d := states["/hang"]; d.State != store.DeliveryPending || len(d.Attempts) != 1 || !strings.Contains(d.Attempts[0].Error, "deadline") {
+		if d := states["/hang"]; d.State != outbox.DeliveryPending || len(d.Attempts) != 1 || !strings.Contains(d.Attempts[0].Error, "deadline") {
 			t.Fatalf("the hanging receiver's delivery: %+v", d)
 		}
 		mu.Lock()

@@ -1,4 +1,4 @@
-package search_test
+package storetest
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 )
 
-// mustAccount creates account id with one key, k-<id>.
-func mustAccount(t *testing.T, s *store.Store, id string) {
+// Account creates account id with one key, k-<id> (scopes read and publish).
+func Account(t testing.TB, s *store.Store, id string) {
 	t.Helper()
 	now := time.Now().UTC()
 	key := &store.APIKey{ID: "k-" + id, AccountID: id, Name: "k", Prefix: "sb_test_abc", Hash: "h-" + id,
@@ -19,8 +19,8 @@ func mustAccount(t *testing.T, s *store.Store, id string) {
 	}
 }
 
-// intentRow is an inactive intent of the account, handle @handle.
-func intentRow(id, handle string, now time.Time) *store.PartnerIntent {
+// IntentRow is an inactive intent, handle @handle, for the store's own tests.
+func IntentRow(id, handle string, now time.Time) *store.PartnerIntent {
 	return &store.PartnerIntent{
 		ID: id, PublicIdentifier: handle, Name: "N", Description: "D", Category: "QUERY",
 		Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "https://partner.example/x", TimeoutMs: 30000,

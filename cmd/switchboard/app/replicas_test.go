@@ -29,6 +29,7 @@ func TestReplicasShareRateLimits(t *testing.T) {
 			a, b := replica(), replica()
 			key := a.Onboard(t, "agent@example.com")["apiKey"].(string) // 30 requests a minute
 			allowed, limited := 0, 0
+			began := time.Now()
 			for i := range 40 {
 				env := []*apptest.Env{a, b}[i%2]
 				switch status, out := env.REST(t, "GET", "/v1/account", key, nil); status {
@@ -40,8 +41,12 @@ func TestReplicasShareRateLimits(t *testing.T) {
 					t.Fatalf("call %d: %d %v", i, status, out)
 				}
 			}
-			if allowed != 30 || limited != 10 {
-				t.Fatalf("across two replicas: %d allowed, %d limited; want 30 and 10 (the key's 30 a minute in total)", allowed, limited)
+			// The shared bucket refills one call every 2 s (Redis's clock): a slow run may earn one
+			// or two more, never the 40 two unshared limiters would allow.
+			refills := int(time.Since(began) / (2 * time.Second))
+			if allowed < 30 || allowed > 30+refills || allowed+limited != 40 {
+				t.Fatalf("across two replicas: %d allowed, %d limited in %s; want 30 (+%d refilled) and the rest limited (the key's 30 a minute in total)",
+					allowed, limited, time.Since(began).Round(time.Millisecond), refills)
 			}
 
 			other := b.Onboard(t, "other@example.com")["apiKey"].(string)

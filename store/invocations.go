@@ -26,20 +26,16 @@ const (
 
 // State is what a state means for a call in it.
 type State struct {
-	// Quote: nothing was sent or held; the caller's confirmation (or payment) dispatches it.
-	Quote bool
 	// Final: the call has ended and its record holds the answer it gave, replayed to anyone
 	// who asks again with its requestId.
 	Final bool
-	// Charged: the call ended with its fees charged (settled), not refunded.
-	Charged bool
 }
 
 var states = map[string]State{
-	InvAwaitingConfirmation: {Quote: true},
-	InvAwaitingPayment:      {Quote: true},
+	InvAwaitingConfirmation: {},
+	InvAwaitingPayment:      {},
 	InvDispatching:          {},
-	InvSucceeded:            {Final: true, Charged: true},
+	InvSucceeded:            {Final: true},
 	InvFailed:               {Final: true},
 	InvCancelled:            {Final: true},
 	InvDeclined:             {Final: true},

@@ -60,8 +60,8 @@ var ErrReservationClosed = errors.New("the reservation was closed already")
 // ErrMoved is an Open whose quote another call confirmed (or paid) first.
 var ErrMoved = errors.New("the invocation was moved by another call first")
 
-// ErrJournaled marks an outcome the database did not take that waits in the journal.
-var ErrJournaled = errors.New("kept in the journal")
+// errJournaled marks an outcome the database did not take that waits in the journal.
+var errJournaled = errors.New("kept in the journal")
 
 // settleAhead is how long before its hold's deadline an outcome may still be left to the
 // batch writer: past it, the caller waits for the commit (the sweeper could otherwise refund
@@ -146,9 +146,6 @@ func (s *Service) Reopen(inv *store.Invocation, durable bool) *Ticket {
 	return &Ticket{svc: s, record: *inv, durable: durable}
 }
 
-// DispatchedAt is when the call went out.
-func (t *Ticket) DispatchedAt() time.Time { return *t.record.DispatchedAt }
-
 // Conclude settles or refunds the call's hold and writes its record's outcome, the way its
 // recording says (see the top of this file). Only one process concludes a call: the others
 // get ErrAlreadyFinished and nothing they wrote lands, so a call is never settled twice. An
@@ -205,7 +202,7 @@ func (t *Ticket) Kept(err error) string {
 	switch {
 	case t.hold != nil && t.hold.OnLease():
 		return "it is recorded (and charged, if it succeeded) when the database is back, or never, if this replica stops first"
-	case errors.Is(err, ErrJournaled):
+	case errors.Is(err, errJournaled):
 		return "it is kept in this replica's journal and recorded (and charged, if it succeeded) as soon as the database is back"
 	}
 	return "it is recorded (and charged, if it succeeded) when the database is back, or, if this replica stops first, concluded by the sweeper, which asks the partner again with the same requestId"
@@ -318,7 +315,7 @@ func (s *Service) commitDurable(ctx context.Context, e journaled) error {
 		}
 		if time.Now().After(deadline) {
 			if inJournal {
-				return fmt.Errorf("%w: %w", ErrJournaled, err)
+				return fmt.Errorf("%w: %w", errJournaled, err)
 			}
 			return err
 		}

@@ -28,15 +28,18 @@ type Route struct {
 }
 
 const (
-	unauth      = tools.CodeUnauthenticated
-	notFound    = tools.CodeNotFound
-	conflict    = tools.CodeConflict
-	confirm     = tools.CodeConfirmationRequired
-	payment     = tools.CodePaymentRequired
-	spendLimit  = tools.CodeSpendLimit
-	noCredits   = tools.CodeInsufficientCredits
-	rateLimited = tools.CodeRateLimited
-	upstream    = tools.CodeUpstream
+	unauth           = tools.CodeUnauthenticated
+	notFound         = tools.CodeNotFound
+	conflict         = tools.CodeConflict
+	confirm          = tools.CodeConfirmationRequired
+	approvalRequired = tools.CodeApprovalRequired
+	approvalPending  = tools.CodeApprovalPending
+	policyDenied     = tools.CodePolicyDenied
+	payment          = tools.CodePaymentRequired
+	spendLimit       = tools.CodeSpendLimit
+	noCredits        = tools.CodeInsufficientCredits
+	rateLimited      = tools.CodeRateLimited
+	upstream         = tools.CodeUpstream
 )
 
 // Routes is the /v1 table. A route whose tool is not registered is skipped, so a capability
@@ -55,7 +58,7 @@ var Routes = []Route{
 	{Method: http.MethodGet, Path: "/v1/wallets/connected", Tool: "connected_wallet_list"},
 	{Method: http.MethodDelete, Path: "/v1/wallets/connected/{address}", Tool: "connected_wallet_remove", Params: map[string]string{"address": "address"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodGet, Path: "/v1/discover", Tool: "discover"},
-	{Method: http.MethodPost, Path: "/v1/invoke", Tool: "invoke_partner_message", Errors: []tools.Code{notFound, conflict, confirm, payment, spendLimit, noCredits, upstream}, X402: true},
+	{Method: http.MethodPost, Path: "/v1/invoke", Tool: "invoke_partner_message", Errors: []tools.Code{notFound, conflict, confirm, approvalRequired, approvalPending, policyDenied, payment, spendLimit, noCredits, upstream}, X402: true},
 	{Method: http.MethodPost, Path: "/v1/partner/intents", Tool: "partner_publish_intent", Created: true, Errors: []tools.Code{conflict}},
 	{Method: http.MethodPost, Path: "/v1/partner/intents/bundle", Tool: "partner_publish_intent_bundle", Created: true, Errors: []tools.Code{conflict}},
 	{Method: http.MethodPatch, Path: "/v1/partner/intents/{id}", Tool: "partner_update_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
@@ -65,6 +68,10 @@ var Routes = []Route{
 	{Method: http.MethodGet, Path: "/v1/partner/earnings", Tool: "partner_earnings", Errors: []tools.Code{notFound}},
 	{Method: http.MethodGet, Path: "/v1/partner/receipts/{request_id}", Tool: "partner_receipt", Params: map[string]string{"request_id": "requestId"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodDelete, Path: "/v1/partner/intents/{id}", Tool: "partner_archive_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound}},
+	{Method: http.MethodGet, Path: "/v1/policy", Tool: "policy_get", Errors: []tools.Code{notFound}},
+	{Method: http.MethodPut, Path: "/v1/policy", Tool: "policy_set", Errors: []tools.Code{notFound}},
+	{Method: http.MethodGet, Path: "/v1/approvals", Tool: "approval_list"},
+	{Method: http.MethodGet, Path: "/v1/approvals/{request_id}", Tool: "approval_get", Params: map[string]string{"request_id": "requestId"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodPost, Path: "/v1/webhooks/endpoints", Tool: "webhook_endpoint_create", Created: true, Errors: []tools.Code{conflict}}, // conflict: the endpoint cap
 	{Method: http.MethodGet, Path: "/v1/webhooks/endpoints", Tool: "webhook_endpoint_list"},
 	{Method: http.MethodDelete, Path: "/v1/webhooks/endpoints/{endpoint_id}", Tool: "webhook_endpoint_delete", Params: map[string]string{"endpoint_id": "endpointId"}, Errors: []tools.Code{notFound}},

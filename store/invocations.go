@@ -12,7 +12,8 @@ import (
 // Invocation states, and what each means for a call that is in it (one table: states).
 const (
 	InvAwaitingConfirmation = "awaiting_confirmation"
-	InvAwaitingPayment      = "awaiting_payment" // a flat-fee quote waiting for its on-chain authorization
+	InvAwaitingPayment      = "awaiting_payment"  // a flat-fee quote waiting for its on-chain authorization
+	InvAwaitingApproval     = "awaiting_approval" // a call its owner's policy sent to a human (approvals)
 	InvDispatching          = "dispatching"
 	InvSucceeded            = "succeeded"
 	InvFailed               = "failed"

@@ -22,6 +22,9 @@ const (
 	CodeNotFound             Code = "NOT_FOUND"
 	CodeConflict             Code = "CONFLICT"
 	CodeConfirmationRequired Code = "CONFIRMATION_REQUIRED"
+	CodeApprovalRequired     Code = "APPROVAL_REQUIRED"
+	CodeApprovalPending      Code = "APPROVAL_PENDING"
+	CodePolicyDenied         Code = "POLICY_DENIED"
 	CodePaymentRequired      Code = "PAYMENT_REQUIRED"
 	CodeSpendLimit           Code = "SPEND_LIMIT"
 	CodeInsufficientCredits  Code = "INSUFFICIENT_CREDITS"
@@ -41,11 +44,11 @@ func (c Code) HTTPStatus() int {
 		return http.StatusRequestEntityTooLarge
 	case CodeUnauthenticated:
 		return http.StatusUnauthorized
-	case CodeForbidden:
+	case CodeForbidden, CodePolicyDenied:
 		return http.StatusForbidden
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeConflict, CodeConfirmationRequired:
+	case CodeConflict, CodeConfirmationRequired, CodeApprovalRequired, CodeApprovalPending:
 		return http.StatusConflict
 	case CodeSpendLimit, CodeInsufficientCredits, CodePaymentRequired:
 		return http.StatusPaymentRequired

@@ -76,6 +76,7 @@ type Service struct {
 	log    *slog.Logger
 	rec    Recording
 	leases *Leases // nil: every hold commits before its call is dispatched
+	pol    policyCache
 }
 
 // NewService builds the billing service, recording calls as rec says (Recording{}: each
@@ -88,7 +89,7 @@ func NewService(cfg Config, d service.Deps, rec Recording) *Service {
 	if rec.Failpoint == nil {
 		rec.Failpoint = func(string) {}
 	}
-	s := &Service{store: d.Store, cfg: cfg, now: d.Now, log: d.Log, rec: rec}
+	s := &Service{store: d.Store, cfg: cfg, now: d.Now, log: d.Log, rec: rec, pol: policyCache{rows: map[string]cachedPolicies{}}}
 	if rec.Batch != nil && rec.Leases != nil {
 		s.leases = &Leases{svc: s, batch: rec.Batch, cfg: *rec.Leases, open: map[string]map[string]*lease{}}
 	}
@@ -330,12 +331,17 @@ func (s *Service) check(ctx context.Context, p *tools.Principal, q Quote) (err e
 // reserveIn writes r inside q's transaction, or refuses it (SPEND_LIMIT, INSUFFICIENT_CREDITS,
 // nothing written) when its worst case does not fit, counting what other calls in flight may
 // still take. The locks make concurrent calls, on any replica, queue for the check.
-func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservation, limits spendLimits) (err error) {
+func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservation, limits spendLimits, admit func(ctx context.Context, q *store.Q) error) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.reserve")
 	defer func() { tracing.End(span, err) }()
 	ca, err := q.LockCredit(ctx, r.AccountID, r.CreatedAt)
 	if err != nil {
 		return err
+	}
+	if admit != nil {
+		if err := admit(ctx, q); err != nil {
+			return err
+		}
 	}
 	ks, err := q.LockKeySpends(ctx, r.SpendKeys())
 	if err != nil {

@@ -20,6 +20,9 @@ type Plan struct {
 	// leases (Recording.Leases): written after the call goes out. Never a write's or a paid call's,
 	// whose holds commit before they are dispatched.
 	MayLease bool
+	// Spend is the call as spend policies see it; nil: the call was admitted already (a flat
+	// fee, whose payment was checked before it was collected).
+	Spend *Spend
 }
 
 // Record writes the caller's own rows beside hold h, in its transaction. A hold drawn from a
@@ -65,6 +68,21 @@ func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, recor
 		ReservedMicro: plan.Quote.ReserveMicro, WorstMicro: plan.Quote.WorstMicro(),
 		ExpiresAt: now.Add(plan.Runs + s.cfg.SweepMargin), CreatedAt: now,
 	}}
+	var admit func(ctx context.Context, q *store.Q) error
+	if plan.Spend != nil {
+		ps, err := s.policiesOf(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, sp := range ps {
+			if err := sp.allows(*plan.Spend); err != nil {
+				return nil, s.denied(ctx, p, *plan.Spend, err)
+			}
+		}
+		if hasCaps(ps) { // exact under the credit lock, so never on a lease
+			plan.MayLease, admit = false, s.admitHeld(p, plan.Spend)
+		}
+	}
 	if plan.MayLease && s.leases != nil && p.KeyID != "" && s.leases.outlasts(plan.Runs) {
 		if err := s.leases.draw(ctx, p, h); err != nil {
 			return nil, err
@@ -72,12 +90,15 @@ func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, recor
 		return h, nil
 	}
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		if err := s.reserveIn(ctx, q, h.r, h.limits); err != nil {
+		if err := s.reserveIn(ctx, q, h.r, h.limits, admit); err != nil {
 			return err
 		}
 		return record(ctx, q, h)
 	})
 	if err != nil {
+		if plan.Spend != nil {
+			return nil, s.denied(ctx, p, *plan.Spend, err)
+		}
 		return nil, err
 	}
 	return h, nil

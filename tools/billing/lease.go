@@ -296,7 +296,7 @@ func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *sto
 		return ok, err
 	}
 	s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
-	return false, s.reserveIn(ctx, q, r, limits)
+	return false, s.reserveIn(ctx, q, r, limits, nil)
 }
 
 // concludeOnLeaseIn writes inside q's transaction all the money of a call whose reservation

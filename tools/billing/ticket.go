@@ -85,6 +85,8 @@ type Call struct {
 	Runs time.Duration
 	// Durable: answered only once its outcome has committed (a write, a paid call).
 	Durable bool
+	// Spend is the call as the spend policies see it (Plan.Spend).
+	Spend *Spend
 }
 
 // Ending is how a call ended: its outcome, the partner attempts, and its money, settled with
@@ -109,7 +111,7 @@ type Ticket struct {
 // concludes. A call whose worst case does not fit is refused (SPEND_LIMIT,
 // INSUFFICIENT_CREDITS) with nothing written; ErrMoved: another call dispatched the quote.
 func (s *Service) Open(ctx context.Context, p *tools.Principal, c Call) (*Ticket, error) {
-	plan := Plan{RequestID: c.Record.RequestID, Quote: c.Quote, Runs: c.Runs, MayLease: c.From == "" && !c.Durable}
+	plan := Plan{RequestID: c.Record.RequestID, Quote: c.Quote, Runs: c.Runs, MayLease: c.From == "" && !c.Durable, Spend: c.Spend}
 	row := *c.Record
 	h, err := s.Hold(ctx, p, plan, func(ctx context.Context, q *store.Q, h *Hold) error {
 		at := h.At()

@@ -53,6 +53,9 @@ type Config struct {
 	// written, not committed; "answered": the partner answered, nothing is recorded yet); the
 	// crash-consistency tests kill the process there.
 	Failpoint func(step string)
+	// Notify e-mails an account's owner (a call waits for their approval); nil: the portal's
+	// inbox and the approval.requested event tell them.
+	Notify func(ctx context.Context, accountID, subject, text string) error
 }
 
 // Service dispatches invocations.
@@ -91,8 +94,13 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	intent := cl.intent
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
+	var spend *billing.Spend // a flat fee's was checked as its payment was made
+	if !cl.flat {
+		sp := cl.spend(cl.quote.WorstMicro())
+		spend = &sp
+	}
 	t, err := s.billing.Open(bg, c.Principal, billing.Call{Record: inv, From: from, Quote: cl.quote,
-		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable})
+		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable, Spend: spend})
 	if errors.Is(err, billing.ErrMoved) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}

@@ -18,7 +18,8 @@ import (
 // escrow (success) or refunds it (any failure of the billing table's 3c). No credit is
 // charged: the flat fee carries the partner's price and the platform's share.
 
-// quoteFlat records a flat-fee call's quote and answers PAYMENT_REQUIRED with it.
+// quoteFlat records a flat-fee call's quote and answers PAYMENT_REQUIRED with it (or, when
+// the owner's policy sends it to a human first, APPROVAL_REQUIRED).
 func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, rest, payer string) error {
 	requestID := signing.NewRequestID()
 	args, _ := json.Marshal(map[string]string{"query": rest})
@@ -33,11 +34,31 @@ func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.
 	cl := planFor(intent)
 	cl.args = canon
 	inv := s.newInvocation(c, cl, requestID)
-	inv.State = store.InvAwaitingPayment
-	if err := s.store.CreateInvocation(ctx, inv, "flat fee quoted; waiting for the caller's authorization",
-		func(ctx context.Context, q *store.Q) error { return q.InsertPayment(ctx, p) }); err != nil {
+	insert := func(ctx context.Context, q *store.Q) error { return q.InsertPayment(ctx, p) }
+	charge := map[string]any{"flatFeeUsd": q.AmountUsd, "totalUsd": q.AmountUsd, "maxChargeUsd": q.AmountUsd, "network": q.Network}
+	if err := s.admit(ctx, c, cl, inv, p.AmountAtomic, charge, insert); err != nil {
 		return err
 	}
+	inv.State = store.InvAwaitingPayment
+	if err := s.store.CreateInvocation(ctx, inv, "flat fee quoted; waiting for the caller's authorization", insert); err != nil {
+		return err
+	}
+	return s.required(intent, requestID, rest, q)
+}
+
+// paymentRequired answers PAYMENT_REQUIRED again with the quote recorded for a call.
+func (s *Service) paymentRequired(ctx context.Context, intent *store.PartnerIntent, inv *store.Invocation) error {
+	p, err := s.store.Payment(ctx, inv.RequestID)
+	if err != nil {
+		return err
+	}
+	var args struct{ Query string }
+	_ = json.Unmarshal([]byte(inv.Args), &args)
+	return s.required(intent, inv.RequestID, args.Query, s.cfg.Payments.QuoteOf(p))
+}
+
+// required is a flat-fee quote's PAYMENT_REQUIRED answer.
+func (s *Service) required(intent *store.PartnerIntent, requestID, rest string, q payments.Quote) error {
 	message := intent.PublicIdentifier + " " + rest
 	desc := fmt.Sprintf("%s through Switchboard: %s", intent.PublicIdentifier, intent.Description)
 	reason := fmt.Sprintf("%s is paid by a flat fee of %s USD before it is called: pay the exact requirement and send the same request again", intent.PublicIdentifier, q.AmountUsd)
@@ -74,12 +95,17 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *s
 			return InvokeOutput{}, err
 		}
 	}
-	if _, err := s.cfg.Payments.Collect(ctx, inv.RequestID, pay); err != nil {
-		return InvokeOutput{}, err
-	}
 	cl := planFor(intent)
 	cl.args = []byte(inv.Args)
-	out, err := s.dispatch(ctx, c, cl, inv, store.InvAwaitingPayment)
+	p, err := s.store.Payment(ctx, inv.RequestID)
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	// The owner's policies are checked again, exactly, as the payment is marked as being made.
+	if _, err := s.cfg.Payments.Collect(ctx, inv.RequestID, pay, s.billing.AdmitPayment(c.Principal, cl.spend(p.AmountAtomic))); err != nil {
+		return InvokeOutput{}, err
+	}
+	out, err := s.dispatch(ctx, c, cl, inv, inv.State)
 	var te *tools.Error
 	if err != nil && !errors.As(err, &te) {
 		return out, err // not an outcome (the database): the sweeper concludes the payment

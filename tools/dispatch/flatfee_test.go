@@ -377,7 +377,7 @@ func TestFlatFeePaidButNeverDispatched(t *testing.T) {
 	if err := json.Unmarshal(raw, &pay); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.env.App.Payments.Collect(context.Background(), rid, &pay); err != nil {
+	if _, err := w.env.App.Payments.Collect(context.Background(), rid, &pay, nil); err != nil {
 		t.Fatal(err)
 	}
 	if chain.Balance(t, chain.Payer) != 310_000 {

@@ -213,6 +213,9 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	}
 	requestID := signing.NewRequestID()
 	inv := s.newInvocation(c, cl, requestID)
+	if err := s.admit(ctx, c, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
+		return InvokeOutput{}, err
+	}
 	if cl.write {
 		inv.State = store.InvAwaitingConfirmation
 		if err := s.store.CreateInvocation(ctx, inv, "quoted; waiting for the caller's confirmation"); err != nil {

@@ -286,7 +286,10 @@ func ReceiptOf(p *store.FlatPayment) *Receipt {
 // lost answer) is found and not paid twice; an authorization someone else submitted to the
 // token (x402's TransferWithAuthorization can be) is adopted into the escrow. Nothing is
 // dispatched unless this returns nil. Refusals carry x402's invalidReason.
-func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment) (*store.FlatPayment, error) {
+//
+// guard, when not nil, runs in the transaction that marks the payment as being made, before
+// anything is sent: its error refuses the payment with nothing sent (the spend policies).
+func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment, guard func(ctx context.Context, q *store.Q) error) (*store.FlatPayment, error) {
 	p, err := s.store.Payment(ctx, requestID)
 	if err != nil {
 		return nil, err
@@ -332,7 +335,7 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment) (
 			WithDetails(map[string]any{"balance": bal.String(), "amount": fmt.Sprint(p.AmountAtomic), "invalidReason": "insufficient_funds"})
 	}
 	p.State, p.PayerAddress, p.Nonce, p.UpdatedAt = store.PaySubmitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), s.now().UTC()
-	if moved, err := s.move(ctx, p, store.PayQuoted, store.PayFailed, store.PaySubmitted); err != nil || !moved {
+	if moved, err := s.moveGuarded(ctx, p, guard, store.PayQuoted, store.PayFailed, store.PaySubmitted); err != nil || !moved {
 		if err == nil {
 			err = tools.Errorf(tools.CodeConflict, "request %s is being paid by another call; call again in a moment", requestID)
 		}
@@ -560,8 +563,18 @@ func (s *Service) held(ctx context.Context, p *store.FlatPayment) error {
 const BookEscrow = "chain:escrow"
 
 func (s *Service) move(ctx context.Context, p *store.FlatPayment, from ...string) (bool, error) {
+	return s.moveGuarded(ctx, p, nil, from...)
+}
+
+// moveGuarded moves p, after guard (when not nil) allowed it in the same transaction.
+func (s *Service) moveGuarded(ctx context.Context, p *store.FlatPayment, guard func(ctx context.Context, q *store.Q) error, from ...string) (bool, error) {
 	var moved bool
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		if guard != nil {
+			if err := guard(ctx, q); err != nil {
+				return err
+			}
+		}
 		var err error
 		moved, err = q.MovePayment(ctx, p, from...)
 		return err

@@ -50,6 +50,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners/demo"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/payments"
+	"github.com/switchboard-hq/switchboard/tools/policies"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -414,8 +415,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	// Always measured (it is cheap); served only when SWITCHBOARD_METRICS_ADDR is set.
 	mx := metrics.New(st, rdb, log)
 	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
-		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint}, d, partnerOut, billSvc, tokenSvc)
+		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint, Notify: notifier(d, mailer)}, d, partnerOut, billSvc, tokenSvc)
 	all = append(all, dispatchSvc.Tools()...)
+	all = append(all, policies.NewService(d, billSvc, keySvc).Tools()...)
 
 	disc, err := discover.NewService(ctx, discover.Config{Registered: all, InfraCostMicro: billCfg.InfraCostMicro}, d)
 	if err != nil {

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// SpendPolicy is an owner's policy on an account's spending (KeyID "") or on one key's and its
+// descendants'. Body is the policy's JSON, checked by billing before it is written.
+type SpendPolicy struct {
+	bun.BaseModel `bun:"table:spend_policies"`
+
+	AccountID string    `bun:"account_id,pk"`
+	KeyID     string    `bun:"key_id,pk"`
+	Body      string    `bun:"body,notnull"`
+	UpdatedAt time.Time `bun:"updated_at,notnull"`
+	UpdatedBy string    `bun:"updated_by,notnull"`
+}
+
+// Approval states. A pending approval past its expiry is expired (it is read so; nothing
+// rewrites it).
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalDeclined = "declined"
+	ApprovalExpired  = "expired"
+)
+
+// Approval is a call its owner's policy sent to a human: the call's record waits in state
+// awaiting_approval until it is decided.
+type Approval struct {
+	bun.BaseModel `bun:"table:approvals"`
+
+	RequestID  string     `bun:"request_id,pk"`
+	AccountID  string     `bun:"account_id,notnull"`
+	KeyID      string     `bun:"key_id,notnull"`
+	Handle     string     `bun:"handle,notnull"`
+	Category   string     `bun:"category,notnull"`
+	Rule       string     `bun:"rule,notnull"`
+	Charge     string     `bun:"charge,notnull"` // JSON: the itemized most the call can cost
+	WorstMicro int64      `bun:"worst_micro,notnull"`
+	State      string     `bun:"state,notnull"`
+	CreatedAt  time.Time  `bun:"created_at,notnull"`
+	ExpiresAt  time.Time  `bun:"expires_at,notnull"`
+	DecidedAt  *time.Time `bun:"decided_at"`
+	DecidedBy  string     `bun:"decided_by,notnull"`
+}
+
+// StateAt is the approval's state at now: a pending one past its expiry is expired.
+func (a *Approval) StateAt(now time.Time) string {
+	if a.State == ApprovalPending && !now.Before(a.ExpiresAt) {
+		return ApprovalExpired
+	}
+	return a.State
+}
+
+// Policies reads the policies of an account that apply to a call of keyIDs' (the key and its
+// ancestors; none: the account's alone), the account's first.
+func (s *Store) Policies(ctx context.Context, accountID string, keyIDs ...string) ([]*SpendPolicy, error) {
+	var ps []*SpendPolicy
+	err := s.db.NewSelect().Model(&ps).Where("account_id = ? AND key_id IN (?)", accountID, inKeys(keyIDs)).
+		OrderExpr("key_id ASC").Scan(ctx)
+	return ps, normalize(err)
+}
+
+// PoliciesIn is Policies read inside q's transaction.
+func (q *Q) PoliciesIn(ctx context.Context, accountID string, keyIDs ...string) ([]*SpendPolicy, error) {
+	tx, err := q.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ps []*SpendPolicy
+	err = tx.NewSelect().Model(&ps).Where("account_id = ? AND key_id IN (?)", accountID, inKeys(keyIDs)).
+		OrderExpr("key_id ASC").Scan(ctx)
+	return ps, err
+}
+
+func inKeys(keyIDs []string) any {
+	return bun.In(append([]string{""}, keyIDs...))
+}
+
+// PutPolicy writes (or, with an empty body, removes) a policy.
+func (s *Store) PutPolicy(ctx context.Context, p *SpendPolicy) error {
+	if p.Body == "" {
+		_, err := s.db.NewDelete().Model((*SpendPolicy)(nil)).Where("account_id = ? AND key_id = ?", p.AccountID, p.KeyID).Exec(ctx)
+		return normalize(err)
+	}
+	_, err := s.db.NewInsert().Model(p).On("CONFLICT (account_id, key_id) DO UPDATE").
+		Set("body = EXCLUDED.body, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by").Exec(ctx)
+	return normalize(err)
+}
+
+// Spent is what an account's calls cost within each window (calls made since each of since),
+// counting a finished call at what it was charged, a call in flight at the most it can cost,
+// and a flat fee paid on chain (or being paid) at its amount: the spending a policy's caps
+// bound. With keyID, only that key's calls and its descendants'.
+func (s *Store) Spent(ctx context.Context, accountID, keyID string, since []time.Time) ([]int64, error) {
+	out, err := spent(ctx, s.db, accountID, keyID, since)
+	return out, normalize(err)
+}
+
+// SpentIn is Spent inside q's transaction: after the account's credit row is locked, calls
+// checked one after another see each other.
+func (q *Q) SpentIn(ctx context.Context, accountID, keyID string, since []time.Time) ([]int64, error) {
+	tx, err := q.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return spent(ctx, tx, accountID, keyID, since)
+}
+
+func spent(ctx context.Context, db bun.IDB, accountID, keyID string, since []time.Time) ([]int64, error) {
+	out := make([]int64, len(since))
+	if len(since) == 0 {
+		return out, nil
+	}
+	oldest := since[0]
+	for _, t := range since {
+		if t.Before(oldest) {
+			oldest = t
+		}
+	}
+	const cost = `(CASE WHEN i.finished_at IS NOT NULL AND i.state <> 'declined'
+			THEN i.reserve_micro - i.refunded_micro + i.partner_fee_micro + i.platform_fee_micro + i.gas_micro
+		WHEN i.state = 'dispatching'
+			THEN i.reserve_micro + i.max_partner_fee_micro + i.max_platform_fee_micro + i.max_gas_micro
+		ELSE 0 END
+		+ COALESCE((SELECT p.amount_atomic FROM flat_payments p WHERE p.request_id = i.request_id
+			AND p.state IN ('submitted', 'held', 'settled')), 0))`
+	sel := db.NewSelect().TableExpr("invocations AS i")
+	for _, t := range since {
+		sel = sel.ColumnExpr("COALESCE(SUM(CASE WHEN i.created_at >= ? THEN "+cost+" ELSE 0 END), 0)", t)
+	}
+	sel = sel.Where("i.account_id = ? AND i.created_at >= ?", accountID, oldest)
+	if keyID != "" {
+		sel = sel.WithRecursive("sub", db.NewRaw("SELECT CAST(? AS TEXT) AS id UNION ALL SELECT k.id FROM api_keys k JOIN sub ON k.parent_id = sub.id", keyID)).
+			Where("i.key_id IN (SELECT id FROM sub)")
+	}
+	dest := make([]any, len(out))
+	for i := range out {
+		dest[i] = &out[i]
+	}
+	return out, sel.Scan(ctx, dest...)
+}
+
+// CalledBefore reports whether an account has dispatched a call of an intent before.
+func (s *Store) CalledBefore(ctx context.Context, accountID, intentID string) (bool, error) {
+	ok, err := s.db.NewSelect().Model((*Invocation)(nil)).
+		Where("account_id = ? AND intent_id = ? AND dispatched_at IS NOT NULL", accountID, intentID).Exists(ctx)
+	return ok, normalize(err)
+}
+
+// InsertApproval writes a call's approval request inside q's transaction.
+func (q *Q) InsertApproval(ctx context.Context, a *Approval) error {
+	return q.write(ctx, q.tx.NewInsert().Model(a))
+}
+
+// Approval reads one of an account's approvals.
+func (s *Store) Approval(ctx context.Context, accountID, requestID string) (*Approval, error) {
+	a := new(Approval)
+	err := s.db.NewSelect().Model(a).Where("request_id = ? AND account_id = ?", requestID, accountID).Scan(ctx)
+	if err != nil {
+		return nil, normalize(err)
+	}
+	return a, nil
+}
+
+// Approvals lists an account's approvals, newest first; pending ones only with pending.
+func (s *Store) Approvals(ctx context.Context, accountID string, pending bool, now time.Time, limit int) ([]*Approval, error) {
+	var as []*Approval
+	sel := s.db.NewSelect().Model(&as).Where("account_id = ?", accountID)
+	if pending {
+		sel = sel.Where("state = ? AND expires_at > ?", ApprovalPending, now)
+	}
+	err := sel.OrderExpr("created_at DESC").Limit(int64(limit)).Scan(ctx)
+	return as, normalize(err)
+}
+
+// DecideApprovalIn moves a pending, unexpired approval to state inside q's transaction,
+// reporting false (changing nothing) when it was decided already or has expired.
+func (q *Q) DecideApprovalIn(ctx context.Context, accountID, requestID, state, by string, now time.Time) (bool, error) {
+	return q.affectsOne(ctx, q.tx.NewUpdate().Model((*Approval)(nil)).
+		Set("state = ?, decided_at = ?, decided_by = ?", state, now, by).
+		Where("request_id = ? AND account_id = ? AND state = ? AND expires_at > ?", requestID, accountID, ApprovalPending, now))
+}
+
+// PartnerExists reports whether a publisher (a partner profile) exists.
+func (s *Store) PartnerExists(ctx context.Context, partnerID string) (bool, error) {
+	ok, err := s.db.NewSelect().Model((*Partner)(nil)).Where("id = ?", partnerID).Exists(ctx)
+	return ok, normalize(err)
+}
+
+// Held is the most the calls in flight of an account (with keyID: of that key and its
+// descendants) can still cost.
+func (s *Store) Held(ctx context.Context, accountID, keyID string) (int64, error) {
+	var held int64
+	sel := s.db.NewSelect().TableExpr("invocations AS i").
+		ColumnExpr("COALESCE(SUM(i.reserve_micro + i.max_partner_fee_micro + i.max_platform_fee_micro + i.max_gas_micro), 0)").
+		Where("i.account_id = ? AND i.state = ?", accountID, InvDispatching)
+	if keyID != "" {
+		sel = sel.WithRecursive("sub", s.db.NewRaw("SELECT CAST(? AS TEXT) AS id UNION ALL SELECT k.id FROM api_keys k JOIN sub ON k.parent_id = sub.id", keyID)).
+			Where("i.key_id IN (SELECT id FROM sub)")
+	}
+	err := sel.Scan(ctx, &held)
+	return held, normalize(err)
+}

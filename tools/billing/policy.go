@@ -1,0 +1,528 @@
+package billing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
+)
+
+// Spend policies are the owner's bounds on what an account's calls may spend, decided here, in
+// the money seam, for every call and every door: the account's policy and each policy on the
+// calling key's chain (its ancestors' and its own) must all allow a call, and each one's caps
+// count the spending of what it covers (the whole account, or a key with its descendants).
+// A call is checked twice: when it is asked for (Admit: refused before anything is quoted or
+// sent, or sent to a human for approval), and under the account's credit lock when its
+// worst case is held (Hold), where the caps are exact: calls held one after another see each
+// other, so concurrent calls never spend past a cap. A call on a key under a policy with caps
+// is never drawn from a budget lease (its hold must be written to be seen).
+
+// Policy is DESIGN.md's policy shape. Amounts are decimal USD strings.
+type Policy struct {
+	Caps          []Cap        `json:"caps,omitempty" jsonschema:"maxItems=3" jsonschema_description:"spend caps per rolling window: at most one per window"`
+	PerCallMaxUsd string       `json:"perCallMaxUsd,omitempty" jsonschema_description:"the most one call may cost, in USD (its worst case: fees, gas, or a flat fee)"`
+	Allow         Lists        `json:"allow,omitempty" jsonschema_description:"with denyByDefault: only these are allowed"`
+	Deny          Lists        `json:"deny,omitempty" jsonschema_description:"never allowed, whatever else says"`
+	DenyByDefault bool         `json:"denyByDefault,omitempty" jsonschema_description:"only what allow names may be called"`
+	Approval      ApprovalRule `json:"approval,omitempty" jsonschema_description:"calls a human approves first, in the portal"`
+}
+
+// Cap bounds the spending of a rolling window.
+type Cap struct {
+	Window string `json:"window" jsonschema:"enum=hour,enum=day,enum=30d" jsonschema_description:"the rolling window: the last hour, day (24 h) or 30 days"`
+	USD    string `json:"usd" jsonschema_description:"the most the window's calls may cost, in USD (more than 0)"`
+}
+
+// Lists name partners by @handle, by publisher (the partnerId discover shows) and by category.
+type Lists struct {
+	Handles    []string `json:"handles,omitempty" jsonschema:"maxItems=200" jsonschema_description:"@handles"`
+	Publishers []string `json:"publishers,omitempty" jsonschema:"maxItems=200" jsonschema_description:"publishers, by partnerId"`
+	Categories []string `json:"categories,omitempty" jsonschema:"maxItems=50" jsonschema_description:"categories, e.g. QUERY, SWAP"`
+}
+
+// ApprovalRule sends calls to a human: above an amount, in listed categories, or a caller's
+// first call to a partner.
+type ApprovalRule struct {
+	AboveUsd           string   `json:"aboveUsd,omitempty" jsonschema_description:"calls whose worst case is above this many USD"`
+	Categories         []string `json:"categories,omitempty" jsonschema:"maxItems=50" jsonschema_description:"calls of these categories"`
+	FirstCallToPartner bool     `json:"firstCallToPartner,omitempty" jsonschema_description:"the account's first call of each @handle"`
+}
+
+// Windows are the cap windows, shortest first.
+var Windows = []struct {
+	Name string
+	Span time.Duration
+}{{"hour", time.Hour}, {"day", 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}}
+
+func windowSpan(name string) (time.Duration, bool) {
+	for _, w := range Windows {
+		if w.Name == name {
+			return w.Span, true
+		}
+	}
+	return 0, false
+}
+
+// MaxPolicyBytes bounds a policy's JSON.
+const MaxPolicyBytes = 32 << 10
+
+// ParsePolicy reads a stored or given policy's JSON, strictly (unknown fields are refused).
+func ParsePolicy(raw []byte) (*Policy, error) {
+	if len(raw) > MaxPolicyBytes {
+		return nil, tools.Errorf(tools.CodeBadInput, "the policy is %d bytes; at most %d", len(raw), MaxPolicyBytes)
+	}
+	if err := jsonlimit.Request(raw); err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "the policy: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	p := new(Policy)
+	if err := dec.Decode(p); err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "the policy is not DESIGN's shape: %v", err)
+	}
+	return p, p.Check()
+}
+
+// usd reads a policy amount: a decimal USD string of at most 6 decimals.
+func usd(field, s string, positive bool) (int64, error) {
+	d, err := decimal.NewFromString(s)
+	if err != nil || d.IsNegative() || d.Exponent() < -6 {
+		return 0, tools.Errorf(tools.CodeBadInput, "%s must be a decimal USD amount with at most 6 decimals, like \"5.00\"; got %q", field, s)
+	}
+	if positive && d.IsZero() {
+		return 0, tools.Errorf(tools.CodeBadInput, "%s is 0, which would allow nothing; remove it, or deny what you mean to deny", field)
+	}
+	if d.GreaterThan(decimal.NewFromInt(MaxGrantMicro / 1_000_000)) {
+		return 0, tools.Errorf(tools.CodeBadInput, "%s is more than %d USD, more than any account can hold", field, MaxGrantMicro/1_000_000)
+	}
+	return MicroUSD(d), nil
+}
+
+// Check refuses a policy that is not well formed, saying what to fix. Whether the handles,
+// publishers and categories it names exist is the caller's to check (they are the
+// marketplace's).
+func (p *Policy) Check() error {
+	seen := map[string]bool{}
+	for i, c := range p.Caps {
+		if _, ok := windowSpan(c.Window); !ok {
+			return tools.Errorf(tools.CodeBadInput, "caps[%d].window %q is not a window; use hour, day or 30d", i, c.Window)
+		}
+		if seen[c.Window] {
+			return tools.Errorf(tools.CodeBadInput, "caps names the window %s twice; keep one cap per window", c.Window)
+		}
+		seen[c.Window] = true
+		if _, err := usd(fmt.Sprintf("caps[%d].usd", i), c.USD, true); err != nil {
+			return err
+		}
+	}
+	if p.PerCallMaxUsd != "" {
+		if _, err := usd("perCallMaxUsd", p.PerCallMaxUsd, true); err != nil {
+			return err
+		}
+	}
+	if p.Approval.AboveUsd != "" {
+		if _, err := usd("approval.aboveUsd", p.Approval.AboveUsd, false); err != nil {
+			return err
+		}
+	}
+	for name, l := range map[string][]string{"allow.handles": p.Allow.Handles, "deny.handles": p.Deny.Handles} {
+		for _, h := range l {
+			if !strings.HasPrefix(h, "@") {
+				return tools.Errorf(tools.CodeBadInput, "%s: %q is not an @handle", name, h)
+			}
+		}
+	}
+	if p.DenyByDefault && len(p.Allow.Handles)+len(p.Allow.Publishers)+len(p.Allow.Categories) == 0 {
+		return tools.Errorf(tools.CodeBadInput, "denyByDefault with nothing in allow would refuse every call; name what is allowed in allow, or revoke the key instead")
+	}
+	return nil
+}
+
+// Normalized is the policy with its lists never null, handles lowercased and sorted (how it
+// is stored and shown).
+func (p Policy) Normalized() Policy {
+	norm := func(l []string, lower bool) []string {
+		out := make([]string, 0, len(l))
+		for _, s := range l {
+			if lower {
+				s = strings.ToLower(s)
+			}
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	lists := func(l Lists) Lists {
+		return Lists{Handles: norm(l.Handles, true), Publishers: norm(l.Publishers, false), Categories: norm(l.Categories, false)}
+	}
+	p.Allow, p.Deny = lists(p.Allow), lists(p.Deny)
+	p.Approval.Categories = norm(p.Approval.Categories, false)
+	if p.Caps == nil {
+		p.Caps = []Cap{}
+	}
+	slices.SortFunc(p.Caps, func(a, b Cap) int {
+		sa, _ := windowSpan(a.Window)
+		sb, _ := windowSpan(b.Window)
+		return int(sa - sb)
+	})
+	return p
+}
+
+// Narrows reports whether p is at least as strict as old in every rule (nil old: no policy),
+// and if not, the first rule it loosens: what a key may set on itself or its descendants.
+func (p *Policy) Narrows(old *Policy) (bool, string) {
+	if old == nil {
+		return true, ""
+	}
+	capOf := func(ps *Policy, window string) (int64, bool) {
+		for _, c := range ps.Caps {
+			if c.Window == window {
+				m, _ := usd("", c.USD, true)
+				return m, true
+			}
+		}
+		return 0, false
+	}
+	for _, c := range old.Caps {
+		was, _ := capOf(old, c.Window)
+		now, ok := capOf(p, c.Window)
+		if !ok || now > was {
+			return false, "caps." + c.Window
+		}
+	}
+	if atMost := func(was, now string) bool {
+		if was == "" {
+			return true
+		}
+		if now == "" {
+			return false
+		}
+		w, _ := usd("", was, false)
+		n, _ := usd("", now, false)
+		return n <= w
+	}; !atMost(old.PerCallMaxUsd, p.PerCallMaxUsd) {
+		return false, "perCallMaxUsd"
+	} else if !atMost(old.Approval.AboveUsd, p.Approval.AboveUsd) {
+		return false, "approval.aboveUsd"
+	}
+	superset := func(was, now []string) bool {
+		for _, s := range was {
+			if !slices.Contains(now, s) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case !superset(old.Deny.Handles, p.Deny.Handles):
+		return false, "deny.handles"
+	case !superset(old.Deny.Publishers, p.Deny.Publishers):
+		return false, "deny.publishers"
+	case !superset(old.Deny.Categories, p.Deny.Categories):
+		return false, "deny.categories"
+	case !superset(old.Approval.Categories, p.Approval.Categories):
+		return false, "approval.categories"
+	case old.Approval.FirstCallToPartner && !p.Approval.FirstCallToPartner:
+		return false, "approval.firstCallToPartner"
+	case old.DenyByDefault && !p.DenyByDefault:
+		return false, "denyByDefault"
+	case old.DenyByDefault && (!superset(p.Allow.Handles, old.Allow.Handles) || !superset(p.Allow.Publishers, old.Allow.Publishers) || !superset(p.Allow.Categories, old.Allow.Categories)):
+		return false, "allow"
+	}
+	return true, ""
+}
+
+// Spend is a call as the policies see it.
+type Spend struct {
+	Handle, IntentID, PublisherID, Category string
+	WorstMicro                              int64 // the most it can cost: its hold, or its flat fee
+}
+
+// scoped is a policy with what it covers: the account (KeyID "") or a key and its descendants.
+type scoped struct {
+	KeyID  string
+	Policy *Policy
+}
+
+func (sp scoped) name() string {
+	if sp.KeyID == "" {
+		return "account"
+	}
+	return "key " + sp.KeyID
+}
+
+// PolicyDenied is a call a policy refuses.
+func policyDenied(sp scoped, rule, why string, details map[string]any) *tools.Error {
+	d := map[string]any{"rule": rule, "policy": "account"}
+	if sp.KeyID != "" {
+		d["policy"], d["keyId"] = "key", sp.KeyID
+	}
+	for k, v := range details {
+		d[k] = v
+	}
+	return tools.Errorf(tools.CodePolicyDenied, "the %s's spend policy refuses this call (%s): %s. Its owner sets the policy (policy_get shows it)", sp.name(), rule, why).WithDetails(d)
+}
+
+// allows applies a policy's lists and per-call maximum to a call.
+func (sp scoped) allows(c Spend) error {
+	p := sp.Policy
+	lists := []struct {
+		rule, what string
+		in         []string
+	}{{"deny.handles", c.Handle, p.Deny.Handles}, {"deny.publishers", c.PublisherID, p.Deny.Publishers}, {"deny.categories", c.Category, p.Deny.Categories}}
+	for _, l := range lists {
+		if slices.Contains(l.in, l.what) {
+			return policyDenied(sp, l.rule, fmt.Sprintf("%s is denied", l.what), nil)
+		}
+	}
+	if p.DenyByDefault && !slices.Contains(p.Allow.Handles, c.Handle) && !slices.Contains(p.Allow.Publishers, c.PublisherID) && !slices.Contains(p.Allow.Categories, c.Category) {
+		return policyDenied(sp, "denyByDefault", fmt.Sprintf("only what allow names may be called, and it names neither %s, its publisher nor %s", c.Handle, c.Category), nil)
+	}
+	if p.PerCallMaxUsd != "" {
+		if m, _ := usd("", p.PerCallMaxUsd, true); c.WorstMicro > m {
+			return policyDenied(sp, "perCallMaxUsd", fmt.Sprintf("it may cost up to %s USD and one call may cost at most %s USD", tools.USD(c.WorstMicro), tools.USD(m)),
+				map[string]any{"maxChargeUsd": tools.USD(c.WorstMicro).String(), "perCallMaxUsd": tools.USD(m).String()})
+		}
+	}
+	return nil
+}
+
+// within applies a policy's caps to a call, given what its windows have spent.
+func (sp scoped) within(c Spend, spent func(keyID string) ([]int64, error)) error {
+	if len(sp.Policy.Caps) == 0 {
+		return nil
+	}
+	sums, err := spent(sp.KeyID)
+	if err != nil {
+		return err
+	}
+	for _, cp := range sp.Policy.Caps {
+		limit, _ := usd("", cp.USD, true)
+		i := slices.IndexFunc(Windows, func(w struct {
+			Name string
+			Span time.Duration
+		}) bool {
+			return w.Name == cp.Window
+		})
+		if sums[i]+c.WorstMicro > limit {
+			left := max(limit-sums[i], 0)
+			return policyDenied(sp, "caps."+cp.Window, fmt.Sprintf("it may cost up to %s USD and the last %s has spent or holds %s of its %s USD cap (%s USD left)",
+				tools.USD(c.WorstMicro), cp.Window, tools.USD(sums[i]), tools.USD(limit), tools.USD(left)),
+				map[string]any{"window": cp.Window, "spentUsd": tools.USD(sums[i]).String(), "leftUsd": tools.USD(left).String(), "capUsd": tools.USD(limit).String(), "maxChargeUsd": tools.USD(c.WorstMicro).String()})
+		}
+	}
+	return nil
+}
+
+// approval is the first approval rule a policy asks of a call ("" for none).
+func (sp scoped) approval(c Spend, firstCall func() (bool, error)) (string, error) {
+	a := sp.Policy.Approval
+	if a.AboveUsd != "" {
+		if m, _ := usd("", a.AboveUsd, false); c.WorstMicro > m {
+			return "approval.aboveUsd", nil
+		}
+	}
+	if slices.Contains(a.Categories, c.Category) {
+		return "approval.categories", nil
+	}
+	if a.FirstCallToPartner {
+		first, err := firstCall()
+		if err != nil || first {
+			return "approval.firstCallToPartner", err
+		}
+	}
+	return "", nil
+}
+
+// chainOf are the keys whose policies govern p's calls, root first, then p's own.
+func chainOf(p *tools.Principal) []string {
+	if p.KeyID == "" {
+		return nil
+	}
+	keys := make([]string, 0, 1+len(p.Ancestors))
+	for i := len(p.Ancestors) - 1; i >= 0; i-- {
+		keys = append(keys, p.Ancestors[i].KeyID)
+	}
+	return append(keys, p.KeyID)
+}
+
+// governing orders the stored policies that govern p: the account's, then its key chain's
+// from the root down.
+func governing(p *tools.Principal, rows []*store.SpendPolicy) ([]scoped, error) {
+	order := append([]string{""}, chainOf(p)...)
+	out := make([]scoped, 0, len(rows))
+	for _, k := range order {
+		for _, r := range rows {
+			if r.KeyID != k {
+				continue
+			}
+			pol, err := ParsePolicy([]byte(r.Body))
+			if err != nil {
+				return nil, fmt.Errorf("stored policy of %s/%q: %w", r.AccountID, r.KeyID, err)
+			}
+			out = append(out, scoped{KeyID: k, Policy: pol})
+		}
+	}
+	return out, nil
+}
+
+// hasCaps reports whether any of the policies caps spending.
+func hasCaps(ps []scoped) bool {
+	return slices.ContainsFunc(ps, func(sp scoped) bool { return len(sp.Policy.Caps) > 0 })
+}
+
+// policyCache keeps each account's policies for a moment, so a call under no policy costs no
+// read: a policy set on this replica binds at once (Forget), one set on another within
+// policyTTL. Caps are checked again from the database under the credit lock.
+type policyCache struct {
+	mu   sync.Mutex
+	rows map[string]cachedPolicies
+}
+
+type cachedPolicies struct {
+	at   time.Time
+	rows []*store.SpendPolicy
+}
+
+const policyTTL = 2 * time.Second
+
+func (s *Service) policiesOf(ctx context.Context, p *tools.Principal) ([]scoped, error) {
+	now := s.now()
+	s.pol.mu.Lock()
+	c, ok := s.pol.rows[p.AccountID]
+	s.pol.mu.Unlock()
+	if !ok || now.Sub(c.at) > policyTTL || now.Before(c.at) {
+		rows, err := s.store.Policies(ctx, p.AccountID, chainOf(p)...)
+		if err != nil {
+			return nil, err
+		}
+		// Cache the account's policies only when it has none on this chain or only its own:
+		// keyed by account, the entry must not hide another key's.
+		c = cachedPolicies{at: now, rows: rows}
+		s.pol.mu.Lock()
+		if len(s.pol.rows) > 100_000 {
+			clear(s.pol.rows)
+		}
+		if len(rows) == 0 {
+			s.pol.rows[p.AccountID] = c
+		}
+		s.pol.mu.Unlock()
+	}
+	return governing(p, c.rows)
+}
+
+// ForgetPolicies drops an account's cached policies (its policy changed on this replica).
+func (s *Service) ForgetPolicies(accountID string) {
+	s.pol.mu.Lock()
+	delete(s.pol.rows, accountID)
+	s.pol.mu.Unlock()
+}
+
+// ErrApprovalRequired is an Admit whose call a policy sends to a human first.
+type ErrApprovalRequired struct{ Rule string }
+
+func (e *ErrApprovalRequired) Error() string { return "the call needs its owner's approval (" + e.Rule + ")" }
+
+// Admit applies p's policies to a call before anything is quoted, held or sent: a refusal
+// is POLICY_DENIED naming the rule (and the window, what it spent and what is left); a call
+// that must be approved first is *ErrApprovalRequired. The caps are checked again, exactly,
+// when the call is held.
+func (s *Service) Admit(ctx context.Context, p *tools.Principal, c Spend) error {
+	ps, err := s.policiesOf(ctx, p)
+	if err != nil || len(ps) == 0 {
+		return err
+	}
+	since := windowsSince(s.now())
+	if err := decide(ps, c, func(keyID string) ([]int64, error) { return s.store.Spent(ctx, p.AccountID, keyID, since) }); err != nil {
+		return s.denied(ctx, p, c, err)
+	}
+	for _, sp := range ps {
+		rule, err := sp.approval(c, func() (bool, error) {
+			before, err := s.store.CalledBefore(ctx, p.AccountID, c.IntentID)
+			return !before, err
+		})
+		if err != nil {
+			return err
+		}
+		if rule != "" {
+			return &ErrApprovalRequired{Rule: rule}
+		}
+	}
+	return nil
+}
+
+// decide applies every policy's lists, per-call maximum and caps to a call.
+func decide(ps []scoped, c Spend, spent func(keyID string) ([]int64, error)) error {
+	for _, sp := range ps {
+		if err := sp.allows(c); err != nil {
+			return err
+		}
+	}
+	for _, sp := range ps {
+		if err := sp.within(c, spent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// denied records a refusal (err, when it is POLICY_DENIED) for the account's owner, after the
+// refused call's transaction has ended, and returns err.
+func (s *Service) denied(ctx context.Context, p *tools.Principal, c Spend, err error) error {
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Code != tools.CodePolicyDenied {
+		return err
+	}
+	s.log.InfoContext(ctx, "call refused by a spend policy", "account", p.AccountID, "key", p.KeyID, "handle", c.Handle, "rule", te.Details["rule"])
+	return err
+}
+
+func windowsSince(now time.Time) []time.Time {
+	out := make([]time.Time, len(Windows))
+	for i, w := range Windows {
+		out[i] = now.UTC().Add(-w.Span)
+	}
+	return out
+}
+
+// admitHeld is the check of a call's caps inside the transaction that holds it, after the
+// account's credit row is locked: the policies and the windows' spending are read there.
+func (s *Service) admitHeld(p *tools.Principal, c *Spend) func(ctx context.Context, q *store.Q) error {
+	return func(ctx context.Context, q *store.Q) error {
+		rows, err := q.PoliciesIn(ctx, p.AccountID, chainOf(p)...)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		ps, err := governing(p, rows)
+		if err != nil {
+			return err
+		}
+		since := windowsSince(s.now())
+		return decide(ps, *c, func(keyID string) ([]int64, error) { return q.SpentIn(ctx, p.AccountID, keyID, since) })
+	}
+}
+
+// AdmitPayment is the exact check of a flat-fee call's policies, to run in the transaction
+// that marks its payment as being made (counted from then on): the account's credit row is
+// locked first, so payments checked one after another see each other. It returns nil for an
+// account under no policy.
+func (s *Service) AdmitPayment(p *tools.Principal, c Spend) func(ctx context.Context, q *store.Q) error {
+	return func(ctx context.Context, q *store.Q) error {
+		if _, err := q.LockCredit(ctx, p.AccountID, s.now().UTC()); err != nil {
+			return err
+		}
+		return s.admitHeld(p, &c)(ctx, q)
+	}
+}

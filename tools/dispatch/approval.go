@@ -1,0 +1,143 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+)
+
+// ApprovalWindow is how long an owner has to decide a call sent for approval.
+const ApprovalWindow = time.Hour
+
+// approvalRetry is how long an agent is asked to wait before asking again about a pending
+// approval.
+const approvalRetry = 30 * time.Second
+
+// spend is the call as the owner's spend policies see it.
+func (cl *call) spend(worst int64) billing.Spend {
+	return billing.Spend{Handle: cl.intent.PublicIdentifier, IntentID: cl.intent.ID, PublisherID: cl.intent.PartnerID,
+		Category: cl.intent.Category, WorstMicro: worst}
+}
+
+// admit applies the owner's spend policies to a new call (decided by billing.Admit) before
+// anything is quoted or sent: a refusal is returned; a call a policy sends to a human is
+// recorded awaiting approval (with record's rows, e.g. a flat fee's quoted payment) and
+// answered APPROVAL_REQUIRED. It returns nil for a call that may go on.
+func (s *Service) admit(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, worst int64, charge map[string]any,
+	record ...func(ctx context.Context, q *store.Q) error) error {
+	err := s.billing.Admit(ctx, c.Principal, cl.spend(worst))
+	var ask *billing.ErrApprovalRequired
+	if !errors.As(err, &ask) {
+		return err
+	}
+	a := &store.Approval{RequestID: inv.RequestID, AccountID: inv.AccountID, KeyID: inv.KeyID, Handle: inv.Handle, Category: inv.Category,
+		Rule: ask.Rule, WorstMicro: worst, State: store.ApprovalPending, CreatedAt: inv.CreatedAt, ExpiresAt: inv.CreatedAt.Add(ApprovalWindow)}
+	raw, err := json.Marshal(charge)
+	if err != nil {
+		return err
+	}
+	a.Charge = string(raw)
+	inv.State = store.InvAwaitingApproval
+	record = append(record, func(ctx context.Context, q *store.Q) error { return q.InsertApproval(ctx, a) })
+	if err := s.store.CreateInvocation(ctx, inv, "sent to the account's owner for approval ("+ask.Rule+")", record...); err != nil {
+		return err
+	}
+	s.tellOwner(ctx, a)
+	return tools.Errorf(tools.CodeApprovalRequired,
+		"the account's spend policy sends this call to its owner first (%s): nothing was sent, held or charged. The owner approves or declines it in the portal (Approvals), within %d minutes; "+
+			"then call invoke_partner_message again with the same message and confirmRequestId %q (until it is decided that answers APPROVAL_PENDING)",
+		ask.Rule, int(ApprovalWindow.Minutes()), inv.RequestID).
+		WithDetails(map[string]any{"requestId": inv.RequestID, "rule": ask.Rule, "charge": charge, "expiresAt": a.ExpiresAt, "handle": inv.Handle})
+}
+
+// tellOwner e-mails the account's owner that a call waits for their decision.
+func (s *Service) tellOwner(ctx context.Context, a *store.Approval) {
+	if s.cfg.Notify == nil {
+		return
+	}
+	text := "A call of " + a.Handle + " (" + a.Category + ") that may cost up to " + tools.USD(a.WorstMicro).String() + " USD waits for your approval (" + a.Rule + ").\n\n" +
+		"Approve or decline it in the portal, under Approvals, before " + a.ExpiresAt.UTC().Format(time.RFC1123) + ". Nothing is sent or charged until you approve it.\n\n" +
+		"Request: " + a.RequestID + "\n"
+	if err := s.cfg.Notify(context.WithoutCancel(ctx), a.AccountID, "Approve a call of "+a.Handle+"?", text); err != nil {
+		s.log.WarnContext(ctx, "tell the owner of an approval", "request_id", a.RequestID, "err", err)
+	}
+}
+
+// chargeOf is a call's charge as an approval shows it, itemized, in USD.
+func chargeOf(q billing.Quote) map[string]any {
+	return map[string]any{"infrastructureUsd": tools.USD(q.ReserveMicro).String(), "partnerFeeUsd": tools.USD(q.MaxPartnerFeeMicro).String(),
+		"platformFeeUsd": tools.USD(q.PlatformFeeMicro).String(), "gasEstimateUsd": tools.USD(q.GasEstimateMicro).String(),
+		"totalUsd": tools.USD(q.ExpectedMicro()).String(), "maxChargeUsd": tools.USD(q.WorstMicro()).String()}
+}
+
+// approved answers a call waiting for approval, asked again with its requestId: pending is
+// APPROVAL_PENDING (with Retry-After); declined or expired closes it, nothing sent or held;
+// approved dispatches it, once.
+func (s *Service) approved(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
+	a, err := s.store.Approval(ctx, inv.AccountID, inv.RequestID)
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	switch a.StateAt(s.now()) {
+	case store.ApprovalPending:
+		e := tools.Errorf(tools.CodeApprovalPending, "request %s waits for the account's owner to approve it in the portal (until %s); call again with the same confirmRequestId after %d seconds",
+			inv.RequestID, a.ExpiresAt.UTC().Format(time.RFC3339), int(approvalRetry.Seconds())).
+			WithDetails(map[string]any{"requestId": inv.RequestID, "rule": a.Rule, "expiresAt": a.ExpiresAt})
+		e.RetryAfter = approvalRetry
+		return InvokeOutput{}, e
+	case store.ApprovalExpired:
+		return InvokeOutput{}, s.closeUnapproved(ctx, inv, "expired")
+	case store.ApprovalDeclined:
+		return InvokeOutput{}, s.closeUnapproved(ctx, inv, "declined")
+	}
+	if cl.intent.Revision != inv.IntentRevision {
+		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the call was approved; call without confirmRequestId for a new one", cl.intent.PublicIdentifier)
+	}
+	if cl.flat {
+		if in.Payment == nil && !in.PayWithWallet {
+			return InvokeOutput{}, s.paymentRequired(ctx, cl.intent, inv)
+		}
+		return s.payAndDispatch(ctx, c, cl.intent, inv, in)
+	}
+	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
+	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingApproval)
+}
+
+// closeUnapproved ends a call its owner declined (or let expire): nothing was sent or held,
+// and the answer is replayed to anyone who asks again.
+func (s *Service) closeUnapproved(ctx context.Context, inv *store.Invocation, how string) error {
+	e := tools.Errorf(tools.CodeConflict, "the account's owner %s request %s (%s): nothing was sent, held or charged. Ask the user before asking again",
+		map[string]string{"declined": "declined", "expired": "did not approve in time"}[how], inv.RequestID, inv.Handle).
+		WithDetails(map[string]any{"requestId": inv.RequestID, "approval": how})
+	raw, _ := json.Marshal(tools.Body{Error: e})
+	answer, now := string(raw), s.now().UTC()
+	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		moved, err := q.MoveInvocation(ctx, inv.RequestID, store.InvAwaitingApproval, store.InvDeclined, now)
+		if err != nil || !moved {
+			return err
+		}
+		inv.State, inv.Answer, inv.FinishedAt = store.InvDeclined, &answer, &now
+		inv.OutcomeCode, inv.OutcomeMessage = string(e.Code), "approval "+how
+		if err := q.WriteOutcome(ctx, inv); err != nil {
+			return err
+		}
+		return q.AddEvent(ctx, inv.RequestID, store.InvDeclined, "approval "+how+"; nothing was sent", now)
+	})
+	if err != nil {
+		return err
+	}
+	if inv.State != store.InvDeclined { // moved by another call first: its record answers
+		done, err := s.store.Invocation(ctx, inv.AccountID, inv.RequestID)
+		if err != nil {
+			return err
+		}
+		_, err = replay(done)
+		return err
+	}
+	return e
+}

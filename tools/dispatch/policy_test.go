@@ -1,0 +1,157 @@
+package dispatch_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+)
+
+// A key's policy caps its hour at 0.05 USD; 100 calls of 0.003 USD each go out at once. At
+// most 16 fit (16 × 3000 = 48,000 micro-USD ≤ 50,000), and exactly 16 may: each call is held
+// at its worst case under the account's credit lock, where the cap is checked with every call
+// in flight counted. The rest are POLICY_DENIED naming the window, what it spent and what is
+// left, and the partner never hears of them.
+func TestPolicyCapHoldsUnderConcurrentCalls(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newWorld(t, dialect, func(c *apptest.Config) { c.DefaultRateLimit = 1 << 30 })
+			w.publish(t, "@costly", "/cost", nil)
+			status, pol := w.env.REST(t, "PUT", "/v1/policy", w.caller, map[string]any{"policy": map[string]any{
+				"caps": []map[string]any{{"window": "hour", "usd": "0.05"}, {"window": "day", "usd": "20"}}}})
+			if status != 200 {
+				t.Fatalf("set the policy: %d %v", status, pol)
+			}
+			const attempts, cap, each = 100, 50_000, 3_000
+			var (
+				mu                sync.Mutex
+				allowed, refused  int
+				spent             int64
+				wg                sync.WaitGroup
+				lastRefusal       map[string]any
+				otherRefusalCodes []string
+			)
+			for range attempts {
+				wg.Go(func() {
+					status, out := w.invoke(t, w.caller, map[string]any{"message": "@costly what is the answer"})
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case status == 200:
+						allowed++
+						spent += int64(charge(out)["totalMicro"].(float64))
+					case status == 403 && errCode(out) == "POLICY_DENIED":
+						refused++
+						lastRefusal = out["error"].(map[string]any)["details"].(map[string]any)
+					default:
+						otherRefusalCodes = append(otherRefusalCodes, errCode(out))
+					}
+				})
+			}
+			wg.Wait()
+			t.Logf("%s: %d calls attempted, %d allowed, %d refused, %d micro-USD spent against a cap of %d", dialect, attempts, allowed, refused, spent, cap)
+			if len(otherRefusalCodes) > 0 {
+				t.Fatalf("calls refused otherwise than POLICY_DENIED: %v", otherRefusalCodes)
+			}
+			if spent > cap {
+				t.Fatalf("the calls spent %d micro-USD past the hour's cap of %d", spent, cap)
+			}
+			if allowed != cap/each || refused != attempts-cap/each {
+				t.Fatalf("%d allowed and %d refused; the cap fits exactly %d calls of %d", allowed, refused, cap/each, each)
+			}
+			if got := w.hits("/cost"); got != allowed {
+				t.Fatalf("the partner was called %d times for %d allowed calls", got, allowed)
+			}
+			if lastRefusal["rule"] != "caps.hour" || lastRefusal["window"] != "hour" || lastRefusal["spentUsd"] != "0.048" || lastRefusal["leftUsd"] != "0.002" {
+				t.Fatalf("a refusal's details: %v", lastRefusal)
+			}
+			status, got := w.env.REST(t, "GET", "/v1/policy", w.caller, nil)
+			if status != 200 {
+				t.Fatalf("policy_get: %d %v", status, got)
+			}
+			windows := got["windows"].([]any)
+			if hour := windows[0].(map[string]any); hour["window"] != "hour" || hour["spentUsd"] != "0.048" || hour["leftUsd"] != "0.002" {
+				t.Fatalf("policy_get's hour: %v", hour)
+			}
+			w.ledgerOK(t)
+			if rows, err := w.settledStore(t).Spent(context.Background(), "", "", nil); err != nil || len(rows) != 0 {
+				t.Fatalf("Spent of no windows: %v %v", rows, err)
+			}
+		})
+	}
+}
+
+// Lists, the per-call maximum and deny-by-default refuse before anything is quoted or sent;
+// a key may only narrow its own policy; a malformed policy is refused saying what to fix.
+func TestPolicyRulesAndNarrowing(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newWorld(t, dialect, nil)
+			w.publish(t, "@costly", "/cost", nil)
+			w.publish(t, "@cheap", "/cheap", nil)
+			put := func(p map[string]any) (int, map[string]any) {
+				return w.env.REST(t, "PUT", "/v1/policy", w.caller, map[string]any{"policy": p})
+			}
+			for _, bad := range []struct {
+				policy map[string]any
+				says   string
+			}{
+				{map[string]any{"caps": []map[string]any{{"window": "hour", "usd": "0"}}}, "caps[0].usd is 0"},
+				{map[string]any{"caps": []map[string]any{{"window": "week", "usd": "1"}}}, "must be one of \"hour\", \"day\", \"30d\""},
+				{map[string]any{"deny": map[string]any{"handles": []string{"@nobody_here"}}}, "no partner @nobody_here"},
+				{map[string]any{"deny": map[string]any{"categories": []string{"GOSSIP"}}}, "not a category"},
+				{map[string]any{"perCallMaxUsd": "0.0000001"}, "at most 6 decimals"},
+			} {
+				status, out := put(bad.policy)
+				if status != 400 || errCode(out) != "BAD_INPUT" || !contains(errMessage(out), bad.says) {
+					t.Fatalf("policy %v: %d %v (want BAD_INPUT saying %q)", bad.policy, status, out, bad.says)
+				}
+			}
+			if status, out := put(map[string]any{"perCallMaxUsd": "0.002", "deny": map[string]any{"handles": []string{"@cheap"}}}); status != 200 {
+				t.Fatalf("set: %d %v", status, out)
+			}
+			status, out := w.invoke(t, w.caller, map[string]any{"message": "@cheap hello"})
+			if status != 403 || errCode(out) != "POLICY_DENIED" || details(out)["rule"] != "deny.handles" {
+				t.Fatalf("a denied handle: %d %v", status, out)
+			}
+			status, out = w.invoke(t, w.caller, map[string]any{"message": "@costly hello"})
+			if status != 403 || details(out)["rule"] != "perCallMaxUsd" || details(out)["maxChargeUsd"] != "0.003" {
+				t.Fatalf("over the per-call maximum: %d %v", status, out)
+			}
+			if w.hits("/cost")+w.hits("/cheap") != 0 {
+				t.Fatal("a refused call reached a partner")
+			}
+			// Loosening is the owner's: a key may not raise its maximum nor drop a deny.
+			if status, out := put(map[string]any{"perCallMaxUsd": "0.01", "deny": map[string]any{"handles": []string{"@cheap"}}}); status != 403 || details(out)["rule"] != "perCallMaxUsd" {
+				t.Fatalf("raising the maximum: %d %v", status, out)
+			}
+			if status, out := put(map[string]any{"perCallMaxUsd": "0.002"}); status != 403 || details(out)["rule"] != "deny.handles" {
+				t.Fatalf("dropping a deny: %d %v", status, out)
+			}
+			if status, out := w.env.REST(t, "PUT", "/v1/policy", w.caller, map[string]any{"policy": nil}); status != 403 {
+				t.Fatalf("removing the policy: %d %v", status, out)
+			}
+			// Deny-by-default: only what allow names.
+			if status, out := put(map[string]any{"perCallMaxUsd": "0.001", "denyByDefault": true, "allow": map[string]any{"categories": []string{"QUERY"}},
+				"deny": map[string]any{"handles": []string{"@cheap"}}}); status != 200 {
+				t.Fatalf("narrowing: %d %v", status, out)
+			}
+			status, got := w.env.REST(t, "GET", "/v1/policy", w.caller, nil)
+			eff := got["effective"].(map[string]any)
+			if status != 200 || eff["denyByDefault"] != true || eff["perCallMaxUsd"] != "0.001" || got["key"] == nil || got["account"] != nil {
+				t.Fatalf("policy_get: %d %v", status, got)
+			}
+		})
+	}
+}
+
+func errMessage(out map[string]any) string {
+	e, _ := out["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,390 @@
+// Package policies is the owner's side of spend policies and approvals: reading and setting
+// the account's and its keys' policies (policy_get, policy_set), and the calls waiting for a
+// human (approval_list, approval_get; approval_decide, the portal's alone). What a policy
+// means for a call is billing's (billing.Policy, decided in the money seam).
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/service"
+)
+
+// Service serves the policy and approval tools.
+type Service struct {
+	store   *store.Store
+	billing *billing.Service
+	keys    *keys.Service
+	now     func() time.Time
+	log     *slog.Logger
+}
+
+// NewService builds the service.
+func NewService(d service.Deps, bill *billing.Service, ks *keys.Service) *Service {
+	d = d.WithDefaults()
+	return &Service{store: d.Store, billing: bill, keys: ks, now: d.Now, log: d.Log}
+}
+
+// GetInput names whose policy to read.
+type GetInput struct {
+	KeyID string `json:"keyId,omitempty" jsonschema:"maxLength=64" jsonschema_description:"a key you act on (yours, or one minted under it); default: the calling key (on the portal: the account)"`
+}
+
+// Window is what a cap window has spent and has left.
+type Window struct {
+	Window   string `json:"window" jsonschema_description:"hour, day or 30d"`
+	SpentUsd string `json:"spentUsd" jsonschema_description:"what the calls it covers cost in the window, calls in flight at the most they can cost"`
+	LeftUsd  string `json:"leftUsd,omitempty" jsonschema_description:"what the tightest cap on it leaves (absent when no policy caps the window)"`
+}
+
+// GetOutput is a key's (or the account's) policies and what they leave.
+type GetOutput struct {
+	Account   *billing.Policy `json:"account" jsonschema_description:"the account's policy (null: none), set on the portal or by the operator"`
+	Key       *billing.Policy `json:"key" jsonschema_description:"the key's own policy (null: none, or the portal's view of the account)"`
+	KeyID     string          `json:"keyId,omitempty"`
+	Effective billing.Policy  `json:"effective" jsonschema_description:"every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, deny-by-default when any says so (then only what all allow), and every approval rule"`
+	Governing []string        `json:"governing" jsonschema_description:"whose policies govern the calls: account, then keys from the root down"`
+	Windows   []Window        `json:"windows"`
+}
+
+// SetInput is a new policy for a key (or, on the portal, the account).
+type SetInput struct {
+	KeyID  string          `json:"keyId,omitempty" jsonschema:"maxLength=64" jsonschema_description:"a key you act on (yours, or one minted under it); default: the calling key (on the portal: the account)"`
+	Policy *billing.Policy `json:"policy" jsonschema:"nullable" jsonschema_description:"the whole new policy; null removes it. A key may only narrow (never loosen) its own policy and its descendants'"`
+}
+
+// target is whose policy a call names: the account's (keyID "") or a key's.
+func (s *Service) target(ctx context.Context, c *tools.Caller, keyID string) (string, error) {
+	p := c.Principal
+	if keyID == "" {
+		if p.Method == tools.AuthSession {
+			return "", nil
+		}
+		return p.KeyID, nil
+	}
+	visible, err := s.keys.Visible(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	if !slices.ContainsFunc(visible, func(k *store.APIKey) bool { return k.ID == keyID }) {
+		return "", tools.Errorf(tools.CodeNotFound, "no key %s that this caller acts on (a key acts on itself and the keys minted under it); api_key_list shows them", keyID)
+	}
+	return keyID, nil
+}
+
+// chain is the keys whose policies govern keyID's calls: its ancestors from the root, then it.
+func (s *Service) chain(ctx context.Context, accountID, keyID string) ([]string, error) {
+	if keyID == "" {
+		return nil, nil
+	}
+	ks, err := s.store.Keys(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	parent := map[string]string{}
+	for _, k := range ks {
+		if k.ParentID != nil {
+			parent[k.ID] = *k.ParentID
+		}
+	}
+	out := []string{keyID}
+	for id := parent[keyID]; id != "" && len(out) < 64; id = parent[id] {
+		out = append(out, id)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+func parse(row *store.SpendPolicy) (*billing.Policy, error) {
+	if row == nil {
+		return nil, nil
+	}
+	p, err := billing.ParsePolicy([]byte(row.Body))
+	if err != nil {
+		return nil, fmt.Errorf("stored policy of %s/%q: %w", row.AccountID, row.KeyID, err)
+	}
+	n := p.Normalized()
+	return &n, nil
+}
+
+func (s *Service) get(ctx context.Context, c *tools.Caller, in GetInput) (GetOutput, error) {
+	keyID, err := s.target(ctx, c, in.KeyID)
+	if err != nil {
+		return GetOutput{}, err
+	}
+	return s.read(ctx, c.AccountID(), keyID)
+}
+
+func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput, error) {
+	chain, err := s.chain(ctx, accountID, keyID)
+	if err != nil {
+		return GetOutput{}, err
+	}
+	rows, err := s.store.Policies(ctx, accountID, chain...)
+	if err != nil {
+		return GetOutput{}, err
+	}
+	out := GetOutput{KeyID: keyID, Governing: []string{}, Windows: []Window{}}
+	byKey := map[string]*billing.Policy{}
+	for _, r := range rows {
+		p, err := parse(r)
+		if err != nil {
+			return GetOutput{}, err
+		}
+		byKey[r.KeyID] = p
+	}
+	out.Account = byKey[""]
+	if keyID != "" {
+		out.Key = byKey[keyID]
+	}
+	var governing []*billing.Policy
+	limits := map[string]int64{} // window -> the least left under any cap
+	now := s.now().UTC()
+	since := make([]time.Time, len(billing.Windows))
+	for i, w := range billing.Windows {
+		since[i] = now.Add(-w.Span)
+	}
+	for _, k := range append([]string{""}, chain...) {
+		p := byKey[k]
+		if p == nil {
+			continue
+		}
+		governing = append(governing, p)
+		if k == "" {
+			out.Governing = append(out.Governing, "account")
+		} else {
+			out.Governing = append(out.Governing, "key "+k)
+		}
+		if len(p.Caps) == 0 {
+			continue
+		}
+		spent, err := s.store.Spent(ctx, accountID, k, since)
+		if err != nil {
+			return GetOutput{}, err
+		}
+		for _, cp := range p.Caps {
+			i := slices.IndexFunc(billing.Windows, func(w struct {
+				Name string
+				Span time.Duration
+			}) bool {
+				return w.Name == cp.Window
+			})
+			limit := billing.MicroUSD(mustDecimal(cp.USD))
+			left := max(limit-spent[i], 0)
+			if was, ok := limits[cp.Window]; !ok || left < was {
+				limits[cp.Window] = left
+			}
+		}
+	}
+	out.Effective = combine(governing)
+	spent, err := s.store.Spent(ctx, accountID, keyID, since)
+	if err != nil {
+		return GetOutput{}, err
+	}
+	for i, w := range billing.Windows {
+		win := Window{Window: w.Name, SpentUsd: tools.USD(spent[i]).String()}
+		if left, ok := limits[w.Name]; ok {
+			win.LeftUsd = tools.USD(left).String()
+		}
+		out.Windows = append(out.Windows, win)
+	}
+	return out, nil
+}
+
+// combine is the policies as one: what all of them together allow.
+func combine(ps []*billing.Policy) billing.Policy {
+	var e billing.Policy
+	minUSD := func(a, b string) string {
+		if a == "" {
+			return b
+		}
+		if b == "" || mustDecimal(a).LessThan(mustDecimal(b)) {
+			return a
+		}
+		return b
+	}
+	union := func(a, b []string) []string {
+		for _, s := range b {
+			if !slices.Contains(a, s) {
+				a = append(a, s)
+			}
+		}
+		return a
+	}
+	intersect := func(a, b []string) []string {
+		var out []string
+		for _, s := range a {
+			if slices.Contains(b, s) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	caps := map[string]string{}
+	first := true
+	for _, p := range ps {
+		for _, c := range p.Caps {
+			caps[c.Window] = minUSD(caps[c.Window], c.USD)
+		}
+		e.PerCallMaxUsd = minUSD(e.PerCallMaxUsd, p.PerCallMaxUsd)
+		e.Deny.Handles, e.Deny.Publishers, e.Deny.Categories = union(e.Deny.Handles, p.Deny.Handles), union(e.Deny.Publishers, p.Deny.Publishers), union(e.Deny.Categories, p.Deny.Categories)
+		if p.DenyByDefault {
+			if first {
+				e.Allow = p.Allow
+				first = false
+			} else {
+				e.Allow = billing.Lists{Handles: intersect(e.Allow.Handles, p.Allow.Handles), Publishers: intersect(e.Allow.Publishers, p.Allow.Publishers), Categories: intersect(e.Allow.Categories, p.Allow.Categories)}
+			}
+			e.DenyByDefault = true
+		}
+		e.Approval.AboveUsd = minUSD(e.Approval.AboveUsd, p.Approval.AboveUsd)
+		e.Approval.Categories = union(e.Approval.Categories, p.Approval.Categories)
+		e.Approval.FirstCallToPartner = e.Approval.FirstCallToPartner || p.Approval.FirstCallToPartner
+	}
+	for _, w := range billing.Windows {
+		if v, ok := caps[w.Name]; ok {
+			e.Caps = append(e.Caps, billing.Cap{Window: w.Name, USD: v})
+		}
+	}
+	return e.Normalized()
+}
+
+func (s *Service) set(ctx context.Context, c *tools.Caller, in SetInput) (GetOutput, error) {
+	p := c.Principal
+	keyID, err := s.target(ctx, c, in.KeyID)
+	if err != nil {
+		return GetOutput{}, err
+	}
+	by := "portal"
+	if p.Method != tools.AuthSession {
+		by = "key " + p.KeyID
+	}
+	if err := s.Put(ctx, p.AccountID, keyID, in.Policy, by, p.Method != tools.AuthSession); err != nil {
+		return GetOutput{}, err
+	}
+	return s.read(ctx, p.AccountID, keyID)
+}
+
+// Put checks and writes a policy (nil removes it). narrowOnly: the writer is a key, which may
+// only make the policy stricter than it is (the portal's human and the operator may loosen it).
+func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing.Policy, by string, narrowOnly bool) error {
+	rows, err := s.store.Policies(ctx, accountID, keyID)
+	if err != nil {
+		return err
+	}
+	var old *store.SpendPolicy
+	for _, r := range rows {
+		if r.KeyID == keyID {
+			old = r
+		}
+	}
+	oldPol, err := parse(old)
+	if err != nil {
+		return err
+	}
+	row := &store.SpendPolicy{AccountID: accountID, KeyID: keyID, UpdatedAt: s.now().UTC(), UpdatedBy: by}
+	if pol != nil {
+		if err := pol.Check(); err != nil {
+			return err
+		}
+		n := pol.Normalized()
+		if err := s.known(ctx, &n); err != nil {
+			return err
+		}
+		if err := s.aboveHeld(ctx, accountID, keyID, &n); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(n)
+		if err != nil {
+			return err
+		}
+		row.Body = string(raw)
+		pol = &n
+	}
+	if narrowOnly {
+		if keyID == "" {
+			return tools.Errorf(tools.CodeForbidden, "only the account's owner (signed in on the portal) or the operator sets the account's policy; a key sets its own policy and its descendants' (pass keyId, or none for its own)")
+		}
+		if oldPol != nil && pol == nil {
+			return tools.Errorf(tools.CodeForbidden, "a key cannot remove a policy (that would loosen it); set a stricter one, or ask the account's owner on the portal")
+		}
+		if pol != nil {
+			if ok, rule := pol.Narrows(oldPol); !ok {
+				return tools.Errorf(tools.CodeForbidden, "the new policy loosens %s of the one in force; a key may only narrow a policy (the account's owner may loosen it on the portal)", rule).
+					WithDetails(map[string]any{"rule": rule})
+			}
+		}
+	}
+	if err := s.store.PutPolicy(ctx, row); err != nil {
+		return err
+	}
+	s.billing.ForgetPolicies(accountID)
+	s.billing.ReturnLeases(accountID) // a call on a lease is not held where a cap can see it
+	return nil
+}
+
+// known refuses lists that name what does not exist, saying which.
+func (s *Service) known(ctx context.Context, p *billing.Policy) error {
+	cats := append(slices.Clone(partners.WriteCategories), partners.IdempotentCategories...)
+	for name, l := range map[string][]string{"allow.categories": p.Allow.Categories, "deny.categories": p.Deny.Categories, "approval.categories": p.Approval.Categories} {
+		for _, cat := range l {
+			if !slices.Contains(cats, cat) {
+				return tools.Errorf(tools.CodeBadInput, "%s: %q is not a category; the categories are %s", name, cat, strings.Join(cats, ", "))
+			}
+		}
+	}
+	for name, l := range map[string][]string{"allow.handles": p.Allow.Handles, "deny.handles": p.Deny.Handles} {
+		for _, h := range l {
+			if _, err := s.store.IntentByHandle(ctx, h); errors.Is(err, store.ErrNotFound) {
+				return tools.Errorf(tools.CodeBadInput, "%s: no partner %s; use discover to find handles", name, h)
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+	for name, l := range map[string][]string{"allow.publishers": p.Allow.Publishers, "deny.publishers": p.Deny.Publishers} {
+		for _, id := range l {
+			if ok, err := s.store.PartnerExists(ctx, id); err != nil {
+				return err
+			} else if !ok {
+				return tools.Errorf(tools.CodeBadInput, "%s: no publisher %s (publishers are named by the partnerId discover shows)", name, id)
+			}
+		}
+	}
+	return nil
+}
+
+// aboveHeld refuses a cap below what calls in flight under it hold now.
+func (s *Service) aboveHeld(ctx context.Context, accountID, keyID string, p *billing.Policy) error {
+	if len(p.Caps) == 0 {
+		return nil
+	}
+	held, err := s.store.Held(ctx, accountID, keyID)
+	if err != nil {
+		return err
+	}
+	for _, c := range p.Caps {
+		if m := billing.MicroUSD(mustDecimal(c.USD)); m < held {
+			return tools.Errorf(tools.CodeBadInput, "caps: the %s cap of %s USD is below the %s USD that calls in flight hold now; set it at least that high, or wait for them to finish", c.Window, c.USD, tools.USD(held))
+		}
+	}
+	return nil
+}
+
+func mustDecimal(s string) decimal.Decimal {
+	d, _ := decimal.NewFromString(s) // checked by billing.Policy.Check before it is kept
+	return d
+}

@@ -433,7 +433,9 @@ func (s *Service) ForgetPolicies(accountID string) {
 // ErrApprovalRequired is an Admit whose call a policy sends to a human first.
 type ErrApprovalRequired struct{ Rule string }
 
-func (e *ErrApprovalRequired) Error() string { return "the call needs its owner's approval (" + e.Rule + ")" }
+func (e *ErrApprovalRequired) Error() string {
+	return "the call needs its owner's approval (" + e.Rule + ")"
+}
 
 // Admit applies p's policies to a call before anything is quoted, held or sent: a refusal
 // is POLICY_DENIED naming the rule (and the window, what it spent and what is left); a call

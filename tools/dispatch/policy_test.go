@@ -2,12 +2,16 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/dispatch"
 )
 
 // A key's policy caps its hour at 0.05 USD; 100 calls of 0.003 USD each go out at once. At
@@ -155,3 +159,93 @@ func errMessage(out map[string]any) string {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A call above the policy's approval amount waits for the owner: APPROVAL_REQUIRED with the
+// rule, the itemized charge and an expiry, an e-mail to the owner, APPROVAL_PENDING (with
+// Retry-After) until decided; only a portal session decides; approved dispatches once,
+// declined or expired dispatches nothing and holds nothing.
+func TestApprovalByTheOwner(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newWorldAt(t, dialect, time.Now().UTC(), nil)
+			w.publish(t, "@costly", "/cost", nil)
+			if status, out := w.env.REST(t, "PUT", "/v1/policy", w.caller, map[string]any{"policy": map[string]any{"approval": map[string]any{"aboveUsd": "0.002"}}}); status != 200 {
+				t.Fatalf("set the policy: %d %v", status, out)
+			}
+			kernel := w.env.App.Parts().Kernel
+			decide := func(requestID string, approve bool, p *tools.Principal, key string) *tools.Error {
+				args, _ := json.Marshal(map[string]any{"requestId": requestID, "approve": approve})
+				_, err := kernel.Call(context.Background(), tools.Request{Tool: "approval_decide", Args: args, Principal: p, APIKey: key})
+				return err
+			}
+			owner := &tools.Principal{AccountID: w.callerID, Method: tools.AuthSession, SessionID: "the owner's"}
+			ask := func() string {
+				status, out := w.invoke(t, w.caller, map[string]any{"message": "@costly what is the answer"})
+				d := details(out)
+				ch, _ := d["charge"].(map[string]any)
+				if status != 409 || errCode(out) != "APPROVAL_REQUIRED" || d["rule"] != "approval.aboveUsd" || ch["maxChargeUsd"] != "0.003" || d["expiresAt"] == nil {
+					t.Fatalf("a call above the approval amount: %d %v", status, out)
+				}
+				return d["requestId"].(string)
+			}
+			credit := w.credit(t)
+			first := ask()
+			if w.hits("/cost") != 0 {
+				t.Fatal("a call waiting for approval reached the partner")
+			}
+			if msgs := w.env.Inbox.Messages(); len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1].Subject, "Approve a call of @costly") || !strings.Contains(msgs[len(msgs)-1].Text, first) {
+				t.Fatalf("the owner's e-mail: %+v", msgs)
+			}
+			status, list := w.env.REST(t, "GET", "/v1/approvals?pending=true", w.caller, nil)
+			if items := list["approvals"].([]any); status != 200 || len(items) != 1 || items[0].(map[string]any)["state"] != "pending" {
+				t.Fatalf("approval_list: %d %v", status, list)
+			}
+			confirm := map[string]any{"message": "@costly what is the answer", "confirmRequestId": first}
+			status, hdr, out := apptest.Do(t, "POST", w.env.URL+"/v1/invoke", w.caller, confirm)
+			if status != 409 || errCode(out) != "APPROVAL_PENDING" || hdr.Get("Retry-After") != "30" {
+				t.Fatalf("asked again before the decision: %d %v %v", status, hdr, out)
+			}
+			if err := decide(first, true, nil, w.caller); err == nil {
+				t.Fatal("an API key approved its own spending")
+			}
+			if err := decide(first, true, owner, ""); err != nil {
+				t.Fatalf("the owner approves: %v", err)
+			}
+			if err := decide(first, false, owner, ""); err == nil || err.Code != tools.CodeConflict {
+				t.Fatalf("deciding twice: %v", err)
+			}
+			for range 2 { // dispatched once; the second answer is the first's
+				status, out = w.invoke(t, w.caller, confirm)
+				if status != 200 || out["success"] != true || out["requestId"] != first {
+					t.Fatalf("the approved call: %d %v", status, out)
+				}
+			}
+			if w.hits("/cost") != 1 {
+				t.Fatalf("the approved call reached the partner %d times", w.hits("/cost"))
+			}
+			spentOnce := credit - w.credit(t)
+
+			second := ask()
+			if err := decide(second, false, owner, ""); err != nil {
+				t.Fatalf("the owner declines: %v", err)
+			}
+			status, out = w.invoke(t, w.caller, map[string]any{"message": "@costly what is the answer", "confirmRequestId": second})
+			if status != 409 || errCode(out) != "CONFLICT" || details(out)["approval"] != "declined" {
+				t.Fatalf("the declined call: %d %v", status, out)
+			}
+			third := ask()
+			w.env.Clock.Advance(dispatch.ApprovalWindow + time.Minute)
+			status, out = w.invoke(t, w.caller, map[string]any{"message": "@costly what is the answer", "confirmRequestId": third})
+			if status != 409 || details(out)["approval"] != "expired" {
+				t.Fatalf("the expired call: %d %v", status, out)
+			}
+			if err := decide(third, true, owner, ""); err == nil {
+				t.Fatal("an expired approval was approved")
+			}
+			if w.hits("/cost") != 1 || credit-w.credit(t) != spentOnce {
+				t.Fatalf("declined and expired calls: %d partner calls, %d spent (one call: %d)", w.hits("/cost"), credit-w.credit(t), spentOnce)
+			}
+			w.ledgerOK(t)
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 )
 
@@ -42,6 +43,7 @@ type adminOptions struct {
 	file      string
 	testToken bool
 	retire    bool
+	keyID     string
 }
 
 // adminCommands is every `switchboard admin` subcommand, in the order help lists them.
@@ -88,6 +90,14 @@ var adminCommands = []adminCommand{
 	{name: "set-tier", args: []string{"account-id|e-mail", "tier"}, help: "set an account's fee tier (one of SWITCHBOARD_FEE_TIERS): the platform's basis points on the value its calls route",
 		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, args []string) (any, error) {
 			return setTier(ctx, adm, args[0], args[1])
+		}},
+	{name: "set-policy", args: []string{"account-id|e-mail", "policy.json|-"}, help: "set an account's spend policy (DESIGN's shape; docs/policies.md), or with -key a key's; the file's JSON null removes it. " +
+		"The operator, like the owner on the portal, may loosen it",
+		flags: func(fs *flag.FlagSet, o *adminOptions) {
+			fs.StringVar(&o.keyID, "key", "", "the key whose policy to set (default: the account's)")
+		},
+		run: func(ctx context.Context, adm *app.Admin, o *adminOptions, args []string) (any, error) {
+			return setPolicy(ctx, adm, o, args[0], args[1])
 		}},
 	{name: "invocation", args: []string{"request-id"}, help: "what happened to a request: the invocation, its transitions and its ledger rows",
 		run: func(ctx context.Context, adm *app.Admin, _ *adminOptions, args []string) (any, error) {
@@ -349,6 +359,34 @@ func credit(ctx context.Context, adm *app.Admin, who, usd string) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"accountId": acct.ID, "creditedUsd": amount, "availableUsd": tools.USD(ca.AvailableMicro), "reservedUsd": tools.USD(ca.ReservedMicro)}, nil
+}
+
+// setPolicy sets an account's (or one of its keys') spend policy from a file (- : stdin).
+func setPolicy(ctx context.Context, adm *app.Admin, o *adminOptions, who, file string) (any, error) {
+	acct, err := adm.Account(ctx, who)
+	if err != nil {
+		return nil, fmt.Errorf("set-policy: %w", err)
+	}
+	var raw []byte
+	if file == "-" {
+		raw, err = io.ReadAll(io.LimitReader(o.stdin, billing.MaxPolicyBytes+1))
+	} else {
+		raw, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("set-policy: %w", err)
+	}
+	var pol *billing.Policy
+	if strings.TrimSpace(string(raw)) != "null" {
+		if pol, err = billing.ParsePolicy(raw); err != nil {
+			return nil, describe(err)
+		}
+	}
+	out, err := adm.SetPolicy(ctx, acct.ID, o.keyID, pol)
+	if err != nil {
+		return nil, describe(err)
+	}
+	return out, nil
 }
 
 // setTier moves an account to a fee tier.

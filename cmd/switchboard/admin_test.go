@@ -197,6 +197,26 @@ func TestAdminCredit(t *testing.T) {
 	if _, err := run("set-tier", "acct_1", "platinum"); err == nil || !strings.Contains(err.Error(), "enterprise, pro, standard") {
 		t.Fatalf("set-tier to an unknown tier: %v", err)
 	}
+	// Spend policies: the operator sets (and may loosen) an account's; a malformed one is refused.
+	polFile := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(polFile, []byte(`{"caps":[{"window":"day","usd":"20"}],"perCallMaxUsd":"0.50"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("set-policy", "buyer@example.com", polFile); err != nil || out["account"].(map[string]any)["perCallMaxUsd"] != "0.50" {
+		t.Fatalf("set-policy: %v %v", out, err)
+	}
+	if err := os.WriteFile(polFile, []byte(`{"caps":[{"window":"day","usd":"0"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run("set-policy", "buyer@example.com", polFile); err == nil || !strings.Contains(err.Error(), "caps[0].usd is 0") {
+		t.Fatalf("set-policy with a zero cap: %v", err)
+	}
+	if err := os.WriteFile(polFile, []byte(`null`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("set-policy", "buyer@example.com", polFile); err != nil || out["account"] != nil {
+		t.Fatalf("set-policy null: %v %v", out, err)
+	}
 	// A balance that its ledger does not explain fails ledger-check (the exit status).
 	st, err = store.Open(ctx, "", dir)
 	if err != nil {

@@ -278,6 +278,24 @@ func (s *Service) set(ctx context.Context, c *tools.Caller, in SetInput) (GetOut
 	return s.read(ctx, p.AccountID, keyID)
 }
 
+// SetAs sets a policy as the account's owner does (the operator's CLI): any key's or the
+// account's, loosening included, and answers what policy_get would.
+func (s *Service) SetAs(ctx context.Context, accountID, keyID string, pol *billing.Policy, by string) (GetOutput, error) {
+	if keyID != "" {
+		ks, err := s.store.Keys(ctx, accountID)
+		if err != nil {
+			return GetOutput{}, err
+		}
+		if !slices.ContainsFunc(ks, func(k *store.APIKey) bool { return k.ID == keyID }) {
+			return GetOutput{}, tools.Errorf(tools.CodeNotFound, "no key %s in account %s", keyID, accountID)
+		}
+	}
+	if err := s.Put(ctx, accountID, keyID, pol, by, false); err != nil {
+		return GetOutput{}, err
+	}
+	return s.read(ctx, accountID, keyID)
+}
+
 // Put checks and writes a policy (nil removes it). narrowOnly: the writer is a key, which may
 // only make the policy stricter than it is (the portal's human and the operator may loosen it).
 func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing.Policy, by string, narrowOnly bool) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/payments"
+	"github.com/switchboard-hq/switchboard/tools/policies"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -33,6 +34,13 @@ type Admin struct {
 	sealer     *wallets.Sealer
 	onboarding *onboarding.Service
 	apiKeys    *keys.Service
+	policies   *policies.Service
+}
+
+// SetPolicy sets (or, with nil, removes) an account's spend policy, or one of its keys'
+// (keyID), as the owner may: loosening included.
+func (a *Admin) SetPolicy(ctx context.Context, accountID, keyID string, p *billing.Policy) (policies.GetOutput, error) {
+	return a.policies.SetAs(ctx, accountID, keyID, p, "admin")
 }
 
 // InsertListing lists a partner intent as the operator does: the publishing validator, any

@@ -417,7 +417,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
 		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint, Notify: notifier(d, mailer)}, d, partnerOut, billSvc, tokenSvc)
 	all = append(all, dispatchSvc.Tools()...)
-	all = append(all, policies.NewService(d, billSvc, keySvc).Tools()...)
+	policySvc := policies.NewService(d, billSvc, keySvc)
+	all = append(all, policySvc.Tools()...)
 
 	disc, err := discover.NewService(ctx, discover.Config{Registered: all, InfraCostMicro: billCfg.InfraCostMicro}, d)
 	if err != nil {
@@ -494,7 +495,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 		})
 	}
 	admin := &Admin{store: st, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, ring: ring, sealer: sealer,
-		onboarding: ob, apiKeys: keySvc}
+		onboarding: ob, apiKeys: keySvc, policies: policySvc}
 	return &App{cfg: cfg, log: log, store: st, kernel: kernel, handler: closeWhenDraining(handler, draining), metrics: mx.Handler(), signingKey: signingKey,
 		ring: ring, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, webhooks: hooks, admin: admin,
 		redis: rdb, stop: stop, draining: draining, endAsks: endAsks}, nil

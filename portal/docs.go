@@ -33,7 +33,7 @@ type docsData struct {
 // docOrder is every page, in the index's order: the users' quickstarts, then the reference,
 // then how Switchboard is run, tested and built (TestEveryDocsPageIsListed keeps it whole).
 var docOrder = []docPage{
-	{"agents", "Agents"}, {"mcp-hosts", "MCP hosts"}, {"partners", "Partners"}, {"x402", "Paying with x402"}, {"webhooks", "Signed events (webhooks)"},
+	{"agents", "Agents"}, {"mcp-hosts", "MCP hosts"}, {"partners", "Partners"}, {"x402", "Paying with x402"}, {"webhooks", "Signed events (webhooks)"}, {"policies", "Spend policies and approvals"},
 	{"errors", "Errors"}, {"limits", "Limits"}, {"api", "API reference"},
 	{"tools-and-routes", "Tools and routes"}, {"intents", "Intents, invoking and billing"}, {"configuration", "Configuration"},
 	{"portal", "The developer portal"}, {"sdks", "SDKs"},

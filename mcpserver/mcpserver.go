@@ -129,7 +129,14 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking contex
 		if call.ClientAddr == "" {
 			call.ClientAddr = "stdio"
 		}
-		if rid, approved, ok := answered(req.Params); ok {
+		checked := false
+		if rid, again, ok := checkAgain(req.Params); ok {
+			args, err := withRequest(call.Args, rid)
+			if err != nil {
+				return nil, err
+			}
+			call.Args, checked = args, again
+		} else if rid, approved, ok := answered(req.Params); ok {
 			args, err := withDecision(call.Args, rid, approved)
 			if err != nil {
 				return nil, err
@@ -151,6 +158,27 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking contex
 					}
 					call.Args = args
 					out, e = k.Call(ctx, call)
+				}
+			}
+		}
+		if a, ok := readApproval(e); ok && canElicit(req) {
+			switch {
+			case multiRoundTrip(req):
+				// The first answer asks; a check that is still pending asks again.
+				if e.Code == tools.CodeApprovalRequired || checked {
+					return approvalElicitation(a, checked), nil
+				}
+			default:
+				if o, ae, asked := waitApproval(ctx, asking, req, a, func(rid string) (any, *tools.Error) {
+					args, err := withRequest(call.Args, rid)
+					if err != nil {
+						return nil, tools.Errorf(tools.CodeInternal, "%v", err)
+					}
+					again := call
+					again.Args = args
+					return k.Call(ctx, again)
+				}); asked {
+					out, e = o, ae
 				}
 			}
 		}

@@ -237,3 +237,61 @@ func TestDeclineOverREST(t *testing.T) {
 	}
 	w.ledgerOK(t)
 }
+
+// A call the owner's policy sends for approval is shown to the host's user as an elicitation
+// on 2026-07-28 (input_required) and on an earlier revision's HTTP session: the owner decides
+// in the portal (here: the kernel with a portal session), the user checks again, and the call
+// is dispatched once. Stopping leaves it waiting, with nothing sent.
+func TestApprovalStatusByElicitation(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			w := newWorld(t, "sqlite", nil)
+			w.publish(t, "@costly", "/cost", nil)
+			if status, out := w.env.REST(t, "PUT", "/v1/policy", w.caller, map[string]any{"policy": map[string]any{"approval": map[string]any{"aboveUsd": "0.002"}}}); status != 200 {
+				t.Fatalf("set the policy: %d %v", status, out)
+			}
+			owner := &tools.Principal{AccountID: w.callerID, Method: tools.AuthSession, SessionID: "the owner's"}
+			approve := func(requestID string) {
+				args, _ := json.Marshal(map[string]any{"requestId": requestID, "approve": true})
+				if _, err := w.env.App.Parts().Kernel.Call(context.Background(), tools.Request{Tool: "approval_decide", Args: args, Principal: owner}); err != nil {
+					t.Errorf("the owner approves: %v", err)
+				}
+			}
+			pendingID := func() string {
+				status, list := w.env.REST(t, "GET", "/v1/approvals?pending=true", w.caller, nil)
+				items, _ := list["approvals"].([]any)
+				if status != 200 || len(items) != 1 {
+					t.Fatalf("pending approvals: %d %v", status, list)
+				}
+				return items[0].(map[string]any)["requestId"].(string)
+			}
+			var shown []string
+			cs, _ := connect(t, w, version, func(p *mcp.ElicitParams) *mcp.ElicitResult {
+				shown = append(shown, p.Message)
+				if len(shown) == 1 { // still pending: check once without a decision
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"next": "check"}}
+				}
+				approve(pendingID())
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"next": "check"}}
+			})
+			out, e := callInvoke(t, cs, map[string]any{"message": "@costly what is the answer"})
+			if e != nil || out["success"] != true {
+				t.Fatalf("the approved call: %v %v", out, e)
+			}
+			if len(shown) != 2 || !strings.Contains(shown[0], "approval.aboveUsd") || !strings.Contains(shown[1], "Still waiting") {
+				t.Fatalf("the forms shown: %q", shown)
+			}
+			if w.hits("/cost") != 1 {
+				t.Fatalf("the partner was called %d times", w.hits("/cost"))
+			}
+
+			stopping, _ := connect(t, w, version, func(*mcp.ElicitParams) *mcp.ElicitResult {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"next": "stop"}}
+			})
+			_, e = callInvoke(t, stopping, map[string]any{"message": "@costly what is the answer"})
+			if e == nil || (e.Code != tools.CodeApprovalRequired && e.Code != tools.CodeApprovalPending) || w.hits("/cost") != 1 {
+				t.Fatalf("stopped waiting: %v, partner called %d times", e, w.hits("/cost"))
+			}
+		})
+	}
+}

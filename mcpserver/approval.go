@@ -1,0 +1,132 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+// An approval's status, carried as an elicitation like a write's confirmation (confirm.go):
+// a call the owner's spend policy sent to a human (APPROVAL_REQUIRED, APPROVAL_PENDING) is
+// shown to the host's user, who is told the owner decides in the portal and may check again.
+// Checking is the same call again with confirmRequestId; the decision itself is never the
+// host's (only a portal session decides). Unasked, or stopped, the call answers as it did.
+
+// approvalInput is the key of the approval's input request.
+const approvalInput = "approval"
+
+// maxApprovalChecks bounds how often one call asks its session's user to check again.
+const maxApprovalChecks = 20
+
+// approvalAsk is what the door reads from an APPROVAL_REQUIRED or APPROVAL_PENDING answer.
+type approvalAsk struct {
+	RequestID string            `json:"requestId"`
+	Handle    string            `json:"handle"`
+	Rule      string            `json:"rule"`
+	Charge    map[string]string `json:"charge"`
+	ExpiresAt time.Time         `json:"expiresAt"`
+}
+
+func readApproval(e *tools.Error) (approvalAsk, bool) {
+	if e == nil || (e.Code != tools.CodeApprovalRequired && e.Code != tools.CodeApprovalPending) {
+		return approvalAsk{}, false
+	}
+	raw, err := json.Marshal(e.Details)
+	var a approvalAsk
+	if err != nil || json.Unmarshal(raw, &a) != nil || a.RequestID == "" || a.ExpiresAt.IsZero() {
+		return approvalAsk{}, false
+	}
+	return a, true
+}
+
+func approvalForm(a approvalAsk, pending bool) *mcp.ElicitParams {
+	var b strings.Builder
+	if pending {
+		b.WriteString("Still waiting: the account's owner has not decided yet.\n\n")
+	}
+	fmt.Fprintf(&b, "The account's spend policy sends this call of %s to its owner for approval (%s). Nothing was sent or charged.\n", a.Handle, a.Rule)
+	if m := a.Charge["maxChargeUsd"]; m != "" {
+		fmt.Fprintf(&b, "It may cost up to %s USD.\n", m)
+	}
+	fmt.Fprintf(&b, "\nThe owner approves or declines it in the Switchboard portal, under Approvals, before %s. Check again once they have.", a.ExpiresAt.UTC().Format("15:04 UTC"))
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: b.String(),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{"next": map[string]any{
+				"type": "string", "title": "Next",
+				"oneOf": []map[string]any{
+					{"const": "check", "title": "Check again: send it if the owner approved it"},
+					{"const": "stop", "title": "Stop waiting for now"},
+				},
+			}},
+			"required": []string{"next"},
+		},
+	}
+}
+
+// approvalElicitation is the input_required result (2026-07-28) that carries the form.
+func approvalElicitation(a approvalAsk, pending bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{approvalInput: approvalForm(a, pending)},
+		RequestState:  encodeState(a.RequestID),
+	}
+}
+
+// checkAgain reads a retry that answers the approval's form: the call runs again with
+// confirmRequestId whatever the answer (never a new request), and again is whether the user
+// asked to check (and so to be asked again while it is pending).
+func checkAgain(params *mcp.CallToolParamsRaw) (requestID string, again, ok bool) {
+	if params.RequestState == "" {
+		return "", false, false
+	}
+	r, _ := params.InputResponses[approvalInput].(*mcp.ElicitResult)
+	if r == nil {
+		return "", false, false
+	}
+	requestID, ok = decodeState(params.RequestState)
+	return requestID, r.Action == "accept" && r.Content["next"] == "check", ok
+}
+
+// withRequest returns the call's arguments asking about requestID again.
+func withRequest(args json.RawMessage, requestID string) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, err
+		}
+	}
+	m["confirmRequestId"], _ = json.Marshal(requestID)
+	delete(m, "decline")
+	return json.Marshal(m)
+}
+
+// waitApproval asks the session's user, while the call waits for approval, whether to check
+// again, and calls again each time they do: it returns the last answer (the dispatched call
+// once the owner approved; APPROVAL_PENDING when the user stopped or no answer came).
+func waitApproval(ctx, asking context.Context, req *mcp.CallToolRequest, a approvalAsk, again func(requestID string) (any, *tools.Error)) (any, *tools.Error, bool) {
+	ctx, cancel := context.WithDeadline(ctx, a.ExpiresAt)
+	defer cancel()
+	if asking != nil {
+		defer context.AfterFunc(asking, cancel)()
+	}
+	var out any
+	var e *tools.Error
+	for i := range maxApprovalChecks {
+		r, err := req.Session.Elicit(ctx, approvalForm(a, i > 0))
+		if err != nil || r == nil || r.Action != "accept" || r.Content["next"] != "check" {
+			return out, e, i > 0
+		}
+		out, e = again(a.RequestID)
+		if e == nil || e.Code != tools.CodeApprovalPending {
+			return out, e, true
+		}
+	}
+	return out, e, true
+}

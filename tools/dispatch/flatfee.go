@@ -35,7 +35,7 @@ func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.
 	cl.args = canon
 	inv := s.newInvocation(c, cl, requestID)
 	insert := func(ctx context.Context, q *store.Q) error { return q.InsertPayment(ctx, p) }
-	charge := map[string]any{"flatFeeUsd": q.AmountUsd, "totalUsd": q.AmountUsd, "maxChargeUsd": q.AmountUsd, "network": q.Network}
+	charge := map[string]any{"flatFeeUsd": q.AmountUsd.String(), "totalUsd": q.AmountUsd.String(), "maxChargeUsd": q.AmountUsd.String(), "network": q.Network}
 	if err := s.admit(ctx, c, cl, inv, p.AmountAtomic, charge, insert); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -178,7 +179,7 @@ func TestApprovalByTheOwner(t *testing.T) {
 				_, err := kernel.Call(context.Background(), tools.Request{Tool: "approval_decide", Args: args, Principal: p, APIKey: key})
 				return err
 			}
-			owner := &tools.Principal{AccountID: w.callerID, Method: tools.AuthSession, SessionID: "the owner's"}
+			owner := &tools.Principal{AccountID: w.callerID, Method: tools.AuthSession, SessionID: "the owner's", RateLimitPerMinute: 600, SpendLimitMicro: 1 << 40}
 			ask := func() string {
 				status, out := w.invoke(t, w.caller, map[string]any{"message": "@costly what is the answer"})
 				d := details(out)
@@ -247,5 +248,69 @@ func TestApprovalByTheOwner(t *testing.T) {
 			}
 			w.ledgerOK(t)
 		})
+	}
+}
+
+// One policy covers the flat fees paid on chain too: two quotes are each within a 2 USD day
+// when asked for, but the second payment is refused (nothing sent to the chain) once the first
+// has been paid, checked as the payment is marked as being made. An approval rule sends a flat
+// fee to the owner first; approved, it answers its quote, and paid, it is dispatched.
+func TestPolicyCoversFlatFees(t *testing.T) {
+	w, chain := flatWorld(t)
+	w.publish(t, "@flatweather", "/free", map[string]any{"feeRate": 1.2, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
+	payer := chain.NewKey(t)
+	from := crypto.PubkeyToAddress(payer.PublicKey)
+	chain.Mint(t, from, 5_000_000)
+	if status, out := w.env.REST(t, "PUT", "/v1/policy", w.caller, map[string]any{"policy": map[string]any{"caps": []map[string]any{{"window": "day", "usd": "2"}}}}); status != 200 {
+		t.Fatalf("set the policy: %d %v", status, out)
+	}
+	first, _ := w.quote(t, "@flatweather forecast for Lisbon")
+	second, _ := w.quote(t, "@flatweather forecast for Porto")
+	status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatweather forecast for Lisbon", "confirmRequestId": first["requestId"], "payment": sign(t, chain, first, payer, nil)})
+	if status != 200 || out["success"] != true {
+		t.Fatalf("the first paid call: %d %v", status, out)
+	}
+	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatweather forecast for Porto", "confirmRequestId": second["requestId"], "payment": sign(t, chain, second, payer, nil)})
+	if status != 403 || errCode(out) != "POLICY_DENIED" || details(out)["rule"] != "caps.day" || details(out)["spentUsd"] != "1.21" || details(out)["leftUsd"] != "0.79" {
+		t.Fatalf("the second payment: %d %v", status, out)
+	}
+	if w.hits("/free") != 1 || chain.Balance(t, from) != 5_000_000-1_210_000 {
+		t.Fatalf("after the refusal: %d partner calls, payer holds %d", w.hits("/free"), chain.Balance(t, from))
+	}
+	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatweather forecast for Faro"})
+	if status != 403 || details(out)["rule"] != "caps.day" {
+		t.Fatalf("a new quote past the cap: %d %v", status, out)
+	}
+
+	// The owner raises the cap on the portal and asks to approve anything above 1 USD.
+	owner := &tools.Principal{AccountID: w.callerID, Method: tools.AuthSession, SessionID: "the owner's", RateLimitPerMinute: 600, SpendLimitMicro: 1 << 40}
+	call := func(tool string, args map[string]any) (any, *tools.Error) {
+		raw, _ := json.Marshal(args)
+		return w.env.App.Parts().Kernel.Call(context.Background(), tools.Request{Tool: tool, Args: raw, Principal: owner})
+	}
+	_, list := w.env.REST(t, "GET", "/v1/keys", w.caller, nil)
+	keyID := list["keys"].([]any)[0].(map[string]any)["id"].(string)
+	if _, err := call("policy_set", map[string]any{"keyId": keyID, "policy": map[string]any{"caps": []map[string]any{{"window": "day", "usd": "5"}}}}); err != nil {
+		t.Fatalf("the owner loosens the key's cap: %v", err)
+	}
+	if _, err := call("policy_set", map[string]any{"policy": map[string]any{"approval": map[string]any{"aboveUsd": "1"}}}); err != nil {
+		t.Fatalf("the owner sets the account's policy: %v", err)
+	}
+	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatweather forecast for Faro"})
+	if status != 409 || errCode(out) != "APPROVAL_REQUIRED" || details(out)["charge"].(map[string]any)["flatFeeUsd"] != "1.21" {
+		t.Fatalf("a flat fee above the approval amount: %d %v", status, out)
+	}
+	rid := details(out)["requestId"].(string)
+	if _, err := call("approval_decide", map[string]any{"requestId": rid, "approve": true}); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatweather forecast for Faro", "confirmRequestId": rid})
+	if status != 402 || errCode(out) != "PAYMENT_REQUIRED" || details(out)["requestId"] != rid {
+		t.Fatalf("the approved flat fee before it is paid: %d %v", status, out)
+	}
+	q := details(out)["quote"].(map[string]any)
+	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatweather forecast for Faro", "confirmRequestId": rid, "payment": sign(t, chain, q, payer, nil)})
+	if status != 200 || out["success"] != true || w.hits("/free") != 2 {
+		t.Fatalf("the approved, paid call: %d %v (partner calls %d)", status, out, w.hits("/free"))
 	}
 }

@@ -1,0 +1,115 @@
+package billing
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-hq/switchboard/tools"
+)
+
+func mustPolicy(t *testing.T, raw string) *Policy {
+	t.Helper()
+	p, err := ParsePolicy([]byte(raw))
+	if err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return p
+}
+
+// Malformed policies are refused saying what to fix, before anything is stored.
+func TestPolicyCheck(t *testing.T) {
+	for raw, says := range map[string]string{
+		`{"caps":[{"window":"week","usd":"1"}]}`:                               "not a window",
+		`{"caps":[{"window":"day","usd":"1"},{"window":"day","usd":"2"}]}`:     "twice",
+		`{"caps":[{"window":"day","usd":"0"}]}`:                                "is 0",
+		`{"caps":[{"window":"day","usd":"-1"}]}`:                               "decimal USD amount",
+		`{"perCallMaxUsd":"1.0000001"}`:                                        "at most 6 decimals",
+		`{"perCallMaxUsd":"99999999"}`:                                         "more than",
+		`{"deny":{"handles":["acme"]}}`:                                        "not an @handle",
+		`{"denyByDefault":true}`:                                               "refuse every call",
+		`{"surprise":true}`:                                                    "unknown field",
+		`{"caps":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`: "nest",
+	} {
+		_, err := ParsePolicy([]byte(raw))
+		var te *tools.Error
+		if !errors.As(err, &te) || te.Code != tools.CodeBadInput || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: %v (want BAD_INPUT saying %q)", raw, err, says)
+		}
+	}
+	p := mustPolicy(t, `{"caps":[{"window":"30d","usd":"100"},{"window":"hour","usd":"5"}],"deny":{"handles":["@B","@a","@a"]}}`).Normalized()
+	if p.Caps[0].Window != "hour" || strings.Join(p.Deny.Handles, ",") != "@a,@b" || p.Allow.Handles == nil {
+		t.Fatalf("normalized: %+v", p)
+	}
+}
+
+// A key may only narrow: each rule is compared with the one in force.
+func TestPolicyNarrows(t *testing.T) {
+	old := mustPolicy(t, `{"caps":[{"window":"day","usd":"5"}],"perCallMaxUsd":"1","deny":{"categories":["SEND"]},
+		"denyByDefault":true,"allow":{"categories":["QUERY","PRICE"]},"approval":{"aboveUsd":"0.5","firstCallToPartner":true}}`)
+	for raw, loosens := range map[string]string{
+		`{"caps":[{"window":"day","usd":"6"}],"perCallMaxUsd":"1","deny":{"categories":["SEND"]},"denyByDefault":true,"allow":{"categories":["QUERY"]},"approval":{"aboveUsd":"0.5","firstCallToPartner":true}}`:        "caps.day",
+		`{"perCallMaxUsd":"1","deny":{"categories":["SEND"]},"denyByDefault":true,"allow":{"categories":["QUERY"]},"approval":{"aboveUsd":"0.5","firstCallToPartner":true}}`:                                            "caps.day",
+		`{"caps":[{"window":"day","usd":"5"}],"deny":{"categories":["SEND"]},"denyByDefault":true,"allow":{"categories":["QUERY"]},"approval":{"aboveUsd":"0.5","firstCallToPartner":true}}`:                            "perCallMaxUsd",
+		`{"caps":[{"window":"day","usd":"5"}],"perCallMaxUsd":"1","denyByDefault":true,"allow":{"categories":["QUERY"]},"approval":{"aboveUsd":"0.5","firstCallToPartner":true}}`:                                       "deny.categories",
+		`{"caps":[{"window":"day","usd":"5"}],"perCallMaxUsd":"1","deny":{"categories":["SEND"]},"allow":{"categories":["QUERY"]},"approval":{"aboveUsd":"0.5","firstCallToPartner":true}}`:                             "denyByDefault",
+		`{"caps":[{"window":"day","usd":"5"}],"perCallMaxUsd":"1","deny":{"categories":["SEND"]},"denyByDefault":true,"allow":{"categories":["QUERY","SWAP"]},"approval":{"aboveUsd":"0.5","firstCallToPartner":true}}`: "allow",
+		`{"caps":[{"window":"day","usd":"5"}],"perCallMaxUsd":"1","deny":{"categories":["SEND"]},"denyByDefault":true,"allow":{"categories":["QUERY"]},"approval":{"aboveUsd":"0.6","firstCallToPartner":true}}`:        "approval.aboveUsd",
+		`{"caps":[{"window":"day","usd":"5"}],"perCallMaxUsd":"1","deny":{"categories":["SEND"]},"denyByDefault":true,"allow":{"categories":["QUERY"]},"approval":{"aboveUsd":"0.5"}}`:                                  "approval.firstCallToPartner",
+	} {
+		if ok, rule := mustPolicy(t, raw).Narrows(old); ok || rule != loosens {
+			t.Errorf("%s: narrows %v, rule %q (want it to loosen %s)", raw, ok, rule, loosens)
+		}
+	}
+	stricter := mustPolicy(t, `{"caps":[{"window":"day","usd":"4"},{"window":"hour","usd":"1"}],"perCallMaxUsd":"0.5","deny":{"categories":["SEND","SWAP"]},
+		"denyByDefault":true,"allow":{"categories":["QUERY"]},"approval":{"aboveUsd":"0.1","categories":["PRICE"],"firstCallToPartner":true}}`)
+	if ok, rule := stricter.Narrows(old); !ok {
+		t.Fatalf("a stricter policy loosens %s", rule)
+	}
+	if ok, _ := stricter.Narrows(nil); !ok {
+		t.Fatal("any policy narrows none")
+	}
+}
+
+// A call is weighed against each rule in turn; a cap counts what its window spent.
+func TestPolicyDecide(t *testing.T) {
+	sp := scoped{KeyID: "k1", Policy: mustPolicy(t, `{"caps":[{"window":"hour","usd":"0.01"}],"perCallMaxUsd":"0.005",
+		"deny":{"publishers":["p_bad"]},"denyByDefault":true,"allow":{"handles":["@ok"],"categories":["PRICE"]},
+		"approval":{"aboveUsd":"0.002","categories":["SWAP"]}}`)}
+	call := Spend{Handle: "@ok", PublisherID: "p_good", Category: "QUERY", WorstMicro: 3_000}
+	spent := func(string) ([]int64, error) { return []int64{6_000, 0, 0}, nil }
+	for _, c := range []struct {
+		change func(*Spend)
+		rule   string
+	}{
+		{func(s *Spend) { s.PublisherID = "p_bad" }, "deny.publishers"},
+		{func(s *Spend) { s.Handle = "@other" }, "denyByDefault"},
+		{func(s *Spend) { s.WorstMicro = 6_000 }, "perCallMaxUsd"},
+		{func(s *Spend) { s.WorstMicro = 4_001 }, "caps.hour"},
+	} {
+		s := call
+		c.change(&s)
+		err := decide([]scoped{sp}, s, spent)
+		var te *tools.Error
+		if !errors.As(err, &te) || te.Code != tools.CodePolicyDenied || te.Details["rule"] != c.rule || te.Details["keyId"] != "k1" {
+			t.Errorf("%+v: %v (want %s)", s, err, c.rule)
+		}
+	}
+	if err := decide([]scoped{sp}, call, spent); err != nil {
+		t.Fatalf("a call within every rule: %v", err)
+	}
+	other := call
+	other.Handle, other.Category = "@other", "PRICE" // allowed by category
+	if err := decide([]scoped{sp}, other, spent); err != nil {
+		t.Fatalf("a call allowed by its category: %v", err)
+	}
+	never := func() (bool, error) { t.Fatal("first call asked"); return false, nil }
+	if rule, _ := sp.approval(call, never); rule != "approval.aboveUsd" {
+		t.Fatalf("above the approval amount: %q", rule)
+	}
+	small := call
+	small.WorstMicro, small.Category = 1_000, "SWAP"
+	if rule, _ := sp.approval(small, never); rule != "approval.categories" {
+		t.Fatalf("an approval category: %q", rule)
+	}
+}

@@ -47,11 +47,12 @@ func llmsTxt(o Docs) string {
 	if o.Portal {
 		fmt.Fprintf(&b, "  Step by step, over HTTP and MCP: %s/docs/x402.md\n", base)
 	}
+	fmt.Fprintf(&b, "- Spend policies and approvals: `policy_get` (GET /v1/policy), `policy_set` (PUT /v1/policy: a key only narrows its own policy or a descendant's), `approval_list` (GET /v1/approvals), `approval_get` (GET /v1/approvals/{request_id}). POLICY_DENIED (403) names the rule, window, spent and left; APPROVAL_REQUIRED (409) means the account's owner approves the call in the portal: tell the user, then call again with confirmRequestId (APPROVAL_PENDING, with Retry-After, until decided).\n")
 	fmt.Fprintf(&b, "- Signed events (Standard Webhooks, scope publish, a root key): `webhook_endpoint_create` (POST /v1/webhooks/endpoints), `webhook_endpoint_list` (GET /v1/webhooks/endpoints), `webhook_endpoint_delete` (DELETE /v1/webhooks/endpoints/{endpoint_id}), `webhook_delivery_list` (GET /v1/webhooks/deliveries), `webhook_delivery_replay` (POST /v1/webhooks/deliveries/{delivery_id}/replay). Each POST carries webhook-id (process each once), webhook-timestamp and webhook-signature: `v1,` HMAC-SHA256 under the endpoint's whsec_ secret, `v1a,` Ed25519 under the service key.\n")
 	fmt.Fprintf(&b, "\nPartners verify Switchboard's Ed25519 signatures with the key at %s/.well-known/service-public-key.\n", base)
 	if o.Portal {
 		fmt.Fprintf(&b, "\n## Documentation (Markdown)\n\n")
-		for _, page := range []string{"agents", "mcp-hosts", "partners", "x402", "webhooks", "errors", "limits", "api"} {
+		for _, page := range []string{"agents", "mcp-hosts", "partners", "x402", "policies", "webhooks", "errors", "limits", "api"} {
 			fmt.Fprintf(&b, "- %s/docs/%s.md\n", base, page)
 		}
 	}

@@ -1,0 +1,52 @@
+package policies_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/policies"
+	"github.com/switchboard-hq/switchboard/tools/service"
+)
+
+// A cap below what calls in flight already hold is refused saying so; the operator's SetAs
+// writes what the owner may (and names keys of the account only); policy_get's windows count
+// the call in flight at its worst case.
+func TestCapAboveWhatIsHeld(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		storetest.Account(t, st, "acct")
+		now := time.Now().UTC()
+		if _, err := st.PublishIntents(ctx, "acct", []*store.PartnerIntent{storetest.IntentRow("i1", "@held", now)}, now); err != nil {
+			t.Fatal(err)
+		}
+		inv := &store.Invocation{RequestID: "0193b6c0-0000-7000-8000-000000000001", AccountID: "acct", KeyID: "k-acct", IntentID: "i1", Handle: "@held",
+			Category: "QUERY", IntentRevision: 1, Args: "{}", Price: store.Price{ReserveMicro: 1_000, MaxPartnerFeeMicro: 3_000, MaxPlatformFeeMicro: 1_000},
+			Outcome: store.Outcome{State: store.InvDispatching}, CreatedAt: now, DispatchedAt: &now}
+		if err := st.CreateInvocation(ctx, inv, "in flight"); err != nil {
+			t.Fatal(err)
+		}
+		d := service.Deps{Store: st}
+		svc := policies.NewService(d, billing.NewService(billing.DefaultConfig(), d, billing.Recording{}), keys.NewService(keys.Config{Env: "test"}, d))
+		low := &billing.Policy{Caps: []billing.Cap{{Window: "hour", USD: "0.004"}}}
+		_, err := svc.SetAs(ctx, "acct", "", low, "admin")
+		var te *tools.Error
+		if !errors.As(err, &te) || te.Code != tools.CodeBadInput || !strings.Contains(te.Message, "below the 0.005 USD that calls in flight hold") {
+			t.Fatalf("a cap below what is held: %v", err)
+		}
+		out, err := svc.SetAs(ctx, "acct", "k-acct", &billing.Policy{Caps: []billing.Cap{{Window: "hour", USD: "0.005"}}}, "admin")
+		if err != nil || out.Key == nil || out.Windows[0].SpentUsd != "0.005" || out.Windows[0].LeftUsd != "0" {
+			t.Fatalf("a cap at what is held: %+v %v", out, err)
+		}
+		if _, err := svc.SetAs(ctx, "acct", "k-other", low, "admin"); !errors.As(err, &te) || te.Code != tools.CodeNotFound {
+			t.Fatalf("a key of no such account: %v", err)
+		}
+	})
+}

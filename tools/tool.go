@@ -84,6 +84,9 @@ type Def struct {
 	// ReadsOtherAccounts marks a reader of other accounts' calls (a partner's receipts and
 	// earnings): it waits for every write this replica has pending, not only the caller's.
 	ReadsOtherAccounts bool
+	// Toolset, when set, is the toolset the tool is listed in; empty: the one its access
+	// implies (Tool.Toolset).
+	Toolset Toolset
 }
 
 // Caller is who is calling (nil Principal for public tools called without credentials) and

@@ -16,17 +16,23 @@ const (
 	ToolsetOnboarding Toolset = "onboarding" // the tools that need no key: sign up, verify
 	ToolsetAgent      Toolset = "agent"      // keys, account, look-ups, discovery, invoking partners, wallets
 	ToolsetPartner    Toolset = "partner"    // publishing and running intents (scope publish)
+	// ToolsetOwner is the owner's controls an agent reads or narrows (spend policies,
+	// approvals): listed only when a host asks for it, so an agent's default list stays small
+	// (POLICY_DENIED and APPROVAL_REQUIRED answers say what to do without them).
+	ToolsetOwner Toolset = "owner"
 )
 
-var allToolsets = []Toolset{ToolsetOnboarding, ToolsetAgent, ToolsetPartner}
+var allToolsets = []Toolset{ToolsetOnboarding, ToolsetAgent, ToolsetPartner, ToolsetOwner}
 
 // Toolsets returns every toolset, in listing order.
 func Toolsets() []Toolset { return slices.Clone(allToolsets) }
 
-// Toolset is the toolset t belongs to: onboarding without a key, partner with scope
-// publish, agent otherwise.
+// Toolset is the toolset t belongs to: the one its definition names, else onboarding without
+// a key, partner with scope publish, agent otherwise.
 func (t *Tool) Toolset() Toolset {
 	switch {
+	case t.Def.Toolset != "":
+		return t.Def.Toolset
 	case !t.Access.NeedsKey():
 		return ToolsetOnboarding
 	case t.Access.Scope() == ScopePublish:

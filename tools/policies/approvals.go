@@ -122,27 +122,27 @@ func (s *Service) Tools() []*tools.Tool {
 			Title: "Read a spend policy",
 			Description: "The spend policies that govern a key's calls (the account's and the key chain's), combined as effective, and what each cap window has spent and left. " +
 				"Without keyId: the calling key's. A refused call answers POLICY_DENIED naming the rule.",
-			Access: tools.AnyKey, Annotations: ro,
+			Access: tools.AnyKey, Annotations: ro, Toolset: tools.ToolsetOwner,
 		}, s.get),
 		tools.New(tools.Def{
 			Name:  "policy_set",
 			Title: "Narrow a key's spend policy",
 			Description: "Set the whole spend policy of the calling key (no keyId) or of a key minted under it: caps per hour/day/30d in USD, a per-call maximum, allow and deny lists (by @handle, publisher partnerId, category), deny-by-default, and approval rules. " +
 				"A key may only make a policy stricter; the account's policy, and loosening any, is the owner's, on the portal.",
-			Access:      tools.AnyKey,
+			Access: tools.AnyKey, Toolset: tools.ToolsetOwner,
 			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(false)},
 		}, s.set),
 		tools.New(tools.Def{
 			Name:        "approval_list",
 			Title:       "List approvals",
 			Description: "The account's calls that a spend policy sent to its owner for approval, newest first (pending: only those still waiting). Only the owner decides, on the portal.",
-			Access:      tools.AnyKey, Annotations: ro,
+			Access:      tools.AnyKey, Annotations: ro, Toolset: tools.ToolsetOwner,
 		}, s.list),
 		tools.New(tools.Def{
 			Name:        "approval_get",
 			Title:       "Read an approval",
 			Description: "One approval by the requestId of its APPROVAL_REQUIRED answer: the rule that asked, the itemized charge, its state and expiry.",
-			Access:      tools.AnyKey, Annotations: ro,
+			Access:      tools.AnyKey, Annotations: ro, Toolset: tools.ToolsetOwner,
 		}, s.getApproval),
 		tools.New(tools.Def{
 			Name:        "approval_decide",

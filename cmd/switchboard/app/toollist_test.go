@@ -52,6 +52,8 @@ func TestToolListFitsTheCaller(t *testing.T) {
 			switch {
 			case kt == nil:
 				t.Errorf("%s: listed %s, which the kernel does not have", tc.name, lt.Name)
+			case kt.Toolset() == tools.ToolsetOwner:
+				t.Errorf("%s: listed %s of the owner toolset without being asked", tc.name, lt.Name)
 			case tc.scopes == nil && kt.Toolset() == tools.ToolsetPartner:
 				t.Errorf("%s: listed %s of the partner toolset without being asked", tc.name, lt.Name)
 			case tc.scopes != nil && !kt.Access.NeedsKey():
@@ -66,6 +68,7 @@ func TestToolListFitsTheCaller(t *testing.T) {
 			if tc.scopes != nil {
 				may = kt.Access.NeedsKey() && (kt.Access.Scope() == "" || slices.Contains(tc.scopes, string(kt.Access.Scope())))
 			}
+			may = may && kt.Toolset() != tools.ToolsetOwner // listed only when asked for
 			if may != slices.Contains(listed, kt.Name) {
 				t.Errorf("%s: %s listed %v, want %v", tc.name, kt.Name, !may, may)
 			}

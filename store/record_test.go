@@ -20,6 +20,7 @@ type recorder struct {
 }
 
 func (r *recorder) Invocation(store.Invocation)         {}
+func (r *recorder) WebhookEvent(store.WebhookEvent)     {}
 func (r *recorder) LedgerRows(...store.LedgerEntry)     {}
 func (r *recorder) CallTxn(id string, _ store.Txn)      { r.calls = append(r.calls, id) }
 func (r *recorder) AdjustKeySpend(string, int64, int64) {}

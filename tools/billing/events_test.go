@@ -102,7 +102,7 @@ func ending(state string, paid bool) billing.Ending {
 // sentEvent is an event in the outbox, its body parsed.
 type sentEvent struct {
 	Account, Type, Body string
-	Data               webhooks.CallData
+	Data                webhooks.CallData
 }
 
 // callEventsOf are the outbox's call.* events about requestID.

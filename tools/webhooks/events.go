@@ -131,10 +131,13 @@ type KeyData struct {
 	ParentID string   `json:"parentId,omitempty"`
 }
 
-// KeyRevokedData is key.revoked's data: the key named and every key minted under it.
+// KeyRevokedData is key.revoked's data: the key named and every key minted under it, revoked
+// by api_key_revoke or, with GrantID, by the end of the OAuth connection that created the key.
 type KeyRevokedData struct {
 	KeyID   string   `json:"keyId"`
 	Revoked []string `json:"revoked"`
+	GrantID string   `json:"grantId,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
 }
 
 // WalletExportedData is wallet.exported's data: the owner exported the wallets' private keys.

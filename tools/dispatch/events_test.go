@@ -11,7 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -148,4 +151,45 @@ type received struct {
 	path   string
 	header http.Header
 	body   []byte
+}
+
+// A flat-fee call paid on chain tells both parties once, with paidOnChain: call.succeeded
+// when the partner succeeds (the fee paid out), call.refunded when it fails (the fee refunded
+// on chain). Its quote tells nothing.
+func TestPaidCallsTellSucceededOrRefunded(t *testing.T) {
+	w, chain := flatWorld(t)
+	flat := map[string]any{"feeRate": 1.2, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}}
+	w.publish(t, "@flatok", "/free", flat)
+	w.publish(t, "@flatno", "/fail", flat)
+	payer := chain.NewKey(t)
+	chain.Mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5_000_000)
+	want := map[string]string{}
+	for handle, typ := range map[string]string{"@flatok": webhooks.CallSucceeded, "@flatno": webhooks.CallRefunded} {
+		q, _ := w.quote(t, handle+" forecast for Lisbon")
+		status, _, out := apptest.Do(t, "POST", w.env.URL+"/v1/invoke", w.caller, map[string]any{"message": handle + " forecast for Lisbon",
+			"confirmRequestId": q["requestId"], "payment": sign(t, chain, q, payer, nil)})
+		if status != 200 || out["payment"] == nil {
+			t.Fatalf("%s paid: %d %v", handle, status, out)
+		}
+		want[q["requestId"].(string)] = typ
+	}
+	st := w.settledStore(t)
+	for id, typ := range want {
+		var evs []store.WebhookEvent
+		if err := st.DB().NewSelect().Model(&evs).Where("type LIKE 'call.%' AND body LIKE ?", "%"+id+"%").Scan(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 2 || evs[0].AccountID == evs[1].AccountID {
+			t.Fatalf("%s: %d events, want one for the caller and one for the partner: %+v", id, len(evs), evs)
+		}
+		for _, ev := range evs {
+			var b struct{ Data webhooks.CallData }
+			if err := json.Unmarshal([]byte(ev.Body), &b); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type != typ || !b.Data.PaidOnChain || b.Data.ChargedMicro != 0 {
+				t.Fatalf("%s: want %s, paid on chain, no credit charged: %s", id, typ, ev.Body)
+			}
+		}
+	}
 }

@@ -169,34 +169,36 @@ func (q *Q) OAuthGrant(ctx context.Context, id string) (*OAuthGrant, error) {
 	return g, nil
 }
 
-// RevokeOAuthGrant ends a grant, its tokens and its backing key at once.
-func (q *Q) RevokeOAuthGrant(ctx context.Context, id, why string, now time.Time) error {
+// RevokeOAuthGrant ends a grant, its tokens and its backing key at once. It returns the grant
+// and the keys it revoked (none when the grant had ended already), for the key.revoked event
+// its caller writes in the same transaction.
+func (q *Q) RevokeOAuthGrant(ctx context.Context, id, why string, now time.Time) (*OAuthGrant, []string, error) {
 	g, err := q.OAuthGrant(ctx, id)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if g.RevokedAt != nil {
-		return nil
+		return g, nil, nil
 	}
 	if _, err := q.tx.NewUpdate().Model((*OAuthGrant)(nil)).Set("revoked_at = ?", now).Set("revoked_why = ?", why).Where("id = ?", id).Exec(ctx); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if _, err := q.tx.NewDelete().Model((*OAuthToken)(nil)).Where("grant_id = ?", id).Exec(ctx); err != nil {
-		return err
+		return nil, nil, err
 	}
 	// The grant's key, and (were there any) every key minted under it: nothing a grant
 	// created outlives it. Under the account's lock, as every change to its live keys.
 	if err := q.store.lockAccountKeys(ctx, q.tx, g.AccountID); err != nil {
-		return err
+		return nil, nil, err
 	}
 	revoked, err := revokeTree(ctx, q.tx, g.AccountID, g.KeyID, now)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	for _, id := range revoked {
 		q.changed = append(q.changed, watch.Change{Kind: watch.KeyChange, ID: id})
 	}
-	return q.store.watch.Announce(ctx, q.tx, watch.KeyChange, revoked...)
+	return g, revoked, q.store.watch.Announce(ctx, q.tx, watch.KeyChange, revoked...)
 }
 
 // OAuthAccess returns an access token and its grant (ErrNotFound: unknown or revoked).

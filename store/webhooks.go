@@ -24,8 +24,13 @@ type WebhookEvent struct {
 
 // InsertWebhookEvent writes an event to the outbox inside q's transaction, so it exists if and
 // only if what caused it committed. On PostgreSQL it is queued with the transaction's other
-// writes (no round trip of its own).
+// writes (no round trip of its own); a recording Q hands it to its recorder, which writes it
+// with the rest of the job's rows (a call recorded on a budget lease).
 func (q *Q) InsertWebhookEvent(ctx context.Context, ev *WebhookEvent) error {
+	if q.rec != nil {
+		q.rec.WebhookEvent(*ev)
+		return nil
+	}
 	return q.write(ctx, q.tx.NewInsert().Model(ev))
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -164,7 +165,10 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 				trail := store.Trail(store.Event{State: store.InvDispatching, Detail: "drawn", At: now})
 				inv := &store.Invocation{RequestID: id, AccountID: "m1", KeyID: "key-m1", IntentID: "i", Handle: "@h", Category: "DATA",
 					Args: "{}", CreatedAt: now, Trail: &trail, Outcome: store.Outcome{State: store.InvDispatching}}
-				return q.InsertInvocation(ctx, inv)
+				if err := q.InsertInvocation(ctx, inv); err != nil {
+					return err
+				}
+				return q.InsertWebhookEvent(ctx, &store.WebhookEvent{ID: "msg_" + id, AccountID: "m1", Type: "call.succeeded", Body: "{}", CreatedAt: now})
 			}
 		}
 		run := func(jobs map[string]func(context.Context, *store.Q) error, order ...string) map[string]error {
@@ -238,6 +242,12 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 			if err != nil || len(evs) != 1 || evs[0].Seq != 1 {
 				t.Fatalf("%s events: %+v (%v)", id, evs, err)
 			}
+		}
+		// Each call's webhook event landed with its record, and only with it (d2's did not).
+		var hooks []string
+		if err := s.DB().NewSelect().Model((*store.WebhookEvent)(nil)).Column("id").Order("id").Scan(ctx, &hooks); err != nil ||
+			!slices.Equal(hooks, []string{"msg_c1", "msg_c2", "msg_c3", "msg_d1"}) {
+			t.Fatalf("webhook events %v (%v), want those of c1, c2, c3 and d1", hooks, err)
 		}
 	})
 }

@@ -26,6 +26,7 @@ import (
 // merged gathers the writes of write-only jobs: it is the store.Recorder their Q writes to.
 type merged struct {
 	invocations []store.Invocation
+	events      []store.WebhookEvent // the calls' webhook events, in the outbox with their records
 	ledger      []store.LedgerEntry
 	calls       []callTxn // summed into one transaction for the batch (batchTxn)
 	credit      map[string]creditChange
@@ -53,6 +54,7 @@ func newMerged() *merged {
 // add folds o (one job's writes) into m.
 func (m *merged) add(o *merged) {
 	m.invocations = append(m.invocations, o.invocations...)
+	m.events = append(m.events, o.events...)
 	m.ledger = append(m.ledger, o.ledger...)
 	m.calls = append(m.calls, o.calls...)
 	for id, c := range o.credit {
@@ -66,9 +68,11 @@ func (m *merged) add(o *merged) {
 	}
 }
 
-// Invocation, LedgerRows, CallTxn, AdjustCredit, AdjustKeySpend and DrawReservation record a
-// job's writes (store.Recorder).
+// Invocation, WebhookEvent, LedgerRows, CallTxn, AdjustCredit, AdjustKeySpend and
+// DrawReservation record a job's writes (store.Recorder).
 func (m *merged) Invocation(inv store.Invocation) { m.invocations = append(m.invocations, inv) }
+
+func (m *merged) WebhookEvent(ev store.WebhookEvent) { m.events = append(m.events, ev) }
 
 func (m *merged) LedgerRows(rows ...store.LedgerEntry) { m.ledger = append(m.ledger, rows...) }
 
@@ -114,7 +118,7 @@ func (m *merged) statements(w *writer, tx bun.IDB) (draws []rowWrite, writes []r
 		for _, run := range runs(leases) {
 			draws = append(draws, drawsWrite(run, m.draws))
 		}
-		writes = insertRows(w, m.invocations)
+		writes = append(insertRows(w, m.invocations), insertRows(w, m.events)...)
 		for _, run := range runs(accounts) {
 			writes = append(writes, creditsWrite(run, m.credit))
 		}
@@ -135,6 +139,9 @@ func (m *merged) statements(w *writer, tx bun.IDB) (draws []rowWrite, writes []r
 	}
 	if len(m.invocations) > 0 {
 		add(&writes, tx.NewInsert().Model(&m.invocations).Returning("NULL"))
+	}
+	if len(m.events) > 0 {
+		add(&writes, tx.NewInsert().Model(&m.events).Returning("NULL"))
 	}
 	if len(accounts) > 0 {
 		add(&writes, creditsWrite(accounts, m.credit).raw(tx))

@@ -91,11 +91,15 @@ type Call struct {
 
 // Ending is how a call ended: its outcome, the partner attempts, and its money, settled with
 // Settlement or, when that is nil, refunded for Detail (which its record's last event says).
+// Its call.* events (events.go) go to the caller and to Partner.
 type Ending struct {
 	Outcome    store.Outcome
 	Attempts   []store.Attempt
 	Settlement *Settlement
 	Detail     string
+	Partner    Partner
+	// Paid: the caller paid a flat fee on chain before dispatch (refunded unless it succeeded).
+	Paid bool
 }
 
 // A Ticket is one call's money and record, from dispatch to conclusion.
@@ -160,6 +164,11 @@ func (t *Ticket) Conclude(ctx context.Context, e Ending) error {
 	if st := e.Settlement; st != nil && st.PartnerFeeMicro > 0 {
 		inv.PayoutBook = st.PartnerBook
 	}
+	// Its events are written with its outcome, in the same transaction or merged write.
+	events, err := callEvents(&inv, e, t.hold == nil)
+	if err != nil {
+		return err
+	}
 	committed := tracing.Committed(ctx, "batch.commit", nil) // the call's span of its batch commit
 	logged := func(err error) {
 		committed(err)
@@ -173,11 +182,12 @@ func (t *Ticket) Conclude(ctx context.Context, e Ending) error {
 	}
 	switch h := t.hold; {
 	case t.durable:
-		return s.commitDurable(ctx, journaled{Invocation: inv, Attempts: e.Attempts, Settlement: e.Settlement, RefundReason: e.Detail, Detail: e.Detail})
+		return s.commitDurable(ctx, journaled{Invocation: inv, Attempts: e.Attempts, Settlement: e.Settlement, RefundReason: e.Detail, Detail: e.Detail,
+			Partner: e.Partner, Paid: e.Paid, Swept: t.hold == nil}, events)
 	case h != nil && h.OnLease():
 		// Nothing of the call is written yet: one write records it whole, before the answer.
 		done := make(chan error, 1)
-		if !h.ConcludeOnLease(ctx, Conclusion{Settlement: e.Settlement, Reason: e.Detail}, *inv.FinishedAt, wholeRecord(inv, e), func(err error) { logged(err); done <- err }) {
+		if !h.ConcludeOnLease(ctx, Conclusion{Settlement: e.Settlement, Reason: e.Detail}, *inv.FinishedAt, wholeRecord(inv, e, events), func(err error) { logged(err); done <- err }) {
 			return ErrAlreadyFinished // concluded once already
 		}
 		err := awaitRecord(done)
@@ -191,10 +201,10 @@ func (t *Ticket) Conclude(ctx context.Context, e Ending) error {
 		}
 		return err
 	case h != nil && s.rec.Batch != nil && s.now().Add(settleAhead).Before(h.Deadline()):
-		s.rec.Batch.Add(inv.AccountID, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail), logged)
+		s.rec.Batch.Add(inv.AccountID, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail, events), logged)
 		return nil
 	default:
-		return s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail))
+		return s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail, events))
 	}
 }
 
@@ -215,8 +225,8 @@ const leaseEvent = "credit reserved from the key's budget lease"
 // wholeRecord is the rest of the whole record of a call held on a lease, written when it
 // concludes (Hold.ConcludeOnLease writes its money first): the invocation inserted in its
 // final state, one row carrying its breakdown and, as its trail, the events a start and a
-// conclusion would write.
-func wholeRecord(inv store.Invocation, e Ending) func(ctx context.Context, q *store.Q) error {
+// conclusion would write, with its webhook events (merged with the batch's other rows).
+func wholeRecord(inv store.Invocation, e Ending, outbox []*store.WebhookEvent) func(ctx context.Context, q *store.Q) error {
 	events := []store.Event{{State: store.InvDispatching, Detail: leaseEvent, At: *inv.DispatchedAt}}
 	for _, a := range e.Attempts {
 		events = append(events, store.Event{State: "attempt", Detail: a.Detail, At: a.At})
@@ -225,13 +235,16 @@ func wholeRecord(inv store.Invocation, e Ending) func(ctx context.Context, q *st
 	inv.Trail = &trail
 	return func(ctx context.Context, q *store.Q) error {
 		final := inv // a batch may run a job again
-		return q.InsertInvocation(ctx, &final)
+		if err := q.InsertInvocation(ctx, &final); err != nil {
+			return err
+		}
+		return insertEvents(ctx, q, outbox)
 	}
 }
 
 // outcomeIn is a conclusion's transaction for a call whose start is written: claim the
-// record, close the hold, write the attempts and the outcome.
-func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st *Settlement, detail string) func(ctx context.Context, q *store.Q) error {
+// record, close the hold, write the attempts, the outcome and its webhook events.
+func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st *Settlement, detail string, events []*store.WebhookEvent) func(ctx context.Context, q *store.Q) error {
 	return func(ctx context.Context, q *store.Q) error {
 		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
 		ok, err := q.MoveInvocation(ctx, inv.RequestID, store.InvDispatching, inv.State, *inv.FinishedAt)
@@ -258,8 +271,23 @@ func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st 
 		if err := q.WriteOutcome(ctx, inv); err != nil {
 			return err
 		}
+		if err := insertEvents(ctx, q, events); err != nil {
+			return err
+		}
 		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, *inv.FinishedAt)
 	}
+}
+
+// insertEvents writes a call's webhook events into the outbox inside q's transaction (a copy
+// of each: a job run again writes the same rows).
+func insertEvents(ctx context.Context, q *store.Q, events []*store.WebhookEvent) error {
+	for _, ev := range events {
+		row := *ev
+		if err := q.InsertWebhookEvent(ctx, &row); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // awaitRecord waits (at most recordWait) for a queued record's outcome.
@@ -275,13 +303,25 @@ func awaitRecord(done <-chan error) error {
 }
 
 // journaled is a durable call's outcome on its way to the database. Its JSON is the journal's
-// file format: replicas of the previous release read it.
+// file format: replicas of the previous release read it (and ignore what they do not know;
+// an entry written by one of them tells the caller alone of its call, as a paid call's
+// conclusion of its own would).
 type journaled struct {
 	Invocation   store.Invocation
 	Attempts     []store.Attempt
 	Settlement   *Settlement
 	RefundReason string
 	Detail       string
+	// What the call's events are built from again when it is replayed.
+	Partner Partner `json:",omitzero"`
+	Paid    bool    `json:",omitempty"`
+	Swept   bool    `json:",omitempty"`
+}
+
+// events are the webhook events of a journaled outcome, built again when it is replayed.
+func (e journaled) events() ([]*store.WebhookEvent, error) {
+	inv := e.Invocation
+	return callEvents(&inv, Ending{Settlement: e.Settlement, Partner: e.Partner, Paid: e.Paid}, e.Swept)
 }
 
 // commitDurable commits a durable call's outcome before its caller is answered. When the
@@ -292,14 +332,14 @@ type journaled struct {
 // caller is told it is not recorded yet. (A crash between the partner's answer and the first
 // commit attempt loses the answer, as one before the journal's fsync would: its caller was
 // told nothing, and the sweeper concludes the call outcome_unknown.)
-func (s *Service) commitDurable(ctx context.Context, e journaled) error {
+func (s *Service) commitDurable(ctx context.Context, e journaled, events []*store.WebhookEvent) error {
 	id := e.Invocation.RequestID
 	journal := s.rec.Journal
 	deadline := time.Now().Add(recordWait)
 	inJournal := false
 	for attempt := 1; ; attempt++ {
 		inv := e.Invocation
-		err := s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail))
+		err := s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail, events))
 		if !store.IsUnavailable(err) {
 			if inJournal {
 				if derr := journal.Delete(id); derr != nil {
@@ -364,7 +404,11 @@ func (s *Service) replayOne(ctx context.Context, id string) (ok bool, err error)
 		return false, journal.SetAside(id)
 	}
 	inv := e.Invocation
-	err = s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail))
+	events, err := e.events()
+	if err != nil {
+		return false, err
+	}
+	err = s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail, events))
 	switch {
 	case store.IsUnavailable(err):
 		return false, err

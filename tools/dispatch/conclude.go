@@ -31,7 +31,7 @@ func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.In
 		out.Receipt = s.receipt(inv, intent.PartnerID, out, nil)
 		o := s.outcome(store.InvFailed, answer, refunded, out)
 		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
-		if err := t.Conclude(ctx, billing.Ending{Outcome: o, Attempts: attempts, Detail: detail}); err != nil {
+		if err := t.Conclude(ctx, s.ending(cl, inv, o, attempts, nil, detail)); err != nil {
 			return InvokeOutput{}, err
 		}
 		return out, nil
@@ -52,7 +52,7 @@ func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.In
 		out.Receipt = s.receipt(inv, intent.PartnerID, out, answer.Envelope.Result)
 		o := s.outcome(store.InvSucceeded, answer, out.Charge, out)
 		o.OutputSchemaValid = out.OutputSchemaValid
-		return t.Conclude(ctx, billing.Ending{Outcome: o, Attempts: attempts, Settlement: st, Detail: detail})
+		return t.Conclude(ctx, s.ending(cl, inv, o, attempts, st, detail))
 	}
 	err := record(&settlement, fmt.Sprintf("charged %d micro-USD: infrastructure %d, partner fee %d, platform fee %d, gas %d",
 		charge.TotalMicro, charge.ReservedMicro, charge.PartnerFeeMicro, charge.PlatformFeeMicro, charge.GasMicro))
@@ -74,10 +74,17 @@ func (s *Service) fail(ctx context.Context, t *billing.Ticket, inv *store.Invoca
 	if o.OutcomeCode == "" {
 		o.OutcomeCode, o.OutcomeMessage = string(e.Code), e.Message
 	}
-	if err := t.Conclude(ctx, billing.Ending{Outcome: o, Attempts: attempts, Detail: detail}); err != nil {
+	if err := t.Conclude(ctx, s.ending(cl, inv, o, attempts, nil, detail)); err != nil {
 		return err
 	}
 	return e
+}
+
+// ending is how cl's call ended, with who hears of it beside the caller: the intent's owner,
+// told the caller's pseudonym for the partner (as the call's envelope was), never who it is.
+func (s *Service) ending(cl *call, inv *store.Invocation, o store.Outcome, attempts []store.Attempt, st *billing.Settlement, detail string) billing.Ending {
+	return billing.Ending{Outcome: o, Attempts: attempts, Settlement: st, Detail: detail, Paid: cl.flat,
+		Partner: billing.Partner{AccountID: cl.intent.OwnerID, UserID: s.cfg.UserID(inv.AccountID, cl.intent.PartnerID)}}
 }
 
 // outcome is a call's outcome in state, with what the partner answered, what it was charged

@@ -20,7 +20,7 @@ import (
 // A batch that PostgreSQL committed but whose answer the connection lost is sent again, and
 // fails on the rows it wrote the first time. The call is recorded and charged once, and its
 // caller gets the partner's answer from that record, never an error that the record
-// contradicts.
+// contradicts; its webhook events, merged into that batch, land once.
 func TestAnAnswerLostAfterTheCommitIsNotAFailure(t *testing.T) {
 	if os.Getenv("TEST_DATABASE_URL") == "" {
 		t.Skip("PostgreSQL only (TEST_DATABASE_URL): SQLite runs in the process, no answer of its is lost on the way")
@@ -51,6 +51,15 @@ func TestAnAnswerLostAfterTheCommitIsNotAFailure(t *testing.T) {
 	}
 	if hits := w.hits("/cost"); hits != 1 {
 		t.Fatalf("the partner was called %d times, want 1", hits)
+	}
+	// Its events went in the merged write sent again: in the outbox once, for the caller and
+	// for the partner.
+	var evs []store.WebhookEvent
+	if err := w.env.App.Store.DB().NewSelect().Model(&evs).Where("type = 'call.succeeded' AND body LIKE ?", "%"+requestID+"%").Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].AccountID == evs[1].AccountID {
+		t.Fatalf("the call's events: %+v, want one for the caller and one for the partner", evs)
 	}
 	// Charged once: as much as a second call of the same intent, whose answer arrives.
 	lost := before - w.credit(t)

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/service"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Token prefixes: an access token is a bearer for /mcp; a refresh token is only ever sent to
@@ -349,7 +350,7 @@ func (s *Service) exchangeCode(ctx context.Context, f url.Values) (Tokens, *Erro
 		case !first:
 			// A code used twice was stolen or replayed: end everything issued from it.
 			oe = oerr(400, "invalid_grant", "this authorization code was used already; its grant is revoked. Start the authorization again")
-			return q.RevokeOAuthGrant(ctx, c.GrantID, "authorization code reused", now)
+			return revokeGrant(ctx, q, c.GrantID, "authorization code reused", now)
 		case now.After(c.ExpiresAt):
 			oe = oerr(400, "invalid_grant", "the authorization code expired; start the authorization again")
 		case f.Get("client_id") != c.ClientID:
@@ -363,7 +364,7 @@ func (s *Service) exchangeCode(ctx context.Context, f url.Values) (Tokens, *Erro
 		}
 		if oe != nil {
 			// The code is spent: the grant it was for can never be completed.
-			return q.RevokeOAuthGrant(ctx, c.GrantID, "authorization code exchange failed: "+oe.Code, now)
+			return revokeGrant(ctx, q, c.GrantID, "authorization code exchange failed: "+oe.Code, now)
 		}
 		g, err := q.OAuthGrant(ctx, c.GrantID)
 		if err != nil {
@@ -404,7 +405,7 @@ func (s *Service) refresh(ctx context.Context, f url.Values) (Tokens, *Error) {
 		case t.UsedAt != nil:
 			// Refresh tokens rotate: a second use means two parties hold it.
 			oe = oerr(400, "invalid_grant", "this refresh token was used already; the grant is revoked. Start the authorization again")
-			return q.RevokeOAuthGrant(ctx, g.ID, "refresh token reused", now)
+			return revokeGrant(ctx, q, g.ID, "refresh token reused", now)
 		case g.RevokedAt != nil:
 			oe = oerr(400, "invalid_grant", "the grant was revoked")
 		case now.After(t.ExpiresAt):
@@ -451,8 +452,19 @@ func (s *Service) Revoke(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
-		return q.RevokeOAuthGrant(ctx, t.GrantID, "revoked by the client", now)
+		return revokeGrant(ctx, q, t.GrantID, "revoked by the client", now)
 	})
+}
+
+// revokeGrant ends grant id inside q's transaction and tells its account which keys ended
+// with it (key.revoked, in the same transaction).
+func revokeGrant(ctx context.Context, q *store.Q, id, why string, now time.Time) error {
+	g, revoked, err := q.RevokeOAuthGrant(ctx, id, why, now)
+	if err != nil || len(revoked) == 0 {
+		return err
+	}
+	return webhooks.Emit(ctx, q, webhooks.KeyRevoked, g.AccountID, now,
+		webhooks.KeyRevokedData{KeyID: g.KeyID, Revoked: revoked, GrantID: g.ID, Reason: "OAuth connection ended: " + why})
 }
 
 // RevokeGrant ends an account's grant (the portal's Revoke button): its tokens and key at once.
@@ -466,7 +478,7 @@ func (s *Service) RevokeGrant(ctx context.Context, accountID, grantID string) er
 		if err != nil {
 			return err // a database failure is not "no such connection"
 		}
-		return q.RevokeOAuthGrant(ctx, grantID, "revoked by the account", now)
+		return revokeGrant(ctx, q, grantID, "revoked by the account", now)
 	})
 }
 

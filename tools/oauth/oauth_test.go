@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 const testRedirect = "http://127.0.0.1:3000/callback"
@@ -106,6 +108,90 @@ func TestConnections(t *testing.T) {
 		}
 		if got, err := svc.Connections(ctx, "a2"); err != nil || len(got) != 1 || got[0].ID != other {
 			t.Fatalf("a2's connection is untouched: %v %v", got, err)
+		}
+	})
+}
+
+// Ending a grant revokes the keys it created and tells the account so (key.revoked, in the
+// same transaction): from the portal's Revoke button and from the client revoking its token
+// (RFC 7009). A grant ended already tells nothing more.
+func TestEndingAGrantTellsTheAccountOfItsKeys(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+		svc := New(Config{Issuer: "https://sb.example", Resource: "https://sb.example/mcp"}, service.Deps{Store: st, Now: func() time.Time { return now }})
+		if err := st.CreateAccount(ctx, &store.Account{ID: "a1", Email: "a1@example.com", CreatedAt: now}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		reg, oe := svc.Register(ctx, Registration{ClientName: "Test Host", RedirectURIs: []string{testRedirect}})
+		if oe != nil {
+			t.Fatal(oe)
+		}
+		revokedEvents := func() []webhooks.KeyRevokedData {
+			t.Helper()
+			var rows []store.WebhookEvent
+			if err := st.DB().NewSelect().Model(&rows).Where("type = ? AND account_id = ?", webhooks.KeyRevoked, "a1").Order("id").Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var out []webhooks.KeyRevokedData
+			for _, r := range rows {
+				var b struct{ Data webhooks.KeyRevokedData }
+				if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, b.Data)
+			}
+			return out
+		}
+
+		// The portal's Revoke: the grant's key and a key minted under it.
+		portal := connect(t, st, svc, reg.ClientID, "a1", "k1", []string{"read"}, true)
+		parent := "k1"
+		if err := st.MintKey(ctx, &store.APIKey{ID: "k1child", AccountID: "a1", ParentID: &parent, Name: "child", Prefix: "sb_k1c", Hash: "h_k1c",
+			Scopes: []string{"read"}, CreatedAt: now}, 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.RevokeGrant(ctx, "a1", portal); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.RevokeGrant(ctx, "a1", portal); err != nil { // ended already
+			t.Fatal(err)
+		}
+		got := revokedEvents()
+		if len(got) != 1 || got[0].KeyID != "k1" || got[0].GrantID != portal || !slices.Equal(slices.Sorted(slices.Values(got[0].Revoked)), []string{"k1", "k1child"}) ||
+			!strings.Contains(got[0].Reason, "revoked by the account") {
+			t.Fatalf("key.revoked after the portal's Revoke: %+v", got)
+		}
+
+		// The client revokes its access token: the grant ends, and its key with it.
+		if err := st.CreateKey(ctx, &store.APIKey{ID: "k2", AccountID: "a1", Name: "k2", Prefix: "sb_k2", Hash: "h_k2", Scopes: []string{"read"}, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		verifier := strings.Repeat("w", 43)
+		sum := sha256.Sum256([]byte(verifier))
+		req, _, oe := svc.CheckAuthorize(ctx, url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {testRedirect},
+			"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}})
+		if oe != nil {
+			t.Fatal(oe)
+		}
+		code, err := svc.Consent(ctx, req, "a1", "k2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, oe := svc.Exchange(ctx, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {reg.ClientID},
+			"redirect_uri": {testRedirect}, "code_verifier": {verifier}})
+		if oe != nil {
+			t.Fatal(oe)
+		}
+		if err := svc.Revoke(ctx, tokens.AccessToken); err != nil {
+			t.Fatal(err)
+		}
+		got = revokedEvents()
+		if len(got) != 2 || got[1].KeyID != "k2" || !slices.Equal(got[1].Revoked, []string{"k2"}) || !strings.Contains(got[1].Reason, "revoked by the client") {
+			t.Fatalf("key.revoked after the client's revocation: %+v", got)
+		}
+		if k, err := st.KeyByHash(ctx, "h_k2"); err != nil || k.RevokedAt == nil {
+			t.Fatalf("the grant's key is live: %+v %v", k, err)
 		}
 	})
 }

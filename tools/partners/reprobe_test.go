@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
@@ -157,5 +159,44 @@ func TestReprobe(t *testing.T) {
 		"intent.deactivated @turns-lax by reprobe", "intent.deactivated @degrades by reprobe", "intent.activated @degrades by owner"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("intent events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Moving an active intent to an endpoint that fails the negative-auth probe deactivates it
+// and tells its publisher in the same write: intent.deactivated, by "update", with the
+// reason. A move to a good endpoint keeps it active and tells nothing.
+func TestAnUpdateFailingTheProbeTellsThePublisher(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			e := newEnv(t, envOptions{dialect: dialect})
+			acct, key := e.account(t)
+			good := partnertest.Example(t, e.pub, partnerexample.DefaultHandle)
+			bad := partnertest.AcceptsUnsigned(t, e.pub)
+			id := e.ok(t, viaREST, key, "partner_publish_intent", intent("@moves", good.URL+partnerexample.RESTPath))["id"].(string)
+			e.ok(t, viaREST, key, "partner_set_active", map[string]any{"intentId": id, "active": true})
+			e.ok(t, viaREST, key, "partner_update_intent", map[string]any{"intentId": id, "toolEndpoint": good.URL + partnerexample.RESTPath + "?v=2"})
+			if out := e.ok(t, viaREST, key, "partner_update_intent", map[string]any{"intentId": id, "toolEndpoint": bad.URL}); out["deactivated"] != true {
+				t.Fatalf("a move to a bad endpoint: %v", out)
+			}
+			var evs []*store.WebhookEvent
+			if err := e.st.DB().NewSelect().Model(&evs).Where("type LIKE 'intent.%'").OrderExpr("created_at, id").Scan(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ev := range evs {
+				var b struct{ Data webhooks.IntentData }
+				if err := json.Unmarshal([]byte(ev.Body), &b); err != nil {
+					t.Fatal(err)
+				}
+				if ev.AccountID != acct || b.Data.IntentID != id || b.Data.Handle != "@moves" {
+					t.Fatalf("an event for someone else: %+v", ev)
+				}
+				got = append(got, ev.Type+" by "+b.Data.By+": "+b.Data.Reason)
+			}
+			want := []string{"intent.activated by owner: ", "intent.deactivated by update: the new endpoint did not pass the negative-auth probe"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("intent events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
 	}
 }

@@ -45,17 +45,34 @@ type Body struct {
 	Data      any       `json:"data"`
 }
 
-// CallData is call.succeeded's, call.failed's and call.refunded's data. The caller's account
-// receives it with its keyId; the partner's with its intent, never the caller's key.
+// CallData is call.succeeded's, call.failed's and call.refunded's data: one event per call,
+// when its outcome commits (billing's ticket decides which). The caller's account receives it
+// with its keyId; the partner's (the intent's owner) with userId, the caller's pseudonym for
+// that partner (the envelope's userId), never the caller's account, key or e-mail. Amounts
+// are integers in micro-USD with the same amount as a decimal USD string beside them.
 type CallData struct {
-	RequestID   string    `json:"requestId"`
-	IntentID    string    `json:"intentId"`
-	Handle      string    `json:"handle"`
-	KeyID       string    `json:"keyId,omitempty"`
-	ChargedUsd  tools.USD `json:"chargedUsd"`            // what the caller paid (0 on failure)
-	RefundedUsd tools.USD `json:"refundedUsd,omitempty"` // call.refunded: what went back
-	ErrorCode   string    `json:"errorCode,omitempty"`   // call.failed
+	RequestID string `json:"requestId"`
+	IntentID  string `json:"intentId"`
+	Handle    string `json:"handle"`
+	// State is the call's recorded state: succeeded, failed, cancelled or outcome_unknown.
+	State  string `json:"state"`
+	KeyID  string `json:"keyId,omitempty"`  // the caller's copy
+	UserID string `json:"userId,omitempty"` // the partner's copy
+	// ChargedMicro is what the caller's credit was charged (0 unless it succeeded), of which
+	// PartnerFeeMicro is the partner's; RefundedMicro is what went back to the credit.
+	ChargedMicro    int64  `json:"chargedMicro"`
+	ChargedUsd      string `json:"chargedUsd"`
+	PartnerFeeMicro int64  `json:"partnerFeeMicro"`
+	RefundedMicro   int64  `json:"refundedMicro"`
+	RefundedUsd     string `json:"refundedUsd"`
+	// PaidOnChain: the caller paid a flat fee on chain before the call (x402 or EIP-3009),
+	// paid to the partner on success and refunded otherwise (the payment's own record says
+	// when the refund settles).
+	PaidOnChain bool      `json:"paidOnChain,omitempty"`
+	Attempts    int       `json:"attempts"`
+	ErrorCode   string    `json:"errorCode,omitempty"` // not succeeded: the partner's or Switchboard's code
 	Message     string    `json:"message,omitempty"`
+	FinishedAt  time.Time `json:"finishedAt"`
 }
 
 // ApprovalRequestedData is approval.requested's data: a call waits for the owner's decision.
@@ -114,10 +131,13 @@ type KeyData struct {
 	ParentID string   `json:"parentId,omitempty"`
 }
 
-// KeyRevokedData is key.revoked's data: the key named and every key minted under it.
+// KeyRevokedData is key.revoked's data: the key named and every key minted under it, revoked
+// by api_key_revoke or, with GrantID, by the end of the OAuth connection that created the key.
 type KeyRevokedData struct {
 	KeyID   string   `json:"keyId"`
 	Revoked []string `json:"revoked"`
+	GrantID string   `json:"grantId,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
 }
 
 // WalletExportedData is wallet.exported's data: the owner exported the wallets' private keys.
@@ -174,4 +194,22 @@ func KeyRevokedEvents(accountID, keyID string, at time.Time) func(revoked []stri
 		ev, err := New(KeyRevoked, accountID, at, KeyRevokedData{KeyID: keyID, Revoked: revoked})
 		return []*store.WebhookEvent{ev}, err
 	}
+}
+
+// The events of a call's approval and of a policy's refusal, written by the money seam in the
+// transaction that records the approval's request, its decision or the refusal.
+
+// EmitApprovalRequested writes approval.requested for accountID inside q's transaction.
+func EmitApprovalRequested(ctx context.Context, q *store.Q, accountID string, at time.Time, d ApprovalRequestedData) error {
+	return Emit(ctx, q, ApprovalRequested, accountID, at, d)
+}
+
+// EmitApprovalDecided writes approval.decided for accountID inside q's transaction.
+func EmitApprovalDecided(ctx context.Context, q *store.Q, accountID string, at time.Time, d ApprovalDecidedData) error {
+	return Emit(ctx, q, ApprovalDecided, accountID, at, d)
+}
+
+// EmitPolicyDenied writes policy.denied for accountID inside q's transaction.
+func EmitPolicyDenied(ctx context.Context, q *store.Q, accountID string, at time.Time, d PolicyDeniedData) error {
+	return Emit(ctx, q, PolicyDenied, accountID, at, d)
 }

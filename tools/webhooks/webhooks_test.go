@@ -259,7 +259,7 @@ func TestReceiverFailingThenDownLosesNoEvent(t *testing.T) {
 		ctx := context.Background()
 		for _, id := range []string{"r1", "r2"} {
 			if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-				return webhooks.Emit(ctx, q, webhooks.CallSucceeded, "acct", w.clock.Now(), webhooks.CallData{RequestID: id, Handle: "@x", ChargedUsd: 1500})
+				return webhooks.Emit(ctx, q, webhooks.CallSucceeded, "acct", w.clock.Now(), webhooks.CallData{RequestID: id, Handle: "@x", ChargedMicro: 1500, ChargedUsd: "0.0015"})
 			}); err != nil {
 				t.Fatal(err)
 			}

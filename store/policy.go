@@ -167,6 +167,19 @@ func (s *Store) Approval(ctx context.Context, accountID, requestID string) (*App
 	return a, nil
 }
 
+// ApprovalIn is Approval read inside q's transaction.
+func (q *Q) ApprovalIn(ctx context.Context, accountID, requestID string) (*Approval, error) {
+	tx, err := q.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a := new(Approval)
+	if err := tx.NewSelect().Model(a).Where("request_id = ? AND account_id = ?", requestID, accountID).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return a, nil
+}
+
 // Approvals lists an account's approvals, newest first; pending ones only with pending.
 func (s *Store) Approvals(ctx context.Context, accountID string, pending bool, now time.Time, limit int) ([]*Approval, error) {
 	var as []*Approval

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Spend policies are the owner's bounds on what an account's calls may spend, decided here, in
@@ -487,7 +488,16 @@ func (s *Service) denied(ctx context.Context, p *tools.Principal, c Spend, err e
 	if !errors.As(err, &te) || te.Code != tools.CodePolicyDenied {
 		return err
 	}
-	s.log.InfoContext(ctx, "call refused by a spend policy", "account", p.AccountID, "key", p.KeyID, "handle", c.Handle, "rule", te.Details["rule"])
+	str := func(k string) string { v, _ := te.Details[k].(string); return v }
+	d := webhooks.PolicyDeniedData{KeyID: p.KeyID, Handle: c.Handle, Category: c.Category, Rule: str("rule"), Policy: str("policy"),
+		PolicyKeyID: str("keyId"), Window: str("window"), SpentUsd: str("spentUsd"), LeftUsd: str("leftUsd"), MaxChargeUsd: tools.USD(c.WorstMicro).String()}
+	// Its own transaction: the refused call's rolled back. A refusal is answered even when
+	// its event cannot be written.
+	if werr := s.store.InTx(context.WithoutCancel(ctx), func(ctx context.Context, q *store.Q) error {
+		return webhooks.EmitPolicyDenied(ctx, q, p.AccountID, s.now().UTC(), d)
+	}); werr != nil {
+		s.log.WarnContext(ctx, "record a policy.denied event", "account", p.AccountID, "err", werr)
+	}
 	return err
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // ApprovalWindow is how long an owner has to decide a call sent for approval.
@@ -43,7 +45,17 @@ func (s *Service) admit(ctx context.Context, c *tools.Caller, cl *call, inv *sto
 	}
 	a.Charge = string(raw)
 	inv.State = store.InvAwaitingApproval
-	record = append(record, func(ctx context.Context, q *store.Q) error { return q.InsertApproval(ctx, a) })
+	itemized := map[string]string{}
+	for k, v := range charge {
+		itemized[k] = fmt.Sprint(v)
+	}
+	record = append(record, func(ctx context.Context, q *store.Q) error {
+		if err := q.InsertApproval(ctx, a); err != nil {
+			return err
+		}
+		return webhooks.EmitApprovalRequested(ctx, q, a.AccountID, a.CreatedAt, webhooks.ApprovalRequestedData{RequestID: a.RequestID, KeyID: a.KeyID,
+			Handle: a.Handle, Category: a.Category, Rule: a.Rule, Charge: itemized, MaxChargeUsd: tools.USD(worst).String(), ExpiresAt: a.ExpiresAt})
+	})
 	if err := s.store.CreateInvocation(ctx, inv, "sent to the account's owner for approval ("+ask.Rule+")", record...); err != nil {
 		return err
 	}
@@ -125,6 +137,12 @@ func (s *Service) closeUnapproved(ctx context.Context, inv *store.Invocation, ho
 		inv.OutcomeCode, inv.OutcomeMessage = string(e.Code), "approval "+how
 		if err := q.WriteOutcome(ctx, inv); err != nil {
 			return err
+		}
+		if how == store.ApprovalExpired { // a decision the owner made is told when it is made
+			if err := webhooks.EmitApprovalDecided(ctx, q, inv.AccountID, now, webhooks.ApprovalDecidedData{RequestID: inv.RequestID, Handle: inv.Handle,
+				Decision: store.ApprovalExpired, DecidedAt: now}); err != nil {
+				return err
+			}
 		}
 		return q.AddEvent(ctx, inv.RequestID, store.InvDeclined, "approval "+how+"; nothing was sent", now)
 	})

@@ -71,6 +71,11 @@ func TestPolicyCapHoldsUnderConcurrentCalls(t *testing.T) {
 			if got := w.calls("/cost"); got != allowed {
 				t.Fatalf("the partner was called for %d requests, %d calls were allowed", got, allowed)
 			}
+			var denied int
+			if err := w.settledStore(t).DB().NewSelect().Table("webhook_events").ColumnExpr("count(*)").
+				Where("account_id = ? AND type = 'policy.denied'", w.callerID).Scan(context.Background(), &denied); err != nil || denied != refused {
+				t.Fatalf("%d policy.denied events for %d refusals (%v)", denied, refused, err)
+			}
 			if lastRefusal["rule"] != "caps.hour" || lastRefusal["window"] != "hour" || lastRefusal["spentUsd"] != "0.048" || lastRefusal["leftUsd"] != "0.002" {
 				t.Fatalf("a refusal's details: %v", lastRefusal)
 			}
@@ -248,6 +253,31 @@ func TestApprovalByTheOwner(t *testing.T) {
 				t.Fatalf("declined and expired calls: %d partner calls, %d spent (one call: %d)", w.hits("/cost"), credit-w.credit(t), spentOnce)
 			}
 			w.ledgerOK(t)
+			// The owner's backend heard of each request and decision once, in order.
+			var bodies []string
+			if err := w.settledStore(t).DB().NewSelect().Table("webhook_events").Column("body").
+				Where("account_id = ? AND type LIKE 'approval.%'", w.callerID).OrderExpr("created_at, id").Scan(context.Background(), &bodies); err != nil {
+				t.Fatal(err)
+			}
+			var seen []string
+			for _, b := range bodies {
+				var ev struct {
+					Type string `json:"type"`
+					Data struct {
+						RequestID, Decision, MaxChargeUsd string
+					} `json:"data"`
+				}
+				json.Unmarshal([]byte(b), &ev)
+				step := ev.Type + ":" + map[string]string{first: "1", second: "2", third: "3"}[ev.Data.RequestID] + ev.Data.Decision
+				if ev.Type == "approval.requested" && ev.Data.MaxChargeUsd != "0.003" {
+					t.Fatalf("approval.requested: %s", b)
+				}
+				seen = append(seen, step)
+			}
+			want := "approval.requested:1 approval.decided:1approved approval.requested:2 approval.decided:2declined approval.requested:3 approval.decided:3expired"
+			if strings.Join(seen, " ") != want {
+				t.Fatalf("approval events: %v\nwant %s", seen, want)
+			}
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Approval is a call a policy sent to the account's owner.
@@ -97,7 +98,14 @@ func (s *Service) Decide(ctx context.Context, c *tools.Caller, in DecideInput) (
 	var decided bool
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) (err error) {
 		decided, err = q.DecideApprovalIn(ctx, c.AccountID(), in.RequestID, state, "portal", now)
-		return err
+		if err != nil || !decided {
+			return err
+		}
+		a, err := q.ApprovalIn(ctx, c.AccountID(), in.RequestID)
+		if err != nil {
+			return err
+		}
+		return webhooks.EmitApprovalDecided(ctx, q, c.AccountID(), now, webhooks.ApprovalDecidedData{RequestID: in.RequestID, Handle: a.Handle, Decision: state, DecidedAt: now})
 	})
 	if err != nil {
 		return Approval{}, err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/tools"
 )
 
 // The event types (fixed: receivers switch on them). Partners receive their intents' events
@@ -77,30 +76,37 @@ type CallData struct {
 
 // ApprovalRequestedData is approval.requested's data: a call waits for the owner's decision.
 type ApprovalRequestedData struct {
-	RequestID string    `json:"requestId"`
-	KeyID     string    `json:"keyId"`
-	Handle    string    `json:"handle"`
-	Rule      string    `json:"rule"`
-	ChargeUsd tools.USD `json:"chargeUsd"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	RequestID    string            `json:"requestId"`
+	KeyID        string            `json:"keyId"`
+	Handle       string            `json:"handle"`
+	Category     string            `json:"category"`
+	Rule         string            `json:"rule"`
+	Charge       map[string]string `json:"charge"`       // the itemized most it can cost, decimal USD strings
+	MaxChargeUsd string            `json:"maxChargeUsd"` // decimal USD
+	ExpiresAt    time.Time         `json:"expiresAt"`
 }
 
 // ApprovalDecidedData is approval.decided's data.
 type ApprovalDecidedData struct {
 	RequestID string    `json:"requestId"`
+	Handle    string    `json:"handle"`
 	Decision  string    `json:"decision"` // approved, declined, expired
 	DecidedAt time.Time `json:"decidedAt"`
 }
 
-// PolicyDeniedData is policy.denied's data: a call the account's policy refused.
+// PolicyDeniedData is policy.denied's data: a call the account's policy refused. Amounts are
+// decimal USD strings.
 type PolicyDeniedData struct {
-	RequestID string     `json:"requestId,omitempty"`
-	KeyID     string     `json:"keyId"`
-	Handle    string     `json:"handle,omitempty"`
-	Rule      string     `json:"rule"`
-	Window    string     `json:"window,omitempty"`
-	SpentUsd  *tools.USD `json:"spentUsd,omitempty"`
-	LeftUsd   *tools.USD `json:"leftUsd,omitempty"`
+	KeyID        string `json:"keyId"`
+	Handle       string `json:"handle"`
+	Category     string `json:"category"`
+	Rule         string `json:"rule"`
+	Policy       string `json:"policy"` // account, or key (with policyKeyId)
+	PolicyKeyID  string `json:"policyKeyId,omitempty"`
+	Window       string `json:"window,omitempty"`
+	SpentUsd     string `json:"spentUsd,omitempty"`
+	LeftUsd      string `json:"leftUsd,omitempty"`
+	MaxChargeUsd string `json:"maxChargeUsd"`
 }
 
 // IntentData is intent.activated's and intent.deactivated's data.

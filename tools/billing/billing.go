@@ -50,6 +50,9 @@ type Config struct {
 	SweepMargin        time.Duration
 	// TierOf reads an account's fee tier (the app passes its cache); nil: the store.
 	TierOf func(ctx context.Context, accountID string) (string, error)
+	// Listens reports whether an account has an endpoint its call.* events would reach
+	// (webhooks.Listeners.Any); nil: every event is written.
+	Listens func(ctx context.Context, accountID string) bool
 }
 
 // DefaultConfig: 0.001 USD infrastructure reservation; tiers standard 30 bps, pro 15 bps,

@@ -34,8 +34,12 @@ func callEvent(state string, paid, swept bool) string {
 
 // callEvents are the events of inv's ending (inv carries its outcome): one for the caller's
 // account and, when the intent's owner is another party to tell, one for the partner's. They
-// are built once per conclusion, so a transaction run again writes the same rows.
-func callEvents(inv *store.Invocation, e Ending, swept bool) ([]*store.WebhookEvent, error) {
+// are built once per conclusion, so a transaction run again writes the same rows. listens
+// (nil: every account) leaves out the event of an account no endpoint would deliver it to.
+func callEvents(inv *store.Invocation, e Ending, swept bool, listens func(accountID string) bool) ([]*store.WebhookEvent, error) {
+	if listens == nil {
+		listens = func(string) bool { return true }
+	}
 	typ := callEvent(inv.State, e.Paid, swept)
 	var charged int64
 	if st := e.Settlement; st != nil {
@@ -48,15 +52,18 @@ func callEvents(inv *store.Invocation, e Ending, swept bool) ([]*store.WebhookEv
 	if inv.State != store.InvSucceeded {
 		d.ErrorCode, d.Message = inv.OutcomeCode, inv.OutcomeMessage
 	}
-	mine := d
-	mine.KeyID = inv.KeyID
-	ev, err := webhooks.New(typ, inv.AccountID, *inv.FinishedAt, mine)
-	if err != nil {
-		return nil, err
+	var evs []*store.WebhookEvent
+	if listens(inv.AccountID) {
+		mine := d
+		mine.KeyID = inv.KeyID
+		ev, err := webhooks.New(typ, inv.AccountID, *inv.FinishedAt, mine)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, ev)
 	}
-	evs := []*store.WebhookEvent{ev}
-	if p := e.Partner; p.AccountID != "" && p.AccountID != inv.AccountID { // a partner calling its own intent hears once
-
+	// A partner calling its own intent hears once.
+	if p := e.Partner; p.AccountID != "" && p.AccountID != inv.AccountID && listens(p.AccountID) {
 		theirs := d
 		theirs.UserID = p.UserID
 		ev, err := webhooks.New(typ, p.AccountID, *inv.FinishedAt, theirs)

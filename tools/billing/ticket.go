@@ -165,7 +165,11 @@ func (t *Ticket) Conclude(ctx context.Context, e Ending) error {
 		inv.PayoutBook = st.PartnerBook
 	}
 	// Its events are written with its outcome, in the same transaction or merged write.
-	events, err := callEvents(&inv, e, t.hold == nil)
+	var listens func(string) bool
+	if s.cfg.Listens != nil {
+		listens = func(accountID string) bool { return s.cfg.Listens(ctx, accountID) }
+	}
+	events, err := callEvents(&inv, e, t.hold == nil, listens)
 	if err != nil {
 		return err
 	}
@@ -321,7 +325,7 @@ type journaled struct {
 // events are the webhook events of a journaled outcome, built again when it is replayed.
 func (e journaled) events() ([]*store.WebhookEvent, error) {
 	inv := e.Invocation
-	return callEvents(&inv, Ending{Settlement: e.Settlement, Partner: e.Partner, Paid: e.Paid}, e.Swept)
+	return callEvents(&inv, Ending{Settlement: e.Settlement, Partner: e.Partner, Paid: e.Paid}, e.Swept, nil)
 }
 
 // commitDurable commits a durable call's outcome before its caller is answered. When the

@@ -76,6 +76,11 @@ func TestPolicyCapHoldsUnderConcurrentCalls(t *testing.T) {
 				Where("account_id = ? AND type = 'policy.denied'", w.callerID).Scan(context.Background(), &denied); err != nil || denied != refused {
 				t.Fatalf("%d policy.denied events for %d refusals (%v)", denied, refused, err)
 			}
+			var callEvents int // the account has no endpoint: nobody would receive them
+			if err := w.settledStore(t).DB().NewSelect().Table("webhook_events").ColumnExpr("count(*)").
+				Where("type LIKE 'call.%'").Scan(context.Background(), &callEvents); err != nil || callEvents != 0 {
+				t.Fatalf("%d call events written for accounts without endpoints (%v)", callEvents, err)
+			}
 			if lastRefusal["rule"] != "caps.hour" || lastRefusal["window"] != "hour" || lastRefusal["spentUsd"] != "0.048" || lastRefusal["leftUsd"] != "0.002" {
 				t.Fatalf("a refusal's details: %v", lastRefusal)
 			}

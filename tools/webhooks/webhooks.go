@@ -60,6 +60,8 @@ type Config struct {
 	RetryWindow  time.Duration // 0: DefaultRetryWindow
 	DisableAfter time.Duration // 0: DefaultDisableAfter
 	Timeout      time.Duration // 0: DefaultTimeout
+	// Listeners is told when an account's endpoints change here (nil: nobody is).
+	Listeners *Listeners
 }
 
 // Service manages endpoints and delivers events.
@@ -297,6 +299,7 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 	}
 	ep := &outbox.Endpoint{ID: "we_" + NewID()[4:], AccountID: c.Principal.AccountID, URL: u.String(), Description: strings.TrimSpace(in.Description),
 		EventTypes: nonNil(slices.Clone(in.EventTypes)), SecretSalt: salt, CreatedAt: s.clock()}
+	defer s.cfg.Listeners.Forget(ep.AccountID)
 	if err := s.outbox.CreateWebhookEndpoint(ctx, ep, MaxEndpoints); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return CreateOutput{}, tools.Errorf(tools.CodeConflict, "this account already has %d webhook endpoints, the most it may hold; delete one (webhook_endpoint_list, then webhook_endpoint_delete) first", MaxEndpoints)
@@ -353,6 +356,7 @@ func (s *Service) delete(ctx context.Context, c *tools.Caller, in DeleteInput) (
 	if err := checkCaller(c); err != nil {
 		return DeleteOutput{}, err
 	}
+	defer s.cfg.Listeners.Forget(c.Principal.AccountID)
 	if err := s.outbox.DeleteWebhookEndpoint(ctx, c.Principal.AccountID, in.EndpointID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return DeleteOutput{}, tools.Errorf(tools.CodeNotFound, "no webhook endpoint %q in this account; webhook_endpoint_list shows their ids", in.EndpointID)
@@ -420,6 +424,7 @@ func (s *Service) replay(ctx context.Context, c *tools.Caller, in ReplayInput) (
 	if err := checkCaller(c); err != nil {
 		return ReplayOutput{}, err
 	}
+	defer s.cfg.Listeners.Forget(c.Principal.AccountID)
 	d, reenabled, err := s.outbox.ReplayWebhookDelivery(ctx, c.Principal.AccountID, in.DeliveryID, s.clock())
 	if errors.Is(err, store.ErrNotFound) {
 		return ReplayOutput{}, tools.Errorf(tools.CodeNotFound, "no webhook delivery %q in this account; webhook_delivery_list shows their ids", in.DeliveryID)

@@ -362,6 +362,8 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	// The intent and the caller's tier every invocation reads, from memory on every replica.
 	rows := rowcache.New(d)
 	billCfg.TierOf = rows.Tier
+	listeners := webhooks.NewListeners(st, d.Now)
+	billCfg.Listens = listeners.Any
 	failpoint := failpointOf(cfg.Failpoint, log)
 	rec, batcher, err := recording(cfg, st, log, failpoint)
 	if err != nil {
@@ -388,7 +390,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	partnerOut, metadataClient, partnerSvc := ps.out, ps.metadata, ps.svc
 	all = append(all, partnerSvc.Tools()...)
 	hooks, err := webhooks.NewService(webhooks.Config{SecretKey: derive(serverSecret, "switchboard webhook endpoint secrets v1"),
-		Signer: signer, Client: partnerOut, AllowLocal: cfg.AllowLocalEndpoints, Notify: notifier(d, mailer)}, d)
+		Signer: signer, Client: partnerOut, AllowLocal: cfg.AllowLocalEndpoints, Notify: notifier(d, mailer), Listeners: listeners}, d)
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,10 @@ type Outbox interface {
 	// NextWebhookAttemptAt is when the earliest pending delivery is due (zero: none), for tests
 	// that drive the clock and for the portal.
 	NextWebhookAttemptAt(ctx context.Context) (time.Time, error)
+	// PruneWebhookEvents deletes up to limit events written before before, with their
+	// deliveries and attempts, once they have been fanned out and none of their deliveries is
+	// pending; it returns how many events it deleted.
+	PruneWebhookEvents(ctx context.Context, before time.Time, limit int) (int, error)
 	// WebhookWork reports, by two indexed reads outside any transaction, whether events wait to be
 	// fanned out and whether a delivery is due at now: an idle worker's round then takes no write
 	// transaction (on SQLite every transaction takes the one writer's lock).
@@ -436,4 +440,33 @@ func (s *queries) WebhookWork(ctx context.Context, now time.Time) (fanOut, due b
 	}
 	due, err = s.db.NewSelect().Model((*Delivery)(nil)).Where("state = ? AND next_attempt_at <= ?", DeliveryPending, now).Limit(1).Exists(ctx)
 	return fanOut, due, dberr.Normalize(err)
+}
+
+// PruneWebhookEvents deletes old events that nothing waits to deliver (Outbox).
+func (s *queries) PruneWebhookEvents(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int
+	err := s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var ids []string
+		err := tx.NewSelect().Table("webhook_events").Column("id").
+			Where("created_at < ? AND fanned_at IS NOT NULL", before).
+			Where("NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.state = ?)", DeliveryPending).
+			OrderExpr("created_at ASC").Limit(int64(limit)).Scan(ctx, &ids)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		// Children first: SQLite enforces no ON DELETE CASCADE unless foreign keys are on.
+		deliveries := tx.NewSelect().Model((*Delivery)(nil)).Column("id").Where("event_id IN (?)", bun.In(ids))
+		if _, err := tx.NewDelete().Model((*Attempt)(nil)).Where("delivery_id IN (?)", deliveries).Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewDelete().Model((*Delivery)(nil)).Where("event_id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewDelete().Table("webhook_events").Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+			return err
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, dberr.Normalize(err)
 }

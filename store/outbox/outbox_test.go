@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/outbox"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/uptrace/bun"
 )
 
 // An event written with what caused it is fanned out to the endpoints that take its type,
@@ -107,6 +109,61 @@ func TestOutboxFanOutClaimAndAttempt(t *testing.T) {
 		}
 		if rows, err := o.WebhookDeliveries(ctx, "a", outbox.DeliveryFilter{Limit: 10}); err != nil || len(rows) != 2 {
 			t.Fatalf("deliveries after deleting e-keys: %d (%v), want 2", len(rows), err)
+		}
+	})
+}
+
+// Old events are pruned with their deliveries and attempts once nothing waits to deliver
+// them; an old event with a pending delivery, and a recent one, stay.
+func TestPruneWebhookEvents(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		o := outbox.New(st)
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		old := now.Add(-40 * 24 * time.Hour)
+		if err := st.CreateAccount(ctx, &store.Account{ID: "a", Email: "a@example.com", CreatedAt: old}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.CreateWebhookEndpoint(ctx, &outbox.Endpoint{ID: "e", AccountID: "a", URL: "https://a.example/h", SecretSalt: []byte("s"), CreatedAt: old.Add(-time.Hour)}, 5); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range []struct {
+			id string
+			at time.Time
+		}{{"ev-done", old}, {"ev-pending", old.Add(time.Second)}, {"ev-new", now}} {
+			if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+				return q.InsertWebhookEvent(ctx, &store.WebhookEvent{ID: ev.id, AccountID: "a", Type: "key.created", Body: "{}", CreatedAt: ev.at})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := 0
+		if _, err := o.FanOutWebhookEvents(ctx, now, 10, func() string { n++; return fmt.Sprintf("d%d", n) }, func(*outbox.Endpoint, string) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+		// ev-done's delivery was delivered (with an attempt), ev-pending's still waits.
+		if _, err := st.DB().NewUpdate().Model((*outbox.Delivery)(nil)).Set("state = ?", outbox.DeliveryDelivered).Where("event_id IN (?)", bun.In([]string{"ev-done", "ev-new"})).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var doneDelivery string
+		if err := st.DB().NewSelect().Model((*outbox.Delivery)(nil)).Column("id").Where("event_id = ?", "ev-done").Scan(ctx, &doneDelivery); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DB().NewInsert().Model(&outbox.Attempt{ID: "at1", DeliveryID: doneDelivery, At: old, Status: 200}).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pruned, err := o.PruneWebhookEvents(ctx, now.Add(-30*24*time.Hour), 10)
+		if err != nil || pruned != 1 {
+			t.Fatalf("pruned %d (%v), want the one old delivered event", pruned, err)
+		}
+		var left []string
+		if err := st.DB().NewSelect().Table("webhook_events").Column("id").OrderExpr("id").Scan(ctx, &left); err != nil {
+			t.Fatal(err)
+		}
+		attempts, _ := st.DB().NewSelect().Model((*outbox.Attempt)(nil)).Count(ctx)
+		deliveries, _ := st.DB().NewSelect().Model((*outbox.Delivery)(nil)).Count(ctx)
+		if strings.Join(left, ",") != "ev-new,ev-pending" || attempts != 0 || deliveries != 2 {
+			t.Fatalf("left events %v, %d attempts, %d deliveries", left, attempts, deliveries)
 		}
 	})
 }

@@ -39,6 +39,7 @@ type Round struct {
 func (s *Service) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -47,6 +48,29 @@ func (s *Service) Run(ctx context.Context, every time.Duration) {
 			if _, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
 				s.log.ErrorContext(ctx, "webhook deliveries", "err", err)
 			}
+			if now := s.clock(); now.Sub(pruned) >= pruneEvery {
+				pruned = now
+				if _, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
+					s.log.ErrorContext(ctx, "prune webhook events", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// pruneEvery is how often Run prunes the outbox.
+const pruneEvery = time.Hour
+
+// Prune deletes the events older than the retention that nothing waits to deliver, with their
+// deliveries and attempts, a batch at a time; it returns how many events it deleted.
+func (s *Service) Prune(ctx context.Context) (int, error) {
+	const batch = 500
+	total := 0
+	for {
+		n, err := s.outbox.PruneWebhookEvents(ctx, s.clock().Add(-s.cfg.Retention), batch)
+		total += n
+		if err != nil || n < batch {
+			return total, err
 		}
 	}
 }

@@ -33,6 +33,9 @@ const (
 	DefaultDisableAfter = 5 * 24 * time.Hour
 	// DefaultTimeout bounds one attempt (Standard Webhooks recommends 15 to 30 s).
 	DefaultTimeout = 15 * time.Second
+	// DefaultRetention is how long an event (with its deliveries and attempts) is kept for
+	// webhook_delivery_list and webhook_delivery_replay once nothing waits to deliver it.
+	DefaultRetention = 30 * 24 * time.Hour
 	// MaxEndpoints is the most endpoints an account holds.
 	MaxEndpoints = 10
 	// maxResponseBody is how much of a receiver's answer is read (and ignored).
@@ -60,6 +63,7 @@ type Config struct {
 	RetryWindow  time.Duration // 0: DefaultRetryWindow
 	DisableAfter time.Duration // 0: DefaultDisableAfter
 	Timeout      time.Duration // 0: DefaultTimeout
+	Retention    time.Duration // 0: DefaultRetention
 	// Listeners is told when an account's endpoints change here (nil: nobody is).
 	Listeners *Listeners
 }
@@ -90,6 +94,9 @@ func NewService(cfg Config, d service.Deps) (*Service, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = DefaultRetention
 	}
 	return &Service{cfg: cfg, store: d.Store, outbox: outbox.New(d.Store), now: d.Now, log: d.Log}, nil
 }

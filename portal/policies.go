@@ -285,7 +285,19 @@ func (p *portal) setPolicy(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 var (
 	capIndexRe  = regexp.MustCompile(`^caps[\[./](\d+)`)
 	capWindowRe = regexp.MustCompile(`the (hour|day|30d) cap`)
+	// amountRe and listRe are the policy paths a message starts with, which the field the
+	// message is shown at already says.
+	amountRe = regexp.MustCompile(`^(caps\[\d+\]\.usd|perCallMaxUsd|approval\.aboveUsd) `)
+	listRe   = regexp.MustCompile(`^(allow|deny)\.(handles|publishers|categories): `)
 )
+
+// fieldMessage is a policy_set message as the field it is shown at reads it.
+func fieldMessage(msg string) string {
+	if amountRe.MatchString(msg) {
+		return amountRe.ReplaceAllString(msg, "this amount ")
+	}
+	return listRe.ReplaceAllString(msg, "")
+}
 
 // policyErrors places policy_set's refusal next to the field it is about: its message names
 // the policy's field (caps[1].usd, deny.handles, ...), or the schema validator's problems
@@ -325,11 +337,26 @@ func policyErrors(e *tools.Error, capOrder []string) map[string]string {
 		return out
 	}
 	if f := fieldOf(e.Message); f != "" {
-		out[f] = e.Message
+		out[f] = fieldMessage(e.Message)
 	} else {
 		out["form"] = e.Message
 	}
 	return out
+}
+
+// asks says when a policy's approval rule asks the owner first ("" for never).
+func asks(a billing.ApprovalRule) string {
+	var parts []string
+	if a.AboveUsd != "" {
+		parts = append(parts, "calls that may cost more than "+a.AboveUsd+" USD")
+	}
+	if len(a.Categories) > 0 {
+		parts = append(parts, strings.Join(a.Categories, ", ")+" calls")
+	}
+	if a.FirstCallToPartner {
+		parts = append(parts, "the first call to each partner")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // cats is a fieldset of category checkboxes (the "cats" template).

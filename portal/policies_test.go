@@ -47,7 +47,7 @@ func TestApprovalsPage(t *testing.T) {
 			h.get("/developer/policy")
 			token := h.csrf()
 			if st, body := h.post("/developer/policy", url.Values{"csrf": {token}, "approval_aboveUsd": {"0.001"}}, false); st != 200 ||
-				!strings.Contains(body, "Saved") || !strings.Contains(body, "calls above 0.001 USD") {
+				!strings.Contains(body, "Saved") || !strings.Contains(body, "calls that may cost more than 0.001 USD") {
 				t.Fatalf("set the approval rule: %d\n%s", st, body)
 			}
 
@@ -147,9 +147,9 @@ func TestPolicyPage(t *testing.T) {
 				form        url.Values
 				field, says string
 			}{
-				{url.Values{"cap_hour": {"0"}}, "cap_hour", "is 0"},
+				{url.Values{"cap_hour": {"0"}}, "cap_hour", "this amount is 0, which would allow nothing"},
 				{url.Values{"cap_hour": {"5"}, "cap_day": {"lots"}}, "cap_day", "decimal USD amount"},
-				{url.Values{"deny_handles": {"@nobody_here"}}, "deny_handles", "no partner @nobody_here"},
+				{url.Values{"deny_handles": {"@nobody_here"}}, "deny_handles", "no partner @nobody_here; use discover"},
 				{url.Values{"perCallMaxUsd": {"0.0000001"}}, "perCallMaxUsd", "at most 6 decimals"},
 				{url.Values{"denyByDefault": {"on"}}, "denyByDefault", "nothing in allow"},
 			} {

@@ -119,6 +119,7 @@ func New(o Options) (http.Handler, error) {
 		"passed":      passed,
 		"chargeItems": chargeItems,
 		"catsOf":      catsOf,
+		"asks":        asks,
 	}
 	maps.Copy(funcs, marketFuncs)
 	for _, page := range append([]string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error", "wallet_export"}, append(append(marketPages, webhookPages...), policyPages...)...) {

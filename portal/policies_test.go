@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -195,6 +196,26 @@ func TestPolicyPage(t *testing.T) {
 			}
 			if st, out := invoke(); st != 200 || len(partner.Hits()) != hits+1 {
 				t.Fatalf("the call once the policy is removed: %d %v", st, out)
+			}
+
+			// The key's own policy, set on its page; the owner removes it, which its key may not.
+			// (A minute passes: the pages' tool calls count against the session's 30 a minute.)
+			env.Clock.Advance(time.Minute)
+			if st, body := h.post("/developer/policy", url.Values{"csrf": {token}, "keyId": {keyID}, "perCallMaxUsd": {"0.001"}}, false); st != 200 ||
+				!strings.Contains(body, "Saved") || !strings.Contains(body, "for the key") || !strings.Contains(body, "at most 0.001 USD") {
+				t.Fatalf("set the key's policy: %d\n%s", st, body)
+			}
+			if st, out := invoke(); st != 403 || errDetails(out)["rule"] != "perCallMaxUsd" {
+				t.Fatalf("a call over the key's per-call maximum: %d %v", st, out)
+			}
+			if st, out := env.REST(t, "PUT", "/v1/policy", agent, map[string]any{"policy": nil}); st != 403 {
+				t.Fatalf("the key removed its own policy: %d %v", st, out)
+			}
+			if st, _ := h.post("/developer/policy", url.Values{"csrf": {token}, "keyId": {keyID}}, false); st != 200 {
+				t.Fatalf("remove the key's policy: %d", st)
+			}
+			if st, out := invoke(); st != 200 || len(partner.Hits()) != hits+2 {
+				t.Fatalf("the call once the key's policy is removed: %d %v", st, out)
 			}
 		})
 	}

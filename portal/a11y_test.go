@@ -210,6 +210,44 @@ func TestAccessibilityOfEveryPage(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#key-0`)))
 	a.audit("wallet-export-keys")
 
+	// The spend policy and the approvals inbox (after the export: the approval's e-mail would
+	// shift the codes counted above). A QUERY call waits for approval and is approved here.
+	// The clock is the test's: a minute passes, or the session's 30 calls a minute run out.
+	env.Clock.Advance(time.Minute)
+	do("approvals, none", chromedp.Navigate(env.URL+"/developer/approvals"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+	a.audit("approvals-empty")
+	do("policy", chromedp.Navigate(env.URL+"/developer/policy"), chromedp.WaitVisible(chromedp.CSS(`#approval_aboveUsd`)))
+	a.audit("policy")
+	save := chromedp.Click(chromedp.CSS(`form[action="/developer/policy"] button[type=submit]`))
+	do("a policy with an error", chromedp.SendKeys(chromedp.CSS(`#cap_hour`), "0"), save, chromedp.WaitVisible(chromedp.CSS(`#cap_hour-error`)))
+	a.audit("policy-errors")
+	do("set the policy", chromedp.Evaluate[chromedp.Void](`document.querySelector("#cap_hour").value = ""`), chromedp.Click(chromedp.CSS(`input[name=approval_categories][value=QUERY]`)), save,
+		chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	a.audit("policy-set")
+	do("a key for the agent", chromedp.Navigate(env.URL+"/developer/api-keys"), chromedp.WaitVisible(chromedp.CSS(`#name`)),
+		chromedp.SendKeys(chromedp.CSS(`#name`), "approved agent"), chromedp.Click(chromedp.CSS(`input[name=scopes][value=partner]`)),
+		chromedp.Click(chromedp.CSS(`form[action="/developer/api-keys"] button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#secret`)))
+	agent := text(`#secret`)
+	st, out := env.REST(t, "POST", "/v1/invoke", agent, map[string]any{"message": "@a11ypub hello"})
+	e, _ := out["error"].(map[string]any)
+	details, _ := e["details"].(map[string]any)
+	if st != 409 || details["requestId"] == nil {
+		t.Fatalf("a QUERY call under the approval rule: %d %v", st, out)
+	}
+	do("approvals, one waiting", chromedp.Navigate(env.URL+"/developer/approvals"), chromedp.WaitVisible(chromedp.CSS(`form.decide button`)))
+	a.audit("approvals")
+	hits := len(partner.Hits())
+	// On a phone: the card fits the screen (nothing scrolls sideways) and Approve is tapped there.
+	do("at 390 px", chromedp.EmulateViewport(390, 900))
+	if wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > 390`)); err != nil || wide {
+		t.Errorf("the approvals page scrolls sideways at 390 px (%v)", err)
+	}
+	do("approve", chromedp.Click(chromedp.CSS(`form.decide button[value=approve]`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	a.audit("approvals-decided")
+	if st, out := env.REST(t, "POST", "/v1/invoke", agent, map[string]any{"message": "@a11ypub hello", "confirmRequestId": details["requestId"]}); st != 200 || len(partner.Hits()) != hits+1 {
+		t.Fatalf("the call approved in the browser: %d %v (partner calls %d)", st, out, len(partner.Hits())-hits)
+	}
+
 	for _, d := range []string{"", "/agents", "/mcp-hosts", "/partners", "/api"} {
 		do("docs"+d, chromedp.Navigate(env.URL+"/docs"+d), chromedp.WaitVisible(chromedp.CSS(`article`)))
 		a.audit(strings.TrimSuffix("docs-"+strings.TrimPrefix(d, "/"), "-"))

@@ -110,16 +110,19 @@ func New(o Options) (http.Handler, error) {
 	}
 	p := &portal{o: o, pages: map[string]*template.Template{}, oidc: providers{found: map[int]*oidc.Provider{}}, limiter: limiterOf(o)}
 	funcs := template.FuncMap{
-		"join":    func(v any) string { return strings.Join(strs(v), ", ") },
-		"checked": func(v any, s string) bool { return slices.Contains(strs(v), s) },
-		"field":   fieldOf,
-		"str":     str,
-		"when":    when,
-		"label":   label,
-		"passed":  passed,
+		"join":        func(v any) string { return strings.Join(strs(v), ", ") },
+		"checked":     func(v any, s string) bool { return slices.Contains(strs(v), s) },
+		"field":       fieldOf,
+		"str":         str,
+		"when":        when,
+		"label":       label,
+		"passed":      passed,
+		"chargeItems": chargeItems,
+		"catsOf":      catsOf,
+		"asks":        asks,
 	}
 	maps.Copy(funcs, marketFuncs)
-	for _, page := range append([]string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error", "wallet_export"}, append(marketPages, webhookPages...)...) {
+	for _, page := range append([]string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error", "wallet_export"}, append(append(marketPages, webhookPages...), policyPages...)...) {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -167,6 +170,10 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("POST /developer/webhooks", p.authed(p.createWebhook))
 	mux.Handle("POST /developer/webhooks/{id}/delete", p.authed(p.deleteWebhook))
 	mux.Handle("POST /developer/webhooks/deliveries/{id}/replay", p.authed(p.replayWebhook))
+	mux.Handle("GET /developer/approvals", p.authed(p.approvals))
+	mux.Handle("POST /developer/approvals/{id}", p.authed(p.decideApproval))
+	mux.Handle("GET /developer/policy", p.authed(p.policy))
+	mux.Handle("POST /developer/policy", p.authed(p.setPolicy))
 	mux.Handle("GET /developer/connections", p.authed(p.connections))
 	mux.Handle("POST /developer/connections/{id}/revoke", p.authed(p.revokeConnection))
 	mux.Handle("POST /developer/sign-out", p.authed(p.signOut))
@@ -215,7 +222,8 @@ type view struct {
 // navOf is the navigation entry a page belongs to.
 var navOf = map[string]string{"account": "account", "keys": "keys", "settings": "settings", "intents": "intents", "intent_form": "intents",
 	"intent": "intents", "partner": "intents", "integrations": "integrations", "connections": "connections", "docs": "docs", "wallet_export": "settings", "signin": "signin",
-	"marketplace": "marketplace", "listing": "marketplace", "usage": "usage", "intent_usage": "usage", "calls": "calls", "call": "calls"}
+	"marketplace": "marketplace", "listing": "marketplace", "usage": "usage", "intent_usage": "usage", "calls": "calls", "call": "calls",
+	"approvals": "approvals", "policy": "policy"}
 
 func (p *portal) render(w http.ResponseWriter, status int, page string, v view) {
 	v.BaseURL = p.o.BaseURL

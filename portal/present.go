@@ -62,6 +62,8 @@ var labels = map[string]string{
 	"PASS": "Pass", "FAIL": "Fail", "WARN": "Warning", "OK": "Pass", "REJECTED": "Pass", "ACCEPTED": "Fail",
 	"WRONG_STATUS": "Fail", "INCONCLUSIVE": "Inconclusive", "BLOCKED": "Fail", "NO_ANSWER": "Fail",
 	"BAD_RESPONSE": "Fail", "PARTNER_FAILURE": "Fail",
+	"approval.aboveUsd": "Costs more than your approval amount", "approval.categories": "Its category needs your approval",
+	"approval.firstCallToPartner": "The first call to this partner", "hour": "hour", "day": "day", "30d": "30 days",
 }
 
 // label is the readable name of an enum value: from the table, else the words of the name.

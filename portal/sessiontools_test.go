@@ -58,7 +58,7 @@ func TestSessionOnlyToolsAreThePortals(t *testing.T) {
 	pr := sessionOf(t, env, h)
 	root := env.Onboard(t, email)["apiKey"].(string)
 
-	want := []string{"session_list", "session_revoke", "signing_set", "usage_spend", "usage_intent", "usage_calls", "usage_call",
+	want := []string{"approval_decide", "session_list", "session_revoke", "signing_set", "usage_spend", "usage_intent", "usage_calls", "usage_call",
 		"integration_list", "integration_create", "connection_list", "connection_revoke", "wallet_export"}
 	var got []string
 	for _, tool := range env.App.Kernel.SessionTools() {

@@ -1,0 +1,371 @@
+package portal
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/policies"
+)
+
+// policyPages are the owner's side of spend policies: the approvals inbox (approve or decline
+// what a policy sent to them) and the policy page (the account's and each key's policy, what
+// the windows have spent and left, and the form that sets one). Everything goes through
+// policy_get, policy_set, approval_list and the session-only approval_decide.
+var policyPages = []string{"approvals", "policy"}
+
+// callInto runs a tool the other doors share and reads its JSON answer, as they see it, into
+// Out (the tool's output type), so the pages render typed values.
+func callInto[Out any](p *portal, r *http.Request, pr *tools.Principal, tool string, args any) (Out, *tools.Error) {
+	var out Out
+	m, e := p.call(r, pr, tool, args)
+	if e != nil {
+		return out, e
+	}
+	raw, _ := json.Marshal(m)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, tools.Translate(err)
+	}
+	return out, nil
+}
+
+// keyNames are the account's keys by id (live ones first, as api_key_list lists them).
+type keyName struct{ ID, Name string }
+
+func (p *portal) keyNames(r *http.Request, pr *tools.Principal) ([]keyName, *tools.Error) {
+	list, e := p.call(r, pr, "api_key_list", nil)
+	if e != nil {
+		return nil, e
+	}
+	var out []keyName
+	ks, _ := list["keys"].([]any)
+	for _, k := range ks {
+		if m, ok := k.(map[string]any); ok && m["revokedAt"] == nil {
+			out = append(out, keyName{ID: str(m["id"]), Name: str(m["name"])})
+		}
+	}
+	return out, nil
+}
+
+// Approvals.
+
+type approvalsData struct {
+	Pending, Decided []policies.Approval
+	Keys             map[string]string // key id -> name
+	Flash            string
+}
+
+// chargeItem is one line of an approval's itemized charge.
+type chargeItem struct{ Label, USD string }
+
+// chargeParts are an approval's charge lines in the order a bill reads.
+var chargeParts = []chargeItem{{"Infrastructure", "infrastructureUsd"}, {"Partner fee (at most)", "partnerFeeUsd"}, {"Platform fee", "platformFeeUsd"},
+	{"Gas estimate", "gasEstimateUsd"}, {"Flat fee", "flatFeeUsd"}, {"Expected total", "totalUsd"}}
+
+// chargeItems is the charge's lines that are there and not zero (the total always).
+func chargeItems(charge map[string]string) []chargeItem {
+	var out []chargeItem
+	for _, c := range chargeParts {
+		if v, ok := charge[c.USD]; ok && (v != "0" || c.USD == "totalUsd") {
+			out = append(out, chargeItem{Label: c.Label, USD: v})
+		}
+	}
+	return out
+}
+
+func (p *portal) approvals(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	list, e := callInto[policies.ListOutput](p, r, pr, "approval_list", map[string]any{"limit": 100})
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	keys, e := p.keyNames(r, pr)
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	d := approvalsData{Keys: map[string]string{}}
+	for _, k := range keys {
+		d.Keys[k.ID] = k.Name
+	}
+	for _, a := range list.Approvals {
+		if a.State == "pending" {
+			d.Pending = append(d.Pending, a)
+		} else {
+			d.Decided = append(d.Decided, a)
+		}
+	}
+	// The one that expires first is the one to decide first.
+	slices.SortStableFunc(d.Pending, func(a, b policies.Approval) int { return a.ExpiresAt.Compare(b.ExpiresAt) })
+	switch q := r.URL.Query(); {
+	case q.Get("approved") != "":
+		d.Flash = "Approved " + q.Get("approved") + ": the agent's next call with its requestId is sent, once, and charged then."
+	case q.Get("declined") != "":
+		d.Flash = "Declined " + q.Get("declined") + ": nothing is sent or charged, and the agent is told when it asks again."
+	case q.Get("unchanged") != "":
+		d.Flash = "That call was decided already or has expired: nothing changed."
+	}
+	v := p.page(pr, "Approvals", d)
+	if n := len(d.Pending); n > 0 {
+		v.Title = "Approvals (" + strconv.Itoa(n) + " waiting)"
+	}
+	p.render(w, http.StatusOK, "approvals", v)
+}
+
+func (p *portal) decideApproval(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	var approve bool
+	switch r.PostFormValue("decision") {
+	case "approve":
+		approve = true
+	case "decline":
+	default:
+		p.fail(w, r, tools.Errorf(tools.CodeBadInput, "choose Approve or Decline"))
+		return
+	}
+	out, e := callAs[policies.Approval](p, r, pr, "approval_decide", map[string]any{"requestId": r.PathValue("id"), "approve": approve})
+	switch {
+	case e != nil && e.Code == tools.CodeConflict:
+		http.Redirect(w, r, "/developer/approvals?unchanged=1", http.StatusSeeOther)
+	case e != nil:
+		p.fail(w, r, e)
+	case approve:
+		http.Redirect(w, r, "/developer/approvals?approved="+url.QueryEscape(out.Handle), http.StatusSeeOther)
+	default:
+		http.Redirect(w, r, "/developer/approvals?declined="+url.QueryEscape(out.Handle), http.StatusSeeOther)
+	}
+}
+
+// Policies.
+
+type policyData struct {
+	Key        string // the key whose policy the page shows; "" for the account's
+	KeyName    string
+	Keys       []keyName
+	Get        policies.GetOutput
+	Categories []string
+	Flash      string
+}
+
+// policyFields are the form's fields, each where an error about it is shown.
+var policyFields = []string{"cap_hour", "cap_day", "cap_30d", "perCallMaxUsd", "deny_handles", "deny_publishers", "deny_categories",
+	"denyByDefault", "allow_handles", "allow_publishers", "allow_categories", "approval_aboveUsd", "approval_categories", "approval_firstCallToPartner"}
+
+func (p *portal) policyView(r *http.Request, pr *tools.Principal, key string) (policyData, *tools.Error) {
+	keys, e := p.keyNames(r, pr)
+	if e != nil {
+		return policyData{}, e
+	}
+	d := policyData{Key: key, Keys: keys, Categories: append(slices.Clone(partners.IdempotentCategories), partners.WriteCategories...)}
+	if key != "" {
+		i := slices.IndexFunc(keys, func(k keyName) bool { return k.ID == key })
+		if i < 0 {
+			return policyData{}, tools.Errorf(tools.CodeNotFound, "no live key %s in this account; choose one from the list on the Policy page", key)
+		}
+		d.KeyName = keys[i].Name
+	}
+	args := map[string]any{}
+	if key != "" {
+		args["keyId"] = key
+	}
+	d.Get, e = callInto[policies.GetOutput](p, r, pr, "policy_get", args)
+	return d, e
+}
+
+// policyForm is a policy as the form shows it.
+func policyForm(pol *billing.Policy) map[string]any {
+	f := map[string]any{}
+	if pol == nil {
+		return f
+	}
+	for _, c := range pol.Caps {
+		f["cap_"+c.Window] = c.USD
+	}
+	f["perCallMaxUsd"] = pol.PerCallMaxUsd
+	f["deny_handles"], f["deny_publishers"], f["deny_categories"] = strings.Join(pol.Deny.Handles, ", "), strings.Join(pol.Deny.Publishers, ", "), pol.Deny.Categories
+	f["allow_handles"], f["allow_publishers"], f["allow_categories"] = strings.Join(pol.Allow.Handles, ", "), strings.Join(pol.Allow.Publishers, ", "), pol.Allow.Categories
+	if pol.DenyByDefault {
+		f["denyByDefault"] = "on"
+	}
+	f["approval_aboveUsd"], f["approval_categories"] = pol.Approval.AboveUsd, pol.Approval.Categories
+	if pol.Approval.FirstCallToPartner {
+		f["approval_firstCallToPartner"] = "on"
+	}
+	return f
+}
+
+func (p *portal) renderPolicy(w http.ResponseWriter, pr *tools.Principal, status int, d policyData, form map[string]any, errs map[string]string) {
+	v := p.page(pr, "Spend policy", d)
+	v.Form, v.Errors = form, errs
+	p.render(w, status, "policy", v)
+}
+
+func (p *portal) policy(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	d, e := p.policyView(r, pr, r.URL.Query().Get("key"))
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	own := d.Get.Account
+	if d.Key != "" {
+		own = d.Get.Key
+	}
+	if r.URL.Query().Get("saved") != "" {
+		d.Flash = "Saved: every call from now on is checked against it."
+	}
+	p.renderPolicy(w, pr, http.StatusOK, d, policyForm(own), nil)
+}
+
+// listOf reads a list field: entries separated by commas, spaces or new lines.
+func listOf(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
+}
+
+func (p *portal) setPolicy(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	key := r.PostFormValue("keyId")
+	form := map[string]any{}
+	for _, f := range policyFields {
+		if strings.HasSuffix(f, "_categories") {
+			form[f] = r.PostForm[f]
+		} else {
+			form[f] = strings.TrimSpace(r.PostFormValue(f))
+		}
+	}
+	pol := billing.Policy{
+		PerCallMaxUsd: str(form["perCallMaxUsd"]),
+		Deny:          billing.Lists{Handles: listOf(str(form["deny_handles"])), Publishers: listOf(str(form["deny_publishers"])), Categories: r.PostForm["deny_categories"]},
+		Allow:         billing.Lists{Handles: listOf(str(form["allow_handles"])), Publishers: listOf(str(form["allow_publishers"])), Categories: r.PostForm["allow_categories"]},
+		DenyByDefault: form["denyByDefault"] == "on",
+		Approval: billing.ApprovalRule{AboveUsd: str(form["approval_aboveUsd"]), Categories: r.PostForm["approval_categories"],
+			FirstCallToPartner: form["approval_firstCallToPartner"] == "on"},
+	}
+	var capOrder []string // the window of each cap sent, to place an error about caps[i]
+	for _, w := range billing.Windows {
+		if v := str(form["cap_"+w.Name]); v != "" {
+			pol.Caps = append(pol.Caps, billing.Cap{Window: w.Name, USD: v})
+			capOrder = append(capOrder, w.Name)
+		}
+	}
+	args := map[string]any{"policy": pol}
+	if empty := pol.Normalized(); len(empty.Caps) == 0 && empty.PerCallMaxUsd == "" && !empty.DenyByDefault && empty.Approval.AboveUsd == "" &&
+		!empty.Approval.FirstCallToPartner && len(empty.Approval.Categories)+len(empty.Deny.Handles)+len(empty.Deny.Publishers)+len(empty.Deny.Categories)+
+		len(empty.Allow.Handles)+len(empty.Allow.Publishers)+len(empty.Allow.Categories) == 0 {
+		args["policy"] = nil // nothing filled in: no policy
+	}
+	if key != "" {
+		args["keyId"] = key
+	}
+	_, e := p.call(r, pr, "policy_set", args)
+	if e == nil {
+		target := "/developer/policy?saved=1"
+		if key != "" {
+			target += "&key=" + url.QueryEscape(key)
+		}
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return
+	}
+	if e.Code != tools.CodeBadInput && e.Code != tools.CodeForbidden && e.Code != tools.CodeNotFound {
+		p.fail(w, r, e)
+		return
+	}
+	d, le := p.policyView(r, pr, key)
+	if le != nil {
+		p.fail(w, r, le)
+		return
+	}
+	p.renderPolicy(w, pr, http.StatusUnprocessableEntity, d, form, policyErrors(e, capOrder))
+}
+
+var (
+	capIndexRe  = regexp.MustCompile(`^caps[\[./](\d+)`)
+	capWindowRe = regexp.MustCompile(`the (hour|day|30d) cap`)
+	// amountRe and listRe are the policy paths a message starts with, which the field the
+	// message is shown at already says.
+	amountRe = regexp.MustCompile(`^(caps\[\d+\]\.usd|perCallMaxUsd|approval\.aboveUsd) `)
+	listRe   = regexp.MustCompile(`^(allow|deny)\.(handles|publishers|categories): `)
+)
+
+// fieldMessage is a policy_set message as the field it is shown at reads it.
+func fieldMessage(msg string) string {
+	if amountRe.MatchString(msg) {
+		return amountRe.ReplaceAllString(msg, "this amount ")
+	}
+	return listRe.ReplaceAllString(msg, "")
+}
+
+// policyErrors places policy_set's refusal next to the field it is about: its message names
+// the policy's field (caps[1].usd, deny.handles, ...), or the schema validator's problems
+// point at it (at /policy/perCallMaxUsd: ...). What names no field is shown above the button.
+func policyErrors(e *tools.Error, capOrder []string) map[string]string {
+	fieldOf := func(path string) string {
+		path = strings.ReplaceAll(path, "/", ".")
+		if m := capIndexRe.FindStringSubmatch(path); m != nil {
+			if i, _ := strconv.Atoi(m[1]); i < len(capOrder) {
+				return "cap_" + capOrder[i]
+			}
+		}
+		if m := capWindowRe.FindStringSubmatch(path); m != nil {
+			return "cap_" + m[1]
+		}
+		for _, f := range policyFields {
+			if dotted := strings.Replace(f, "_", ".", 1); strings.HasPrefix(path, dotted) || strings.HasPrefix(path, f) {
+				return f
+			}
+		}
+		return ""
+	}
+	out := map[string]string{}
+	problems, _ := e.Details["problems"].([]string)
+	for _, pr := range problems {
+		at, msg, ok := strings.Cut(strings.TrimPrefix(pr, "at "), ":")
+		if !ok {
+			continue
+		}
+		if f := fieldOf(strings.TrimPrefix(strings.TrimPrefix(at, "/policy"), "/")); f != "" {
+			if _, taken := out[f]; !taken {
+				out[f] = humanize(f, strings.TrimSpace(msg))
+			}
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if f := fieldOf(e.Message); f != "" {
+		out[f] = fieldMessage(e.Message)
+	} else {
+		out["form"] = e.Message
+	}
+	return out
+}
+
+// asks says when a policy's approval rule asks the owner first ("" for never).
+func asks(a billing.ApprovalRule) string {
+	var parts []string
+	if a.AboveUsd != "" {
+		parts = append(parts, "calls that may cost more than "+a.AboveUsd+" USD")
+	}
+	if len(a.Categories) > 0 {
+		parts = append(parts, strings.Join(a.Categories, ", ")+" calls")
+	}
+	if a.FirstCallToPartner {
+		parts = append(parts, "the first call to each partner")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cats is a fieldset of category checkboxes (the "cats" template).
+type cats struct {
+	Name, Label, Error string
+	Checked            any
+	Options            []string
+}
+
+func catsOf(name, label string, form map[string]any, errs map[string]string, options []string) cats {
+	return cats{Name: name, Label: label, Error: errs[name], Checked: form[name], Options: options}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/idempotency"
 )
 
 // llmsTxt renders the onboarding instructions for agents. It lists exactly the onboarding
@@ -87,6 +88,15 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 			pathFields[field] = true
 			params = append(params, map[string]any{"name": param, "in": "path", "required": true, "schema": property(in, field)})
 		}
+		props, _ := in["properties"].(map[string]any)
+		idem := rt.Method == http.MethodPost && props[idempotency.Property] != nil
+		if idem { // the header carries it (the body may too)
+			pathFields[idempotency.Property] = true
+			params = append(params, map[string]any{"name": IdempotencyHeader, "in": "header", "required": false,
+				"description": "a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; " +
+					"the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After",
+				"schema": property(in, idempotency.Property)})
+		}
 		body := withoutFields(in, pathFields)
 		if rt.Method == http.MethodGet || rt.Method == http.MethodDelete {
 			props, _ := body["properties"].(map[string]any)
@@ -108,7 +118,7 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 		if rt.Created {
 			status = "201"
 		}
-		responses := errorResponses(t, rt)
+		responses := errorResponses(t, rt, idem)
 		responses[status] = map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": out}}}
 		op["responses"] = responses
 		if !t.Access.NeedsKey() {
@@ -149,7 +159,7 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 
 // errorResponses documents every error an operation can answer, by HTTP status, each with
 // the codes behind it and the error body.
-func errorResponses(t *tools.Tool, rt Route) map[string]any {
+func errorResponses(t *tools.Tool, rt Route, idem bool) map[string]any {
 	codes := []tools.Code{tools.CodeBadInput}
 	if rt.Method == http.MethodPost || rt.Method == http.MethodPatch {
 		codes = append(codes, tools.CodePayloadTooLarge)
@@ -158,6 +168,9 @@ func errorResponses(t *tools.Tool, rt Route) map[string]any {
 		codes = append(codes, tools.CodeUnauthenticated, tools.CodeForbidden, tools.CodeRateLimited)
 	}
 	codes = append(codes, rt.Errors...)
+	if idem {
+		codes = append(codes, tools.CodeConflict) // an idempotency key reused or in flight
+	}
 	codes = append(codes, tools.CodeUnavailable, tools.CodeInternal)
 	byStatus := map[int][]string{}
 	for _, c := range codes {
@@ -172,9 +185,13 @@ func errorResponses(t *tools.Tool, rt Route) map[string]any {
 			"description": http.StatusText(st) + ": " + strings.Join(cs, ", "),
 			"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}},
 		}
-		if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
+		if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable || (idem && st == http.StatusConflict) {
+			what := "seconds to wait before retrying (always sent with RATE_LIMITED)"
+			if st == http.StatusConflict {
+				what = "seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running"
+			}
 			r["headers"] = map[string]any{"Retry-After": map[string]any{
-				"description": "seconds to wait before retrying (always sent with RATE_LIMITED)",
+				"description": what,
 				"schema":      map[string]any{"type": "integer", "minimum": 0},
 			}}
 		}

@@ -135,23 +135,36 @@ func (s *Service) call(ctx context.Context, t *tools.Tool, c *tools.Caller, args
 		}
 		var done bool
 		var out any
-		if done, out, err = s.inFlight(ctx, t, c, held, run); done {
+		if done, out, err = s.inFlight(ctx, t, c, held, run, linkOf(input, held.CallID)); done {
 			return out, err
 		}
 	}
 	cc := *c
 	cc.CallID = run.CallID
 	out, err := next(ctx, &cc, input)
-	s.record(context.WithoutCancel(ctx), t, c, run, out, err)
+	s.record(context.WithoutCancel(ctx), t, c, run, linkOf(input, run.CallID), out, err)
 	return out, err
 }
 
-// inFlight answers a retry of a call in flight: its recorded outcome when its invocation has
-// concluded, CONFLICT while it may still be running; or takes the call over (done false, run
-// set to go) when its process died before anything was recorded.
-func (s *Service) inFlight(ctx context.Context, t *tools.Tool, c *tools.Caller, held, run *idem.Key) (done bool, out any, err error) {
+// linkOf is the requestId of the recorded call (invocation) a call in flight is linked to:
+// the one its input confirms (invoke's confirmRequestId: a confirmation acts on the quote's
+// record), or else the CallID it was given, which a new call records itself under.
+func linkOf(input []byte, callID string) string {
+	var in struct {
+		ConfirmRequestID string `json:"confirmRequestId"`
+	}
+	if json.Unmarshal(input, &in) == nil && in.ConfirmRequestID != "" {
+		return in.ConfirmRequestID
+	}
+	return callID
+}
+
+// inFlight answers a retry of a call in flight: its recorded outcome when its invocation
+// (link) has concluded, CONFLICT while it may still be running; or takes the call over (done
+// false, run set to go) when its process died before the call went out.
+func (s *Service) inFlight(ctx context.Context, t *tools.Tool, c *tools.Caller, held, run *idem.Key, link string) (done bool, out any, err error) {
 	age := s.now().UTC().Sub(held.StartedAt)
-	inv, err := s.st.Invocation(ctx, c.AccountID(), held.CallID)
+	inv, err := s.st.Invocation(ctx, c.AccountID(), link)
 	switch {
 	case err == nil && store.StateOf(inv.State).Final && inv.Answer != nil:
 		// The call concluded (by its process, or by the sweeper after a crash): its record is the answer.
@@ -163,9 +176,10 @@ func (s *Service) inFlight(ctx context.Context, t *tools.Tool, c *tools.Caller, 
 		}
 		return true, out, answerErr
 	case err == nil && age > Abandoned && (inv.State == store.InvAwaitingConfirmation || inv.State == store.InvAwaitingPayment):
-		// The answer lost was a quote, which holds nothing: quote again, under a new requestId.
+		// Nothing went out: the answer lost was a quote, which holds nothing (quote again, under
+		// a new requestId), or a confirmation that died before its dispatch (confirm it now).
 	case err == nil:
-		return true, nil, busy(held, age, "its call "+held.CallID+" is "+inv.State)
+		return true, nil, busy(held, age, "its call "+link+" is "+inv.State)
 	case !errors.Is(err, store.ErrNotFound):
 		return true, nil, err
 	case age <= Abandoned:
@@ -198,14 +212,14 @@ func busy(held *idem.Key, age time.Duration, why string) *tools.Error {
 
 // record keeps a run's answer. An answer that says nothing ran or nothing is known yet
 // (UNAVAILABLE, RATE_LIMITED, INTERNAL) and a flat-fee quote (PAYMENT_REQUIRED, which holds
-// nothing) are not kept: the row is released so the key can run again, unless the call
-// recorded an invocation, whose outcome a retry answers.
-func (s *Service) record(ctx context.Context, t *tools.Tool, c *tools.Caller, run *idem.Key, out any, err error) {
+// nothing) are not kept: the row is released so the key can run again, unless the call it is
+// linked to went out (its invocation is past its quote), whose outcome a retry answers.
+func (s *Service) record(ctx context.Context, t *tools.Tool, c *tools.Caller, run *idem.Key, link string, out any, err error) {
 	e := tools.Translate(err)
 	if e != nil && !kept(e.Code) {
-		if _, ierr := s.st.Invocation(ctx, c.AccountID(), run.CallID); errors.Is(ierr, store.ErrNotFound) {
-			ierr = s.keys.Release(ctx, run)
-			if ierr != nil {
+		inv, ierr := s.st.Invocation(ctx, c.AccountID(), link)
+		if errors.Is(ierr, store.ErrNotFound) || (ierr == nil && (inv.State == store.InvAwaitingConfirmation || inv.State == store.InvAwaitingPayment)) {
+			if ierr = s.keys.Release(ctx, run); ierr != nil {
 				s.log.WarnContext(ctx, "idempotency: release a key", "tool", t.Name, "err", ierr)
 			}
 		}

@@ -34,10 +34,12 @@ const (
 	// Window is how long a key answers its first call's answer.
 	Window = 24 * time.Hour
 	// Abandoned is how long a call may stay in flight with nothing recorded before a retry
-	// runs it again: its process died (kill -9) before it answered. A call of
-	// invoke_partner_message whose invocation is recorded is never run again: a retry waits
-	// for the record's outcome (the sweeper concludes an abandoned dispatch).
-	Abandoned = 2 * time.Minute
+	// runs it again: its process died (kill -9) before it answered. It outlasts the longest
+	// partner call (2 tries of the 120 s maximum timeout), which on a budget lease records
+	// nothing until the partner answers. A call of invoke_partner_message whose invocation
+	// is recorded is never run again: a retry waits for the record's outcome (the sweeper
+	// concludes an abandoned dispatch).
+	Abandoned = 5 * time.Minute
 	// RetryAfter is what a retry of a call in flight is told to wait.
 	RetryAfter = 2 * time.Second
 )

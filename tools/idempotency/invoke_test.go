@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store/ledger"
@@ -61,10 +62,13 @@ func newWorld(t *testing.T, dialect string) *world {
 	publisher := w.env.Onboard(t, "publisher@example.com")["apiKey"].(string)
 	acct := w.env.Onboard(t, "caller@example.com")
 	w.caller, w.callerID = acct["apiKey"].(string), acct["userId"].(string)
-	for _, path := range []string{"/cost", "/block"} {
-		handle := "@idem" + path[1:]
+	for _, path := range []string{"/cost", "/block", "/write"} {
+		handle, category := "@idem"+path[1:], "QUERY"
+		if path == "/write" {
+			category = "EXECUTE"
+		}
 		status, out := w.env.REST(t, "POST", "/v1/partner/intents", publisher, map[string]any{
-			"publicIdentifier": handle, "name": handle[1:], "description": "idempotency test partner", "category": "QUERY",
+			"publicIdentifier": handle, "name": handle[1:], "description": "idempotency test partner", "category": category,
 			"toolEndpoint": partner.URL + path, "timeoutMs": 5000, "feeRate": 0.01, "payoutAddresses": map[string]string{"evm": "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"}})
 		if status != 201 {
 			t.Fatalf("publish %s: %d %v", handle, status, out)
@@ -228,5 +232,42 @@ func TestMCPIdempotencyKey(t *testing.T) {
 				t.Fatal("the stored answer holds the new key's secret in the clear")
 			}
 		})
+	}
+}
+
+// keyHeader sends the API key as an MCP host configured with a header does.
+type keyHeader struct{ key string }
+
+func (k keyHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("x-api-key", k.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestElicitedConfirmationWithAKey: a write called with an idempotency key by a host that is
+// asked to confirm (MCP 2026-07-28 elicitation) is confirmed and dispatched once; calling it
+// again with the key answers the same quote, and confirming that answers the same outcome.
+func TestElicitedConfirmationWithAKey(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	asked := 0
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked++
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
+		}}).Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: w.env.URL + "/mcp", HTTPClient: &http.Client{Transport: keyHeader{w.caller}}, DisableStandaloneSSE: true,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	args := map[string]any{"message": "@idemwrite do it", "idempotencyKey": "write-1"}
+	first, e := apptest.CallTool(t, cs, "invoke_partner_message", args)
+	if e != nil || first["success"] != true || w.hits("/write") != 1 || asked != 1 {
+		t.Fatalf("approved: %v %v, partner %d calls, asked %d", first, e, w.hits("/write"), asked)
+	}
+	again, e := apptest.CallTool(t, cs, "invoke_partner_message", args)
+	if e != nil || again["requestId"] != first["requestId"] || w.hits("/write") != 1 {
+		t.Fatalf("again with the key: %v %v, partner %d calls; want the same outcome, no second call", again, e, w.hits("/write"))
 	}
 }

@@ -49,6 +49,7 @@ func llmsTxt(o Docs) string {
 		fmt.Fprintf(&b, "  Step by step, over HTTP and MCP: %s/docs/x402.md\n", base)
 	}
 	fmt.Fprintf(&b, "- Signed events (Standard Webhooks, scope publish, a root key): `webhook_endpoint_create` (POST /v1/webhooks/endpoints), `webhook_endpoint_list` (GET /v1/webhooks/endpoints), `webhook_endpoint_delete` (DELETE /v1/webhooks/endpoints/{endpoint_id}), `webhook_delivery_list` (GET /v1/webhooks/deliveries), `webhook_delivery_replay` (POST /v1/webhooks/deliveries/{delivery_id}/replay). Each POST carries webhook-id (process each once), webhook-timestamp and webhook-signature: `v1,` HMAC-SHA256 under the endpoint's whsec_ secret, `v1a,` Ed25519 under the service key.\n")
+	fmt.Fprintf(&b, "- Retrying safely: send `Idempotency-Key: <a fresh UUID>` on a POST (MCP: the `idempotencyKey` argument) and the same key when you retry after a lost answer: the same key and body within 24 hours answer the first call's answer without calling or charging again; 409 CONFLICT with Retry-After while the first call still runs; a different body under the key is 409.\n")
 	fmt.Fprintf(&b, "\nPartners verify Switchboard's Ed25519 signatures with the key at %s/.well-known/service-public-key.\n", base)
 	if o.Portal {
 		fmt.Fprintf(&b, "\n## Documentation (Markdown)\n\n")

@@ -6,6 +6,7 @@
 package idempotency
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -304,6 +305,9 @@ func aad(k *idem.Key) []byte { return []byte(k.Scope + "\x00" + k.Tool + "\x00" 
 // split takes the key out of the arguments: the key ("" when none), the input without it,
 // and the hex SHA-256 of the tool's name and that input in canonical JSON.
 func split(tool string, args []byte) (key string, input []byte, hash string, err error) {
+	if !bytes.Contains(args, []byte(Property)) && !bytes.Contains(args, []byte(`\u`)) {
+		return "", args, "", nil // no key, not even escaped: no second decode on the hot path
+	}
 	v, err := tools.DecodeJSON(args)
 	if err != nil {
 		return "", nil, "", tools.Errorf(tools.CodeBadInput, "arguments are not valid JSON: %v", err)

@@ -148,6 +148,12 @@ func TestSameKeyAnswersTheFirstCall(t *testing.T) {
 		if r.runs.Load() != 3 {
 			t.Fatalf("calls without a key ran %d times in all, want 3", r.runs.Load())
 		}
+		// A key whose name is written with escapes is the same property.
+		esc1, e1 := r.call(t, `{"name":"a","idempotency\u004bey":"esc"}`)
+		esc2, e2 := r.call(t, `{"name":"a","idempotencyKey":"esc"}`)
+		if e1 != nil || e2 != nil || esc1 != esc2 || r.runs.Load() != 4 {
+			t.Fatalf("escaped key: %+v %v, then %+v %v, runs %d; want one run", esc1, e1, esc2, e2, r.runs.Load())
+		}
 	})
 }
 

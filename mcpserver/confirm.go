@@ -92,6 +92,10 @@ func withDecision(args json.RawMessage, requestID string, approved bool) (json.R
 		}
 	}
 	m["confirmRequestId"], _ = json.Marshal(requestID)
+	// The quote's idempotency key answers the quote again; the confirmation needs none (it
+	// dispatches its quote once and answers that outcome after), and with the key it would be
+	// another body under the same key, a CONFLICT.
+	delete(m, "idempotencyKey")
 	delete(m, "decline")
 	if !approved {
 		m["decline"] = json.RawMessage("true")

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/idempotency"
 )
 
 // llmsTxt renders the onboarding instructions for agents. It lists exactly the onboarding
@@ -49,6 +50,7 @@ func llmsTxt(o Docs) string {
 	}
 	fmt.Fprintf(&b, "- Spend policies and approvals: `policy_get` (GET /v1/policy), `policy_set` (PUT /v1/policy: a key only narrows its own policy or a descendant's), `approval_list` (GET /v1/approvals), `approval_get` (GET /v1/approvals/{request_id}). POLICY_DENIED (403) names the rule, window, spent and left; APPROVAL_REQUIRED (409) means the account's owner approves the call in the portal: tell the user, then call again with confirmRequestId (APPROVAL_PENDING, with Retry-After, until decided).\n")
 	fmt.Fprintf(&b, "- Signed events (Standard Webhooks, scope publish, a root key): `webhook_endpoint_create` (POST /v1/webhooks/endpoints), `webhook_endpoint_list` (GET /v1/webhooks/endpoints), `webhook_endpoint_delete` (DELETE /v1/webhooks/endpoints/{endpoint_id}), `webhook_delivery_list` (GET /v1/webhooks/deliveries), `webhook_delivery_replay` (POST /v1/webhooks/deliveries/{delivery_id}/replay). Each POST carries webhook-id (process each once), webhook-timestamp and webhook-signature: `v1,` HMAC-SHA256 under the endpoint's whsec_ secret, `v1a,` Ed25519 under the service key.\n")
+	fmt.Fprintf(&b, "- Retrying safely: send `Idempotency-Key: <a fresh UUID>` on a POST (MCP: the `idempotencyKey` argument) and the same key when you retry after a lost answer: the same key and body within 24 hours answer the first call's answer without calling or charging again; 409 CONFLICT with Retry-After while the first call still runs; a different body under the key is 409.\n")
 	fmt.Fprintf(&b, "\nPartners verify Switchboard's Ed25519 signatures with the key at %s/.well-known/service-public-key.\n", base)
 	if o.Portal {
 		fmt.Fprintf(&b, "\n## Documentation (Markdown)\n\n")
@@ -88,6 +90,15 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 			pathFields[field] = true
 			params = append(params, map[string]any{"name": param, "in": "path", "required": true, "schema": property(in, field)})
 		}
+		props, _ := in["properties"].(map[string]any)
+		idem := rt.Method == http.MethodPost && props[idempotency.Property] != nil
+		if idem { // the header carries it (the body may too)
+			pathFields[idempotency.Property] = true
+			params = append(params, map[string]any{"name": IdempotencyHeader, "in": "header", "required": false,
+				"description": "a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; " +
+					"the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After",
+				"schema": property(in, idempotency.Property)})
+		}
 		body := withoutFields(in, pathFields)
 		if rt.Method == http.MethodGet || rt.Method == http.MethodDelete {
 			props, _ := body["properties"].(map[string]any)
@@ -109,7 +120,7 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 		if rt.Created {
 			status = "201"
 		}
-		responses := errorResponses(t, rt)
+		responses := errorResponses(t, rt, idem)
 		responses[status] = map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": out}}}
 		op["responses"] = responses
 		if !t.Access.NeedsKey() {
@@ -150,7 +161,7 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 
 // errorResponses documents every error an operation can answer, by HTTP status, each with
 // the codes behind it and the error body.
-func errorResponses(t *tools.Tool, rt Route) map[string]any {
+func errorResponses(t *tools.Tool, rt Route, idem bool) map[string]any {
 	codes := []tools.Code{tools.CodeBadInput}
 	if rt.Method == http.MethodPost || rt.Method == http.MethodPatch {
 		codes = append(codes, tools.CodePayloadTooLarge)
@@ -159,6 +170,9 @@ func errorResponses(t *tools.Tool, rt Route) map[string]any {
 		codes = append(codes, tools.CodeUnauthenticated, tools.CodeForbidden, tools.CodeRateLimited)
 	}
 	codes = append(codes, rt.Errors...)
+	if idem {
+		codes = append(codes, tools.CodeConflict) // an idempotency key reused or in flight
+	}
 	codes = append(codes, tools.CodeUnavailable, tools.CodeInternal)
 	byStatus := map[int][]string{}
 	for _, c := range codes {
@@ -173,9 +187,13 @@ func errorResponses(t *tools.Tool, rt Route) map[string]any {
 			"description": http.StatusText(st) + ": " + strings.Join(cs, ", "),
 			"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}},
 		}
-		if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
+		if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable || (idem && st == http.StatusConflict) {
+			what := "seconds to wait before retrying (always sent with RATE_LIMITED)"
+			if st == http.StatusConflict {
+				what = "seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running"
+			}
 			r["headers"] = map[string]any{"Retry-After": map[string]any{
-				"description": "seconds to wait before retrying (always sent with RATE_LIMITED)",
+				"description": what,
 				"schema":      map[string]any{"type": "integer", "minimum": 0},
 			}}
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/idempotency"
 	"github.com/switchboard-hq/switchboard/tools/payments/x402"
 )
 
@@ -64,6 +65,9 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 			return
 		}
 		args, e := buildArgs(r, rt, types)
+		if e == nil && takesIdempotencyKey(rt, types) {
+			args, e = withIdempotencyKey(r.Header, args)
+		}
 		if e == nil && rt.X402 {
 			args, e = x402.FromHeaders(r.Header, args)
 		}
@@ -91,6 +95,49 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 		}
 		writeJSON(w, status, out)
 	})
+}
+
+// IdempotencyHeader is the request header that carries an idempotency key on POST routes.
+const IdempotencyHeader = "Idempotency-Key"
+
+// takesIdempotencyKey: a POST route whose tool takes idempotencyKey reads the header.
+func takesIdempotencyKey(rt Route, types map[string]string) bool {
+	return rt.Method == http.MethodPost && types[idempotency.Property] != ""
+}
+
+// withIdempotencyKey moves the Idempotency-Key header into the input's idempotencyKey (the
+// rule is the kernel's: tools/idempotency).
+func withIdempotencyKey(h http.Header, args json.RawMessage) (json.RawMessage, *tools.Error) {
+	vals := h.Values(IdempotencyHeader)
+	if len(vals) == 0 {
+		return args, nil
+	}
+	key := strings.TrimSpace(vals[0])
+	for _, v := range vals[1:] {
+		if strings.TrimSpace(v) != key {
+			return nil, tools.Errorf(tools.CodeBadInput, "two different %s headers in one request; send one", IdempotencyHeader)
+		}
+	}
+	if key == "" || len([]rune(key)) > idempotency.MaxKey {
+		return nil, tools.Errorf(tools.CodeBadInput, "the %s header must be 1 to %d characters (a UUID is a good key)", IdempotencyHeader, idempotency.MaxKey)
+	}
+	if e := tools.CheckText("the "+IdempotencyHeader+" header", key); e != nil {
+		return nil, e
+	}
+	v, err := tools.DecodeJSON(args) // numbers stay exact
+	m, _ := v.(map[string]any)
+	if err != nil || m == nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "arguments must be a JSON object")
+	}
+	if body, ok := m[idempotency.Property]; ok && body != key {
+		return nil, tools.Errorf(tools.CodeBadInput, "the %s header and the body's %s differ; send the key once", IdempotencyHeader, idempotency.Property)
+	}
+	m[idempotency.Property] = key
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
+	}
+	return raw, nil
 }
 
 // buildArgs assembles the tool input: the JSON body (POST, PATCH), query parameters (GET,

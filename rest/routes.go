@@ -78,3 +78,15 @@ var Routes = []Route{
 	{Method: http.MethodGet, Path: "/v1/webhooks/deliveries", Tool: "webhook_delivery_list"},
 	{Method: http.MethodPost, Path: "/v1/webhooks/deliveries/{delivery_id}/replay", Tool: "webhook_delivery_replay", Params: map[string]string{"delivery_id": "deliveryId"}, Errors: []tools.Code{notFound}},
 }
+
+// PostTools names the tools routed by POST: the ones that take an Idempotency-Key
+// (tools/idempotency wraps them).
+func PostTools() map[string]bool {
+	out := map[string]bool{}
+	for _, rt := range Routes {
+		if rt.Method == http.MethodPost {
+			out[rt.Tool] = true
+		}
+	}
+	return out
+}

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/google/uuid"
 	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -95,6 +96,19 @@ type Caller struct {
 	Principal  *Principal
 	ClientAddr string
 	RequestID  string
+	// CallID, when set, is the requestId a call that records itself (an invocation) takes:
+	// an idempotent call's (tools/idempotency) is chosen before it runs, so a retry after a
+	// crash finds its record.
+	CallID string
+}
+
+// NewCallID returns the requestId a new recorded call takes: CallID when it is set, or a
+// fresh UUIDv7.
+func (c *Caller) NewCallID() string {
+	if c.CallID != "" {
+		return c.CallID
+	}
+	return uuid.Must(uuid.NewV7()).String()
 }
 
 // AccountID returns the caller's account, "" when unauthenticated.
@@ -117,8 +131,60 @@ type Tool struct {
 
 	input  *jsonschema.Schema
 	output *jsonschema.Schema
-	run    func(ctx context.Context, c *Caller, args []byte) (any, error)
+	run    Run
+	decode func(raw []byte) (any, error)
 }
+
+// Run runs a call of a tool on arguments the kernel has validated.
+type Run func(ctx context.Context, c *Caller, args []byte) (any, error)
+
+// Wrapped returns a copy of t that publishes and validates the optional input properties
+// extra (name -> JSON Schema) besides its own, and whose calls go through wrap, given t's own
+// run. wrap must remove those properties before it calls that run: it decodes strictly.
+func (t *Tool) Wrapped(extra map[string]json.RawMessage, wrap func(next Run) Run) (*Tool, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(t.InputSchema, &doc); err != nil {
+		return nil, err
+	}
+	props, _ := doc["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		doc["properties"] = props
+	}
+	for name, raw := range extra {
+		if _, taken := props[name]; taken {
+			return nil, fmt.Errorf("tool %s already has an input property %q", t.Name, name)
+		}
+		var s any
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("tool %s: schema of %s: %w", t.Name, name, err)
+		}
+		props[name] = s
+	}
+	raw, err := strictSchema(mustJSON(doc))
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	compiled, err := CompileSchema(raw)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: compile input schema: %w", t.Name, err)
+	}
+	w := *t
+	w.InputSchema, w.input, w.run = raw, compiled, wrap(t.run)
+	return &w, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// DecodeOutput reads an answer of t stored as JSON back into its output type, so a door
+// shows a replayed answer exactly as it showed the first.
+func (t *Tool) DecodeOutput(raw []byte) (any, error) { return t.decode(raw) }
 
 var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{1,63}$`)
 
@@ -145,6 +211,11 @@ func New[In, Out any](def Def, h Handler[In, Out]) *Tool {
 			return nil, Errorf(CodeBadInput, "arguments do not fit the input schema: %v", err)
 		}
 		return h(ctx, c, in)
+	}
+	t.decode = func(raw []byte) (any, error) {
+		var out Out
+		err := json.Unmarshal(raw, &out)
+		return out, err
 	}
 	return t
 }

@@ -211,7 +211,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	if err := s.prepare(ctx, c.Principal, cl, rest, in.Args); err != nil {
 		return InvokeOutput{}, err
 	}
-	requestID := signing.NewRequestID()
+	requestID := c.NewCallID() // chosen before the call when it carries an idempotency key
 	inv := s.newInvocation(c, cl, requestID)
 	if err := s.admit(ctx, c, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
 		return InvokeOutput{}, err

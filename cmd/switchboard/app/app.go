@@ -41,6 +41,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
+	"github.com/switchboard-hq/switchboard/tools/idempotency"
 	"github.com/switchboard-hq/switchboard/tools/integrations"
 	"github.com/switchboard-hq/switchboard/tools/keyring"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -437,6 +438,15 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	}
 	all = append(all, human.tools...)
 
+	// Every tool routed by POST takes an idempotency key, on every door (tools/idempotency).
+	idem, err := idempotency.NewService(idempotency.Config{SealKey: derive(serverSecret, "switchboard idempotency answers v1")}, d)
+	if err != nil {
+		return nil, err
+	}
+	if all, err = idem.Wrap(all, rest.PostTools()); err != nil {
+		return nil, err
+	}
+
 	// Who a caller is: an API key, or, where people can sign in, an MCP host's OAuth access token.
 	authn := keys.NewAuthenticator(d, human.accessTokens())
 
@@ -482,6 +492,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	bg.Go(func() { batcher.Run(bgCtx) })
 	bg.Go(func() { hooks.Run(bgCtx, time.Second) }) // every replica: leases keep deliveries apart
 	bg.Go(func() { repeat(bgCtx, log, time.Second, "checkpoint the SQLite write-ahead log", st.Checkpoint) })
+	bg.Go(func() { repeat(bgCtx, log, time.Minute, "forget idempotency keys past 24 hours", idem.Sweep) })
 	if cfg.BudgetLeases {
 		bg.Go(func() { repeat(bgCtx, log, time.Second, "return idle leases", billSvc.ReturnIdleLeases) })
 	}

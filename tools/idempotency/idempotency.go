@@ -1,0 +1,334 @@
+// Package idempotency is the Idempotency-Key rule, for every door: a call that carries a key
+// (REST's Idempotency-Key header, MCP's idempotencyKey argument) runs once per caller, tool
+// and key for 24 hours. The same key with the same input answers the first call's recorded
+// answer without running again; with another input it is CONFLICT; while the first call runs,
+// CONFLICT with Retry-After. It wraps the tools (tools.Tool.Wrapped), so no tool carries it.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/switchboard-hq/switchboard/signing"
+	"github.com/switchboard-hq/switchboard/store"
+	idem "github.com/switchboard-hq/switchboard/store/idempotency"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/service"
+)
+
+const (
+	// Property is the input property (and what REST's Idempotency-Key header becomes).
+	Property = "idempotencyKey"
+	// MaxKey is the longest key, in characters.
+	MaxKey = 255
+	// Window is how long a key answers its first call's answer.
+	Window = 24 * time.Hour
+	// Abandoned is how long a call may stay in flight with nothing recorded before a retry
+	// runs it again: its process died (kill -9) before it answered. It outlasts the longest
+	// partner call (2 tries of the 120 s maximum timeout), which on a budget lease records
+	// nothing until the partner answers. A call of invoke_partner_message whose invocation
+	// is recorded is never run again: a retry waits for the record's outcome (the sweeper
+	// concludes an abandoned dispatch).
+	Abandoned = 5 * time.Minute
+	// RetryAfter is what a retry of a call in flight is told to wait.
+	RetryAfter = 2 * time.Second
+)
+
+// schema is the idempotencyKey property every wrapped tool publishes.
+var schema = json.RawMessage(fmt.Sprintf(`{"type":"string","minLength":1,"maxLength":%d,"description":`+
+	`"optional: a unique key for this call (a UUID): retrying with the same key and the same input within 24 hours answers the first call's answer instead of running again; `+
+	`the same key with a different input is CONFLICT. Over REST, the Idempotency-Key header"}`, MaxKey))
+
+// Config configures the rule.
+type Config struct {
+	// SealKey (32 bytes) seals the stored answers (AES-256-GCM): they may hold secrets shown
+	// once, such as a new API key.
+	SealKey []byte
+}
+
+// Service keeps idempotency keys.
+type Service struct {
+	keys idem.Keys
+	st   *store.Store
+	aead cipher.AEAD
+	now  func() time.Time
+	log  *slog.Logger
+}
+
+// NewService builds the rule on d's store.
+func NewService(cfg Config, d service.Deps) (*Service, error) {
+	d = d.WithDefaults()
+	block, err := aes.NewCipher(cfg.SealKey)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency seal key: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{keys: idem.New(d.Store), st: d.Store, aead: aead, now: d.Now, log: d.Log}, nil
+}
+
+// Wrap returns ts with every tool named in names that needs a key taking idempotencyKey;
+// the others as they are. A keyless tool has no caller to keep a key for (agent_signup is
+// idempotent per e-mail, and agent_verify's answer is a key shown once, never stored).
+func (s *Service) Wrap(ts []*tools.Tool, names map[string]bool) ([]*tools.Tool, error) {
+	out := make([]*tools.Tool, 0, len(ts))
+	for _, t := range ts {
+		if !names[t.Name] || !t.Access.NeedsKey() {
+			out = append(out, t)
+			continue
+		}
+		w, err := t.Wrapped(map[string]json.RawMessage{Property: schema}, func(next tools.Run) tools.Run {
+			return func(ctx context.Context, c *tools.Caller, args []byte) (any, error) {
+				return s.call(ctx, t, c, args, next)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// Sweep forgets the keys past their 24 hours.
+func (s *Service) Sweep(ctx context.Context) error {
+	_, err := s.keys.Sweep(ctx, s.now().UTC())
+	return err
+}
+
+// call runs one call of t: once per key.
+func (s *Service) call(ctx context.Context, t *tools.Tool, c *tools.Caller, args []byte, next tools.Run) (any, error) {
+	key, input, hash, err := split(t.Name, args)
+	if err != nil || key == "" {
+		if err != nil {
+			return nil, err
+		}
+		return next(ctx, c, args)
+	}
+	p := c.Principal
+	now := s.now().UTC()
+	run := &idem.Key{Scope: p.AccountID + "/" + p.ID(), Tool: t.Name, IdemKey: key, RequestHash: hash,
+		CallID: signing.NewRequestID(), RunID: uuid.NewString(), State: idem.InFlight,
+		CreatedAt: now, StartedAt: now, ExpiresAt: now.Add(Window)}
+	held, inserted, err := s.keys.Begin(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("record idempotency key: %w", err)
+	}
+	if !inserted {
+		if held.RequestHash != hash {
+			return nil, tools.Errorf(tools.CodeConflict, "the Idempotency-Key %q was already used for a different %s call in the last 24 hours; "+
+				"send a new key for a new call, or the first call's exact input to get its answer", key, t.Name).
+				WithDetails(map[string]any{"idempotencyKey": key})
+		}
+		if held.State == idem.Done {
+			return s.replay(t, held)
+		}
+		var done bool
+		var out any
+		if done, out, err = s.inFlight(ctx, t, c, held, run, linkOf(input, held.CallID)); done {
+			return out, err
+		}
+	}
+	cc := *c
+	cc.CallID = run.CallID
+	out, err := next(ctx, &cc, input)
+	s.record(context.WithoutCancel(ctx), t, c, run, linkOf(input, run.CallID), out, err)
+	return out, err
+}
+
+// linkOf is the requestId of the recorded call (invocation) a call in flight is linked to:
+// the one its input confirms (invoke's confirmRequestId: a confirmation acts on the quote's
+// record), or else the CallID it was given, which a new call records itself under.
+func linkOf(input []byte, callID string) string {
+	var in struct {
+		ConfirmRequestID string `json:"confirmRequestId"`
+	}
+	if json.Unmarshal(input, &in) == nil && in.ConfirmRequestID != "" {
+		return in.ConfirmRequestID
+	}
+	return callID
+}
+
+// inFlight answers a retry of a call in flight: its recorded outcome when its invocation
+// (link) has concluded, CONFLICT while it may still be running; or takes the call over (done
+// false, run set to go) when its process died before the call went out.
+func (s *Service) inFlight(ctx context.Context, t *tools.Tool, c *tools.Caller, held, run *idem.Key, link string) (done bool, out any, err error) {
+	age := s.now().UTC().Sub(held.StartedAt)
+	inv, err := s.st.Invocation(ctx, c.AccountID(), link)
+	switch {
+	case err == nil && store.StateOf(inv.State).Final && inv.Answer != nil:
+		// The call concluded (by its process, or by the sweeper after a crash): its record is the answer.
+		out, answerErr := s.fromRecord(t, []byte(*inv.Answer))
+		if code, sealed, ok := s.seal(held, out, answerErr); ok {
+			if err := s.keys.Finish(ctx, held, code, sealed); err != nil {
+				s.log.WarnContext(ctx, "idempotency: record a concluded call's answer", "tool", t.Name, "err", err)
+			}
+		}
+		return true, out, answerErr
+	case err == nil && age > Abandoned && (inv.State == store.InvAwaitingConfirmation || inv.State == store.InvAwaitingPayment):
+		// Nothing went out: the answer lost was a quote, which holds nothing (quote again, under
+		// a new requestId), or a confirmation that died before its dispatch (confirm it now).
+	case err == nil:
+		return true, nil, busy(held, age, "its call "+link+" is "+inv.State)
+	case !errors.Is(err, store.ErrNotFound):
+		return true, nil, err
+	case age <= Abandoned:
+		return true, nil, busy(held, age, "")
+	default:
+		run.CallID = held.CallID // nothing recorded: run again as the same call
+	}
+	ok, err := s.keys.TakeOver(ctx, held, run)
+	if err != nil {
+		return true, nil, err
+	}
+	if !ok {
+		return true, nil, busy(held, 0, "another retry took it over")
+	}
+	s.log.InfoContext(ctx, "idempotency: a call abandoned in flight runs again", "tool", t.Name, "callId", run.CallID, "age", age.Round(time.Second))
+	return false, nil, nil
+}
+
+func busy(held *idem.Key, age time.Duration, why string) *tools.Error {
+	msg := fmt.Sprintf("a call with the Idempotency-Key %q is still in flight (started %d s ago)", held.IdemKey, int(age.Seconds()))
+	if why != "" {
+		msg += ": " + why
+	}
+	e := tools.Errorf(tools.CodeConflict, "%s; retry in %d s with the same key and input for its answer, or send a new key for a new call",
+		msg, int(RetryAfter.Seconds())).
+		WithDetails(map[string]any{"idempotencyKey": held.IdemKey, "state": idem.InFlight, "retryAfterSeconds": int(RetryAfter.Seconds())})
+	e.RetryAfter = RetryAfter
+	return e
+}
+
+// record keeps a run's answer. An answer that says nothing ran or nothing is known yet
+// (UNAVAILABLE, RATE_LIMITED, INTERNAL) and a flat-fee quote (PAYMENT_REQUIRED, which holds
+// nothing) are not kept: the row is released so the key can run again, unless the call it is
+// linked to went out (its invocation is past its quote), whose outcome a retry answers.
+func (s *Service) record(ctx context.Context, t *tools.Tool, c *tools.Caller, run *idem.Key, link string, out any, err error) {
+	e := tools.Translate(err)
+	if e != nil && !kept(e.Code) {
+		inv, ierr := s.st.Invocation(ctx, c.AccountID(), link)
+		if errors.Is(ierr, store.ErrNotFound) || (ierr == nil && (inv.State == store.InvAwaitingConfirmation || inv.State == store.InvAwaitingPayment)) {
+			if ierr = s.keys.Release(ctx, run); ierr != nil {
+				s.log.WarnContext(ctx, "idempotency: release a key", "tool", t.Name, "err", ierr)
+			}
+		}
+		return
+	}
+	code, sealed, ok := s.seal(run, out, err)
+	if !ok {
+		return
+	}
+	if ferr := s.keys.Finish(ctx, run, code, sealed); ferr != nil {
+		// The answer is still given; a retry waits for Abandoned, then finds the invocation
+		// (invoke) or runs again.
+		s.log.WarnContext(ctx, "idempotency: record an answer", "tool", t.Name, "err", ferr)
+	}
+}
+
+func kept(c tools.Code) bool {
+	switch c {
+	case tools.CodeUnavailable, tools.CodeRateLimited, tools.CodeInternal, tools.CodePaymentRequired:
+		return false
+	}
+	return true
+}
+
+// stored is a sealed answer's plaintext: the result or the error.
+type stored struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *tools.Error    `json:"error,omitempty"`
+}
+
+func (s *Service) seal(k *idem.Key, out any, err error) (code string, sealed []byte, ok bool) {
+	var v stored
+	if e := tools.Translate(err); e != nil {
+		v.Error, code = e, string(e.Code)
+	} else {
+		raw, merr := json.Marshal(out)
+		if merr != nil {
+			s.log.Warn("idempotency: an answer that is not JSON", "tool", k.Tool, "err", merr)
+			return "", nil, false
+		}
+		v.Result = raw
+	}
+	plain, _ := json.Marshal(v)
+	nonce := make([]byte, s.aead.NonceSize())
+	rand.Read(nonce)
+	return code, s.aead.Seal(nonce, nonce, plain, aad(k)), true
+}
+
+// replay answers a done row's answer.
+func (s *Service) replay(t *tools.Tool, k *idem.Key) (any, error) {
+	n := s.aead.NonceSize()
+	if len(k.Answer) < n {
+		return nil, fmt.Errorf("idempotency key %s of %s: no stored answer", k.IdemKey, t.Name)
+	}
+	plain, err := s.aead.Open(nil, k.Answer[:n], k.Answer[n:], aad(k))
+	if err != nil {
+		return nil, fmt.Errorf("idempotency key %s of %s: open the stored answer: %w", k.IdemKey, t.Name, err)
+	}
+	var v stored
+	if err := json.Unmarshal(plain, &v); err != nil {
+		return nil, err
+	}
+	if v.Error != nil {
+		return nil, v.Error
+	}
+	return t.DecodeOutput(v.Result)
+}
+
+// fromRecord reads an invocation's stored answer: the error it answered, or its result.
+func (s *Service) fromRecord(t *tools.Tool, answer []byte) (any, error) {
+	var body tools.Body
+	if json.Unmarshal(answer, &body) == nil && body.Error != nil {
+		return nil, body.Error
+	}
+	return t.DecodeOutput(answer)
+}
+
+func aad(k *idem.Key) []byte { return []byte(k.Scope + "\x00" + k.Tool + "\x00" + k.IdemKey) }
+
+// split takes the key out of the arguments: the key ("" when none), the input without it,
+// and the hex SHA-256 of the tool's name and that input in canonical JSON.
+func split(tool string, args []byte) (key string, input []byte, hash string, err error) {
+	if !bytes.Contains(args, []byte(Property)) && !bytes.Contains(args, []byte(`\u`)) {
+		return "", args, "", nil // no key, not even escaped: no second decode on the hot path
+	}
+	v, err := tools.DecodeJSON(args)
+	if err != nil {
+		return "", nil, "", tools.Errorf(tools.CodeBadInput, "arguments are not valid JSON: %v", err)
+	}
+	m, _ := v.(map[string]any)
+	raw, present := m[Property]
+	if !present {
+		return "", args, "", nil
+	}
+	key, _ = raw.(string)
+	if key == "" || len([]rune(key)) > MaxKey {
+		return "", nil, "", tools.Errorf(tools.CodeBadInput, "the idempotency key must be 1 to %d characters (a UUID is a good key)", MaxKey)
+	}
+	delete(m, Property)
+	if input, err = json.Marshal(m); err != nil {
+		return "", nil, "", err
+	}
+	canon, err := signing.Canonicalize(input)
+	if err != nil {
+		return "", nil, "", tools.Errorf(tools.CodeBadInput, "arguments: %v", err)
+	}
+	sum := sha256.Sum256(append([]byte(tool+"\n"), canon...))
+	return key, input, hex.EncodeToString(sum[:]), nil
+}

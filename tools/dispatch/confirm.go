@@ -25,7 +25,8 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in Inv
 	}
 	switch {
 	case store.StateOf(inv.State).Final:
-		return s.withPayment(replay(inv))
+		out, err := replay(inv)
+		return s.withPayment(inv.RequestID, out, err)
 	case inv.State == store.InvAwaitingPayment:
 		return s.payAndDispatch(ctx, c, intent, inv, in)
 	case inv.State == store.InvDispatching:

@@ -92,7 +92,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
 	t, err := s.billing.Open(bg, c.Principal, billing.Call{Record: inv, From: from, Quote: cl.quote,
-		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable})
+		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable, Escrow: s.escrow(cl)})
 	if errors.Is(err, billing.ErrMoved) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}

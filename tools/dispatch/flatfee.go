@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
@@ -49,8 +50,9 @@ func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.
 			payments.RequiredKey: s.cfg.Payments.Required(q, message, desc, reason)})
 }
 
-// payAndDispatch collects the payment of a quoted flat-fee call, dispatches it, and concludes
-// the payment by the outcome.
+// payAndDispatch collects the payment of a quoted flat-fee call and dispatches it; its ticket
+// concludes the payment by the outcome (billing.Escrow), and the answer shows the payment as
+// that left it.
 func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
 	if s.cfg.Payments == nil {
 		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "flat-fee payments are not configured on this deployment; %s cannot be called", intent.PublicIdentifier)
@@ -80,39 +82,26 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *s
 	cl := planFor(intent)
 	cl.args = []byte(inv.Args)
 	out, err := s.dispatch(ctx, c, cl, inv, store.InvAwaitingPayment)
-	var te *tools.Error
-	if err != nil && !errors.As(err, &te) {
-		return out, err // not an outcome (the database): the sweeper concludes the payment
-	}
-	p, cerr := s.cfg.Payments.Conclude(context.WithoutCancel(ctx), inv.RequestID, err == nil && out.Success)
-	if cerr != nil {
-		s.log.WarnContext(ctx, "flat-fee payment not concluded yet; the sweeper will", "request_id", inv.RequestID, "err", cerr)
-	}
-	if p != nil {
-		r := payments.ReceiptOf(p)
-		if te != nil {
-			te.Details = mergeDetails(te.Details, map[string]any{"payment": r})
-			return out, te
-		}
-		out.Payment = r
-	}
-	return out, err
+	return s.withPayment(inv.RequestID, out, err)
 }
 
-// withPayment adds the current state of a flat-fee call's payment to a replayed answer.
-func (s *Service) withPayment(out InvokeOutput, err error) (InvokeOutput, error) {
-	if s.cfg.Payments == nil {
-		return out, err
+// escrow is what concludes a call's on-chain payment with its ticket: the flat fee's (nil for
+// other calls).
+func (s *Service) escrow(cl *call) billing.Escrow {
+	if !cl.flat || s.cfg.Payments == nil {
+		return nil
 	}
-	rid := out.RequestID
+	return s.cfg.Payments
+}
+
+// withPayment adds the current state of flat-fee call requestID's payment to its answer (an
+// outcome: a result or the error model's answer; nothing for any other error).
+func (s *Service) withPayment(requestID string, out InvokeOutput, err error) (InvokeOutput, error) {
 	var te *tools.Error
-	if errors.As(err, &te) {
-		rid, _ = te.Details["requestId"].(string)
-	}
-	if rid == "" {
+	if s.cfg.Payments == nil || err != nil && !errors.As(err, &te) {
 		return out, err
 	}
-	p, perr := s.store.Payment(context.Background(), rid)
+	p, perr := s.store.Payment(context.Background(), requestID)
 	if perr != nil {
 		return out, err
 	}

@@ -161,6 +161,26 @@ func (s *Service) Open(ctx context.Context, p *tools.Principal, c Call) (*Ticket
 	return &Ticket{svc: s, record: row, hold: h, durable: c.Durable, escrow: c.Escrow}, nil
 }
 
+// Close ends a call that holds nothing, in the state its record was read in (a quote its
+// caller declined), with outcome o and, as its last event, detail: the record's move, its
+// outcome and its event in one transaction. closed is false, with nothing written, when
+// another call moved the record first (confirmed the quote).
+func (s *Service) Close(ctx context.Context, record *store.Invocation, o store.Outcome, detail string) (closed bool, err error) {
+	inv := *record
+	inv.Outcome = o
+	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		closed, err = q.MoveInvocation(ctx, inv.RequestID, record.State, o.State, *o.FinishedAt)
+		if err != nil || !closed {
+			return err
+		}
+		if err := q.WriteOutcome(ctx, &inv); err != nil {
+			return err
+		}
+		return q.AddEvent(ctx, inv.RequestID, o.State, detail, *o.FinishedAt)
+	})
+	return closed, err
+}
+
 // Reopen is the ticket of a call left dispatching by a process that did not conclude it
 // (the sweeper's): its hold is in the database, and its outcome commits before anything else.
 func (s *Service) Reopen(inv *store.Invocation, durable bool) *Ticket {

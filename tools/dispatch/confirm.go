@@ -13,10 +13,15 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/billing"
 )
 
-// confirm dispatches a quoted write once; later confirmations get the stored outcome.
+// confirm answers a quote, read once: declined (decline.go), paid (a flat fee's, flatfee.go),
+// or confirmed, when a quoted write is dispatched once; later confirmations get the stored
+// outcome.
 func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
 	intent := cl.intent
 	inv, err := s.quoted(ctx, c.AccountID(), intent, in.ConfirmRequestID)
+	if in.Decline {
+		return InvokeOutput{}, s.decline(ctx, intent, in.ConfirmRequestID, inv, err)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)
 	}

@@ -196,10 +196,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	if need := cl.rule.Scope; need != "" && !c.Principal.HasScope(need) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", intent.Category, need)
 	}
-	if in.Decline {
-		return InvokeOutput{}, s.decline(ctx, c, intent, in.ConfirmRequestID)
-	}
-	if in.ConfirmRequestID != "" {
+	if in.Decline || in.ConfirmRequestID != "" {
 		return s.confirm(ctx, c, cl, in)
 	}
 	if cl.flat {

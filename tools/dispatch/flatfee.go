@@ -14,39 +14,22 @@ import (
 )
 
 // The flat-fee path: the first call answers PAYMENT_REQUIRED with a quote (recorded with the
-// invocation, in state awaiting_payment); the call that brings the signed authorization has it
+// invocation, in state awaiting_payment, by prepare.go's ask); the call that brings the signed authorization has it
 // checked and escrowed on chain, then dispatches {query}; the partner's answer settles the
 // escrow (success) or refunds it (any failure of the billing table's 3c). No credit is
 // charged: the flat fee carries the partner's price and the platform's share.
 
-// quoteFlat records a flat-fee call's quote and answers PAYMENT_REQUIRED with it.
-func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, rest, payer string) error {
-	requestID := signing.NewRequestID()
-	args, _ := json.Marshal(map[string]string{"query": rest})
-	canon, err := signing.Canonicalize(args)
-	if err != nil {
-		return tools.Errorf(tools.CodeBadInput, "the message cannot be signed: %v", err)
-	}
-	p, q, err := s.cfg.Payments.Quoted(ctx, requestID, c.Principal.AccountID, payer, intent)
-	if err != nil {
-		return err
-	}
-	cl := planFor(intent)
-	cl.args = canon
-	inv := s.newInvocation(c, cl, requestID)
-	inv.State = store.InvAwaitingPayment
-	if err := s.store.CreateInvocation(ctx, inv, "flat fee quoted; waiting for the caller's authorization",
-		func(ctx context.Context, q *store.Q) error { return q.InsertPayment(ctx, p) }); err != nil {
-		return err
-	}
+// paymentRequired is a flat-fee call's PAYMENT_REQUIRED answer: its quote q, for the message
+// the call was asked with (its handle, then rest), and x402's requirements for it.
+func (s *Service) paymentRequired(intent *store.PartnerIntent, q payments.Quote, rest string) error {
 	message := intent.PublicIdentifier + " " + rest
 	desc := fmt.Sprintf("%s through Switchboard: %s", intent.PublicIdentifier, intent.Description)
 	reason := fmt.Sprintf("%s is paid by a flat fee of %s USD before it is called: pay the exact requirement and send the same request again", intent.PublicIdentifier, q.AmountUsd)
 	return tools.Errorf(tools.CodePaymentRequired,
 		"%s is paid by a flat fee of %s USD in the stablecoin on %s before it is called: nothing was sent. Either pay it with an x402 client (the PAYMENT-REQUIRED header, or details.x402 over MCP), "+
 			"or sign the EIP-3009 authorization in quote.typedData (in details) and call invoke_partner_message again with the same message, confirmRequestId %q and payment {signature, authorization}. It is held in escrow, paid to the partner only if the call succeeds, refunded otherwise",
-		intent.PublicIdentifier, q.AmountUsd, q.Network, requestID).
-		WithDetails(map[string]any{"requestId": requestID, "handle": intent.PublicIdentifier, "quote": q,
+		intent.PublicIdentifier, q.AmountUsd, q.Network, q.RequestID).
+		WithDetails(map[string]any{"requestId": q.RequestID, "handle": intent.PublicIdentifier, "quote": q,
 			payments.RequiredKey: s.cfg.Payments.Required(q, message, desc, reason)})
 }
 

@@ -199,23 +199,15 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	if in.Decline || in.ConfirmRequestID != "" {
 		return s.confirm(ctx, c, cl, in)
 	}
-	if cl.flat {
-		if s.cfg.Payments == nil {
-			return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available on this deployment; it is never called unpaid", intent.PublicIdentifier, intent.FeeRateUnit)
-		}
-		return InvokeOutput{}, s.quoteFlat(ctx, c, intent, rest, in.Payer)
+	if cl.flat && s.cfg.Payments == nil {
+		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available on this deployment; it is never called unpaid", intent.PublicIdentifier, intent.FeeRateUnit)
 	}
 	if err := s.prepare(ctx, c.Principal, cl, rest, in.Args); err != nil {
 		return InvokeOutput{}, err
 	}
-	requestID := signing.NewRequestID()
-	inv := s.newInvocation(c, cl, requestID)
-	if cl.write {
-		inv.State = store.InvAwaitingConfirmation
-		if err := s.store.CreateInvocation(ctx, inv, "quoted; waiting for the caller's confirmation"); err != nil {
-			return InvokeOutput{}, err
-		}
-		return InvokeOutput{}, confirmation(handle, intent.Category, requestID, cl, inv.CreatedAt.Add(ConfirmWindow))
+	inv := s.newInvocation(c, cl, signing.NewRequestID())
+	if cl.write || cl.flat {
+		return InvokeOutput{}, s.ask(ctx, cl, inv, rest, in.Payer)
 	}
 	return s.dispatch(ctx, c, cl, inv, "")
 }

@@ -117,11 +117,13 @@ func feeRate(intent *store.PartnerIntent) decimal.Decimal {
 // caller is asked: a write's confirmation, or a flat fee's payment, quoted here (for payer, the
 // wallet that will sign, when known) and recorded with the call.
 func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, rest, payer string) error {
-	var also []func(ctx context.Context, q *store.Q) error
 	var asked error
+	var also []func(ctx context.Context, q *store.Q) error
 	detail := "quoted; waiting for the caller's confirmation"
 	inv.State = store.InvAwaitingConfirmation
-	if cl.flat {
+	if !cl.flat {
+		asked = confirmation(inv.Handle, cl.intent.Category, inv.RequestID, cl, inv.CreatedAt.Add(ConfirmWindow))
+	} else {
 		p, q, err := s.cfg.Payments.Quoted(ctx, inv.RequestID, inv.AccountID, payer, cl.intent)
 		if err != nil {
 			return err
@@ -132,10 +134,7 @@ func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, rest
 	if err := s.store.CreateInvocation(ctx, inv, detail, also...); err != nil {
 		return err
 	}
-	if asked != nil {
-		return asked
-	}
-	return confirmation(inv.Handle, cl.intent.Category, inv.RequestID, cl, inv.CreatedAt.Add(ConfirmWindow))
+	return asked
 }
 
 // confirmation is a write's CONFIRMATION_REQUIRED answer: the exact args and the one bundled

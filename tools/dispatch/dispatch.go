@@ -2,10 +2,10 @@
 // reserve, sign and call the partner (REST or MCP_HTTP), check the answer, and bill honestly.
 //
 // One file per stage of a call: invoke.go (the tool, the handle, the call plan decided once),
-// prepare.go (args, price, a write's quote), confirm.go and decline.go (a quote's answers),
-// flatfee.go (a flat fee's payment), dispatch.go (the reservation and the partner call),
-// conclude.go (the answer mapped, settled or refunded), record.go (the transactions and when
-// the caller may be answered), recover.go (the sweeper's conclusions).
+// prepare.go (args, price, a quote recorded: ask), confirm.go and decline.go (a quote's
+// answers), flatfee.go (a flat fee's payment), dispatch.go (the ticket opened and the partner
+// call), conclude.go (the answer mapped, settled or refunded), recover.go (the sweeper's
+// conclusions). How each call's money and record commit is billing's (billing.Ticket).
 package dispatch
 
 import (

@@ -33,7 +33,7 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in Inv
 		out, err := replay(inv)
 		return s.withPayment(inv.RequestID, out, err)
 	case inv.State == store.InvAwaitingPayment:
-		return s.payAndDispatch(ctx, c, intent, inv, in)
+		return s.payAndDispatch(ctx, c, cl, inv, in)
 	case inv.State == store.InvDispatching:
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s is being dispatched now; call again in a moment for its outcome (a dispatch that never finishes is concluded by the sweeper within a minute of its deadline)", inv.RequestID).
 			WithDetails(map[string]any{"requestId": inv.RequestID})

@@ -101,7 +101,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
-		UserID: s.cfg.UserID(c.Principal.AccountID, intent.PartnerID),
+		UserID: cl.userID,
 		Args:   json.RawMessage(cl.args),
 	}
 	target := partners.Target(intent)

@@ -36,7 +36,8 @@ func (s *Service) paymentRequired(intent *store.PartnerIntent, q payments.Quote,
 // payAndDispatch collects the payment of a quoted flat-fee call and dispatches it; its ticket
 // concludes the payment by the outcome (billing.Escrow), and the answer shows the payment as
 // that left it.
-func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
+func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
+	intent := cl.intent
 	if s.cfg.Payments == nil {
 		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "flat-fee payments are not configured on this deployment; %s cannot be called", intent.PublicIdentifier)
 	}
@@ -62,7 +63,6 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *s
 	if _, err := s.cfg.Payments.Collect(ctx, inv.RequestID, pay); err != nil {
 		return InvokeOutput{}, err
 	}
-	cl := planFor(intent)
 	cl.args = []byte(inv.Args)
 	out, err := s.dispatch(ctx, c, cl, inv, store.InvAwaitingPayment)
 	return s.withPayment(inv.RequestID, out, err)

@@ -165,6 +165,7 @@ type call struct {
 	durable bool          // write or flat: answered only once its outcome has committed
 	tries   int           // partner attempts: 2 for idempotent categories (one retry), 1 for writes
 	timeout time.Duration // per attempt
+	userID  string        // the pseudonym the partner knows the caller by (its envelope's and receipt's)
 
 	args   []byte // canonical JSON object
 	quote  billing.Quote
@@ -193,6 +194,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 		return InvokeOutput{}, err
 	}
 	cl := planFor(intent)
+	cl.userID = s.cfg.UserID(c.AccountID(), intent.PartnerID)
 	if need := cl.rule.Scope; need != "" && !c.Principal.HasScope(need) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", intent.Category, need)
 	}

@@ -162,7 +162,7 @@ func (s *Service) Open(ctx context.Context, p *tools.Principal, c Call) (*Ticket
 }
 
 // Close ends a call that holds nothing, in the state its record was read in (a quote its
-// caller declined), with outcome o and, as its last event, detail: the record's move, its
+// caller declined, a call paid but never dispatched), with outcome o and, as its last event, detail: the record's move, its
 // outcome and its event in one transaction. closed is false, with nothing written, when
 // another call moved the record first (confirmed the quote).
 func (s *Service) Close(ctx context.Context, record *store.Invocation, o store.Outcome, detail string) (closed bool, err error) {

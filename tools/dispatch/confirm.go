@@ -57,6 +57,9 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in Inv
 // quoted reads the record of a call of intent quoted to accountID (store.ErrNotFound when
 // there is none), up to date with what this replica still has to commit for it.
 func (s *Service) quoted(ctx context.Context, accountID string, intent *store.PartnerIntent, requestID string) (*store.Invocation, error) {
+	if requestID == "" {
+		return nil, store.ErrNotFound
+	}
 	if err := s.billing.Current(ctx, accountID, requestID); err != nil {
 		return nil, err
 	}

@@ -14,10 +14,11 @@ import (
 )
 
 // The flat-fee path: the first call answers PAYMENT_REQUIRED with a quote (recorded with the
-// invocation, in state awaiting_payment, by prepare.go's ask); the call that brings the signed authorization has it
-// checked and escrowed on chain, then dispatches {query}; the partner's answer settles the
-// escrow (success) or refunds it (any failure of the billing table's 3c). No credit is
-// charged: the flat fee carries the partner's price and the platform's share.
+// invocation, in state awaiting_payment, by prepare.go's ask); the call that brings the signed
+// authorization has it checked and escrowed on chain, then dispatches {query}; the call's
+// ticket settles the escrow when the partner succeeds and refunds it on any failure of the
+// billing table's 3c. No credit is charged: the flat fee carries the partner's price and the
+// platform's share.
 
 // paymentRequired is a flat-fee call's PAYMENT_REQUIRED answer: its quote q, for the message
 // the call was asked with (its handle, then rest), and x402's requirements for it.

@@ -121,7 +121,8 @@ func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, rest
 	var also []func(ctx context.Context, q *store.Q) error
 	detail := "quoted; waiting for the caller's confirmation"
 	inv.State = store.InvAwaitingConfirmation
-	if !cl.flat {
+	if !cl.flat { // a flat fee is paid before dispatch, whatever its category
+
 		asked = confirmation(inv.Handle, cl.intent.Category, inv.RequestID, cl, inv.CreatedAt.Add(ConfirmWindow))
 	} else {
 		p, q, err := s.cfg.Payments.Quoted(ctx, inv.RequestID, inv.AccountID, payer, cl.intent)

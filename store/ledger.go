@@ -10,8 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
-
-	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
 // The ledger: books of signed micro-USD (positive grows the book), written in transactions
@@ -91,116 +89,6 @@ type Posting struct {
 	Book  string
 	Micro int64
 	Kind  string
-}
-
-// Q is a transaction-scoped handle: every method runs inside the one transaction that
-// Store.InTx opened, so a caller composes row locks, checks and writes that land together.
-// Store keeps the SQL, the locks and the ledger's shape; the decisions (limits, fees, states)
-// belong to the callers (tools/billing, tools/dispatch).
-//
-// On PostgreSQL, writes whose result nobody reads (inserts, unconditional updates) are queued
-// and sent together, in one round trip, before the next read, conditional write or commit:
-// an invocation's transaction then costs a few round trips instead of one per statement.
-type Q struct {
-	tx      bun.Tx // zero for a Q that records (Recording)
-	store   *Store
-	changed []watch.Change // what the transaction changed, fanned out after it commits
-	pending []string       // PostgreSQL: queued writes, in order
-	rec     Recorder       // non-nil: a write-only job's writes go to it instead (record.go)
-}
-
-// InTx runs fn in one transaction with a Q (see Tx for retries: fn must only touch the
-// database).
-func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, q *Q) error) error {
-	var last *Q
-	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		last = &Q{tx: tx, store: s}
-		if err := fn(ctx, last); err != nil {
-			return err
-		}
-		return last.flush(ctx)
-	})
-	if err == nil {
-		s.watch.Changed(last.changed...)
-	}
-	return err
-}
-
-// statement is a bun query that can run now or be rendered for later.
-type statement interface {
-	bun.Query
-	Exec(ctx context.Context, dest ...any) (sql.Result, error)
-}
-
-// render turns a query into its SQL text (pgdriver sends queries as text with their arguments
-// inlined, so queued statements can go as one simple query).
-func (q *Q) render(query statement) (string, error) {
-	text, err := query.AppendQuery(q.store.db.QueryGen(), nil)
-	return string(text), err
-}
-
-// write runs a statement whose result is not needed: on PostgreSQL it is queued for the next
-// round trip; elsewhere it runs now.
-func (q *Q) write(ctx context.Context, query statement) error {
-	if q.rec != nil {
-		return notRecorded("a statement")
-	}
-	if !q.store.postgres {
-		_, err := query.Exec(ctx)
-		return err
-	}
-	text, err := q.render(query)
-	if err != nil {
-		return err
-	}
-	q.pending = append(q.pending, text)
-	return nil
-}
-
-// flush sends the queued writes. Every method that runs a statement now (a read, a write whose
-// result it needs, any method not written with write) calls it first, so a transaction always
-// sees its own writes in order.
-func (q *Q) flush(ctx context.Context) error {
-	if len(q.pending) == 0 {
-		return nil
-	}
-	batch := strings.Join(q.pending, ";\n")
-	q.pending = q.pending[:0]
-	_, err := q.tx.ExecContext(ctx, batch)
-	return err
-}
-
-// execNow runs a statement whose result is needed now (a conditional write): on PostgreSQL
-// the queued writes go ahead of it in the same round trip, and the result is the statement's.
-func (q *Q) execNow(ctx context.Context, query statement) (sql.Result, error) {
-	if q.rec != nil {
-		return nil, notRecorded("a conditional write")
-	}
-	if !q.store.postgres || len(q.pending) == 0 {
-		return query.Exec(ctx)
-	}
-	text, err := q.render(query)
-	if err != nil {
-		return nil, err
-	}
-	batch := strings.Join(append(q.pending, text), ";\n")
-	q.pending = q.pending[:0]
-	return q.tx.ExecContext(ctx, batch)
-}
-
-// now returns the transaction for a read or a conditional write, after the queued writes.
-func (q *Q) now(ctx context.Context) (bun.Tx, error) {
-	if q.rec != nil {
-		return bun.Tx{}, notRecorded("a read")
-	}
-	return q.tx, q.flush(ctx)
-}
-
-func (q *Q) forUpdate(sq *bun.SelectQuery) *bun.SelectQuery {
-	if q.store.postgres {
-		return sq.For("UPDATE")
-	}
-	return sq // SQLite: the write transaction is exclusive already
 }
 
 // RowID names a row of a table written on every call (ledger entries, invocation events): a
@@ -442,16 +330,6 @@ func (q *Q) OpenReservations(ctx context.Context, ids []string) (map[string]bool
 		out[id] = true
 	}
 	return out, nil
-}
-
-// affectsOne runs a conditional write now and reports whether it changed one row.
-func (q *Q) affectsOne(ctx context.Context, query statement) (bool, error) {
-	res, err := q.execNow(ctx, query)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
 }
 
 // LockReservation loads a reservation for update.

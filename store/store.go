@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,8 +19,6 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/pgdriver"
 	"github.com/uptrace/bun/migrate"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/switchboard-hq/switchboard/store/watch"
 )
@@ -253,39 +250,6 @@ func (s *Store) migrator() (*migrate.Migrator, error) {
 		types = dialectTypes{Postgres: true, TS: "TIMESTAMPTZ", Bytes: "BYTEA", JSON: "JSONB"}
 	}
 	return migrate.NewMigrator(s.db, ms, migrate.WithMarkAppliedOnSuccess(true), migrate.WithTemplateData(types)), nil
-}
-
-// txAttempts bounds how often a transaction that lost a serialization conflict or a deadlock
-// is run again before the caller is told to retry.
-const txAttempts = 3
-
-// Tx runs fn in one transaction: everything fn writes lands together or not at all. A
-// transaction that loses a serialization conflict or a deadlock is run again (fn must only
-// touch the database), up to txAttempts times.
-func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
-	if !s.postgres {
-		s.writer.Lock()
-		defer s.writer.Unlock()
-	}
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = s.db.RunInTx(ctx, nil, fn)
-		if err == nil || !retryable(err) || attempt == txAttempts || ctx.Err() != nil {
-			return normalize(err)
-		}
-		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
-	}
-}
-
-// retryable reports a transaction that failed only because another won a conflict.
-func retryable(err error) bool {
-	var pgErr pgdriver.Error
-	if errors.As(err, &pgErr) {
-		code := pgErr.Field('C')
-		return code == "40001" || code == "40P01"
-	}
-	var liteErr *sqlite.Error
-	return errors.As(err, &liteErr) && liteErr.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // IsUnavailable reports whether err means the database cannot answer now, for any driver

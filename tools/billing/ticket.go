@@ -31,6 +31,12 @@ import (
 //	                              the batch writer and committed after the caller is answered
 //	alone (otherwise)             the start, then the outcome, each in its own transaction,
 //	                              before the caller is answered
+//
+// A call paid on chain (a flat fee) brings its Escrow: the ticket pays it to the partner when
+// the call's recorded outcome is a success and refunds it otherwise, once that outcome has
+// committed, so credit and on-chain money move by the same record. An outcome that has not
+// committed yet leaves the payment held, and the payment sweeper concludes it by the record
+// when it lands.
 
 // Recording is how this replica commits calls' records, decided once, when the service is
 // built.
@@ -87,6 +93,15 @@ type Call struct {
 	Durable bool
 	// Spend is the call as the spend policies see it (Plan.Spend).
 	Spend *Spend
+	// Escrow is the call's payment held on chain before dispatch (a flat fee), concluded
+	// with the call; nil: it has none.
+	Escrow Escrow
+}
+
+// Escrow concludes a call's payment held on chain: paid to the partner (success) or refunded,
+// exactly once whoever asks (payments.Service).
+type Escrow interface {
+	Conclude(ctx context.Context, requestID string, success bool) (*store.FlatPayment, error)
 }
 
 // Ending is how a call ended: its outcome, the partner attempts, and its money, settled with
@@ -108,12 +123,14 @@ type Ticket struct {
 	record  store.Invocation // as dispatched; its outcome is written when it concludes
 	hold    *Hold            // nil: reopened by the sweeper (its hold is in the database)
 	durable bool
+	escrow  Escrow // nil: not paid on chain
 }
 
 // Open holds c's worst case for p's call and moves its record to dispatching (inserting it
 // when new), in one transaction, or, for a call drawn on a budget lease, in memory until it
 // concludes. A call whose worst case does not fit is refused (SPEND_LIMIT,
-// INSUFFICIENT_CREDITS) with nothing written; ErrMoved: another call dispatched the quote.
+// INSUFFICIENT_CREDITS) with nothing written, and its escrow refunded; ErrMoved: another call
+// dispatched the quote (and concludes its escrow).
 func (s *Service) Open(ctx context.Context, p *tools.Principal, c Call) (*Ticket, error) {
 	plan := Plan{RequestID: c.Record.RequestID, Quote: c.Quote, Runs: c.Runs, MayLease: c.From == "" && !c.Durable, Spend: c.Spend}
 	row := *c.Record
@@ -138,12 +155,36 @@ func (s *Service) Open(ctx context.Context, p *tools.Principal, c Call) (*Ticket
 		s.rec.Failpoint("reserve")
 		return nil
 	})
+	var refused *tools.Error
+	if errors.As(err, &refused) && c.Escrow != nil {
+		s.concludeEscrow(ctx, c.Escrow, row.RequestID, false) // never dispatched: the payer gets it back
+	}
 	if err != nil {
 		return nil, err
 	}
 	at := h.At()
 	row.State, row.DispatchedAt = store.InvDispatching, &at
-	return &Ticket{svc: s, record: row, hold: h, durable: c.Durable}, nil
+	return &Ticket{svc: s, record: row, hold: h, durable: c.Durable, escrow: c.Escrow}, nil
+}
+
+// Close ends a call that holds nothing, in the state its record was read in (a quote its
+// caller declined, a call paid but never dispatched), with outcome o and, as its last event, detail: the record's move, its
+// outcome and its event in one transaction. closed is false, with nothing written, when
+// another call moved the record first (confirmed the quote).
+func (s *Service) Close(ctx context.Context, record *store.Invocation, o store.Outcome, detail string) (closed bool, err error) {
+	inv := *record
+	inv.Outcome = o
+	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		closed, err = q.MoveInvocation(ctx, inv.RequestID, record.State, o.State, *o.FinishedAt)
+		if err != nil || !closed {
+			return err
+		}
+		if err := q.WriteOutcome(ctx, &inv); err != nil {
+			return err
+		}
+		return q.AddEvent(ctx, inv.RequestID, o.State, detail, *o.FinishedAt)
+	})
+	return closed, err
 }
 
 // Reopen is the ticket of a call left dispatching by a process that did not conclude it
@@ -155,8 +196,46 @@ func (s *Service) Reopen(inv *store.Invocation, durable bool) *Ticket {
 // Conclude settles or refunds the call's hold and writes its record's outcome, the way its
 // recording says (see the top of this file). Only one process concludes a call: the others
 // get ErrAlreadyFinished and nothing they wrote lands, so a call is never settled twice. An
-// unavailable database is returned as such (Kept says what becomes of the outcome).
+// unavailable database is returned as such (Kept says what becomes of the outcome). A paid
+// call's escrow is concluded by the outcome that committed.
 func (t *Ticket) Conclude(ctx context.Context, e Ending) error {
+	err := t.write(ctx, e)
+	if t.escrow != nil {
+		t.pay(ctx, e, err)
+	}
+	return err
+}
+
+// pay concludes a paid call's escrow by its recorded outcome: e's when it committed (err nil),
+// the record's when another process concluded the call first; otherwise the outcome is not
+// recorded yet, and the payment sweeper concludes the escrow once it is.
+func (t *Ticket) pay(ctx context.Context, e Ending, err error) {
+	s, id := t.svc, t.record.RequestID
+	success := e.Outcome.State == store.InvSucceeded
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrAlreadyFinished):
+		inv, rerr := s.store.InvocationByID(ctx, id)
+		if rerr != nil {
+			return
+		}
+		success = inv.State == store.InvSucceeded
+	default:
+		return
+	}
+	s.concludeEscrow(ctx, t.escrow, id, success)
+}
+
+// concludeEscrow settles (success) or refunds a call's escrow; one not concluded now (the
+// chain or the database did not answer) is left to the payment sweeper.
+func (s *Service) concludeEscrow(ctx context.Context, e Escrow, requestID string, success bool) {
+	if _, err := e.Conclude(context.WithoutCancel(ctx), requestID, success); err != nil {
+		s.log.WarnContext(ctx, "flat-fee payment not concluded yet; the sweeper will", "request_id", requestID, "err", err)
+	}
+}
+
+// write writes the call's conclusion the way its recording says.
+func (t *Ticket) write(ctx context.Context, e Ending) error {
 	s := t.svc
 	inv := t.record
 	inv.Outcome = e.Outcome

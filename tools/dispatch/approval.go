@@ -112,9 +112,9 @@ func (s *Service) approved(ctx context.Context, c *tools.Caller, cl *call, inv *
 	}
 	if cl.flat {
 		if in.Payment == nil && !in.PayWithWallet {
-			return InvokeOutput{}, s.paymentRequired(ctx, cl.intent, inv)
+			return InvokeOutput{}, s.quoteAgain(ctx, cl.intent, inv)
 		}
-		return s.payAndDispatch(ctx, c, cl.intent, inv, in)
+		return s.payAndDispatch(ctx, c, cl, inv, in)
 	}
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
 	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingApproval)

@@ -13,10 +13,15 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/billing"
 )
 
-// confirm dispatches a quoted write once; later confirmations get the stored outcome.
+// confirm answers a quote, read once: declined (decline.go), paid (a flat fee's, flatfee.go),
+// or confirmed, when a quoted write is dispatched once; later confirmations get the stored
+// outcome.
 func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
 	intent := cl.intent
 	inv, err := s.quoted(ctx, c.AccountID(), intent, in.ConfirmRequestID)
+	if in.Decline {
+		return InvokeOutput{}, s.decline(ctx, intent, in.ConfirmRequestID, inv, err)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)
 	}
@@ -25,9 +30,10 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in Inv
 	}
 	switch {
 	case store.StateOf(inv.State).Final:
-		return s.withPayment(replay(inv))
+		out, err := replay(inv)
+		return s.withPayment(inv.RequestID, out, err)
 	case inv.State == store.InvAwaitingPayment:
-		return s.payAndDispatch(ctx, c, intent, inv, in)
+		return s.payAndDispatch(ctx, c, cl, inv, in)
 	case inv.State == store.InvAwaitingApproval:
 		return s.approved(ctx, c, cl, inv, in)
 	case inv.State == store.InvDispatching:
@@ -53,6 +59,9 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in Inv
 // quoted reads the record of a call of intent quoted to accountID (store.ErrNotFound when
 // there is none), up to date with what this replica still has to commit for it.
 func (s *Service) quoted(ctx context.Context, accountID string, intent *store.PartnerIntent, requestID string) (*store.Invocation, error) {
+	if requestID == "" {
+		return nil, store.ErrNotFound
+	}
 	if err := s.billing.Current(ctx, accountID, requestID); err != nil {
 		return nil, err
 	}

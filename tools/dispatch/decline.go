@@ -10,14 +10,13 @@ import (
 )
 
 // decline closes a quoted write the user refused (awaiting_confirmation -> declined), with
-// the answer every later confirmation of it replays. A quote holds no reservation (only the
-// confirmation reserves), so nothing is refunded: nothing was held. The answer is the
-// returned error.
-func (s *Service) decline(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, requestID string) error {
+// the answer every later confirmation of it replays. inv and err are the quote as read for
+// requestID (confirm.go's quoted). A quote holds no reservation (only the confirmation
+// reserves), so nothing is refunded: nothing was held. The answer is the returned error.
+func (s *Service) decline(ctx context.Context, intent *store.PartnerIntent, requestID string, inv *store.Invocation, err error) error {
 	if requestID == "" {
 		return tools.Errorf(tools.CodeBadInput, "decline needs confirmRequestId: the requestId of the CONFIRMATION_REQUIRED answer the user declined")
 	}
-	inv, err := s.quoted(ctx, c.AccountID(), intent, requestID)
 	if errors.Is(err, store.ErrNotFound) {
 		return tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account", requestID, intent.PublicIdentifier)
 	}
@@ -36,22 +35,12 @@ func (s *Service) decline(ctx context.Context, c *tools.Caller, intent *store.Pa
 	}
 	raw, _ := json.Marshal(tools.Body{Error: declined})
 	answer, now := string(raw), s.now().UTC()
-	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		moved, err := q.MoveInvocation(ctx, requestID, store.InvAwaitingConfirmation, store.InvDeclined, now)
-		if err != nil || !moved {
-			return err
-		}
-		inv.State, inv.Answer, inv.FinishedAt = store.InvDeclined, &answer, &now
-		inv.OutcomeCode, inv.OutcomeMessage = string(declined.Code), "declined by the user"
-		if err := q.WriteOutcome(ctx, inv); err != nil {
-			return err
-		}
-		return q.AddEvent(ctx, requestID, store.InvDeclined, "declined by the user; nothing was sent", now)
-	})
+	closed, err := s.billing.Close(ctx, inv, store.Outcome{State: store.InvDeclined, Answer: &answer, FinishedAt: &now,
+		OutcomeCode: string(declined.Code), OutcomeMessage: "declined by the user"}, "declined by the user; nothing was sent")
 	if err != nil {
 		return err
 	}
-	if inv.State != store.InvDeclined { // confirmed by another call in the meantime
+	if !closed { // confirmed by another call in the meantime
 		return tools.Errorf(tools.CodeConflict, "request %s was confirmed before the decline arrived; confirm it again to read its outcome", requestID).
 			WithDetails(map[string]any{"requestId": requestID})
 	}

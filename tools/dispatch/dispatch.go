@@ -2,10 +2,10 @@
 // reserve, sign and call the partner (REST or MCP_HTTP), check the answer, and bill honestly.
 //
 // One file per stage of a call: invoke.go (the tool, the handle, the call plan decided once),
-// prepare.go (args, price, a write's quote), confirm.go and decline.go (a quote's answers),
-// flatfee.go (a flat fee's payment), dispatch.go (the reservation and the partner call),
-// conclude.go (the answer mapped, settled or refunded), record.go (the transactions and when
-// the caller may be answered), recover.go (the sweeper's conclusions).
+// prepare.go (args, price, a quote recorded: ask), confirm.go and decline.go (a quote's
+// answers), flatfee.go (a flat fee's payment), dispatch.go (the ticket opened and the partner
+// call), conclude.go (the answer mapped, settled or refunded), recover.go (the sweeper's
+// conclusions). How each call's money and record commit is billing's (billing.Ticket).
 package dispatch
 
 import (
@@ -100,7 +100,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 		spend = &sp
 	}
 	t, err := s.billing.Open(bg, c.Principal, billing.Call{Record: inv, From: from, Quote: cl.quote,
-		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable, Spend: spend})
+		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable, Spend: spend, Escrow: s.escrow(cl)})
 	if errors.Is(err, billing.ErrMoved) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}
@@ -109,7 +109,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
-		UserID: s.cfg.UserID(c.Principal.AccountID, intent.PartnerID),
+		UserID: cl.userID,
 		Args:   json.RawMessage(cl.args),
 	}
 	target := partners.Target(intent)

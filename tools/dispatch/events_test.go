@@ -161,6 +161,7 @@ func TestPaidCallsTellSucceededOrRefunded(t *testing.T) {
 	flat := map[string]any{"feeRate": 1.2, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}}
 	w.publish(t, "@flatok", "/free", flat)
 	w.publish(t, "@flatno", "/fail", flat)
+	w.listen(t)
 	payer := chain.NewKey(t)
 	chain.Mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5_000_000)
 	want := map[string]string{}
@@ -190,6 +191,17 @@ func TestPaidCallsTellSucceededOrRefunded(t *testing.T) {
 			if ev.Type != typ || !b.Data.PaidOnChain || b.Data.ChargedMicro != 0 {
 				t.Fatalf("%s: want %s, paid on chain, no credit charged: %s", id, typ, ev.Body)
 			}
+		}
+	}
+}
+
+// listen gives the caller's and the publisher's accounts a webhook endpoint each: a call's
+// events are written only for accounts with one.
+func (w *world) listen(t *testing.T) {
+	t.Helper()
+	for _, key := range []string{w.caller, w.publisher} {
+		if status, out := w.env.REST(t, "POST", "/v1/webhooks/endpoints", key, map[string]any{"url": w.partner.URL + "/hooks"}); status != 201 {
+			t.Fatalf("create an endpoint: %d %v", status, out)
 		}
 	}
 }

@@ -9,70 +9,48 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
 // The flat-fee path: the first call answers PAYMENT_REQUIRED with a quote (recorded with the
-// invocation, in state awaiting_payment); the call that brings the signed authorization has it
-// checked and escrowed on chain, then dispatches {query}; the partner's answer settles the
-// escrow (success) or refunds it (any failure of the billing table's 3c). No credit is
-// charged: the flat fee carries the partner's price and the platform's share.
+// invocation, in state awaiting_payment, by prepare.go's ask); the call that brings the signed
+// authorization has it checked and escrowed on chain, then dispatches {query}; the call's
+// ticket settles the escrow when the partner succeeds and refunds it on any failure of the
+// billing table's 3c. No credit is charged: the flat fee carries the partner's price and the
+// platform's share.
 
-// quoteFlat records a flat-fee call's quote and answers PAYMENT_REQUIRED with it (or, when
-// the owner's policy sends it to a human first, APPROVAL_REQUIRED).
-func (s *Service) quoteFlat(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, rest, payer string) error {
-	requestID := signing.NewRequestID()
-	args, _ := json.Marshal(map[string]string{"query": rest})
-	canon, err := signing.Canonicalize(args)
-	if err != nil {
-		return tools.Errorf(tools.CodeBadInput, "the message cannot be signed: %v", err)
-	}
-	p, q, err := s.cfg.Payments.Quoted(ctx, requestID, c.Principal.AccountID, payer, intent)
-	if err != nil {
-		return err
-	}
-	cl := planFor(intent)
-	cl.args = canon
-	inv := s.newInvocation(c, cl, requestID)
-	insert := func(ctx context.Context, q *store.Q) error { return q.InsertPayment(ctx, p) }
-	charge := map[string]any{"flatFeeUsd": q.AmountUsd.String(), "totalUsd": q.AmountUsd.String(), "maxChargeUsd": q.AmountUsd.String(), "network": q.Network}
-	if err := s.admit(ctx, c, cl, inv, p.AmountAtomic, charge, insert); err != nil {
-		return err
-	}
-	inv.State = store.InvAwaitingPayment
-	if err := s.store.CreateInvocation(ctx, inv, "flat fee quoted; waiting for the caller's authorization", insert); err != nil {
-		return err
-	}
-	return s.required(intent, requestID, rest, q)
-}
-
-// paymentRequired answers PAYMENT_REQUIRED again with the quote recorded for a call.
-func (s *Service) paymentRequired(ctx context.Context, intent *store.PartnerIntent, inv *store.Invocation) error {
+// quoteAgain answers PAYMENT_REQUIRED again with the quote recorded for a call (an approved
+// flat fee not paid yet).
+func (s *Service) quoteAgain(ctx context.Context, intent *store.PartnerIntent, inv *store.Invocation) error {
 	p, err := s.store.Payment(ctx, inv.RequestID)
 	if err != nil {
 		return err
 	}
 	var args struct{ Query string }
 	_ = json.Unmarshal([]byte(inv.Args), &args)
-	return s.required(intent, inv.RequestID, args.Query, s.cfg.Payments.QuoteOf(p))
+	return s.paymentRequired(intent, s.cfg.Payments.QuoteOf(p), args.Query)
 }
 
-// required is a flat-fee quote's PAYMENT_REQUIRED answer.
-func (s *Service) required(intent *store.PartnerIntent, requestID, rest string, q payments.Quote) error {
+// paymentRequired is a flat-fee call's PAYMENT_REQUIRED answer: its quote q, for the message
+// the call was asked with (its handle, then rest), and x402's requirements for it.
+func (s *Service) paymentRequired(intent *store.PartnerIntent, q payments.Quote, rest string) error {
 	message := intent.PublicIdentifier + " " + rest
 	desc := fmt.Sprintf("%s through Switchboard: %s", intent.PublicIdentifier, intent.Description)
 	reason := fmt.Sprintf("%s is paid by a flat fee of %s USD before it is called: pay the exact requirement and send the same request again", intent.PublicIdentifier, q.AmountUsd)
 	return tools.Errorf(tools.CodePaymentRequired,
 		"%s is paid by a flat fee of %s USD in the stablecoin on %s before it is called: nothing was sent. Either pay it with an x402 client (the PAYMENT-REQUIRED header, or details.x402 over MCP), "+
 			"or sign the EIP-3009 authorization in quote.typedData (in details) and call invoke_partner_message again with the same message, confirmRequestId %q and payment {signature, authorization}. It is held in escrow, paid to the partner only if the call succeeds, refunded otherwise",
-		intent.PublicIdentifier, q.AmountUsd, q.Network, requestID).
-		WithDetails(map[string]any{"requestId": requestID, "handle": intent.PublicIdentifier, "quote": q,
+		intent.PublicIdentifier, q.AmountUsd, q.Network, q.RequestID).
+		WithDetails(map[string]any{"requestId": q.RequestID, "handle": intent.PublicIdentifier, "quote": q,
 			payments.RequiredKey: s.cfg.Payments.Required(q, message, desc, reason)})
 }
 
-// payAndDispatch collects the payment of a quoted flat-fee call, dispatches it, and concludes
-// the payment by the outcome.
-func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *store.PartnerIntent, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
+// payAndDispatch collects the payment of a quoted flat-fee call and dispatches it; its ticket
+// concludes the payment by the outcome (billing.Escrow), and the answer shows the payment as
+// that left it.
+func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
+	intent := cl.intent
 	if s.cfg.Payments == nil {
 		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "flat-fee payments are not configured on this deployment; %s cannot be called", intent.PublicIdentifier)
 	}
@@ -95,8 +73,6 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *s
 			return InvokeOutput{}, err
 		}
 	}
-	cl := planFor(intent)
-	cl.args = []byte(inv.Args)
 	p, err := s.store.Payment(ctx, inv.RequestID)
 	if err != nil {
 		return InvokeOutput{}, err
@@ -105,40 +81,28 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, intent *s
 	if _, err := s.cfg.Payments.Collect(ctx, inv.RequestID, pay, s.billing.AdmitPayment(c.Principal, cl.spend(p.AmountAtomic))); err != nil {
 		return InvokeOutput{}, err
 	}
-	out, err := s.dispatch(ctx, c, cl, inv, inv.State)
-	var te *tools.Error
-	if err != nil && !errors.As(err, &te) {
-		return out, err // not an outcome (the database): the sweeper concludes the payment
-	}
-	p, cerr := s.cfg.Payments.Conclude(context.WithoutCancel(ctx), inv.RequestID, err == nil && out.Success)
-	if cerr != nil {
-		s.log.WarnContext(ctx, "flat-fee payment not concluded yet; the sweeper will", "request_id", inv.RequestID, "err", cerr)
-	}
-	if p != nil {
-		r := payments.ReceiptOf(p)
-		if te != nil {
-			te.Details = mergeDetails(te.Details, map[string]any{"payment": r})
-			return out, te
-		}
-		out.Payment = r
-	}
-	return out, err
+	cl.args = []byte(inv.Args)
+	out, err := s.dispatch(ctx, c, cl, inv, inv.State) // awaiting payment, or approved
+	return s.withPayment(inv.RequestID, out, err)
 }
 
-// withPayment adds the current state of a flat-fee call's payment to a replayed answer.
-func (s *Service) withPayment(out InvokeOutput, err error) (InvokeOutput, error) {
-	if s.cfg.Payments == nil {
-		return out, err
+// escrow is what concludes a call's on-chain payment with its ticket: the flat fee's (nil for
+// other calls).
+func (s *Service) escrow(cl *call) billing.Escrow {
+	if !cl.flat || s.cfg.Payments == nil {
+		return nil
 	}
-	rid := out.RequestID
+	return s.cfg.Payments
+}
+
+// withPayment adds the current state of flat-fee call requestID's payment to its answer (an
+// outcome: a result or the error model's answer; nothing for any other error).
+func (s *Service) withPayment(requestID string, out InvokeOutput, err error) (InvokeOutput, error) {
 	var te *tools.Error
-	if errors.As(err, &te) {
-		rid, _ = te.Details["requestId"].(string)
-	}
-	if rid == "" {
+	if s.cfg.Payments == nil || err != nil && !errors.As(err, &te) {
 		return out, err
 	}
-	p, perr := s.store.Payment(context.Background(), rid)
+	p, perr := s.store.Payment(context.Background(), requestID)
 	if perr != nil {
 		return out, err
 	}

@@ -165,6 +165,7 @@ type call struct {
 	durable bool          // write or flat: answered only once its outcome has committed
 	tries   int           // partner attempts: 2 for idempotent categories (one retry), 1 for writes
 	timeout time.Duration // per attempt
+	userID  string        // the pseudonym the partner knows the caller by (its envelope's and receipt's)
 
 	args   []byte // canonical JSON object
 	quote  billing.Quote
@@ -193,35 +194,25 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 		return InvokeOutput{}, err
 	}
 	cl := planFor(intent)
+	cl.userID = s.cfg.UserID(c.AccountID(), intent.PartnerID)
 	if need := cl.rule.Scope; need != "" && !c.Principal.HasScope(need) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", intent.Category, need)
 	}
-	if in.Decline {
-		return InvokeOutput{}, s.decline(ctx, c, intent, in.ConfirmRequestID)
-	}
-	if in.ConfirmRequestID != "" {
+	if in.Decline || in.ConfirmRequestID != "" {
 		return s.confirm(ctx, c, cl, in)
 	}
-	if cl.flat {
-		if s.cfg.Payments == nil {
-			return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available on this deployment; it is never called unpaid", intent.PublicIdentifier, intent.FeeRateUnit)
-		}
-		return InvokeOutput{}, s.quoteFlat(ctx, c, intent, rest, in.Payer)
+	if cl.flat && s.cfg.Payments == nil {
+		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available on this deployment; it is never called unpaid", intent.PublicIdentifier, intent.FeeRateUnit)
 	}
 	if err := s.prepare(ctx, c.Principal, cl, rest, in.Args); err != nil {
 		return InvokeOutput{}, err
 	}
-	requestID := c.NewCallID() // chosen before the call when it carries an idempotency key
-	inv := s.newInvocation(c, cl, requestID)
+	inv := s.newInvocation(c, cl, c.NewCallID()) // chosen before the call when it carries an idempotency key
+	if cl.write || cl.flat {
+		return InvokeOutput{}, s.ask(ctx, c, cl, inv, rest, in.Payer)
+	}
 	if err := s.admit(ctx, c, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
 		return InvokeOutput{}, err
-	}
-	if cl.write {
-		inv.State = store.InvAwaitingConfirmation
-		if err := s.store.CreateInvocation(ctx, inv, "quoted; waiting for the caller's confirmation"); err != nil {
-			return InvokeOutput{}, err
-		}
-		return InvokeOutput{}, confirmation(handle, intent.Category, requestID, cl, inv.CreatedAt.Add(ConfirmWindow))
 	}
 	return s.dispatch(ctx, c, cl, inv, "")
 }

@@ -33,6 +33,7 @@ func TestAnAnswerLostAfterTheCommitIsNotAFailure(t *testing.T) {
 	dsn.Host = proxy.addr
 	w := newWorldOn(t, apptest.Options{Store: storetest.OpenURL(t, dsn.String())}, nil)
 	w.publish(t, "@lost", "/cost", nil)
+	w.listen(t)
 	before := w.credit(t)
 
 	// The next batch sent whole, BEGIN to COMMIT, reaches PostgreSQL; its answer does not.

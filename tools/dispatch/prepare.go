@@ -17,9 +17,19 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
-// prepare builds and checks cl's args, resolves a write's tokens, and prices the call.
+// prepare builds and checks cl's args, resolves a write's tokens, and prices the call (a flat
+// fee is priced by its payment's quote, when ask records it).
 func (s *Service) prepare(ctx context.Context, p *tools.Principal, cl *call, rest string, given partners.ArgsDoc) error {
 	intent := cl.intent
+	if cl.flat { // paid on chain, not from credit: the message is its query
+		args, _ := json.Marshal(map[string]string{"query": rest})
+		canon, err := signing.Canonicalize(args)
+		if err != nil {
+			return tools.Errorf(tools.CodeBadInput, "the message cannot be signed: %v", err)
+		}
+		cl.args = canon
+		return nil
+	}
 	schemaRaw := []byte(intent.ParametersSchema)
 	var args []byte
 	switch {
@@ -101,6 +111,38 @@ func feeRate(intent *store.PartnerIntent) decimal.Decimal {
 		return decimal.Zero
 	}
 	return d
+}
+
+// ask records a call that waits for its caller before it is dispatched, and returns what the
+// caller is asked: a write's confirmation, or a flat fee's payment, quoted here (for payer, the
+// wallet that will sign, when known) and recorded with the call.
+func (s *Service) ask(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, rest, payer string) error {
+	var asked error
+	var also []func(ctx context.Context, q *store.Q) error
+	detail := "quoted; waiting for the caller's confirmation"
+	if !cl.flat { // a flat fee is paid before dispatch, whatever its category
+		// The owner's policies first: refused, or sent to a human instead of the caller.
+		if err := s.admit(ctx, c, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
+			return err
+		}
+		asked = confirmation(inv.Handle, cl.intent.Category, inv.RequestID, cl, inv.CreatedAt.Add(ConfirmWindow))
+		inv.State = store.InvAwaitingConfirmation
+	} else {
+		p, q, err := s.cfg.Payments.Quoted(ctx, inv.RequestID, inv.AccountID, payer, cl.intent)
+		if err != nil {
+			return err
+		}
+		also = append(also, func(ctx context.Context, q *store.Q) error { return q.InsertPayment(ctx, p) })
+		fee := q.AmountUsd.String()
+		if err := s.admit(ctx, c, cl, inv, p.AmountAtomic, map[string]any{"flatFeeUsd": fee, "totalUsd": fee, "maxChargeUsd": fee, "network": q.Network}, also...); err != nil {
+			return err
+		}
+		inv.State, detail, asked = store.InvAwaitingPayment, "flat fee quoted; waiting for the caller's authorization", s.paymentRequired(cl.intent, q, rest)
+	}
+	if err := s.store.CreateInvocation(ctx, inv, detail, also...); err != nil {
+		return err
+	}
+	return asked
 }
 
 // confirmation is a write's CONFIRMATION_REQUIRED answer: the exact args and the one bundled

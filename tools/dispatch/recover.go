@@ -56,6 +56,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 		return err
 	}
 	cl := planFor(intent)
+	cl.userID = s.cfg.UserID(inv.AccountID, intent.PartnerID)
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
 	t := s.billing.Reopen(inv, cl.durable)
 	age := s.now().UTC().Sub(*inv.DispatchedAt)
@@ -64,7 +65,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
-		UserID: s.cfg.UserID(inv.AccountID, intent.PartnerID),
+		UserID: cl.userID,
 		Args:   json.RawMessage(inv.Args),
 	}
 	answer, callErr := s.client.Call(ctx, partners.Target(intent), fields)

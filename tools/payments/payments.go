@@ -45,15 +45,16 @@ type Config struct {
 
 // Service runs flat-fee payments.
 type Service struct {
-	cfg   Config
-	store *store.Store
-	chain *contracts.Client
-	now   func() time.Time
-	log   *slog.Logger
+	cfg     Config
+	store   *store.Store
+	billing *billing.Service // ends the record of a call paid but never dispatched
+	chain   *contracts.Client
+	now     func() time.Time
+	log     *slog.Logger
 }
 
 // New dials the chain and checks its id.
-func New(ctx context.Context, cfg Config, d service.Deps) (*Service, error) {
+func New(ctx context.Context, cfg Config, d service.Deps, bill *billing.Service) (*Service, error) {
 	d = d.WithDefaults()
 	if cfg.QuoteTTL <= 0 {
 		cfg.QuoteTTL = 10 * time.Minute
@@ -62,7 +63,7 @@ func New(ctx context.Context, cfg Config, d service.Deps) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flat-fee chain: %w", err)
 	}
-	return &Service{cfg: cfg, store: d.Store, chain: c, now: d.Now, log: d.Log}, nil
+	return &Service{cfg: cfg, store: d.Store, billing: bill, chain: c, now: d.Now, log: d.Log}, nil
 }
 
 // Shutdown closes the chain connection.

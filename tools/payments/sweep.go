@@ -81,23 +81,16 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	return n + orphans, err
 }
 
-// abandon ends a paid call that was never dispatched, with an answer saying so.
+// abandon ends a paid call that was never dispatched, with an answer saying so, through
+// billing's seam for a call's record (Close).
 func (s *Service) abandon(ctx context.Context, inv *store.Invocation) error {
 	e := tools.Errorf(tools.CodeUnavailable, "request %s was paid but never dispatched (the service restarted); the payment was refunded on chain. Ask for a new quote", inv.RequestID)
 	raw, _ := json.Marshal(tools.Body{Error: e})
 	answer := string(raw)
 	now := s.now().UTC()
-	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		moved, err := q.MoveInvocation(ctx, inv.RequestID, store.InvAwaitingPayment, store.InvFailed, now)
-		if err != nil || !moved {
-			return err
-		}
-		inv.State, inv.Answer, inv.FinishedAt, inv.OutcomeCode, inv.OutcomeMessage = store.InvFailed, &answer, &now, string(e.Code), e.Message
-		if err := q.WriteOutcome(ctx, inv); err != nil {
-			return err
-		}
-		return q.AddEvent(ctx, inv.RequestID, store.InvFailed, "paid but never dispatched: refunded on chain by the sweeper", now)
-	})
+	_, err := s.billing.Close(ctx, inv, store.Outcome{State: store.InvFailed, Answer: &answer, FinishedAt: &now, OutcomeCode: string(e.Code), OutcomeMessage: e.Message},
+		"paid but never dispatched: refunded on chain by the sweeper")
+	return err
 }
 
 // Payouts pays every partner's accrued per-call fees (their payable books on the ledger with

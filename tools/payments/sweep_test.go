@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/service"
 )
@@ -28,8 +29,9 @@ func TestPayoutsStopWhenAStalePayoutCannotBeRecorded(t *testing.T) {
 			ctx := context.Background()
 			st := storetest.Open(t, dialect)
 			chain := anviltest.Start(t)
+			deps := service.Deps{Store: st, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 			svc, err := payments.New(ctx, payments.Config{RPCURL: chain.URL, ChainID: anviltest.ChainID, Token: chain.Token, Payer: chain.Payer,
-				RelayerKey: chain.Relayer, Confirmations: 1}, service.Deps{Store: st, Now: time.Now, Log: slog.New(slog.DiscardHandler)})
+				RelayerKey: chain.Relayer, Confirmations: 1}, deps, billing.NewService(billing.DefaultConfig(), deps, billing.Recording{}))
 			if err != nil {
 				t.Fatal(err)
 			}

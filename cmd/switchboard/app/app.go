@@ -401,7 +401,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 		return nil, err
 	}
 	all = append(all, tokenSvc.Tools()...)
-	paySvc, err := flatFee(ctx, cfg, d, func(ctx context.Context, accountID string) ([]byte, string, error) {
+	paySvc, err := flatFee(ctx, cfg, d, billSvc, func(ctx context.Context, accountID string) ([]byte, string, error) {
 		return wallets.EVMKey(ctx, st, sealer, accountID)
 	})
 	if err != nil {
@@ -958,7 +958,7 @@ func derive(serverSecret []byte, purpose string) []byte {
 }
 
 // flatFee connects the flat-fee network when one is configured.
-func flatFee(ctx context.Context, cfg Config, d service.Deps,
+func flatFee(ctx context.Context, cfg Config, d service.Deps, bill *billing.Service,
 	walletKey func(context.Context, string) ([]byte, string, error)) (*payments.Service, error) {
 	f := cfg.FlatFee
 	if f.RPCURL == "" {
@@ -978,7 +978,7 @@ func flatFee(ctx context.Context, cfg Config, d service.Deps,
 		return nil, err
 	}
 	return payments.New(ctx, payments.Config{RPCURL: f.RPCURL, ChainID: int64(f.ChainID), Token: common.HexToAddress(f.Token),
-		Payer: common.HexToAddress(f.Payer), RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey, BaseURL: cfg.PublicBaseURL()}, d)
+		Payer: common.HexToAddress(f.Payer), RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey, BaseURL: cfg.PublicBaseURL()}, d, bill)
 }
 
 // failpointOf is the tests' failpoint: the process kills itself (SIGKILL, no cleanup) at the

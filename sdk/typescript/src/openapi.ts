@@ -62,6 +62,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List approvals
+         * @description The account's calls that a spend policy sent to its owner for approval, newest first (pending: only those still waiting). Only the owner decides, on the portal.
+         */
+        get: operations["approval_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/{request_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an approval
+         * @description One approval by the requestId of its APPROVAL_REQUIRED answer: the rule that asked, the itemized charge, its state and expiry.
+         */
+        get: operations["approval_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/balances": {
         parameters: {
             query?: never;
@@ -308,6 +348,30 @@ export interface paths {
          * @description Check an endpoint before activating it: a signed round trip (a real signed envelope with sample or given args) plus the negative-auth probe (one unsigned request, one with a forged signature; both must get 401 or 403). Give intentId (one of yours) or toolEndpoint (a URL, with bindingType and, for MCP_HTTP, publicIdentifier). Reports each step: HTTP status, latency, the parsed response envelope or why it did not parse, probe verdicts. Changes nothing.
          */
         post: operations["partner_test_endpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a spend policy
+         * @description The spend policies that govern a key's calls (the account's and the key chain's), combined as effective, and what each cap window has spent and left. Without keyId: the calling key's. A refused call answers POLICY_DENIED naming the rule.
+         */
+        get: operations["policy_get"];
+        /**
+         * Narrow a key's spend policy
+         * @description Set the whole spend policy of the calling key (no keyId) or of a key minted under it: caps per hour/day/30d in USD, a per-call maximum, allow and deny lists (by @handle, publisher partnerId, category), deny-by-default, and approval rules. A key may only make a policy stricter; the account's policy, and loosening any, is the owner's, on the portal.
+         */
+        put: operations["policy_set"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -836,6 +900,222 @@ export interface operations {
             };
         };
     };
+    approval_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                pending?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        approvals: {
+                            category: string;
+                            /** @description the itemized most the call can cost: decimal USD strings by part (infrastructureUsd, partnerFeeUsd, platformFeeUsd, gasEstimateUsd or flatFeeUsd, totalUsd, maxChargeUsd) */
+                            charge: {
+                                [key: string]: string;
+                            };
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            decidedAt?: string;
+                            /** Format: date-time */
+                            expiresAt: string;
+                            handle: string;
+                            /** @description the key that made the call */
+                            keyId: string;
+                            /** @description the most the call can cost, in USD */
+                            maxUsd: string;
+                            requestId: string;
+                            /** @description the policy rule that asked for approval, e.g. approval.aboveUsd */
+                            rule: string;
+                            /** @enum {string} */
+                            state: "pending" | "approved" | "declined" | "expired";
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approval_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        category: string;
+                        /** @description the itemized most the call can cost: decimal USD strings by part (infrastructureUsd, partnerFeeUsd, platformFeeUsd, gasEstimateUsd or flatFeeUsd, totalUsd, maxChargeUsd) */
+                        charge: {
+                            [key: string]: string;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        decidedAt?: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        handle: string;
+                        /** @description the key that made the call */
+                        keyId: string;
+                        /** @description the most the call can cost, in USD */
+                        maxUsd: string;
+                        requestId: string;
+                        /** @description the policy rule that asked for approval, e.g. approval.aboveUsd */
+                        rule: string;
+                        /** @enum {string} */
+                        state: "pending" | "approved" | "declined" | "expired";
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_balances: {
         parameters: {
             query?: {
@@ -1103,7 +1383,10 @@ export interface operations {
     invoke_partner_message: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1271,7 +1554,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: FORBIDDEN */
+            /** @description Forbidden: FORBIDDEN, POLICY_DENIED */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1289,9 +1572,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: CONFLICT, CONFIRMATION_REQUIRED */
+            /** @description Conflict: CONFLICT, CONFIRMATION_REQUIRED, APPROVAL_REQUIRED, APPROVAL_PENDING */
             409: {
                 headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1451,7 +1736,10 @@ export interface operations {
     api_key_create: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1541,6 +1829,8 @@ export interface operations {
             /** @description Conflict: CONFLICT */
             409: {
                 headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1959,7 +2249,10 @@ export interface operations {
     partner_publish_intent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2137,6 +2430,8 @@ export interface operations {
             /** @description Conflict: CONFLICT */
             409: {
                 headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2583,7 +2878,10 @@ export interface operations {
     partner_set_active: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2717,6 +3015,8 @@ export interface operations {
             /** @description Conflict: CONFLICT */
             409: {
                 headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2768,7 +3068,10 @@ export interface operations {
     partner_publish_intent_bundle: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2951,6 +3254,8 @@ export interface operations {
             /** @description Conflict: CONFLICT */
             409: {
                 headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3112,7 +3417,10 @@ export interface operations {
     partner_test_endpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3267,8 +3575,533 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: CONFLICT */
+            409: {
+                headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request Entity Too Large: PAYLOAD_TOO_LARGE */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    policy_get: {
+        parameters: {
+            query?: {
+                keyId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the account's policy (null: none), set on the portal or by the operator */
+                        account: {
+                            /** @description with denyByDefault: only these are allowed */
+                            allow?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description calls a human approves first, in the portal */
+                            approval?: {
+                                /** @description calls whose worst case is above this many USD */
+                                aboveUsd?: string;
+                                /** @description calls of these categories */
+                                categories?: string[];
+                                /** @description the account's first call of each @handle */
+                                firstCallToPartner?: boolean;
+                            };
+                            /** @description spend caps per rolling window: at most one per window */
+                            caps?: {
+                                /** @description the most the window's calls may cost, in USD (more than 0) */
+                                usd: string;
+                                /**
+                                 * @description the rolling window: the last hour, day (24 h) or 30 days
+                                 * @enum {string}
+                                 */
+                                window: "hour" | "day" | "30d";
+                            }[];
+                            /** @description never allowed, whatever else says */
+                            deny?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description only what allow names may be called */
+                            denyByDefault?: boolean;
+                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
+                            perCallMaxUsd?: string;
+                        };
+                        /** @description every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, deny-by-default when any says so (then only what all allow), and every approval rule */
+                        effective: {
+                            /** @description with denyByDefault: only these are allowed */
+                            allow?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description calls a human approves first, in the portal */
+                            approval?: {
+                                /** @description calls whose worst case is above this many USD */
+                                aboveUsd?: string;
+                                /** @description calls of these categories */
+                                categories?: string[];
+                                /** @description the account's first call of each @handle */
+                                firstCallToPartner?: boolean;
+                            };
+                            /** @description spend caps per rolling window: at most one per window */
+                            caps?: {
+                                /** @description the most the window's calls may cost, in USD (more than 0) */
+                                usd: string;
+                                /**
+                                 * @description the rolling window: the last hour, day (24 h) or 30 days
+                                 * @enum {string}
+                                 */
+                                window: "hour" | "day" | "30d";
+                            }[];
+                            /** @description never allowed, whatever else says */
+                            deny?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description only what allow names may be called */
+                            denyByDefault?: boolean;
+                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
+                            perCallMaxUsd?: string;
+                        };
+                        /** @description whose policies govern the calls: account, then keys from the root down */
+                        governing: string[];
+                        /** @description the key's own policy (null: none, or the portal's view of the account) */
+                        key: {
+                            /** @description with denyByDefault: only these are allowed */
+                            allow?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description calls a human approves first, in the portal */
+                            approval?: {
+                                /** @description calls whose worst case is above this many USD */
+                                aboveUsd?: string;
+                                /** @description calls of these categories */
+                                categories?: string[];
+                                /** @description the account's first call of each @handle */
+                                firstCallToPartner?: boolean;
+                            };
+                            /** @description spend caps per rolling window: at most one per window */
+                            caps?: {
+                                /** @description the most the window's calls may cost, in USD (more than 0) */
+                                usd: string;
+                                /**
+                                 * @description the rolling window: the last hour, day (24 h) or 30 days
+                                 * @enum {string}
+                                 */
+                                window: "hour" | "day" | "30d";
+                            }[];
+                            /** @description never allowed, whatever else says */
+                            deny?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description only what allow names may be called */
+                            denyByDefault?: boolean;
+                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
+                            perCallMaxUsd?: string;
+                        };
+                        keyId?: string;
+                        windows: {
+                            /** @description what the tightest cap on it leaves (absent when no policy caps the window) */
+                            leftUsd?: string;
+                            /** @description what the calls it covers cost in the window, calls in flight at the most they can cost */
+                            spentUsd: string;
+                            /** @description hour, day or 30d */
+                            window: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    policy_set: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a key you act on (yours, or one minted under it); default: the calling key (on the portal: the account) */
+                    keyId?: string;
+                    policy: {
+                        /** @description with denyByDefault: only these are allowed */
+                        allow?: {
+                            /** @description categories, e.g. QUERY, SWAP */
+                            categories?: string[];
+                            /** @description @handles */
+                            handles?: string[];
+                            /** @description publishers, by partnerId */
+                            publishers?: string[];
+                        };
+                        /** @description calls a human approves first, in the portal */
+                        approval?: {
+                            /** @description calls whose worst case is above this many USD */
+                            aboveUsd?: string;
+                            /** @description calls of these categories */
+                            categories?: string[];
+                            /** @description the account's first call of each @handle */
+                            firstCallToPartner?: boolean;
+                        };
+                        /** @description spend caps per rolling window: at most one per window */
+                        caps?: {
+                            /** @description the most the window's calls may cost, in USD (more than 0) */
+                            usd: string;
+                            /**
+                             * @description the rolling window: the last hour, day (24 h) or 30 days
+                             * @enum {string}
+                             */
+                            window: "hour" | "day" | "30d";
+                        }[];
+                        /** @description never allowed, whatever else says */
+                        deny?: {
+                            /** @description categories, e.g. QUERY, SWAP */
+                            categories?: string[];
+                            /** @description @handles */
+                            handles?: string[];
+                            /** @description publishers, by partnerId */
+                            publishers?: string[];
+                        };
+                        /** @description only what allow names may be called */
+                        denyByDefault?: boolean;
+                        /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
+                        perCallMaxUsd?: string;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the account's policy (null: none), set on the portal or by the operator */
+                        account: {
+                            /** @description with denyByDefault: only these are allowed */
+                            allow?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description calls a human approves first, in the portal */
+                            approval?: {
+                                /** @description calls whose worst case is above this many USD */
+                                aboveUsd?: string;
+                                /** @description calls of these categories */
+                                categories?: string[];
+                                /** @description the account's first call of each @handle */
+                                firstCallToPartner?: boolean;
+                            };
+                            /** @description spend caps per rolling window: at most one per window */
+                            caps?: {
+                                /** @description the most the window's calls may cost, in USD (more than 0) */
+                                usd: string;
+                                /**
+                                 * @description the rolling window: the last hour, day (24 h) or 30 days
+                                 * @enum {string}
+                                 */
+                                window: "hour" | "day" | "30d";
+                            }[];
+                            /** @description never allowed, whatever else says */
+                            deny?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description only what allow names may be called */
+                            denyByDefault?: boolean;
+                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
+                            perCallMaxUsd?: string;
+                        };
+                        /** @description every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, deny-by-default when any says so (then only what all allow), and every approval rule */
+                        effective: {
+                            /** @description with denyByDefault: only these are allowed */
+                            allow?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description calls a human approves first, in the portal */
+                            approval?: {
+                                /** @description calls whose worst case is above this many USD */
+                                aboveUsd?: string;
+                                /** @description calls of these categories */
+                                categories?: string[];
+                                /** @description the account's first call of each @handle */
+                                firstCallToPartner?: boolean;
+                            };
+                            /** @description spend caps per rolling window: at most one per window */
+                            caps?: {
+                                /** @description the most the window's calls may cost, in USD (more than 0) */
+                                usd: string;
+                                /**
+                                 * @description the rolling window: the last hour, day (24 h) or 30 days
+                                 * @enum {string}
+                                 */
+                                window: "hour" | "day" | "30d";
+                            }[];
+                            /** @description never allowed, whatever else says */
+                            deny?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description only what allow names may be called */
+                            denyByDefault?: boolean;
+                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
+                            perCallMaxUsd?: string;
+                        };
+                        /** @description whose policies govern the calls: account, then keys from the root down */
+                        governing: string[];
+                        /** @description the key's own policy (null: none, or the portal's view of the account) */
+                        key: {
+                            /** @description with denyByDefault: only these are allowed */
+                            allow?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description calls a human approves first, in the portal */
+                            approval?: {
+                                /** @description calls whose worst case is above this many USD */
+                                aboveUsd?: string;
+                                /** @description calls of these categories */
+                                categories?: string[];
+                                /** @description the account's first call of each @handle */
+                                firstCallToPartner?: boolean;
+                            };
+                            /** @description spend caps per rolling window: at most one per window */
+                            caps?: {
+                                /** @description the most the window's calls may cost, in USD (more than 0) */
+                                usd: string;
+                                /**
+                                 * @description the rolling window: the last hour, day (24 h) or 30 days
+                                 * @enum {string}
+                                 */
+                                window: "hour" | "day" | "30d";
+                            }[];
+                            /** @description never allowed, whatever else says */
+                            deny?: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description only what allow names may be called */
+                            denyByDefault?: boolean;
+                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
+                            perCallMaxUsd?: string;
+                        };
+                        keyId?: string;
+                        windows: {
+                            /** @description what the tightest cap on it leaves (absent when no policy caps the window) */
+                            leftUsd?: string;
+                            /** @description what the calls it covers cost in the window, calls in flight at the most they can cost */
+                            spentUsd: string;
+                            /** @description hour, day or 30d */
+                            window: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3650,7 +4483,10 @@ export interface operations {
     connected_wallet_add: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3718,6 +4554,8 @@ export interface operations {
             /** @description Conflict: CONFLICT */
             409: {
                 headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3984,7 +4822,10 @@ export interface operations {
     webhook_delivery_replay: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 delivery_id: string;
             };
@@ -4062,6 +4903,17 @@ export interface operations {
             /** @description Not Found: NOT_FOUND */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: CONFLICT */
+            409: {
+                headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4215,7 +5067,10 @@ export interface operations {
     webhook_endpoint_create: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4296,6 +5151,8 @@ export interface operations {
             /** @description Conflict: CONFLICT */
             409: {
                 headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -27,7 +27,7 @@ async function strictList(target, env = process.env) {
 }
 
 // Every toolset, so every tool is checked (a keyless host is shown onboarding and agent).
-test("inspector --strict over Streamable HTTP: no findings", () => strictList([server.url + "/mcp?toolsets=onboarding,agent,partner"]));
+test("inspector --strict over Streamable HTTP: no findings", () => strictList([server.url + "/mcp?toolsets=onboarding,agent,partner,owner"]));
 
 test("inspector --strict over stdio: no findings", () =>
   // The Inspector hands the server only the environment named with -e (and a few defaults).

@@ -119,6 +119,9 @@ const (
 	CodeNotFound             ErrorCode = "NOT_FOUND"             // 404
 	CodeConflict             ErrorCode = "CONFLICT"              // 409
 	CodeConfirmationRequired ErrorCode = "CONFIRMATION_REQUIRED" // 409
+	CodeApprovalRequired     ErrorCode = "APPROVAL_REQUIRED"     // 409: the owner approves it in the portal; ask again with its requestId
+	CodeApprovalPending      ErrorCode = "APPROVAL_PENDING"      // 409, with RetryAfter
+	CodePolicyDenied         ErrorCode = "POLICY_DENIED"         // 403: details name the rule, window, spent and left
 	CodePaymentRequired      ErrorCode = "PAYMENT_REQUIRED"      // 402
 	CodeSpendLimit           ErrorCode = "SPEND_LIMIT"           // 402
 	CodeInsufficientCredits  ErrorCode = "INSUFFICIENT_CREDITS"  // 402
@@ -220,6 +223,10 @@ var operations = map[string]operation{
 	"partner_earnings":              {"GET", "/v1/partner/earnings", 200, true},
 	"partner_receipt":               {"GET", "/v1/partner/receipts/{request_id}", 200, true},
 	"partner_archive_intent":        {"DELETE", "/v1/partner/intents/{id}", 200, true},
+	"policy_get":                    {"GET", "/v1/policy", 200, true},
+	"policy_set":                    {"PUT", "/v1/policy", 200, true},
+	"approval_list":                 {"GET", "/v1/approvals", 200, true},
+	"approval_get":                  {"GET", "/v1/approvals/{request_id}", 200, true},
 	"webhook_endpoint_create":       {"POST", "/v1/webhooks/endpoints", 201, false},
 	"webhook_endpoint_list":         {"GET", "/v1/webhooks/endpoints", 200, true},
 	"webhook_endpoint_delete":       {"DELETE", "/v1/webhooks/endpoints/{endpoint_id}", 200, false},

@@ -64,7 +64,7 @@ func TestOperationsCoverOpenAPI(t *testing.T) {
 func TestRetriedOnlyWhenIdempotent(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	// Every toolset, so the partner tools are listed too (a keyless host sees onboarding and agent).
-	req, _ := http.NewRequest("POST", Live.URL+"/mcp?toolsets=onboarding,agent,partner", strings.NewReader(body))
+	req, _ := http.NewRequest("POST", Live.URL+"/mcp?toolsets=onboarding,agent,partner,owner", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)

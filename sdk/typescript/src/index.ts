@@ -55,11 +55,17 @@ export type WebhookEndpointDeleted = ResponseBody<"webhook_endpoint_delete">;
 export type WebhookDeliveryQuery = QueryParams<"webhook_delivery_list">;
 export type WebhookDeliveries = ResponseBody<"webhook_delivery_list">;
 export type WebhookReplay = ResponseBody<"webhook_delivery_replay">;
+export type PolicyQuery = QueryParams<"policy_get">;
+export type Policies = ResponseBody<"policy_get">;
+export type PolicyInput = RequestBody<"policy_set">;
+export type ApprovalQuery = QueryParams<"approval_list">;
+export type Approvals = ResponseBody<"approval_list">;
+export type Approval = ResponseBody<"approval_get">;
 
 /** The error model's codes (docs/errors.md). */
 export type ErrorCode =
   | "BAD_INPUT" | "PAYLOAD_TOO_LARGE" | "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "CONFLICT"
-  | "CONFIRMATION_REQUIRED" | "PAYMENT_REQUIRED" | "SPEND_LIMIT" | "INSUFFICIENT_CREDITS"
+  | "CONFIRMATION_REQUIRED" | "APPROVAL_REQUIRED" | "APPROVAL_PENDING" | "POLICY_DENIED" | "PAYMENT_REQUIRED" | "SPEND_LIMIT" | "INSUFFICIENT_CREDITS"
   | "RATE_LIMITED" | "UPSTREAM" | "UNAVAILABLE" | "INTERNAL";
 
 const codeForStatus: Record<number, ErrorCode> = {
@@ -164,6 +170,10 @@ export const OPERATIONS = {
   partner_earnings: { method: "GET", path: "/v1/partner/earnings", idempotent: true },
   partner_receipt: { method: "GET", path: "/v1/partner/receipts/{request_id}", idempotent: true },
   partner_archive_intent: { method: "DELETE", path: "/v1/partner/intents/{id}", idempotent: true },
+  policy_get: { method: "GET", path: "/v1/policy", idempotent: true },
+  policy_set: { method: "PUT", path: "/v1/policy", idempotent: true },
+  approval_list: { method: "GET", path: "/v1/approvals", idempotent: true },
+  approval_get: { method: "GET", path: "/v1/approvals/{request_id}", idempotent: true },
   webhook_endpoint_create: { method: "POST", path: "/v1/webhooks/endpoints", idempotent: false },
   webhook_endpoint_list: { method: "GET", path: "/v1/webhooks/endpoints", idempotent: true },
   webhook_endpoint_delete: { method: "DELETE", path: "/v1/webhooks/endpoints/{endpoint_id}", idempotent: false },
@@ -348,6 +358,26 @@ export class Client {
   /** GET /v1/partner/receipts/{request_id}: the signed receipt of a call to one of your intents. */
   receipt(requestId: string, opts?: CallOptions): Promise<SignedReceipt> {
     return this.call("partner_receipt", { path: { request_id: requestId } }, opts);
+  }
+
+  /** GET /v1/policy: the spend policies governing a key (yours by default), combined, and each window's spent and left. */
+  policy(query: PolicyQuery = {}, opts?: CallOptions): Promise<Policies> {
+    return this.call("policy_get", { query }, opts);
+  }
+
+  /** PUT /v1/policy: narrow your key's spend policy (or a descendant's, with keyId); loosening is the owner's, on the portal. */
+  setPolicy(input: PolicyInput, opts?: CallOptions): Promise<Policies> {
+    return this.call("policy_set", { body: input }, opts);
+  }
+
+  /** GET /v1/approvals: calls a spend policy sent to the account's owner, newest first. */
+  approvals(query: ApprovalQuery = {}, opts?: CallOptions): Promise<Approvals> {
+    return this.call("approval_list", { query }, opts);
+  }
+
+  /** GET /v1/approvals/{request_id}: one approval, by the requestId of its APPROVAL_REQUIRED answer. */
+  approval(requestId: string, opts?: CallOptions): Promise<Approval> {
+    return this.call("approval_get", { path: { request_id: requestId } }, opts);
   }
 
   /** POST /v1/webhooks/endpoints: receive the account's events at an https URL; the whsec_ secret is shown only here. */

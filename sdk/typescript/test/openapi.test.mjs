@@ -39,7 +39,7 @@ test("every /v1 operation has a client method, with the documented method and pa
 
 test("a call is retried only when its tool is marked idempotent", async () => {
   // Every toolset, so the partner tools are listed too (a keyless host sees onboarding and agent).
-  const r = await fetch(server.url + "/mcp?toolsets=onboarding,agent,partner", {
+  const r = await fetch(server.url + "/mcp?toolsets=onboarding,agent,partner,owner", {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),

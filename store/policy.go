@@ -65,18 +65,6 @@ func (s *Store) Policies(ctx context.Context, accountID string, keyIDs ...string
 	return ps, normalize(err)
 }
 
-// PoliciesIn is Policies read inside q's transaction.
-func (q *Q) PoliciesIn(ctx context.Context, accountID string, keyIDs ...string) ([]*SpendPolicy, error) {
-	tx, err := q.now(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var ps []*SpendPolicy
-	err = tx.NewSelect().Model(&ps).Where("account_id = ? AND key_id IN (?)", accountID, inKeys(keyIDs)).
-		OrderExpr("key_id ASC").Scan(ctx)
-	return ps, err
-}
-
 func inKeys(keyIDs []string) any {
 	return bun.In(append([]string{""}, keyIDs...))
 }
@@ -99,16 +87,6 @@ func (s *Store) PutPolicy(ctx context.Context, p *SpendPolicy) error {
 func (s *Store) Spent(ctx context.Context, accountID, keyID string, since []time.Time) ([]int64, error) {
 	out, err := spent(ctx, s.db, accountID, keyID, since)
 	return out, normalize(err)
-}
-
-// SpentIn is Spent inside q's transaction: after the account's credit row is locked, calls
-// checked one after another see each other.
-func (q *Q) SpentIn(ctx context.Context, accountID, keyID string, since []time.Time) ([]int64, error) {
-	tx, err := q.now(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return spent(ctx, tx, accountID, keyID, since)
 }
 
 func spent(ctx context.Context, db bun.IDB, accountID, keyID string, since []time.Time) ([]int64, error) {
@@ -145,11 +123,56 @@ func spent(ctx context.Context, db bun.IDB, accountID, keyID string, since []tim
 	return out, sel.Scan(ctx, dest...)
 }
 
-// CalledBefore reports whether an account has dispatched a call of an intent before.
-func (s *Store) CalledBefore(ctx context.Context, accountID, intentID string) (bool, error) {
-	ok, err := s.db.NewSelect().Model((*Invocation)(nil)).
-		Where("account_id = ? AND intent_id = ? AND dispatched_at IS NOT NULL", accountID, intentID).Exists(ctx)
-	return ok, normalize(err)
+// PolicyView is what the policies governing a call decide it with, read at once.
+type PolicyView struct {
+	// Policies are the account's policy and its key chain's (those that exist).
+	Policies []*SpendPolicy
+	// Spent is, by policy (its KeyID; "" the account's), what the calls it covers spent in
+	// each window (Spent's sums, in the order of since).
+	Spent map[string][]int64
+	// CalledBefore: the account has dispatched a call of the intent asked about before.
+	CalledBefore bool
+}
+
+// ReadPolicyView reads the view of a call by a key whose chain (its ancestors from the root,
+// then itself) is chain, of intentID ("": CalledBefore is not read).
+func (s *Store) ReadPolicyView(ctx context.Context, accountID string, chain []string, intentID string, since []time.Time) (*PolicyView, error) {
+	v, err := policyView(ctx, s.db, accountID, chain, intentID, since)
+	return v, normalize(err)
+}
+
+// PolicyViewIn is ReadPolicyView inside q's transaction: after the account's credit row is
+// locked, calls judged one after another see each other.
+func (q *Q) PolicyViewIn(ctx context.Context, accountID string, chain []string, intentID string, since []time.Time) (*PolicyView, error) {
+	tx, err := q.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return policyView(ctx, tx, accountID, chain, intentID, since)
+}
+
+func policyView(ctx context.Context, db bun.IDB, accountID string, chain []string, intentID string, since []time.Time) (*PolicyView, error) {
+	v := &PolicyView{Spent: map[string][]int64{}}
+	if err := db.NewSelect().Model(&v.Policies).Where("account_id = ? AND key_id IN (?)", accountID, inKeys(chain)).
+		OrderExpr("key_id ASC").Scan(ctx); err != nil || len(v.Policies) == 0 {
+		return v, err
+	}
+	for _, p := range v.Policies {
+		sums, err := spent(ctx, db, accountID, p.KeyID, since)
+		if err != nil {
+			return nil, err
+		}
+		v.Spent[p.KeyID] = sums
+	}
+	if intentID != "" {
+		var err error
+		v.CalledBefore, err = db.NewSelect().Model((*Invocation)(nil)).
+			Where("account_id = ? AND intent_id = ? AND dispatched_at IS NOT NULL", accountID, intentID).Exists(ctx)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
 }
 
 // InsertApproval writes a call's approval request inside q's transaction.

@@ -34,6 +34,12 @@ func (q *Q) InsertWebhookEvent(ctx context.Context, ev *WebhookEvent) error {
 	return q.write(ctx, q.tx.NewInsert().Model(ev))
 }
 
+// AddWebhookEvents writes events in a transaction of their own (an event of something that
+// wrote nothing else: a refused call).
+func (s *Store) AddWebhookEvents(ctx context.Context, evs ...*WebhookEvent) error {
+	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error { return InsertWebhookEvents(ctx, tx, evs) })
+}
+
 // InsertWebhookEvents writes events inside a plain transaction (the store's own Tx methods and
 // the query sets of store/*).
 func InsertWebhookEvents(ctx context.Context, tx bun.Tx, evs []*WebhookEvent) error {

@@ -79,7 +79,7 @@ type Service struct {
 	log    *slog.Logger
 	rec    Recording
 	leases *Leases // nil: every hold commits before its call is dispatched
-	pol    policyCache
+	pol    noPolicies
 }
 
 // NewService builds the billing service, recording calls as rec says (Recording{}: each
@@ -92,7 +92,7 @@ func NewService(cfg Config, d service.Deps, rec Recording) *Service {
 	if rec.Failpoint == nil {
 		rec.Failpoint = func(string) {}
 	}
-	s := &Service{store: d.Store, cfg: cfg, now: d.Now, log: d.Log, rec: rec, pol: policyCache{rows: map[string]cachedPolicies{}}}
+	s := &Service{store: d.Store, cfg: cfg, now: d.Now, log: d.Log, rec: rec, pol: noPolicies{seen: map[string]time.Time{}}}
 	if rec.Batch != nil && rec.Leases != nil {
 		s.leases = &Leases{svc: s, batch: rec.Batch, cfg: *rec.Leases, open: map[string]map[string]*lease{}}
 	}

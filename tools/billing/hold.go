@@ -68,20 +68,9 @@ func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, recor
 		ReservedMicro: plan.Quote.ReserveMicro, WorstMicro: plan.Quote.WorstMicro(),
 		ExpiresAt: now.Add(plan.Runs + s.cfg.SweepMargin), CreatedAt: now,
 	}}
-	var admit func(ctx context.Context, q *store.Q) error
-	if plan.Spend != nil {
-		ps, err := s.policiesOf(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		for _, sp := range ps {
-			if err := sp.allows(*plan.Spend); err != nil {
-				return nil, s.denied(ctx, p, *plan.Spend, err)
-			}
-		}
-		if hasCaps(ps) { // exact under the credit lock, so never on a lease
-			plan.MayLease, admit = false, s.admitHeld(p, plan.Spend)
-		}
+	admit := s.heldCheck(p, plan.Spend)
+	if admit != nil { // under a policy: judged where every held call is seen
+		plan.MayLease = false
 	}
 	if plan.MayLease && s.leases != nil && p.KeyID != "" && s.leases.outlasts(plan.Runs) {
 		if err := s.leases.draw(ctx, p, h); err != nil {

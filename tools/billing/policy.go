@@ -2,20 +2,16 @@ package billing
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
-	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Spend policies are the owner's bounds on what an account's calls may spend, decided here, in
@@ -245,12 +241,6 @@ func (p *Policy) Narrows(old *Policy) (bool, string) {
 	return true, ""
 }
 
-// Spend is a call as the policies see it.
-type Spend struct {
-	Handle, IntentID, PublisherID, Category string
-	WorstMicro                              int64 // the most it can cost: its hold, or its flat fee
-}
-
 // scoped is a policy with what it covers: the account (KeyID "") or a key and its descendants.
 type scoped struct {
 	KeyID  string
@@ -300,15 +290,9 @@ func (sp scoped) allows(c Spend) error {
 	return nil
 }
 
-// within applies a policy's caps to a call, given what its windows have spent.
-func (sp scoped) within(c Spend, spent func(keyID string) ([]int64, error)) error {
-	if len(sp.Policy.Caps) == 0 {
-		return nil
-	}
-	sums, err := spent(sp.KeyID)
-	if err != nil {
-		return err
-	}
+// within applies a policy's caps to a call, given what its windows have spent (sums, in the
+// order of Windows).
+func (sp scoped) within(c Spend, sums []int64) error {
 	for _, cp := range sp.Policy.Caps {
 		limit, _ := usd("", cp.USD, true)
 		i := slices.IndexFunc(Windows, func(w struct {
@@ -327,24 +311,60 @@ func (sp scoped) within(c Spend, spent func(keyID string) ([]int64, error)) erro
 	return nil
 }
 
-// approval is the first approval rule a policy asks of a call ("" for none).
-func (sp scoped) approval(c Spend, firstCall func() (bool, error)) (string, error) {
+// approval is the first approval rule a policy asks of a call ("" for none); calledBefore:
+// the account has called the intent before.
+func (sp scoped) approval(c Spend, calledBefore bool) string {
 	a := sp.Policy.Approval
 	if a.AboveUsd != "" {
 		if m, _ := usd("", a.AboveUsd, false); c.WorstMicro > m {
-			return "approval.aboveUsd", nil
+			return "approval.aboveUsd"
 		}
 	}
-	if slices.Contains(a.Categories, c.Category) {
-		return "approval.categories", nil
+	switch {
+	case slices.Contains(a.Categories, c.Category):
+		return "approval.categories"
+	case a.FirstCallToPartner && !calledBefore:
+		return "approval.firstCallToPartner"
 	}
-	if a.FirstCallToPartner {
-		first, err := firstCall()
-		if err != nil || first {
-			return "approval.firstCallToPartner", err
+	return ""
+}
+
+// ErrApprovalRequired is a call a policy sends to a human first.
+type ErrApprovalRequired struct{ Rule string }
+
+func (e *ErrApprovalRequired) Error() string {
+	return "the call needs its owner's approval (" + e.Rule + ")"
+}
+
+// Judge is the one decision of what p's policies, as read in v, say of call c: nil (it may go
+// on), POLICY_DENIED naming the rule, or, with asking (a call being asked for, not yet held),
+// *ErrApprovalRequired. Every governing policy must allow it, lists and maximum first, then
+// caps (each counting what it covers); a call then goes to a human when any policy's approval
+// rule says so.
+func Judge(p *tools.Principal, v *store.PolicyView, c Spend, asking bool) error {
+	ps, err := governing(p, v.Policies)
+	if err != nil {
+		return err
+	}
+	for _, sp := range ps {
+		if err := sp.allows(c); err != nil {
+			return err
 		}
 	}
-	return "", nil
+	for _, sp := range ps {
+		if err := sp.within(c, v.Spent[sp.KeyID]); err != nil {
+			return err
+		}
+	}
+	if !asking {
+		return nil
+	}
+	for _, sp := range ps {
+		if rule := sp.approval(c, v.CalledBefore); rule != "" {
+			return &ErrApprovalRequired{Rule: rule}
+		}
+	}
+	return nil
 }
 
 // chainOf are the keys whose policies govern p's calls, root first, then p's own.
@@ -379,162 +399,11 @@ func governing(p *tools.Principal, rows []*store.SpendPolicy) ([]scoped, error) 
 	return out, nil
 }
 
-// hasCaps reports whether any of the policies caps spending.
-func hasCaps(ps []scoped) bool {
-	return slices.ContainsFunc(ps, func(sp scoped) bool { return len(sp.Policy.Caps) > 0 })
-}
-
-// policyCache keeps each account's policies for a moment, so a call under no policy costs no
-// read: a policy set on this replica binds at once (Forget), one set on another within
-// policyTTL. Caps are checked again from the database under the credit lock.
-type policyCache struct {
-	mu   sync.Mutex
-	rows map[string]cachedPolicies
-}
-
-type cachedPolicies struct {
-	at   time.Time
-	rows []*store.SpendPolicy
-}
-
-const policyTTL = 2 * time.Second
-
-func (s *Service) policiesOf(ctx context.Context, p *tools.Principal) ([]scoped, error) {
-	now := s.now()
-	s.pol.mu.Lock()
-	c, ok := s.pol.rows[p.AccountID]
-	s.pol.mu.Unlock()
-	if !ok || now.Sub(c.at) > policyTTL || now.Before(c.at) {
-		rows, err := s.store.Policies(ctx, p.AccountID, chainOf(p)...)
-		if err != nil {
-			return nil, err
-		}
-		// Cache the account's policies only when it has none on this chain or only its own:
-		// keyed by account, the entry must not hide another key's.
-		c = cachedPolicies{at: now, rows: rows}
-		s.pol.mu.Lock()
-		if len(s.pol.rows) > 100_000 {
-			clear(s.pol.rows)
-		}
-		if len(rows) == 0 {
-			s.pol.rows[p.AccountID] = c
-		}
-		s.pol.mu.Unlock()
-	}
-	return governing(p, c.rows)
-}
-
-// ForgetPolicies drops an account's cached policies (its policy changed on this replica).
-func (s *Service) ForgetPolicies(accountID string) {
-	s.pol.mu.Lock()
-	delete(s.pol.rows, accountID)
-	s.pol.mu.Unlock()
-}
-
-// ErrApprovalRequired is an Admit whose call a policy sends to a human first.
-type ErrApprovalRequired struct{ Rule string }
-
-func (e *ErrApprovalRequired) Error() string {
-	return "the call needs its owner's approval (" + e.Rule + ")"
-}
-
-// Admit applies p's policies to a call before anything is quoted, held or sent: a refusal
-// is POLICY_DENIED naming the rule (and the window, what it spent and what is left); a call
-// that must be approved first is *ErrApprovalRequired. The caps are checked again, exactly,
-// when the call is held.
-func (s *Service) Admit(ctx context.Context, p *tools.Principal, c Spend) error {
-	ps, err := s.policiesOf(ctx, p)
-	if err != nil || len(ps) == 0 {
-		return err
-	}
-	since := windowsSince(s.now())
-	if err := decide(ps, c, func(keyID string) ([]int64, error) { return s.store.Spent(ctx, p.AccountID, keyID, since) }); err != nil {
-		return s.denied(ctx, p, c, err)
-	}
-	for _, sp := range ps {
-		rule, err := sp.approval(c, func() (bool, error) {
-			before, err := s.store.CalledBefore(ctx, p.AccountID, c.IntentID)
-			return !before, err
-		})
-		if err != nil {
-			return err
-		}
-		if rule != "" {
-			return &ErrApprovalRequired{Rule: rule}
-		}
-	}
-	return nil
-}
-
-// decide applies every policy's lists, per-call maximum and caps to a call.
-func decide(ps []scoped, c Spend, spent func(keyID string) ([]int64, error)) error {
-	for _, sp := range ps {
-		if err := sp.allows(c); err != nil {
-			return err
-		}
-	}
-	for _, sp := range ps {
-		if err := sp.within(c, spent); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// denied records a refusal (err, when it is POLICY_DENIED) for the account's owner, after the
-// refused call's transaction has ended, and returns err.
-func (s *Service) denied(ctx context.Context, p *tools.Principal, c Spend, err error) error {
-	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != tools.CodePolicyDenied {
-		return err
-	}
-	str := func(k string) string { v, _ := te.Details[k].(string); return v }
-	d := webhooks.PolicyDeniedData{KeyID: p.KeyID, Handle: c.Handle, Category: c.Category, Rule: str("rule"), Policy: str("policy"),
-		PolicyKeyID: str("keyId"), Window: str("window"), SpentUsd: str("spentUsd"), LeftUsd: str("leftUsd"), MaxChargeUsd: tools.USD(c.WorstMicro).String()}
-	// Its own transaction: the refused call's rolled back. A refusal is answered even when
-	// its event cannot be written.
-	if werr := s.store.InTx(context.WithoutCancel(ctx), func(ctx context.Context, q *store.Q) error {
-		return webhooks.EmitPolicyDenied(ctx, q, p.AccountID, s.now().UTC(), d)
-	}); werr != nil {
-		s.log.WarnContext(ctx, "record a policy.denied event", "account", p.AccountID, "err", werr)
-	}
-	return err
-}
-
+// windowsSince are the starts of the cap windows at now, in the order of Windows.
 func windowsSince(now time.Time) []time.Time {
 	out := make([]time.Time, len(Windows))
 	for i, w := range Windows {
 		out[i] = now.UTC().Add(-w.Span)
 	}
 	return out
-}
-
-// admitHeld is the check of a call's caps inside the transaction that holds it, after the
-// account's credit row is locked: the policies and the windows' spending are read there.
-func (s *Service) admitHeld(p *tools.Principal, c *Spend) func(ctx context.Context, q *store.Q) error {
-	return func(ctx context.Context, q *store.Q) error {
-		rows, err := q.PoliciesIn(ctx, p.AccountID, chainOf(p)...)
-		if err != nil || len(rows) == 0 {
-			return err
-		}
-		ps, err := governing(p, rows)
-		if err != nil {
-			return err
-		}
-		since := windowsSince(s.now())
-		return decide(ps, *c, func(keyID string) ([]int64, error) { return q.SpentIn(ctx, p.AccountID, keyID, since) })
-	}
-}
-
-// AdmitPayment is the exact check of a flat-fee call's policies, to run in the transaction
-// that marks its payment as being made (counted from then on): the account's credit row is
-// locked first, so payments checked one after another see each other. It returns nil for an
-// account under no policy.
-func (s *Service) AdmitPayment(p *tools.Principal, c Spend) func(ctx context.Context, q *store.Q) error {
-	return func(ctx context.Context, q *store.Q) error {
-		if _, err := q.LockCredit(ctx, p.AccountID, s.now().UTC()); err != nil {
-			return err
-		}
-		return s.admitHeld(p, &c)(ctx, q)
-	}
 }

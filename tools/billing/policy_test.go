@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
@@ -71,13 +72,17 @@ func TestPolicyNarrows(t *testing.T) {
 	}
 }
 
-// A call is weighed against each rule in turn; a cap counts what its window spent.
-func TestPolicyDecide(t *testing.T) {
-	sp := scoped{KeyID: "k1", Policy: mustPolicy(t, `{"caps":[{"window":"hour","usd":"0.01"}],"perCallMaxUsd":"0.005",
+// A call is weighed against each rule in turn; a cap counts what its window spent; an
+// approval rule is asked only of a call being asked for.
+func TestJudge(t *testing.T) {
+	p := &tools.Principal{AccountID: "a", KeyID: "k1", Method: tools.AuthAPIKey}
+	v := &store.PolicyView{
+		Policies: []*store.SpendPolicy{{AccountID: "a", KeyID: "k1", Body: `{"caps":[{"window":"hour","usd":"0.01"}],"perCallMaxUsd":"0.005",
 		"deny":{"publishers":["p_bad"]},"denyByDefault":true,"allow":{"handles":["@ok"],"categories":["PRICE"]},
-		"approval":{"aboveUsd":"0.002","categories":["SWAP"]}}`)}
+		"approval":{"aboveUsd":"0.002","categories":["SWAP"]}}`}},
+		Spent: map[string][]int64{"k1": {6_000, 6_000, 6_000}},
+	}
 	call := Spend{Handle: "@ok", PublisherID: "p_good", Category: "QUERY", WorstMicro: 3_000}
-	spent := func(string) ([]int64, error) { return []int64{6_000, 0, 0}, nil }
 	for _, c := range []struct {
 		change func(*Spend)
 		rule   string
@@ -89,27 +94,35 @@ func TestPolicyDecide(t *testing.T) {
 	} {
 		s := call
 		c.change(&s)
-		err := decide([]scoped{sp}, s, spent)
+		err := Judge(p, v, s, false)
 		var te *tools.Error
 		if !errors.As(err, &te) || te.Code != tools.CodePolicyDenied || te.Details["rule"] != c.rule || te.Details["keyId"] != "k1" {
 			t.Errorf("%+v: %v (want %s)", s, err, c.rule)
 		}
 	}
-	if err := decide([]scoped{sp}, call, spent); err != nil {
-		t.Fatalf("a call within every rule: %v", err)
+	if err := Judge(p, v, call, false); err != nil {
+		t.Fatalf("a held call within every rule: %v", err)
+	}
+	var ask *ErrApprovalRequired
+	if err := Judge(p, v, call, true); !errors.As(err, &ask) || ask.Rule != "approval.aboveUsd" {
+		t.Fatalf("asked for, above the approval amount: %v", err)
 	}
 	other := call
-	other.Handle, other.Category = "@other", "PRICE" // allowed by category
-	if err := decide([]scoped{sp}, other, spent); err != nil {
+	other.Handle, other.Category, other.WorstMicro = "@other", "PRICE", 1_000 // allowed by its category
+	if err := Judge(p, v, other, true); err != nil {
 		t.Fatalf("a call allowed by its category: %v", err)
 	}
-	never := func() (bool, error) { t.Fatal("first call asked"); return false, nil }
-	if rule, _ := sp.approval(call, never); rule != "approval.aboveUsd" {
-		t.Fatalf("above the approval amount: %q", rule)
+	v.Policies[0].Body = `{"approval":{"categories":["SWAP"],"firstCallToPartner":true}}`
+	swap := other
+	swap.Category = "SWAP"
+	if err := Judge(p, v, swap, true); !errors.As(err, &ask) || ask.Rule != "approval.categories" {
+		t.Fatalf("an approval category: %v", err)
 	}
-	small := call
-	small.WorstMicro, small.Category = 1_000, "SWAP"
-	if rule, _ := sp.approval(small, never); rule != "approval.categories" {
-		t.Fatalf("an approval category: %q", rule)
+	if err := Judge(p, v, other, true); !errors.As(err, &ask) || ask.Rule != "approval.firstCallToPartner" {
+		t.Fatalf("a first call: %v", err)
+	}
+	v.CalledBefore = true
+	if err := Judge(p, v, other, true); err != nil {
+		t.Fatalf("a call of a partner called before: %v", err)
 	}
 }

@@ -1,0 +1,140 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
+)
+
+// Spend policies are decided here, in the money seam, for every call and every door: what
+// the policies say is Judge's (policy.go); here is when they are read and asked. Each time,
+// what the decision needs is read at once (store.PolicyView: the governing policies, what each
+// one's windows spent, whether the account called the intent before), then judged, then a
+// refusal is told (policy.denied). A call is judged twice:
+//
+//	asked for (Admit)       before anything is quoted or sent: refused, or sent to a human for
+//	                        approval (the caps as they stand, without a lock)
+//	held (Hold, and a flat  inside the transaction that holds it (or marks its payment as
+//	fee's AdmitPayment)     being made), after the account's credit row is locked: the caps
+//	                        are exact, since calls held one after another see each other
+//
+// A call of an account under any policy is never drawn from a budget lease: a lease holds in
+// memory, where no other call's check can see it.
+
+// Spend is a call as the policies see it.
+type Spend struct {
+	Handle, IntentID, PublisherID, Category string
+	WorstMicro                              int64 // the most it can cost: its hold, or its flat fee
+}
+
+// noPolicies remembers for a moment the accounts with no policy, so their calls cost no read:
+// a policy set on this replica binds at once (ForgetPolicies), one set on another within
+// noPolicyTTL.
+type noPolicies struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+const noPolicyTTL = 2 * time.Second
+
+// governed reports whether p's account may be under a policy (false: it had none a moment ago).
+func (s *Service) governed(accountID string) bool {
+	now := s.now()
+	s.pol.mu.Lock()
+	defer s.pol.mu.Unlock()
+	at, ok := s.pol.seen[accountID]
+	return !ok || now.Sub(at) >= noPolicyTTL || now.Before(at)
+}
+
+// saw records what a read found of an account's policies.
+func (s *Service) saw(accountID string, v *store.PolicyView) {
+	s.pol.mu.Lock()
+	defer s.pol.mu.Unlock()
+	if len(v.Policies) > 0 {
+		delete(s.pol.seen, accountID)
+		return
+	}
+	if len(s.pol.seen) > 100_000 {
+		clear(s.pol.seen)
+	}
+	s.pol.seen[accountID] = s.now()
+}
+
+// ForgetPolicies drops what is known of an account's policies (they changed on this replica).
+func (s *Service) ForgetPolicies(accountID string) {
+	s.pol.mu.Lock()
+	delete(s.pol.seen, accountID)
+	s.pol.mu.Unlock()
+}
+
+// Admit applies p's policies to a call before anything is quoted, held or sent: a refusal is
+// POLICY_DENIED naming the rule (and the window, what it spent and what is left); a call that
+// must be approved first is *ErrApprovalRequired.
+func (s *Service) Admit(ctx context.Context, p *tools.Principal, c Spend) error {
+	if !s.governed(p.AccountID) {
+		return nil
+	}
+	v, err := s.store.ReadPolicyView(ctx, p.AccountID, chainOf(p), c.IntentID, windowsSince(s.now()))
+	if err != nil {
+		return err
+	}
+	s.saw(p.AccountID, v)
+	return s.denied(ctx, p, c, Judge(p, v, c, true))
+}
+
+// heldCheck is the check of a call's policies inside the transaction that holds it (nil: its
+// account had no policy a moment ago).
+func (s *Service) heldCheck(p *tools.Principal, c *Spend) func(ctx context.Context, q *store.Q) error {
+	if c == nil || !s.governed(p.AccountID) {
+		return nil
+	}
+	return func(ctx context.Context, q *store.Q) error {
+		v, err := q.PolicyViewIn(ctx, p.AccountID, chainOf(p), "", windowsSince(s.now()))
+		if err != nil {
+			return err
+		}
+		return Judge(p, v, *c, false)
+	}
+}
+
+// AdmitPayment is the exact check of a flat-fee call's policies, to run in the transaction
+// that marks its payment as being made (counted from then on): the account's credit row is
+// locked first, so payments checked one after another see each other.
+func (s *Service) AdmitPayment(p *tools.Principal, c Spend) func(ctx context.Context, q *store.Q) error {
+	return func(ctx context.Context, q *store.Q) error {
+		if _, err := q.LockCredit(ctx, p.AccountID, s.now().UTC()); err != nil {
+			return err
+		}
+		v, err := q.PolicyViewIn(ctx, p.AccountID, chainOf(p), "", windowsSince(s.now()))
+		if err != nil {
+			return err
+		}
+		return Judge(p, v, c, false)
+	}
+}
+
+// denied tells the account's owner of a refusal (err, when it is POLICY_DENIED), after the
+// refused call's transaction has ended, and returns err. A refusal is answered even when its
+// event cannot be written.
+func (s *Service) denied(ctx context.Context, p *tools.Principal, c Spend, err error) error {
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Code != tools.CodePolicyDenied {
+		return err
+	}
+	str := func(k string) string { v, _ := te.Details[k].(string); return v }
+	ev, werr := webhooks.New(webhooks.PolicyDenied, p.AccountID, s.now().UTC(), webhooks.PolicyDeniedData{KeyID: p.KeyID, Handle: c.Handle,
+		Category: c.Category, Rule: str("rule"), Policy: str("policy"), PolicyKeyID: str("keyId"), Window: str("window"),
+		SpentUsd: str("spentUsd"), LeftUsd: str("leftUsd"), MaxChargeUsd: tools.USD(c.WorstMicro).String()})
+	if werr == nil {
+		werr = s.store.AddWebhookEvents(context.WithoutCancel(ctx), ev)
+	}
+	if werr != nil {
+		s.log.WarnContext(ctx, "record a policy.denied event", "account", p.AccountID, "err", werr)
+	}
+	return err
+}

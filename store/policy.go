@@ -66,7 +66,7 @@ func (s *Store) Policies(ctx context.Context, accountID string, keyIDs ...string
 }
 
 func inKeys(keyIDs []string) any {
-	return bun.In(append([]string{""}, keyIDs...))
+	return bun.List(append([]string{""}, keyIDs...))
 }
 
 // PutPolicy writes (or, with an empty body, removes) a policy.

@@ -455,14 +455,14 @@ func (s *queries) PruneWebhookEvents(ctx context.Context, before time.Time, limi
 			return err
 		}
 		// Children first: SQLite enforces no ON DELETE CASCADE unless foreign keys are on.
-		deliveries := tx.NewSelect().Model((*Delivery)(nil)).Column("id").Where("event_id IN (?)", bun.In(ids))
+		deliveries := tx.NewSelect().Model((*Delivery)(nil)).Column("id").Where("event_id IN (?)", bun.List(ids))
 		if _, err := tx.NewDelete().Model((*Attempt)(nil)).Where("delivery_id IN (?)", deliveries).Exec(ctx); err != nil {
 			return err
 		}
-		if _, err := tx.NewDelete().Model((*Delivery)(nil)).Where("event_id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model((*Delivery)(nil)).Where("event_id IN (?)", bun.List(ids)).Exec(ctx); err != nil {
 			return err
 		}
-		if _, err := tx.NewDelete().Table("webhook_events").Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Table("webhook_events").Where("id IN (?)", bun.List(ids)).Exec(ctx); err != nil {
 			return err
 		}
 		n = len(ids)

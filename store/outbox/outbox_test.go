@@ -142,7 +142,7 @@ func TestPruneWebhookEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		// ev-done's delivery was delivered (with an attempt), ev-pending's still waits.
-		if _, err := st.DB().NewUpdate().Model((*outbox.Delivery)(nil)).Set("state = ?", outbox.DeliveryDelivered).Where("event_id IN (?)", bun.In([]string{"ev-done", "ev-new"})).Exec(ctx); err != nil {
+		if _, err := st.DB().NewUpdate().Model((*outbox.Delivery)(nil)).Set("state = ?", outbox.DeliveryDelivered).Where("event_id IN (?)", bun.List([]string{"ev-done", "ev-new"})).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var doneDelivery string

@@ -149,12 +149,20 @@ type signerKey struct {
 	priv   ed25519.PrivateKey
 	pub    ed25519.PublicKey
 	pubPEM []byte
+	id     string // KeyID(pub): every receipt names it, so it is computed once per key
 }
 
 func (k *signerKey) get() (ed25519.PrivateKey, ed25519.PublicKey, []byte) {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	return k.priv, k.pub, k.pubPEM
+}
+
+// signing returns the private key and its KeyID, read together (a rotation swaps both).
+func (k *signerKey) signing() (ed25519.PrivateKey, string) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.priv, k.id
 }
 
 // NewSigner returns a Signer for priv. It panics if priv is not an Ed25519 private key of
@@ -175,8 +183,9 @@ func (k *signerKey) set(priv ed25519.PrivateKey) {
 	if err != nil {
 		panic("signing: " + err.Error())
 	}
+	id := KeyID(pub)
 	k.mu.Lock()
-	k.priv, k.pub, k.pubPEM = priv, pub, pubPEM
+	k.priv, k.pub, k.pubPEM, k.id = priv, pub, pubPEM, id
 	k.mu.Unlock()
 }
 

@@ -28,7 +28,7 @@ func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.In
 		out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: false, Result: Anything("null"),
 			PartnerError: &PartnerError{Code: answer.Envelope.Error.Code, Message: answer.Envelope.Error.Message},
 			Charge:       refunded, Attempts: len(attempts)}
-		out.Receipt = s.receipt(inv, intent.PartnerID, out, nil)
+		out.Receipt = s.receipt(inv, s.userFor(cl, inv.AccountID), out, nil)
 		o := s.outcome(store.InvFailed, answer, refunded, out)
 		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
 		if err := t.Conclude(ctx, billing.Ending{Outcome: o, Attempts: attempts, Detail: detail}); err != nil {
@@ -49,7 +49,7 @@ func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.In
 		out.OutputSchemaValid = &valid
 	}
 	record := func(st *billing.Settlement, detail string) error {
-		out.Receipt = s.receipt(inv, intent.PartnerID, out, answer.Envelope.Result)
+		out.Receipt = s.receipt(inv, s.userFor(cl, inv.AccountID), out, answer.Envelope.Result)
 		o := s.outcome(store.InvSucceeded, answer, out.Charge, out)
 		o.OutputSchemaValid = out.OutputSchemaValid
 		return t.Conclude(ctx, billing.Ending{Outcome: o, Attempts: attempts, Settlement: st, Detail: detail})
@@ -99,7 +99,7 @@ func (s *Service) outcome(state string, answer *outbound.Result, ch billing.Char
 }
 
 func (s *Service) matchesOutput(intent *store.PartnerIntent, result []byte) bool {
-	sc, err := s.schema(intent, "output", []byte(*intent.OutputSchema))
+	sc, err := s.schema(intent, "output", *intent.OutputSchema)
 	if err != nil {
 		return false
 	}
@@ -180,7 +180,7 @@ func mergeDetails(a, b map[string]any) map[string]any {
 }
 
 // receipt signs what the caller is answered: the charges and the hash of the relayed result.
-func (s *Service) receipt(inv *store.Invocation, partnerID string, out InvokeOutput, result json.RawMessage) *signing.SignedReceipt {
+func (s *Service) receipt(inv *store.Invocation, userID string, out InvokeOutput, result json.RawMessage) *signing.SignedReceipt {
 	if s.cfg.Signer == nil {
 		return nil
 	}
@@ -188,7 +188,7 @@ func (s *Service) receipt(inv *store.Invocation, partnerID string, out InvokeOut
 	c := out.Charge
 	sr, err := s.cfg.Signer.SignReceipt(signing.Receipt{
 		RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID,
-		UserID: s.cfg.UserID(inv.AccountID, partnerID), Success: out.Success,
+		UserID: userID, Success: out.Success,
 		Charges: signing.ReceiptCharges{ReservedMicro: c.ReservedMicro, PartnerFeeMicro: c.PartnerFeeMicro, PlatformFeeMicro: c.PlatformFeeMicro,
 			GasMicro: c.GasMicro, RefundedMicro: c.RefundedMicro, TotalMicro: c.TotalMicro},
 		CreatedAt: inv.CreatedAt.UTC().Format(time.RFC3339), FinishedAt: now.Format(time.RFC3339), ResultSHA256: signing.ResultHash(result),

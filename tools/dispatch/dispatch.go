@@ -65,8 +65,16 @@ type Service struct {
 	now     func() time.Time
 	log     *slog.Logger
 
-	mu      sync.Mutex
-	schemas map[string]*jsonschema.Schema // by intent id, revision and which
+	mu        sync.Mutex
+	schemas   map[schemaKey]*jsonschema.Schema // compiled parameters and output schemas
+	queryOnly map[schemaKey]bool               // parameters schemas that are the spec's {query}
+}
+
+// schemaKey names one of an intent's schemas at one revision: which is "parameters" or "output".
+type schemaKey struct {
+	intentID string
+	revision int
+	which    string
 }
 
 // NewService builds the dispatcher. tokens may be nil.
@@ -79,7 +87,8 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	if cfg.Failpoint == nil {
 		cfg.Failpoint = func(string) {}
 	}
-	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log, schemas: map[string]*jsonschema.Schema{}}
+	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log,
+		schemas: map[schemaKey]*jsonschema.Schema{}, queryOnly: map[schemaKey]bool{}}
 }
 
 // dispatch opens the call's ticket (its hold, and its record moved from state `from`, or
@@ -101,7 +110,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
-		UserID: s.cfg.UserID(c.Principal.AccountID, intent.PartnerID),
+		UserID: s.userFor(cl, c.Principal.AccountID),
 		Args:   json.RawMessage(cl.args),
 	}
 	target := partners.Target(intent)
@@ -141,6 +150,15 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 			WithDetails(map[string]any{"requestId": inv.RequestID, "handle": intent.PublicIdentifier, "outcome": "not recorded yet"}).Wrap(err)
 	}
 	return out, err
+}
+
+// userFor is the caller's pseudonym towards cl's partner, computed once per call (an HMAC):
+// the envelope and the receipt both carry it.
+func (s *Service) userFor(cl *call, accountID string) string {
+	if cl.userID == "" {
+		cl.userID = s.cfg.UserID(accountID, cl.intent.PartnerID)
+	}
+	return cl.userID
 }
 
 // retryable: the spec's one more try after a 5xx or a network error (a timeout included);

@@ -169,6 +169,7 @@ type call struct {
 	args   []byte // canonical JSON object
 	quote  billing.Quote
 	routed tokens.Routed // what a write moves (zero for other calls)
+	userID string        // the caller's pseudonym towards the partner, once known (userFor)
 }
 
 // planFor decides what intent's rule and pricing mean for a call of it.

@@ -64,7 +64,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
-		UserID: s.cfg.UserID(inv.AccountID, intent.PartnerID),
+		UserID: s.userFor(cl, inv.AccountID),
 		Args:   json.RawMessage(inv.Args),
 	}
 	answer, callErr := s.client.Call(ctx, partners.Target(intent), fields)

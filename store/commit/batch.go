@@ -417,14 +417,15 @@ func (b *lane) inOneTrip(ctx context.Context, ordered []*batchJob, errs []error)
 // as a whole is undone and its jobs run alone, each under its own savepoint.
 func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs []error) error {
 	clear(errs) // a batch retried whole starts again
-	seg, segJobs := newMerged(), []int(nil)
+	var seg *merged // the segment's writes: its first job's own, the next ones added in
+	var segJobs []int
 	flush := func() error {
 		if len(segJobs) == 0 {
 			return nil
 		}
 		jobs := segJobs
 		err := b.w.writeMerged(ctx, tx, seg, fmt.Sprintf("merged%d", jobs[0]))
-		seg, segJobs = newMerged(), nil
+		seg, segJobs = nil, nil
 		if err == nil || store.IsUnavailable(err) {
 			return err
 		}
@@ -442,6 +443,9 @@ func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs 
 	}
 	for i, j := range ordered {
 		switch m, err := b.gatherWrites(ctx, j); {
+		case err == nil && seg == nil:
+			seg, segJobs = m, append(segJobs, i)
+			continue
 		case err == nil:
 			seg.add(m)
 			segJobs = append(segJobs, i)

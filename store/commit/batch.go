@@ -416,7 +416,7 @@ func (b *lane) inOneTrip(ctx context.Context, ordered []*batchJob, errs []error)
 // Consecutive write-only jobs are gathered and written merged (merge.go); a merge that fails
 // as a whole is undone and its jobs run alone, each under its own savepoint.
 func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs []error) error {
-	clear(errs) // a batch retried whole starts again
+	clear(errs)     // a batch retried whole starts again
 	var seg *merged // the segment's writes: its first job's own, the next ones added in
 	var segJobs []int
 	flush := func() error {

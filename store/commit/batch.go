@@ -309,6 +309,14 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 	ordered := slices.Clone(batch)
 	slices.SortStableFunc(ordered, func(x, y *batchJob) int { return strings.Compare(x.key, y.key) })
 	errs := make([]error, len(ordered))
+	// SQLite runs in the process, under its own writer lock and busy timeout: a batch begun
+	// there is finished rather than interrupted (ctx still ends the retries), and its
+	// statements skip the watcher goroutine the driver starts per statement on a context that
+	// can end (modernc's interruptOnDone; database/sql's per transaction).
+	txCtx := ctx
+	if !b.w.store.Postgres() {
+		txCtx = context.WithoutCancel(ctx)
+	}
 	var err error
 	for attempt := 0; ; attempt++ {
 		handled := false
@@ -316,7 +324,7 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 			handled, err = b.inOneTrip(ctx, ordered, errs)
 		}
 		if !handled {
-			err = b.w.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			err = b.w.store.Tx(txCtx, func(ctx context.Context, tx bun.Tx) error {
 				if err := b.runAll(ctx, tx, ordered, errs); err != nil {
 					return err
 				}

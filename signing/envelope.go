@@ -246,14 +246,16 @@ func (s *Signer) SignBytes(msg []byte) string {
 // Idempotency-Key, X-Service-Request-Id, X-Service-Intent-Id, X-Service-Signature and
 // X-Service-Timestamp, plus X-Service-User-Id for BindingMCPHTTP.
 func SetHeaders(h http.Header, env *Envelope, binding Binding) {
-	h.Set(HeaderContentType, "application/json")
-	h.Set(HeaderIdempotencyKey, env.RequestID)
-	h.Set(HeaderRequestID, env.RequestID)
-	h.Set(HeaderIntentID, env.IntentDefinitionID)
-	h.Set(HeaderSignature, env.ServiceSignature)
-	h.Set(HeaderTimestamp, strconv.FormatInt(env.Timestamp, 10))
+	// One backing array for the values, and the names set as they are (each is already in
+	// canonical form: TestHeaderNamesAreCanonical): what h.Set does, without an allocation
+	// per header on every partner call.
+	vals := []string{"application/json", env.RequestID, env.RequestID, env.IntentDefinitionID,
+		env.ServiceSignature, strconv.FormatInt(env.Timestamp, 10), env.UserID}
+	for i, name := range [...]string{HeaderContentType, HeaderIdempotencyKey, HeaderRequestID, HeaderIntentID, HeaderSignature, HeaderTimestamp} {
+		h[name] = vals[i : i+1 : i+1]
+	}
 	if binding == BindingMCPHTTP {
-		h.Set(HeaderUserID, env.UserID)
+		h[HeaderUserID] = vals[6:7:7]
 	}
 }
 

@@ -158,7 +158,9 @@ func TestBodyReachesTheToolAsSent(t *testing.T) {
 	k, err := tools.NewKernel(nil, nil, nil, log, time.Now, tools.New(tools.Def{Name: "partner_publish_intent", Title: "publish",
 		Description: "echoes its document's bytes", Access: tools.Public,
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), OpenWorld: tools.Bool(false)}},
-		func(_ context.Context, _ *tools.Caller, in publishIn) (publishOut, error) { return publishOut{Got: string(in.Doc)}, nil }))
+		func(_ context.Context, _ *tools.Caller, in publishIn) (publishOut, error) {
+			return publishOut{Got: string(in.Doc)}, nil
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}

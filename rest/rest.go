@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,7 +142,8 @@ func withIdempotencyKey(h http.Header, args json.RawMessage) (json.RawMessage, *
 }
 
 // buildArgs assembles the tool input: the JSON body (POST, PATCH), query parameters (GET,
-// DELETE), then path parameters, which win.
+// DELETE), then path parameters, which win. A body with no path parameters to add is the
+// input as it came, byte for byte: the kernel decodes it once.
 func buildArgs(r *http.Request, rt Route, types map[string]string) (json.RawMessage, *tools.Error) {
 	args := map[string]any{}
 	if r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut {
@@ -153,9 +155,15 @@ func buildArgs(r *http.Request, rt Route, types map[string]string) (json.RawMess
 		if err != nil {
 			return nil, tools.Errorf(tools.CodeBadInput, "could not read the request body: %v", err)
 		}
-		if len(strings.TrimSpace(string(body))) > 0 {
+		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 {
 			if e := tools.CheckJSON("request body", body); e != nil {
 				return nil, e
+			}
+			if len(rt.Params) == 0 && json.Valid(trimmed) {
+				if trimmed[0] != '{' {
+					return nil, tools.Errorf(tools.CodeBadInput, "request body must be a JSON object")
+				}
+				return trimmed, nil
 			}
 			v, err := tools.DecodeJSON(body)
 			if err != nil {

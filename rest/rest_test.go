@@ -142,3 +142,33 @@ func TestRouteRefusals(t *testing.T) {
 		}
 	}
 }
+
+type publishIn struct {
+	Doc json.RawMessage `json:"doc"`
+}
+
+type publishOut struct {
+	Got string `json:"got"`
+}
+
+// A body with no path parameters reaches the tool as it was sent, byte for byte (a partner's
+// document keeps its key order, spacing and characters), not decoded and re-marshalled.
+func TestBodyReachesTheToolAsSent(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	k, err := tools.NewKernel(nil, nil, nil, log, time.Now, tools.New(tools.Def{Name: "partner_publish_intent", Title: "publish",
+		Description: "echoes its document's bytes", Access: tools.Public,
+		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), OpenWorld: tools.Bool(false)}},
+		func(_ context.Context, _ *tools.Caller, in publishIn) (publishOut, error) {
+			return publishOut{Got: string(in.Doc)}, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rest.Handler(k))
+	t.Cleanup(srv.Close)
+	const doc = `{"z": 1,  "a": "<b> & é", "n": 1.50}`
+	status, out := do(t, "POST", srv.URL+"/v1/partner/intents", ` {"doc": `+doc+`} `)
+	if status != 201 || out["got"] != doc {
+		t.Fatalf("%d: the tool got %q, want %q", status, out["got"], doc)
+	}
+}

@@ -149,12 +149,20 @@ type signerKey struct {
 	priv   ed25519.PrivateKey
 	pub    ed25519.PublicKey
 	pubPEM []byte
+	id     string // KeyID(pub): every receipt names it, so it is computed once per key
 }
 
 func (k *signerKey) get() (ed25519.PrivateKey, ed25519.PublicKey, []byte) {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	return k.priv, k.pub, k.pubPEM
+}
+
+// signing returns the private key and its KeyID, read together (a rotation swaps both).
+func (k *signerKey) signing() (ed25519.PrivateKey, string) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.priv, k.id
 }
 
 // NewSigner returns a Signer for priv. It panics if priv is not an Ed25519 private key of
@@ -175,8 +183,9 @@ func (k *signerKey) set(priv ed25519.PrivateKey) {
 	if err != nil {
 		panic("signing: " + err.Error())
 	}
+	id := KeyID(pub)
 	k.mu.Lock()
-	k.priv, k.pub, k.pubPEM = priv, pub, pubPEM
+	k.priv, k.pub, k.pubPEM, k.id = priv, pub, pubPEM, id
 	k.mu.Unlock()
 }
 
@@ -237,14 +246,16 @@ func (s *Signer) SignBytes(msg []byte) string {
 // Idempotency-Key, X-Service-Request-Id, X-Service-Intent-Id, X-Service-Signature and
 // X-Service-Timestamp, plus X-Service-User-Id for BindingMCPHTTP.
 func SetHeaders(h http.Header, env *Envelope, binding Binding) {
-	h.Set(HeaderContentType, "application/json")
-	h.Set(HeaderIdempotencyKey, env.RequestID)
-	h.Set(HeaderRequestID, env.RequestID)
-	h.Set(HeaderIntentID, env.IntentDefinitionID)
-	h.Set(HeaderSignature, env.ServiceSignature)
-	h.Set(HeaderTimestamp, strconv.FormatInt(env.Timestamp, 10))
+	// One backing array for the values, and the names set as they are (each is already in
+	// canonical form: TestHeaderNamesAreCanonical): what h.Set does, without an allocation
+	// per header on every partner call.
+	vals := []string{"application/json", env.RequestID, env.RequestID, env.IntentDefinitionID,
+		env.ServiceSignature, strconv.FormatInt(env.Timestamp, 10), env.UserID}
+	for i, name := range [...]string{HeaderContentType, HeaderIdempotencyKey, HeaderRequestID, HeaderIntentID, HeaderSignature, HeaderTimestamp} {
+		h[name] = vals[i : i+1 : i+1]
+	}
 	if binding == BindingMCPHTTP {
-		h.Set(HeaderUserID, env.UserID)
+		h[HeaderUserID] = vals[6:7:7]
 	}
 }
 

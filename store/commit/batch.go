@@ -309,6 +309,14 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 	ordered := slices.Clone(batch)
 	slices.SortStableFunc(ordered, func(x, y *batchJob) int { return strings.Compare(x.key, y.key) })
 	errs := make([]error, len(ordered))
+	// SQLite runs in the process, under its own writer lock and busy timeout: a batch begun
+	// there is finished rather than interrupted (ctx still ends the retries), and its
+	// statements skip the watcher goroutine the driver starts per statement on a context that
+	// can end (modernc's interruptOnDone; database/sql's per transaction).
+	txCtx := ctx
+	if !b.w.store.Postgres() {
+		txCtx = context.WithoutCancel(ctx)
+	}
 	var err error
 	for attempt := 0; ; attempt++ {
 		handled := false
@@ -316,7 +324,7 @@ func (b *lane) commit(ctx context.Context, batch []*batchJob) {
 			handled, err = b.inOneTrip(ctx, ordered, errs)
 		}
 		if !handled {
-			err = b.w.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			err = b.w.store.Tx(txCtx, func(ctx context.Context, tx bun.Tx) error {
 				if err := b.runAll(ctx, tx, ordered, errs); err != nil {
 					return err
 				}
@@ -416,15 +424,16 @@ func (b *lane) inOneTrip(ctx context.Context, ordered []*batchJob, errs []error)
 // Consecutive write-only jobs are gathered and written merged (merge.go); a merge that fails
 // as a whole is undone and its jobs run alone, each under its own savepoint.
 func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs []error) error {
-	clear(errs) // a batch retried whole starts again
-	seg, segJobs := newMerged(), []int(nil)
+	clear(errs)     // a batch retried whole starts again
+	var seg *merged // the segment's writes: its first job's own, the next ones added in
+	var segJobs []int
 	flush := func() error {
 		if len(segJobs) == 0 {
 			return nil
 		}
 		jobs := segJobs
 		err := b.w.writeMerged(ctx, tx, seg, fmt.Sprintf("merged%d", jobs[0]))
-		seg, segJobs = newMerged(), nil
+		seg, segJobs = nil, nil
 		if err == nil || store.IsUnavailable(err) {
 			return err
 		}
@@ -442,6 +451,9 @@ func (b *lane) runAll(ctx context.Context, tx bun.Tx, ordered []*batchJob, errs 
 	}
 	for i, j := range ordered {
 		switch m, err := b.gatherWrites(ctx, j); {
+		case err == nil && seg == nil:
+			seg, segJobs = m, append(segJobs, i)
+			continue
 		case err == nil:
 			seg.add(m)
 			segJobs = append(segJobs, i)

@@ -251,3 +251,28 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 		}
 	})
 }
+
+// On SQLite a batch begun is finished even when the writer's context ends inside its
+// transaction (its statements run in the process, under a busy timeout, and are not given a
+// context that can end): the job hears success and its rows are there. On PostgreSQL the
+// context still reaches the statements (a network can hang), so this is SQLite's alone.
+func TestBatcherFinishesASQLiteBatchBegun(t *testing.T) {
+	s := storetest.Open(t, "sqlite")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := commit.NewBatcher(s, 16, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	b.BeforeCommit(cancel) // the writer is told to stop while the batch is in its transaction
+	now := time.Now().UTC()
+	outcome := make(chan error, 1)
+	b.Add("acct-1", func(ctx context.Context, q *store.Q) error {
+		return q.Post(ctx, "begun", "", now, store.Posting{Book: "x", Micro: 1, Kind: "t"}, store.Posting{Book: "y", Micro: -1, Kind: "t"})
+	}, func(err error) { outcome <- err })
+	b.Run(ctx) // returns once ctx has ended and what was queued is committed
+	if err := <-outcome; err != nil {
+		t.Fatalf("the batch begun was not finished: %v", err)
+	}
+	rows, err := s.LedgerEntries(context.Background(), "begun")
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("%d ledger rows (%v), want 2", len(rows), err)
+	}
+}

@@ -37,16 +37,16 @@ type writer struct {
 // raw is w for bun to render, its values inline.
 func (w rowWrite) raw(tx bun.IDB) *bun.RawQuery { return tx.NewRaw(w.text, w.args...) }
 
-// exec runs rw inside tx: prepared, with its arguments as bun would render them.
+// exec runs rw inside tx: prepared, with its arguments as bun would render them (converted
+// in place: a rowWrite is rendered for one batch, and argOf of an argument is itself).
 func (w *writer) exec(ctx context.Context, tx bun.Tx, rw rowWrite) (sql.Result, error) {
 	if rw.args == nil {
 		return tx.ExecContext(ctx, rw.text)
 	}
-	args := make([]any, len(rw.args))
 	for i, a := range rw.args {
-		args[i] = argOf(reflect.ValueOf(a))
+		rw.args[i] = arg(a)
 	}
-	return w.store.ExecPrepared(ctx, tx, rw.text, args...)
+	return w.store.ExecPrepared(ctx, tx, rw.text, rw.args...)
 }
 
 // rowInsert is the INSERT of a run of rows of a model, with a placeholder per column and row.
@@ -89,12 +89,23 @@ func insertRows[T any](w *writer, rows []T) []rowWrite {
 		for i := range run {
 			v := reflect.ValueOf(&run[i]).Elem()
 			for _, f := range ri.fields {
-				args = append(args, f.Value(v).Interface()) // exec gives them as bun renders them (argOf)
+				args = append(args, argOf(f.Value(v))) // as bun renders them
 			}
 		}
 		out = append(out, rowWrite{text: ri.text, args: args})
 	}
 	return out
+}
+
+// arg is argOf(reflect.ValueOf(a)), without reflection (nor a new box) for what it leaves as is.
+func arg(a any) any {
+	switch v := a.(type) {
+	case nil, string, int64, int, bool:
+		return a
+	case time.Time:
+		return v.UTC().Format(bunTime)
+	}
+	return argOf(reflect.ValueOf(a))
 }
 
 // argOf is a value as an argument: NULL for a nil pointer, a time as bun renders it.
@@ -108,11 +119,23 @@ func argOf(v reflect.Value) any {
 		}
 		v = v.Elem()
 	}
-	if t, ok := v.Interface().(time.Time); ok {
-		return t.UTC().Format(bunTime)
+	// A row's field is addressable, and Interface copies an addressable value to the heap:
+	// each field is boxed once, by its type, and a time read through its address.
+	switch v.Type() {
+	case timeType:
+		if v.CanAddr() {
+			return v.Addr().Interface().(*time.Time).UTC().Format(bunTime)
+		}
+		return v.Interface().(time.Time).UTC().Format(bunTime)
+	case stringType:
+		return v.String()
+	case int64Type:
+		return v.Int()
 	}
 	return v.Interface()
 }
+
+var timeType, stringType, int64Type = reflect.TypeFor[time.Time](), reflect.TypeFor[string](), reflect.TypeFor[int64]()
 
 // bunTime is how bun's SQLite dialect writes a time (schema.BaseDialect.AppendTime).
 const bunTime = "2006-01-02 15:04:05.999999-07:00"

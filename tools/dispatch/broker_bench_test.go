@@ -56,6 +56,7 @@ func BenchmarkBroker(b *testing.B) {
 		b.Run(d, func(b *testing.B) {
 			w := benchWorld(b, d)
 			b.Run("partner20ms", func(b *testing.B) { brokerBehindProxy(b, w, d) })
+			brokerPerCall(b, w)
 			b.Run("latency", func(b *testing.B) { brokerLatency(b, w) })
 			b.Run("throughput", func(b *testing.B) { brokerThroughput(b, w) })
 			b.Run("resolve", func(b *testing.B) { brokerResolve(b, w) })
@@ -67,6 +68,46 @@ func BenchmarkBroker(b *testing.B) {
 			if err := ledger.Check(ctx, w.env.App.Store); err != nil {
 				b.Fatalf("ledger-check after the benchmark: %v", err)
 			}
+		})
+	}
+}
+
+// brokerPerCall runs each side at the loopback partner as an ordinary benchmark, one caller,
+// b.N calls, so that -benchmem, -cpuprofile and -memprofile see one side at a time (the
+// whole process's, and so is its CPU per call: the client and the partner cost the same for
+// every side, compare them):
+//
+//	go test ./tools/dispatch -run '^$' -bench 'Broker/sqlite/(invoke|relay|committing)$' -benchmem
+func brokerPerCall(b *testing.B, w *world) {
+	body := invokeBody()
+	invoke := invoker(w, &http.Client{})
+	relay := relayServer(b, w)
+	committing := recordingRelay(b, w, w.partner.URL+"/free", partnerTransport(w))
+	for _, side := range []struct {
+		name string
+		call func() error
+	}{
+		{"invoke", func() error { return invoke(w.caller) }},
+		{"relay", func() error { return post(http.DefaultClient, relay.URL, "", body) }},
+		{"committing", func() error { return post(http.DefaultClient, committing.URL, "", body) }},
+	} {
+		b.Run(side.name, func(b *testing.B) {
+			latencies(b, 50, side.call) // warm connections and caches
+			if err := w.env.App.Settled(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			used := processCPU()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := side.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// An invoke's record is written after its answer: count it in the op.
+			if err := w.env.App.Settled(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(us(processCPU()-used)/float64(b.N), "cpu-µs/op")
 		})
 	}
 }

@@ -106,7 +106,7 @@ func (s *Service) outcome(state string, answer *outbound.Result, ch billing.Char
 }
 
 func (s *Service) matchesOutput(intent *store.PartnerIntent, result []byte) bool {
-	sc, err := s.schema(intent, "output", []byte(*intent.OutputSchema))
+	sc, err := s.schema(intent, "output", *intent.OutputSchema)
 	if err != nil {
 		return false
 	}

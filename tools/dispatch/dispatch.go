@@ -68,8 +68,16 @@ type Service struct {
 	now     func() time.Time
 	log     *slog.Logger
 
-	mu      sync.Mutex
-	schemas map[string]*jsonschema.Schema // by intent id, revision and which
+	mu        sync.Mutex
+	schemas   map[schemaKey]*jsonschema.Schema // compiled parameters and output schemas
+	queryOnly map[schemaKey]bool               // parameters schemas that are the spec's {query}
+}
+
+// schemaKey names one of an intent's schemas at one revision: which is "parameters" or "output".
+type schemaKey struct {
+	intentID string
+	revision int
+	which    string
 }
 
 // NewService builds the dispatcher. tokens may be nil.
@@ -82,7 +90,8 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	if cfg.Failpoint == nil {
 		cfg.Failpoint = func(string) {}
 	}
-	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log, schemas: map[string]*jsonschema.Schema{}}
+	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log,
+		schemas: map[schemaKey]*jsonschema.Schema{}, queryOnly: map[schemaKey]bool{}}
 }
 
 // dispatch opens the call's ticket (its hold, and its record moved from state `from`, or

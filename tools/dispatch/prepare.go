@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/shopspring/decimal"
@@ -30,32 +31,37 @@ func (s *Service) prepare(ctx context.Context, p *tools.Principal, cl *call, res
 		cl.args = canon
 		return nil
 	}
-	schemaRaw := []byte(intent.ParametersSchema)
+	schemaRaw := func() []byte { return []byte(intent.ParametersSchema) } // in errors' details, and to compile once
 	var args []byte
+	var v any // args decoded, for the schema
 	switch {
 	case len(given) > 0:
 		args = given
-	case partners.QueryOnly(schemaRaw):
+	case s.isQueryOnly(intent):
 		args, _ = json.Marshal(map[string]string{"query": rest})
+		if utf8.ValidString(rest) { // as json.Marshal wrote it (it replaces invalid bytes)
+			v = map[string]any{"query": rest}
+		}
 	default:
 		return tools.Errorf(tools.CodeBadInput, "%s takes structured args: call again with `args` matching its parametersSchema (in details)", intent.PublicIdentifier).
-			WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw)})
+			WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw())})
 	}
 	canon, err := signing.Canonicalize(args)
 	if err != nil {
 		return tools.Errorf(tools.CodeBadInput, "args cannot be signed: %v", err)
 	}
-	v, err := tools.DecodeJSON(canon)
-	if err != nil {
-		return tools.Errorf(tools.CodeBadInput, "args: %v", err)
+	if v == nil {
+		if v, err = tools.DecodeJSON(canon); err != nil {
+			return tools.Errorf(tools.CodeBadInput, "args: %v", err)
+		}
 	}
-	schema, err := s.schema(intent, "parameters", schemaRaw)
+	schema, err := s.schema(intent, "parameters", intent.ParametersSchema)
 	if err != nil {
 		return err
 	}
 	if e := tools.Validate(schema, v, "args"); e != nil {
 		e.Message += fmt.Sprintf(" of %s's parametersSchema (in details)", intent.PublicIdentifier)
-		e.Details["parametersSchema"] = json.RawMessage(schemaRaw)
+		e.Details["parametersSchema"] = json.RawMessage(schemaRaw())
 		return e
 	}
 	cl.args = canon
@@ -64,11 +70,11 @@ func (s *Service) prepare(ctx context.Context, p *tools.Principal, cl *call, res
 	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: feeRate(intent), Kept: cl.write}
 	if rule := cl.rule; s.tokens != nil && rule.MovesTokens {
 		m, _ := v.(map[string]any)
-		resolved, err := s.tokens.ResolveArgs(ctx, intent.Category, schemaRaw, m)
+		resolved, err := s.tokens.ResolveArgs(ctx, intent.Category, schemaRaw(), m)
 		if err != nil {
 			return err
 		}
-		if cl.routed, err = s.tokens.RoutedValue(ctx, schemaRaw, m, resolved); err != nil {
+		if cl.routed, err = s.tokens.RoutedValue(ctx, schemaRaw(), m, resolved); err != nil {
 			return err
 		}
 		terms.Routed = cl.routed.Micro
@@ -87,7 +93,7 @@ func (s *Service) prepare(ctx context.Context, p *tools.Principal, cl *call, res
 				intent.PublicIdentifier, intent.FeeRate, cl.routed.Reason)
 		}
 		return tools.Errorf(tools.CodeBadInput, "%s charges %s basis points of the value the call routes: give the amount and token its parametersSchema marks (in details)",
-			intent.PublicIdentifier, intent.FeeRate).WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw)})
+			intent.PublicIdentifier, intent.FeeRate).WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw())})
 	}
 	return err
 }
@@ -174,14 +180,15 @@ func confirmation(handle, category, requestID string, cl *call, expires time.Tim
 		tools.USD(q.ReserveMicro), tools.USD(q.WorstMicro()), requestID, int(ConfirmWindow.Minutes())).WithDetails(details)
 }
 
-func (s *Service) schema(intent *store.PartnerIntent, which string, raw []byte) (*jsonschema.Schema, error) {
-	key := fmt.Sprintf("%s/%d/%s", intent.ID, intent.Revision, which)
+// schema is intent's schema which ("parameters" or "output"), raw, compiled once per revision.
+func (s *Service) schema(intent *store.PartnerIntent, which string, raw string) (*jsonschema.Schema, error) {
+	key := schemaKey{intent.ID, intent.Revision, which}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sc, ok := s.schemas[key]; ok {
 		return sc, nil
 	}
-	sc, err := tools.CompileSchema(raw)
+	sc, err := tools.CompileSchema([]byte(raw))
 	if err != nil {
 		return nil, fmt.Errorf("compile %s %sSchema: %w", intent.PublicIdentifier, which, err)
 	}
@@ -190,6 +197,23 @@ func (s *Service) schema(intent *store.PartnerIntent, which string, raw []byte) 
 	}
 	s.schemas[key] = sc
 	return sc, nil
+}
+
+// isQueryOnly reports whether intent's parametersSchema is the spec's {query}
+// (partners.QueryOnly), parsed once per revision.
+func (s *Service) isQueryOnly(intent *store.PartnerIntent) bool {
+	key := schemaKey{intent.ID, intent.Revision, "parameters"}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queryOnly[key]
+	if !ok {
+		q = partners.QueryOnly([]byte(intent.ParametersSchema))
+		if len(s.queryOnly) > 4096 {
+			clear(s.queryOnly)
+		}
+		s.queryOnly[key] = q
+	}
+	return q
 }
 
 func (s *Service) newInvocation(c *tools.Caller, cl *call, requestID string) *store.Invocation {

@@ -94,19 +94,6 @@ func checkAgain(params *mcp.CallToolParamsRaw) (requestID string, again, ok bool
 	return requestID, r.Action == "accept" && r.Content["next"] == "check", ok
 }
 
-// withRequest returns the call's arguments asking about requestID again.
-func withRequest(args json.RawMessage, requestID string) (json.RawMessage, error) {
-	m := map[string]json.RawMessage{}
-	if len(args) > 0 && string(args) != "null" {
-		if err := json.Unmarshal(args, &m); err != nil {
-			return nil, err
-		}
-	}
-	m["confirmRequestId"], _ = json.Marshal(requestID)
-	delete(m, "decline")
-	return json.Marshal(m)
-}
-
 // waitApproval asks the session's user, while the call waits for approval, whether to check
 // again, and calls again each time they do: it returns the last answer (the dispatched call
 // once the owner approved; APPROVAL_PENDING when the user stopped or no answer came).

@@ -131,7 +131,7 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking contex
 		}
 		checked := false
 		if rid, again, ok := checkAgain(req.Params); ok {
-			args, err := withRequest(call.Args, rid)
+			args, err := withDecision(call.Args, rid, true) // asking again: never a decline
 			if err != nil {
 				return nil, err
 			}
@@ -170,7 +170,7 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking contex
 				}
 			default:
 				if o, ae, asked := waitApproval(ctx, asking, req, a, func(rid string) (any, *tools.Error) {
-					args, err := withRequest(call.Args, rid)
+					args, err := withDecision(call.Args, rid, true) // asking again: never a decline
 					if err != nil {
 						return nil, tools.Errorf(tools.CodeInternal, "%v", err)
 					}

@@ -3,7 +3,7 @@
 // write's confirmation as an elicitation: approved, the partner is called once and the charge
 // taken; declined, nothing is sent and nothing stays reserved. A session that is lost is
 // answered 404, and a confirmation the host cannot answer falls back to the confirmRequestId
-// round trip.
+// round trip. A call the owner's spend policy sends for approval is shown as a form too.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -51,14 +51,14 @@ const credit = async () => (await rest("GET", "/v1/account", caller)).body.credi
 
 // host connects the TypeScript SDK client declaring elicitation; answer(params) is what the
 // human does. It returns the client, its transport and the elicitations it was shown.
-async function host(answer) {
+async function host(answer, key = caller) {
   const asked = [];
   const client = new Client({ name: "ts-host", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
     asked.push(req.params);
     return answer(req.params);
   });
-  const transport = new StreamableHTTPClientTransport(new URL(server.url + "/mcp"), { requestInit: { headers: { "x-api-key": caller } } });
+  const transport = new StreamableHTTPClientTransport(new URL(server.url + "/mcp"), { requestInit: { headers: { "x-api-key": key } } });
   await client.connect(transport);
   return { client, transport, asked };
 }
@@ -148,6 +148,28 @@ test("a TypeScript client without elicitation keeps the stateless confirmRequest
     assert.equal(transport.sessionId, undefined);
     const err = errorOf(await invoke(client, `${handle} plain`));
     assert.equal(err.code, "CONFIRMATION_REQUIRED");
+  } finally {
+    await client.close();
+  }
+});
+
+test("2025-11-25 over HTTP: a call its owner's policy sends for approval is shown as a form; checking while it is pending sends nothing", async () => {
+  const owner = (await onboard(server, "session-owner@example.com")).apiKey;
+  const set = await rest("PUT", "/v1/policy", owner, { policy: { approval: { aboveUsd: "0" } } });
+  assert.equal(set.status, 200, JSON.stringify(set.body));
+  let shown = 0;
+  const { client, asked } = await host(() => (++shown < 3 ? { action: "accept", content: { next: "check" } } : { action: "accept", content: { next: "stop" } }), owner);
+  try {
+    const res = await invoke(client, `${handle} needs the owner`);
+    assert.equal(asked.length, 3, "asked, then asked again after each check while pending");
+    assert.match(asked[0].message, /approval \(approval\.aboveUsd\)/);
+    assert.match(asked[1].message, /Still waiting/);
+    const err = errorOf(res);
+    assert.equal(err.code, "APPROVAL_PENDING", JSON.stringify(err));
+    const receipt = await rest("GET", `/v1/partner/receipts/${err.details.requestId}`, publisher);
+    assert.equal(receipt.status, 404, "no call reached the partner");
+    const listed = await rest("GET", "/v1/approvals?pending=true", owner);
+    assert.equal(listed.body.approvals.length, 1, JSON.stringify(listed.body));
   } finally {
     await client.close();
   }

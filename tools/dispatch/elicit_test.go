@@ -151,7 +151,7 @@ func TestWriteConfirmationByElicitation(t *testing.T) {
 	}
 
 	// Without the elicitation capability the confirmation stays the confirmRequestId round trip.
-	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+	for _, version := range []string{"2026-07-28", "2025-11-25", "2025-06-18"} {
 		cs, asked := connect(t, w, version, nil)
 		_, e := callInvoke(t, cs, map[string]any{"message": "@writer do it"})
 		if e == nil || e.Code != tools.CodeConfirmationRequired || e.Details["requestId"] == nil || len(*asked) != 0 {
@@ -239,11 +239,11 @@ func TestDeclineOverREST(t *testing.T) {
 }
 
 // A call the owner's policy sends for approval is shown to the host's user as an elicitation
-// on 2026-07-28 (input_required) and on an earlier revision's HTTP session: the owner decides
+// on 2026-07-28 (input_required) and on 2025-11-25's and 2025-06-18's HTTP sessions: the owner decides
 // in the portal (here: the kernel with a portal session), the user checks again, and the call
 // is dispatched once. Stopping leaves it waiting, with nothing sent.
 func TestApprovalStatusByElicitation(t *testing.T) {
-	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+	for _, version := range []string{"2026-07-28", "2025-11-25", "2025-06-18"} {
 		t.Run(version, func(t *testing.T) {
 			w := newWorld(t, "sqlite", nil)
 			w.publish(t, "@costly", "/cost", nil)

@@ -170,8 +170,9 @@ func (s *Service) Open(ctx context.Context, p *tools.Principal, c Call) (*Ticket
 // Close ends a call that holds nothing, in the state its record was read in (a quote its
 // caller declined, a call paid but never dispatched), with outcome o and, as its last event, detail: the record's move, its
 // outcome and its event in one transaction. closed is false, with nothing written, when
-// another call moved the record first (confirmed the quote).
-func (s *Service) Close(ctx context.Context, record *store.Invocation, o store.Outcome, detail string) (closed bool, err error) {
+// another call moved the record first (confirmed the quote). also writes what the closing
+// causes beside it (an event), in the same transaction.
+func (s *Service) Close(ctx context.Context, record *store.Invocation, o store.Outcome, detail string, also ...func(ctx context.Context, q *store.Q) error) (closed bool, err error) {
 	inv := *record
 	inv.Outcome = o
 	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
@@ -181,6 +182,11 @@ func (s *Service) Close(ctx context.Context, record *store.Invocation, o store.O
 		}
 		if err := q.WriteOutcome(ctx, &inv); err != nil {
 			return err
+		}
+		for _, f := range also {
+			if err := f(ctx, q); err != nil {
+				return err
+			}
 		}
 		return q.AddEvent(ctx, inv.RequestID, o.State, detail, *o.FinishedAt)
 	})

@@ -128,28 +128,19 @@ func (s *Service) closeUnapproved(ctx context.Context, inv *store.Invocation, ho
 		WithDetails(map[string]any{"requestId": inv.RequestID, "approval": how})
 	raw, _ := json.Marshal(tools.Body{Error: e})
 	answer, now := string(raw), s.now().UTC()
-	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		moved, err := q.MoveInvocation(ctx, inv.RequestID, store.InvAwaitingApproval, store.InvDeclined, now)
-		if err != nil || !moved {
-			return err
-		}
-		inv.State, inv.Answer, inv.FinishedAt = store.InvDeclined, &answer, &now
-		inv.OutcomeCode, inv.OutcomeMessage = string(e.Code), "approval "+how
-		if err := q.WriteOutcome(ctx, inv); err != nil {
-			return err
-		}
-		if how == store.ApprovalExpired { // a decision the owner made is told when it is made
-			if err := webhooks.EmitApprovalDecided(ctx, q, inv.AccountID, now, webhooks.ApprovalDecidedData{RequestID: inv.RequestID, Handle: inv.Handle,
-				Decision: store.ApprovalExpired, DecidedAt: now}); err != nil {
-				return err
-			}
-		}
-		return q.AddEvent(ctx, inv.RequestID, store.InvDeclined, "approval "+how+"; nothing was sent", now)
-	})
+	var also []func(ctx context.Context, q *store.Q) error
+	if how == store.ApprovalExpired { // a decision the owner made was told when it was made
+		also = append(also, func(ctx context.Context, q *store.Q) error {
+			return webhooks.EmitApprovalDecided(ctx, q, inv.AccountID, now, webhooks.ApprovalDecidedData{RequestID: inv.RequestID, Handle: inv.Handle,
+				Decision: store.ApprovalExpired, DecidedAt: now})
+		})
+	}
+	closed, err := s.billing.Close(ctx, inv, store.Outcome{State: store.InvDeclined, Answer: &answer, FinishedAt: &now,
+		OutcomeCode: string(e.Code), OutcomeMessage: "approval " + how}, "approval "+how+"; nothing was sent", also...)
 	if err != nil {
 		return err
 	}
-	if inv.State != store.InvDeclined { // moved by another call first: its record answers
+	if !closed { // moved by another call first: its record answers
 		done, err := s.store.Invocation(ctx, inv.AccountID, inv.RequestID)
 		if err != nil {
 			return err

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -29,13 +28,12 @@ type Service struct {
 	billing *billing.Service
 	keys    *keys.Service
 	now     func() time.Time
-	log     *slog.Logger
 }
 
 // NewService builds the service.
 func NewService(d service.Deps, bill *billing.Service, ks *keys.Service) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, billing: bill, keys: ks, now: d.Now, log: d.Log}
+	return &Service{store: d.Store, billing: bill, keys: ks, now: d.Now}
 }
 
 // GetInput names whose policy to read.

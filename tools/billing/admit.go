@@ -17,7 +17,7 @@ import (
 // one's windows spent, whether the account called the intent before), then judged, then a
 // refusal is told (policy.denied). A call is judged twice:
 //
-//	asked for (Admit)       before anything is quoted or sent: refused, or sent to a human for
+//	asked for (Admit)       before anything is held or sent: refused, or sent to a human for
 //	                        approval (the caps as they stand, without a lock)
 //	held (Hold, and a flat  inside the transaction that holds it (or marks its payment as
 //	fee's AdmitPayment)     being made), after the account's credit row is locked: the caps
@@ -72,10 +72,11 @@ func (s *Service) ForgetPolicies(accountID string) {
 	s.pol.mu.Unlock()
 }
 
-// Admit applies p's policies to a call before anything is quoted, held or sent: a refusal is
-// POLICY_DENIED naming the rule (and the window, what it spent and what is left); a call that
-// must be approved first is *ErrApprovalRequired.
-func (s *Service) Admit(ctx context.Context, p *tools.Principal, c Spend) error {
+// Admit applies the caller's policies to its call, which may cost worst, before anything is
+// held or sent: a refusal is POLICY_DENIED naming the rule (and the window, what it spent and
+// what is left); a call that must be approved first is *ErrApprovalRequired.
+func (t *Ticket) Admit(ctx context.Context, worst int64) error {
+	s, p, c := t.svc, t.p, t.costing(worst)
 	if !s.governed(p.AccountID) {
 		return nil
 	}
@@ -102,10 +103,11 @@ func (s *Service) heldCheck(p *tools.Principal, c *Spend) func(ctx context.Conte
 	}
 }
 
-// AdmitPayment is the exact check of a flat-fee call's policies, to run in the transaction
-// that marks its payment as being made (counted from then on): the account's credit row is
-// locked first, so payments checked one after another see each other.
-func (s *Service) AdmitPayment(p *tools.Principal, c Spend) func(ctx context.Context, q *store.Q) error {
+// AdmitPayment is the exact check of a flat-fee call's policies for its payment of worst, to
+// run in the transaction that marks the payment as being made (counted from then on): the
+// account's credit row is locked first, so payments checked one after another see each other.
+func (t *Ticket) AdmitPayment(worst int64) func(ctx context.Context, q *store.Q) error {
+	s, p, c := t.svc, t.p, t.costing(worst)
 	return func(ctx context.Context, q *store.Q) error {
 		if _, err := q.LockCredit(ctx, p.AccountID, s.now().UTC()); err != nil {
 			return err

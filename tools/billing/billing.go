@@ -180,8 +180,9 @@ func (q Quote) WorstMicro() int64 {
 // its partner fee depends on it.
 var ErrNeedsRoutedValue = errors.New("the partner's fee is basis points of the routed value, which is unknown")
 
-// QuoteFor prices p's call by its account's tier (and, for a Kept quote, checks it fits).
-func (s *Service) QuoteFor(ctx context.Context, p *tools.Principal, t Terms) (Quote, error) {
+// Quote prices the call by its caller's account tier (and, for a Kept quote, checks it fits).
+func (tk *Ticket) Quote(ctx context.Context, t Terms) (Quote, error) {
+	s, p := tk.svc, tk.p
 	tier := s.cfg.DefaultTier
 	if acctTier, err := s.cfg.TierOf(ctx, p.AccountID); err != nil {
 		return Quote{}, err

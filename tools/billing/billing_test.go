@@ -176,7 +176,7 @@ func TestLedgerLifecycle(t *testing.T) {
 		// minus held against the worst) for a kept quote and the hold alike. Priced with the
 		// default 1000 infrastructure and 1000 platform floor.
 		kept := func(p *tools.Principal, feeUSD string) (billing.Quote, error) {
-			return s.QuoteFor(ctx, p, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString(feeUSD), Kept: true})
+			return s.For(p, billing.Spend{}).Quote(ctx, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString(feeUSD), Kept: true})
 		}
 		big := billing.Quote{ReserveMicro: 1000, MaxPartnerFeeMicro: 7_351, PlatformFeeMicro: 1000} // 9351 > 9350 free
 		_, bigErr := kept(p, "0.007351")

@@ -75,8 +75,11 @@ func open(t *testing.T, svc *billing.Service, p *tools.Principal, id string, dur
 	now := time.Now().UTC()
 	inv := &store.Invocation{RequestID: id, AccountID: p.AccountID, KeyID: p.KeyID, IntentID: "intent-1", Handle: "@weather",
 		Category: "QUERY", Args: "{}", CreatedAt: now, Price: callQuote.Price()}
-	tk, err := svc.Open(context.Background(), p, billing.Call{Record: inv, Quote: callQuote, Runs: 10 * time.Second, Durable: durable})
-	if err != nil {
+	tk := svc.For(p, billing.Spend{Handle: inv.Handle, IntentID: inv.IntentID, Category: inv.Category})
+	if err := tk.Admit(context.Background(), callQuote.WorstMicro()); err != nil { // as dispatch does: admitted, then held
+		t.Fatal(err)
+	}
+	if err := tk.Open(context.Background(), billing.Call{Record: inv, Quote: callQuote, Runs: 10 * time.Second, Durable: durable}); err != nil {
 		t.Fatal(err)
 	}
 	return tk

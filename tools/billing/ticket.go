@@ -13,9 +13,10 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/tracing"
 )
 
-// A call's money and its record go through one seam: its Ticket, opened once when the call
-// is about to go out (Open) and concluded once when it has ended (Ticket.Conclude). The
-// ticket owns the hold of the call's worst case, whether it is drawn from a budget lease, the
+// A call's money and its record go through one seam: its Ticket, made with the call's plan
+// (For), which prices the call and applies the owner's policies (billing.go's Quote,
+// admit.go), is opened once when the call is about to go out (Open) and concluded once when it
+// has ended (Ticket.Conclude). The ticket owns the hold of the call's worst case, whether it is drawn from a budget lease, the
 // settlement or refund, and how the call's record reaches the database. That last choice is
 // made here, from the Recording the service was built with, and nowhere else:
 //
@@ -91,10 +92,8 @@ type Call struct {
 	Runs time.Duration
 	// Durable: answered only once its outcome has committed (a write, a paid call).
 	Durable bool
-	// Spend is the call as the spend policies see it (Plan.Spend).
-	Spend *Spend
 	// Escrow is the call's payment held on chain before dispatch (a flat fee), concluded
-	// with the call; nil: it has none.
+	// with the call; nil: it has none. A call with one is not judged again by the policies.
 	Escrow Escrow
 }
 
@@ -117,22 +116,47 @@ type Ending struct {
 	Paid bool
 }
 
-// A Ticket is one call's money and record, from dispatch to conclusion.
+// A Ticket is one call's money and record. It is made with the call's plan (For), for its
+// caller and what the spend policies see of it, and asked, in the order of a call: its price
+// (Quote), the owner's policies (Admit; AdmitPayment for a flat fee), its hold and start
+// (Open), and its end, once (Conclude). The caller's money is reached through it alone.
 type Ticket struct {
 	svc     *Service
+	p       *tools.Principal // the caller; nil: reopened by the sweeper
+	spend   Spend            // the call as the spend policies see it (its WorstMicro per question)
 	record  store.Invocation // as dispatched; its outcome is written when it concludes
 	hold    *Hold            // nil: reopened by the sweeper (its hold is in the database)
 	durable bool
 	escrow  Escrow // nil: not paid on chain
 }
 
-// Open holds c's worst case for p's call and moves its record to dispatching (inserting it
+// For is the ticket of p's call of the intent sp names (sp.WorstMicro is ignored: each
+// question brings its own), made when the call's plan is made.
+func (s *Service) For(p *tools.Principal, sp Spend) *Ticket {
+	return &Ticket{svc: s, p: p, spend: sp}
+}
+
+// costing is the call as the policies see it when it may cost worst.
+func (t *Ticket) costing(worst int64) Spend {
+	sp := t.spend
+	sp.WorstMicro = worst
+	return sp
+}
+
+// Open holds c's worst case for the call and moves its record to dispatching (inserting it
 // when new), in one transaction, or, for a call drawn on a budget lease, in memory until it
-// concludes. A call whose worst case does not fit is refused (SPEND_LIMIT,
-// INSUFFICIENT_CREDITS) with nothing written, and its escrow refunded; ErrMoved: another call
-// dispatched the quote (and concludes its escrow).
-func (s *Service) Open(ctx context.Context, p *tools.Principal, c Call) (*Ticket, error) {
-	plan := Plan{RequestID: c.Record.RequestID, Quote: c.Quote, Runs: c.Runs, MayLease: c.From == "" && !c.Durable, Spend: c.Spend}
+// concludes. The owner's policies are judged again where the hold is taken, except for a call
+// paid on chain (its payment was judged as it was made: AdmitPayment). A call whose worst
+// case does not fit is refused (SPEND_LIMIT, INSUFFICIENT_CREDITS, POLICY_DENIED) with
+// nothing written, and its escrow refunded; ErrMoved: another call dispatched the quote (and
+// concludes its escrow).
+func (t *Ticket) Open(ctx context.Context, c Call) error {
+	s, p := t.svc, t.p
+	plan := Plan{RequestID: c.Record.RequestID, Quote: c.Quote, Runs: c.Runs, MayLease: c.From == "" && !c.Durable}
+	if c.Escrow == nil {
+		sp := t.costing(c.Quote.WorstMicro())
+		plan.Spend = &sp
+	}
 	row := *c.Record
 	h, err := s.Hold(ctx, p, plan, func(ctx context.Context, q *store.Q, h *Hold) error {
 		at := h.At()
@@ -160,11 +184,12 @@ func (s *Service) Open(ctx context.Context, p *tools.Principal, c Call) (*Ticket
 		s.concludeEscrow(ctx, c.Escrow, row.RequestID, false) // never dispatched: the payer gets it back
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	at := h.At()
 	row.State, row.DispatchedAt = store.InvDispatching, &at
-	return &Ticket{svc: s, record: row, hold: h, durable: c.Durable, escrow: c.Escrow}, nil
+	t.record, t.hold, t.durable, t.escrow = row, h, c.Durable, c.Escrow
+	return nil
 }
 
 // Close ends a call that holds nothing, in the state its record was read in (a quote its

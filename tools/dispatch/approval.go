@@ -20,19 +20,13 @@ const ApprovalWindow = time.Hour
 // approval.
 const approvalRetry = 30 * time.Second
 
-// spend is the call as the owner's spend policies see it.
-func (cl *call) spend(worst int64) billing.Spend {
-	return billing.Spend{Handle: cl.intent.PublicIdentifier, IntentID: cl.intent.ID, PublisherID: cl.intent.PartnerID,
-		Category: cl.intent.Category, WorstMicro: worst}
-}
-
 // admit applies the owner's spend policies to a new call (decided by billing.Admit) before
 // anything is quoted or sent: a refusal is returned; a call a policy sends to a human is
 // recorded awaiting approval (with record's rows, e.g. a flat fee's quoted payment) and
 // answered APPROVAL_REQUIRED. It returns nil for a call that may go on.
-func (s *Service) admit(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, worst int64, charge map[string]any,
+func (s *Service) admit(ctx context.Context, cl *call, inv *store.Invocation, worst int64, charge map[string]any,
 	record ...func(ctx context.Context, q *store.Q) error) error {
-	err := s.billing.Admit(ctx, c.Principal, cl.spend(worst))
+	err := cl.bill.Admit(ctx, worst)
 	var ask *billing.ErrApprovalRequired
 	if !errors.As(err, &ask) {
 		return err
@@ -90,7 +84,7 @@ func chargeOf(q billing.Quote) map[string]any {
 // approved answers a call waiting for approval, asked again with its requestId: pending is
 // APPROVAL_PENDING (with Retry-After); declined or expired closes it, nothing sent or held;
 // approved dispatches it, once.
-func (s *Service) approved(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
+func (s *Service) approved(ctx context.Context, cl *call, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
 	a, err := s.store.Approval(ctx, inv.AccountID, inv.RequestID)
 	if err != nil {
 		return InvokeOutput{}, err
@@ -114,10 +108,10 @@ func (s *Service) approved(ctx context.Context, c *tools.Caller, cl *call, inv *
 		if in.Payment == nil && !in.PayWithWallet {
 			return InvokeOutput{}, s.quoteAgain(ctx, cl.intent, inv)
 		}
-		return s.payAndDispatch(ctx, c, cl, inv, in)
+		return s.payAndDispatch(ctx, cl, inv, in)
 	}
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
-	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingApproval)
+	return s.dispatch(ctx, cl, inv, store.InvAwaitingApproval)
 }
 
 // closeUnapproved ends a call its owner declined (or let expire): nothing was sent or held,

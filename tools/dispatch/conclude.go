@@ -19,7 +19,7 @@ import (
 // conclude concludes a dispatch's ticket from the partner's answer: a success is settled and
 // relayed, anything else refunded and mapped to the error model. Only one process concludes
 // a call (billing.ErrAlreadyFinished for the others).
-func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.Invocation, cl *call, answer *outbound.Result, callErr error, attempts []store.Attempt) (InvokeOutput, error) {
+func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call, answer *outbound.Result, callErr error, attempts []store.Attempt) (InvokeOutput, error) {
 	intent := cl.intent
 	refunded := cl.quote.Refunded()
 	if relayable(answer, callErr) {
@@ -31,7 +31,7 @@ func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.In
 		out.Receipt = s.receipt(inv, cl.userID, out, nil)
 		o := s.outcome(store.InvFailed, answer, refunded, out)
 		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
-		if err := t.Conclude(ctx, s.ending(cl, inv, o, attempts, nil, detail)); err != nil {
+		if err := cl.bill.Conclude(ctx, s.ending(cl, inv, o, attempts, nil, detail)); err != nil {
 			return InvokeOutput{}, err
 		}
 		return out, nil
@@ -39,7 +39,7 @@ func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.In
 	if e := classify(intent, answer, callErr); e != nil {
 		e.Details = mergeDetails(e.Details, map[string]any{"handle": intent.PublicIdentifier, "requestId": inv.RequestID,
 			"success": false, "charge": refunded, "attempts": len(attempts)})
-		return InvokeOutput{}, s.fail(ctx, t, inv, cl, store.InvFailed, answer, attempts, e, e.Message)
+		return InvokeOutput{}, s.fail(ctx, inv, cl, store.InvFailed, answer, attempts, e, e.Message)
 	}
 	settlement, charge := cl.quote.Settle(answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, s.payoutBook(intent))
 	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
@@ -52,7 +52,7 @@ func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.In
 		out.Receipt = s.receipt(inv, cl.userID, out, answer.Envelope.Result)
 		o := s.outcome(store.InvSucceeded, answer, out.Charge, out)
 		o.OutputSchemaValid = out.OutputSchemaValid
-		return t.Conclude(ctx, s.ending(cl, inv, o, attempts, st, detail))
+		return cl.bill.Conclude(ctx, s.ending(cl, inv, o, attempts, st, detail))
 	}
 	err := record(&settlement, fmt.Sprintf("charged %d micro-USD: infrastructure %d, partner fee %d, platform fee %d, gas %d",
 		charge.TotalMicro, charge.ReservedMicro, charge.PartnerFeeMicro, charge.PlatformFeeMicro, charge.GasMicro))
@@ -69,12 +69,12 @@ func (s *Service) conclude(ctx context.Context, t *billing.Ticket, inv *store.In
 
 // fail concludes a failed or cancelled call, refunding its hold, and returns e (or the
 // recording error, which the caller must then see: the money did not move).
-func (s *Service) fail(ctx context.Context, t *billing.Ticket, inv *store.Invocation, cl *call, state string, answer *outbound.Result, attempts []store.Attempt, e *tools.Error, detail string) error {
+func (s *Service) fail(ctx context.Context, inv *store.Invocation, cl *call, state string, answer *outbound.Result, attempts []store.Attempt, e *tools.Error, detail string) error {
 	o := s.outcome(state, answer, cl.quote.Refunded(), tools.Body{Error: e})
 	if o.OutcomeCode == "" {
 		o.OutcomeCode, o.OutcomeMessage = string(e.Code), e.Message
 	}
-	if err := t.Conclude(ctx, s.ending(cl, inv, o, attempts, nil, detail)); err != nil {
+	if err := cl.bill.Conclude(ctx, s.ending(cl, inv, o, attempts, nil, detail)); err != nil {
 		return err
 	}
 	return e
@@ -84,7 +84,7 @@ func (s *Service) fail(ctx context.Context, t *billing.Ticket, inv *store.Invoca
 // told the caller's pseudonym for the partner (as the call's envelope was), never who it is.
 func (s *Service) ending(cl *call, inv *store.Invocation, o store.Outcome, attempts []store.Attempt, st *billing.Settlement, detail string) billing.Ending {
 	return billing.Ending{Outcome: o, Attempts: attempts, Settlement: st, Detail: detail, Paid: cl.flat,
-		Partner: billing.Partner{AccountID: cl.intent.OwnerID, UserID: s.cfg.UserID(inv.AccountID, cl.intent.PartnerID)}}
+		Partner: billing.Partner{AccountID: cl.intent.OwnerID, UserID: cl.userID}}
 }
 
 // outcome is a call's outcome in state, with what the partner answered, what it was charged

@@ -16,9 +16,9 @@ import (
 // confirm answers a quote, read once: declined (decline.go), paid (a flat fee's, flatfee.go),
 // or confirmed, when a quoted write is dispatched once; later confirmations get the stored
 // outcome.
-func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
+func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (InvokeOutput, error) {
 	intent := cl.intent
-	inv, err := s.quoted(ctx, c.AccountID(), intent, in.ConfirmRequestID)
+	inv, err := s.quoted(ctx, cl.who.AccountID, intent, in.ConfirmRequestID)
 	if in.Decline {
 		return InvokeOutput{}, s.decline(ctx, intent, in.ConfirmRequestID, inv, err)
 	}
@@ -33,9 +33,9 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in Inv
 		out, err := replay(inv)
 		return s.withPayment(inv.RequestID, out, err)
 	case inv.State == store.InvAwaitingPayment:
-		return s.payAndDispatch(ctx, c, cl, inv, in)
+		return s.payAndDispatch(ctx, cl, inv, in)
 	case inv.State == store.InvAwaitingApproval:
-		return s.approved(ctx, c, cl, inv, in)
+		return s.approved(ctx, cl, inv, in)
 	case inv.State == store.InvDispatching:
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s is being dispatched now; call again in a moment for its outcome (a dispatch that never finishes is concluded by the sweeper within a minute of its deadline)", inv.RequestID).
 			WithDetails(map[string]any{"requestId": inv.RequestID})
@@ -53,7 +53,7 @@ func (s *Service) confirm(ctx context.Context, c *tools.Caller, cl *call, in Inv
 		}
 	}
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
-	return s.dispatch(ctx, c, cl, inv, store.InvAwaitingConfirmation)
+	return s.dispatch(ctx, cl, inv, store.InvAwaitingConfirmation)
 }
 
 // quoted reads the record of a call of intent quoted to accountID (store.ErrNotFound when

@@ -98,18 +98,13 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 // inserted when from is ""), calls the partner (retrying idempotent categories once), and
 // concludes the ticket with the outcome: settled or refunded, and recorded the way the ticket
 // says (billing.Ticket).
-func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, from string) (InvokeOutput, error) {
+func (s *Service) dispatch(ctx context.Context, cl *call, inv *store.Invocation, from string) (InvokeOutput, error) {
 	began := time.Now() // wall time for Observe: s.now may be a test's clock
 	intent := cl.intent
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
-	var spend *billing.Spend // a flat fee's was checked as its payment was made
-	if !cl.flat {
-		sp := cl.spend(cl.quote.WorstMicro())
-		spend = &sp
-	}
-	t, err := s.billing.Open(bg, c.Principal, billing.Call{Record: inv, From: from, Quote: cl.quote,
-		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable, Spend: spend, Escrow: s.escrow(cl)})
+	err := cl.bill.Open(bg, billing.Call{Record: inv, From: from, Quote: cl.quote,
+		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable, Escrow: s.escrow(cl)})
 	if errors.Is(err, billing.ErrMoved) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}
@@ -137,9 +132,9 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 	defer s.observe(intent.PublicIdentifier, outcomeOf(ctx, answer, err), partnerTime, began)
 	if ctx.Err() != nil {
 		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged")
-		return InvokeOutput{}, s.fail(bg, t, inv, cl, store.InvCancelled, answer, attempts, e, "caller cancelled: "+ctx.Err().Error())
+		return InvokeOutput{}, s.fail(bg, inv, cl, store.InvCancelled, answer, attempts, e, "caller cancelled: "+ctx.Err().Error())
 	}
-	out, err := s.conclude(bg, t, inv, cl, answer, err, attempts)
+	out, err := s.conclude(bg, inv, cl, answer, err, attempts)
 	switch {
 	case errors.Is(err, billing.ErrAlreadyFinished):
 		// The sweeper of another replica finished it first (this one lost its database for a
@@ -154,7 +149,7 @@ func (s *Service) dispatch(ctx context.Context, c *tools.Caller, cl *call, inv *
 		return InvokeOutput{}, tools.Errorf(tools.CodeUnavailable,
 			"%s answered, but the database is unavailable, so the outcome of request %s is not recorded yet: %s. "+
 				"Nothing is charged before then, and never twice. Call again later with confirmRequestId %q to read the outcome",
-			intent.PublicIdentifier, inv.RequestID, t.Kept(err), inv.RequestID).
+			intent.PublicIdentifier, inv.RequestID, cl.bill.Kept(err), inv.RequestID).
 			WithDetails(map[string]any{"requestId": inv.RequestID, "handle": intent.PublicIdentifier, "outcome": "not recorded yet"}).Wrap(err)
 	}
 	return out, err

@@ -494,7 +494,7 @@ func TestSweeperRefundsAbandonedReservation(t *testing.T) {
 	}
 	before := w.credit(t)
 	p := keys.KeyPrincipal(key)
-	q, err := w.env.App.Billing.QuoteFor(ctx, p, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001")})
+	q, err := w.env.App.Billing.For(p, billing.Spend{}).Quote(ctx, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func (s *Service) paymentRequired(intent *store.PartnerIntent, q payments.Quote,
 // payAndDispatch collects the payment of a quoted flat-fee call and dispatches it; its ticket
 // concludes the payment by the outcome (billing.Escrow), and the answer shows the payment as
 // that left it.
-func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
+func (s *Service) payAndDispatch(ctx context.Context, cl *call, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
 	intent := cl.intent
 	if s.cfg.Payments == nil {
 		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "flat-fee payments are not configured on this deployment; %s cannot be called", intent.PublicIdentifier)
@@ -69,7 +69,7 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, cl *call,
 	pay := in.Payment
 	if pay == nil && in.PayWithWallet {
 		var err error
-		if pay, err = s.cfg.Payments.WalletPayment(ctx, inv.RequestID, c.Principal.AccountID); err != nil {
+		if pay, err = s.cfg.Payments.WalletPayment(ctx, inv.RequestID, inv.AccountID); err != nil {
 			return InvokeOutput{}, err
 		}
 	}
@@ -78,11 +78,11 @@ func (s *Service) payAndDispatch(ctx context.Context, c *tools.Caller, cl *call,
 		return InvokeOutput{}, err
 	}
 	// The owner's policies are checked again, exactly, as the payment is marked as being made.
-	if _, err := s.cfg.Payments.Collect(ctx, inv.RequestID, pay, s.billing.AdmitPayment(c.Principal, cl.spend(p.AmountAtomic))); err != nil {
+	if _, err := s.cfg.Payments.Collect(ctx, inv.RequestID, pay, cl.bill.AdmitPayment(p.AmountAtomic)); err != nil {
 		return InvokeOutput{}, err
 	}
 	cl.args = []byte(inv.Args)
-	out, err := s.dispatch(ctx, c, cl, inv, inv.State) // awaiting payment, or approved
+	out, err := s.dispatch(ctx, cl, inv, inv.State) // awaiting payment, or approved
 	return s.withPayment(inv.RequestID, out, err)
 }
 

@@ -154,10 +154,13 @@ func FindHandle(message string) (handle, rest string, err error) {
 	return first, strings.Join(strings.Fields(rest), " "), nil
 }
 
-// call is the call plan: what the intent's rule means for this call, decided once by
-// planFor at the start of invoke (and of a confirmation or a recovery), then its args and
-// price (prepare), then its reservation; every later step reads it instead of asking again.
+// call is the call plan: who calls and what the intent's rule means for this call, decided
+// once by planFor at the start of invoke (and of a confirmation or a recovery), then its args
+// and price (prepare); every later step reads it instead of asking again. Its ticket is the
+// call's money and record: priced, admitted, held and concluded through it (billing.Ticket).
 type call struct {
+	who     *tools.Principal // the caller (nil: the sweeper's recovery)
+	bill    *billing.Ticket
 	intent  *store.PartnerIntent
 	rule    partners.Rule // the category's rule
 	write   bool          // a write category: quoted and confirmed first, never retried
@@ -170,6 +173,11 @@ type call struct {
 	args   []byte // canonical JSON object
 	quote  billing.Quote
 	routed tokens.Routed // what a write moves (zero for other calls)
+}
+
+// spend is the call as the owner's spend policies see it (its worst case aside).
+func (cl *call) spend() billing.Spend {
+	return billing.Spend{Handle: cl.intent.PublicIdentifier, IntentID: cl.intent.ID, PublisherID: cl.intent.PartnerID, Category: cl.intent.Category}
 }
 
 // planFor decides what intent's rule and pricing mean for a call of it.
@@ -194,27 +202,28 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 		return InvokeOutput{}, err
 	}
 	cl := planFor(intent)
-	cl.userID = s.cfg.UserID(c.AccountID(), intent.PartnerID)
+	cl.who, cl.userID = c.Principal, s.cfg.UserID(c.AccountID(), intent.PartnerID)
+	cl.bill = s.billing.For(c.Principal, cl.spend())
 	if need := cl.rule.Scope; need != "" && !c.Principal.HasScope(need) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", intent.Category, need)
 	}
 	if in.Decline || in.ConfirmRequestID != "" {
-		return s.confirm(ctx, c, cl, in)
+		return s.confirm(ctx, cl, in)
 	}
 	if cl.flat && s.cfg.Payments == nil {
 		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available on this deployment; it is never called unpaid", intent.PublicIdentifier, intent.FeeRateUnit)
 	}
-	if err := s.prepare(ctx, c.Principal, cl, rest, in.Args); err != nil {
+	if err := s.prepare(ctx, cl, rest, in.Args); err != nil {
 		return InvokeOutput{}, err
 	}
-	inv := s.newInvocation(c, cl, c.NewCallID()) // chosen before the call when it carries an idempotency key
+	inv := s.newInvocation(cl, c.NewCallID()) // chosen before the call when it carries an idempotency key
 	if cl.write || cl.flat {
-		return InvokeOutput{}, s.ask(ctx, c, cl, inv, rest, in.Payer)
+		return InvokeOutput{}, s.ask(ctx, cl, inv, rest, in.Payer)
 	}
-	if err := s.admit(ctx, c, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
+	if err := s.admit(ctx, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
 		return InvokeOutput{}, err
 	}
-	return s.dispatch(ctx, c, cl, inv, "")
+	return s.dispatch(ctx, cl, inv, "")
 }
 
 // callable finds an intent the caller may invoke: active ones for everybody, inactive ones

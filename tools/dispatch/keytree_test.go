@@ -152,7 +152,7 @@ func TestSweeperRefundsAChildKeysHoldOnEveryAncestor(t *testing.T) {
 				t.Fatalf("the grandchild's principal: %+v %v", p, err)
 			}
 			chain = append(chain, p.Ancestors[1].KeyID) // the primary key
-			q, err := w.env.App.Billing.QuoteFor(ctx, p, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001")})
+			q, err := w.env.App.Billing.For(p, billing.Spend{}).Quote(ctx, billing.Terms{FeeUnit: billing.FeeUSDPerCall, FeeRate: decimal.RequireFromString("0.001")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,7 @@ import (
 
 // prepare builds and checks cl's args, resolves a write's tokens, and prices the call (a flat
 // fee is priced by its payment's quote, when ask records it).
-func (s *Service) prepare(ctx context.Context, p *tools.Principal, cl *call, rest string, given partners.ArgsDoc) error {
+func (s *Service) prepare(ctx context.Context, cl *call, rest string, given partners.ArgsDoc) error {
 	intent := cl.intent
 	if cl.flat { // paid on chain, not from credit: the message is its query
 		args, _ := json.Marshal(map[string]string{"query": rest})
@@ -86,7 +86,7 @@ func (s *Service) prepare(ctx context.Context, p *tools.Principal, cl *call, res
 			terms.Gas = &billing.Gas{Chain: gasChain, EstimateMicro: micro}
 		}
 	}
-	cl.quote, err = s.billing.QuoteFor(ctx, p, terms)
+	cl.quote, err = cl.bill.Quote(ctx, terms)
 	if errors.Is(err, billing.ErrNeedsRoutedValue) {
 		if cl.routed.Reason != "" {
 			return tools.Errorf(tools.CodeUnavailable, "%s charges %s basis points of the value the call routes, and that value cannot be quoted now (%s); nothing was sent or charged. Try again later",
@@ -122,13 +122,13 @@ func feeRate(intent *store.PartnerIntent) decimal.Decimal {
 // ask records a call that waits for its caller before it is dispatched, and returns what the
 // caller is asked: a write's confirmation, or a flat fee's payment, quoted here (for payer, the
 // wallet that will sign, when known) and recorded with the call.
-func (s *Service) ask(ctx context.Context, c *tools.Caller, cl *call, inv *store.Invocation, rest, payer string) error {
+func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, rest, payer string) error {
 	var asked error
 	var also []func(ctx context.Context, q *store.Q) error
 	detail := "quoted; waiting for the caller's confirmation"
 	if !cl.flat { // a flat fee is paid before dispatch, whatever its category
 		// The owner's policies first: refused, or sent to a human instead of the caller.
-		if err := s.admit(ctx, c, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
+		if err := s.admit(ctx, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
 			return err
 		}
 		asked = confirmation(inv.Handle, cl.intent.Category, inv.RequestID, cl, inv.CreatedAt.Add(ConfirmWindow))
@@ -140,7 +140,7 @@ func (s *Service) ask(ctx context.Context, c *tools.Caller, cl *call, inv *store
 		}
 		also = append(also, func(ctx context.Context, q *store.Q) error { return q.InsertPayment(ctx, p) })
 		fee := q.AmountUsd.String()
-		if err := s.admit(ctx, c, cl, inv, p.AmountAtomic, map[string]any{"flatFeeUsd": fee, "totalUsd": fee, "maxChargeUsd": fee, "network": q.Network}, also...); err != nil {
+		if err := s.admit(ctx, cl, inv, p.AmountAtomic, map[string]any{"flatFeeUsd": fee, "totalUsd": fee, "maxChargeUsd": fee, "network": q.Network}, also...); err != nil {
 			return err
 		}
 		inv.State, detail, asked = store.InvAwaitingPayment, "flat fee quoted; waiting for the caller's authorization", s.paymentRequired(cl.intent, q, rest)
@@ -216,9 +216,9 @@ func (s *Service) isQueryOnly(intent *store.PartnerIntent) bool {
 	return q
 }
 
-func (s *Service) newInvocation(c *tools.Caller, cl *call, requestID string) *store.Invocation {
+func (s *Service) newInvocation(cl *call, requestID string) *store.Invocation {
 	return &store.Invocation{
-		RequestID: requestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
+		RequestID: requestID, AccountID: cl.who.AccountID, KeyID: cl.who.KeyID,
 		IntentID: cl.intent.ID, Handle: cl.intent.PublicIdentifier, Category: cl.intent.Category,
 		IntentRevision: cl.intent.Revision, Args: string(cl.args), Price: cl.quote.Price(),
 		CreatedAt: s.now().UTC(),

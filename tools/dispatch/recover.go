@@ -58,10 +58,10 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	cl := planFor(intent)
 	cl.userID = s.cfg.UserID(inv.AccountID, intent.PartnerID)
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
-	t := s.billing.Reopen(inv, cl.durable)
+	cl.bill = s.billing.Reopen(inv, cl.durable)
 	age := s.now().UTC().Sub(*inv.DispatchedAt)
 	if cl.write || age > RecoveryHorizon {
-		return s.unknown(ctx, t, inv, cl, age)
+		return s.unknown(ctx, inv, cl, age)
 	}
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
@@ -72,9 +72,9 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	attempts := []store.Attempt{{Detail: "recovery: sent again with the same requestId; " + attemptDetail(answer, callErr), At: s.now().UTC()}}
 	if callErr != nil && !outbound.IsBlocked(callErr) {
 		// Still no answer: the outcome stays unknown rather than guessed.
-		return s.unknown(ctx, t, inv, cl, age, attempts...)
+		return s.unknown(ctx, inv, cl, age, attempts...)
 	}
-	_, err = s.conclude(ctx, t, inv, cl, answer, callErr, attempts)
+	_, err = s.conclude(ctx, inv, cl, answer, callErr, attempts)
 	var te *tools.Error
 	if errors.As(err, &te) { // a failure, recorded and refunded
 		return nil
@@ -84,7 +84,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 
 // unknown ends inv as outcome_unknown, refunding its reservation, with an answer that tells
 // the caller the truth.
-func (s *Service) unknown(ctx context.Context, t *billing.Ticket, inv *store.Invocation, cl *call, age time.Duration, attempts ...store.Attempt) error {
+func (s *Service) unknown(ctx context.Context, inv *store.Invocation, cl *call, age time.Duration, attempts ...store.Attempt) error {
 	h := cl.intent.PublicIdentifier
 	e := tools.Errorf(tools.CodeUpstream,
 		"outcome unknown: %s may have executed request %s (it dedupes on that requestId), but Switchboard holds no record of its answer; nothing was charged. Check with the partner before trying again",
@@ -95,7 +95,7 @@ func (s *Service) unknown(ctx context.Context, t *billing.Ticket, inv *store.Inv
 	if !cl.write {
 		why = fmt.Sprintf("no answer on recovery (%s after dispatch)", age.Round(time.Second))
 	}
-	err := s.fail(ctx, t, inv, cl, store.InvOutcomeUnknown, nil, attempts, e,
+	err := s.fail(ctx, inv, cl, store.InvOutcomeUnknown, nil, attempts, e,
 		"abandoned dispatch concluded by the sweeper: outcome unknown ("+why+"); reservation refunded")
 	var te *tools.Error
 	if errors.As(err, &te) {

@@ -169,6 +169,28 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 	return key, nil
 }
 
+// RevokeKeyTree revokes an account's key and every live key minted under it at now, inside
+// q's transaction and under the account's lock, as every change to its live keys; it returns
+// the ids it revoked (none when the key was revoked already), announced to every replica when
+// the transaction commits.
+func (q *Q) RevokeKeyTree(ctx context.Context, accountID, keyID string, now time.Time) ([]string, error) {
+	tx, err := q.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.store.lockAccountKeys(ctx, tx, accountID); err != nil {
+		return nil, err
+	}
+	revoked, err := revokeTree(ctx, tx, accountID, keyID, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range revoked {
+		q.changed = append(q.changed, watch.Change{Kind: watch.KeyChange, ID: id})
+	}
+	return revoked, q.store.watch.Announce(ctx, tx, watch.KeyChange, revoked...)
+}
+
 // revokeTree revokes an account's key and its live descendants at now, returning their ids.
 func revokeTree(ctx context.Context, tx bun.Tx, accountID, keyID string, now time.Time) ([]string, error) {
 	var ids []string
@@ -203,4 +225,13 @@ func (s *Store) TouchKeys(ctx context.Context, uses map[string]time.Time) error 
 	_, err := s.db.NewUpdate().Model((*APIKey)(nil)).Set("last_used_at = ?", latest).
 		Where("id IN (?)", bun.List(ids)).Where("(last_used_at IS NULL OR last_used_at < ?)", latest).Exec(ctx)
 	return normalize(err)
+}
+
+// KeyByID returns a key.
+func (s *Store) KeyByID(ctx context.Context, id string) (*APIKey, error) {
+	k := new(APIKey)
+	if err := s.db.NewSelect().Model(k).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return k, nil
 }

@@ -156,6 +156,14 @@ func (q *Q) now(ctx context.Context) (bun.Tx, error) {
 	return q.tx, q.flush(ctx)
 }
 
+// Tx is q's transaction itself, for statements of the store's domain packages (store/grants)
+// whose results are read at once, after what q queued has been sent.
+func (q *Q) Tx(ctx context.Context) (bun.Tx, error) { return q.now(ctx) }
+
+// ForUpdate locks the rows sq reads until q's transaction ends (PostgreSQL; SQLite's write
+// transaction is exclusive already).
+func (q *Q) ForUpdate(sq *bun.SelectQuery) *bun.SelectQuery { return q.forUpdate(sq) }
+
 func (q *Q) forUpdate(sq *bun.SelectQuery) *bun.SelectQuery {
 	if q.store.postgres {
 		return sq.For("UPDATE")

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/grants"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 )
@@ -64,7 +64,7 @@ type metadataDoc struct {
 }
 
 type cachedClient struct {
-	client *store.OAuthClient
+	client *grants.Client
 	until  time.Time
 }
 
@@ -113,7 +113,7 @@ func checkMetadataURL(id string) error {
 }
 
 // resolve returns the client a metadata document describes, from the cache while it is fresh.
-func (m *metadataClients) resolve(ctx context.Context, id string) (*store.OAuthClient, *Error) {
+func (m *metadataClients) resolve(ctx context.Context, id string) (*grants.Client, *Error) {
 	if err := checkMetadataURL(id); err != nil {
 		return nil, invalidClient("client_id %s is not a usable metadata document URL: %v", truncate(id, 120), err)
 	}
@@ -150,7 +150,7 @@ func (m *metadataClients) resolve(ctx context.Context, id string) (*store.OAuthC
 	return c, nil
 }
 
-func (m *metadataClients) fetch(ctx context.Context, id string) (*store.OAuthClient, time.Duration, *Error) {
+func (m *metadataClients) fetch(ctx context.Context, id string) (*grants.Client, time.Duration, *Error) {
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
@@ -201,7 +201,7 @@ func unwrap(err error) error {
 
 // checkMetadata validates a document the way Register validates a registration, plus the
 // draft's rules: client_id equal to the URL, no shared secret.
-func checkMetadata(id string, doc metadataDoc) (*store.OAuthClient, *Error) {
+func checkMetadata(id string, doc metadataDoc) (*grants.Client, *Error) {
 	switch {
 	case doc.ClientID != id:
 		return nil, invalidClient("the client metadata document's client_id %q is not its URL %s", truncate(doc.ClientID, 120), truncate(id, 120))
@@ -236,7 +236,7 @@ func checkMetadata(id string, doc metadataDoc) (*store.OAuthClient, *Error) {
 			return nil, invalidClient("client_uri must be an https URL")
 		}
 	}
-	return &store.OAuthClient{ID: id, Name: name, RedirectURIs: slices.Clone(doc.RedirectURIs), ClientURI: doc.ClientURI}, nil
+	return &grants.Client{ID: id, Name: name, RedirectURIs: slices.Clone(doc.RedirectURIs), ClientURI: doc.ClientURI}, nil
 }
 
 // freshness is how long a response may be reused (RFC 9111 for a private cache):

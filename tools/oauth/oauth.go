@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/grants"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -53,10 +54,11 @@ type Config struct {
 
 // Service issues and checks grants and tokens.
 type Service struct {
-	cfg   Config
-	store *store.Store
-	now   func() time.Time
-	meta  *metadataClients // nil: no client metadata documents
+	cfg    Config
+	store  *store.Store
+	grants grants.Grants
+	now    func() time.Time
+	meta   *metadataClients // nil: no client metadata documents
 }
 
 // New builds the service.
@@ -71,7 +73,7 @@ func New(cfg Config, d service.Deps) *Service {
 	if cfg.CodeTTL == 0 {
 		cfg.CodeTTL = 5 * time.Minute
 	}
-	s := &Service{cfg: cfg, store: d.Store, now: d.Now}
+	s := &Service{cfg: cfg, store: d.Store, grants: grants.New(d.Store), now: d.Now}
 	if cfg.Metadata != nil {
 		s.meta = newMetadataClients(cfg.Metadata, d.Now)
 	}
@@ -155,8 +157,8 @@ func (s *Service) Register(ctx context.Context, r Registration) (Registration, *
 			return bad("client_uri must be an https URL")
 		}
 	}
-	c := &store.OAuthClient{ID: "mcp_" + uuid.NewString(), Name: name, RedirectURIs: r.RedirectURIs, ClientURI: r.ClientURI, CreatedAt: s.now().UTC()}
-	if err := s.store.CreateOAuthClient(ctx, c); err != nil {
+	c := &grants.Client{ID: "mcp_" + uuid.NewString(), Name: name, RedirectURIs: r.RedirectURIs, ClientURI: r.ClientURI, CreatedAt: s.now().UTC()}
+	if err := s.grants.CreateClient(ctx, c); err != nil {
 		return Registration{}, oerr(500, "server_error", "the registration could not be stored; try again")
 	}
 	return Registration{ClientID: c.ID, ClientIDIssuedAt: c.CreatedAt.Unix(), ClientName: c.Name, ClientURI: c.ClientURI, RedirectURIs: c.RedirectURIs,
@@ -211,7 +213,7 @@ func loopback(host string) bool {
 
 // RedirectMatches reports whether given is one of the client's redirect URIs: exactly, or for
 // a loopback http URI with any port (RFC 8252 §7.3: native apps pick a free port).
-func RedirectMatches(c *store.OAuthClient, given string) bool {
+func RedirectMatches(c *grants.Client, given string) bool {
 	if slices.Contains(c.RedirectURIs, given) {
 		return true
 	}
@@ -230,7 +232,7 @@ func RedirectMatches(c *store.OAuthClient, given string) bool {
 
 // Request is a checked authorization request.
 type Request struct {
-	Client        *store.OAuthClient
+	Client        *grants.Client
 	RedirectURI   string
 	State         string
 	CodeChallenge string
@@ -243,7 +245,7 @@ type Request struct {
 // redirect URI: RFC 6749 §4.1.2.1).
 func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (req *Request, redirectable bool, e *Error) {
 	id := q.Get("client_id")
-	var c *store.OAuthClient
+	var c *grants.Client
 	switch {
 	case IsMetadataClientID(id) && s.meta != nil:
 		var oe *Error
@@ -252,7 +254,7 @@ func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (req *Reques
 		}
 	default:
 		var err error
-		if c, err = s.store.OAuthClientByID(ctx, id); err != nil {
+		if c, err = s.grants.Client(ctx, id); err != nil {
 			return nil, false, oerr(400, "invalid_client", "unknown client_id: the MCP host must register first (%s)", s.cfg.Issuer+"/oauth/register")
 		}
 	}
@@ -294,18 +296,18 @@ func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (req *Reques
 func (s *Service) Consent(ctx context.Context, req *Request, accountID, keyID string) (string, error) {
 	code := secret("")
 	now := s.now().UTC()
-	g := &store.OAuthGrant{ID: uuid.NewString(), ClientID: req.Client.ID, AccountID: accountID, KeyID: keyID, Resource: req.Resource, CreatedAt: now}
+	g := &grants.Grant{ID: uuid.NewString(), ClientID: req.Client.ID, AccountID: accountID, KeyID: keyID, Resource: req.Resource, CreatedAt: now}
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		if IsMetadataClientID(req.Client.ID) {
 			// The client as its document described it at consent (grants refer to it).
-			if err := q.PutOAuthClient(ctx, req.Client); err != nil {
+			if err := grants.PutClient(ctx, q, req.Client); err != nil {
 				return err
 			}
 		}
-		if err := q.InsertOAuthGrant(ctx, g); err != nil {
+		if err := grants.Insert(ctx, q, g); err != nil {
 			return err
 		}
-		return q.InsertOAuthCode(ctx, &store.OAuthCode{Hash: hash(code), ClientID: req.Client.ID, GrantID: g.ID, RedirectURI: req.RedirectURI,
+		return grants.Insert(ctx, q, &grants.Code{Hash: hash(code), ClientID: req.Client.ID, GrantID: g.ID, RedirectURI: req.RedirectURI,
 			CodeChallenge: req.CodeChallenge, Resource: req.Resource, ExpiresAt: now.Add(s.cfg.CodeTTL)})
 	})
 	return code, err
@@ -338,7 +340,7 @@ func (s *Service) exchangeCode(ctx context.Context, f url.Values) (Tokens, *Erro
 	var oe *Error
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		oe = nil
-		c, first, err := q.UseOAuthCode(ctx, hash(f.Get("code")), now)
+		c, first, err := grants.UseCode(ctx, q, hash(f.Get("code")), now)
 		if errors.Is(err, store.ErrNotFound) {
 			oe = oerr(400, "invalid_grant", "unknown authorization code")
 			return nil
@@ -366,7 +368,7 @@ func (s *Service) exchangeCode(ctx context.Context, f url.Values) (Tokens, *Erro
 			// The code is spent: the grant it was for can never be completed.
 			return revokeGrant(ctx, q, c.GrantID, "authorization code exchange failed: "+oe.Code, now)
 		}
-		g, err := q.OAuthGrant(ctx, c.GrantID)
+		g, err := grants.Read(ctx, q, c.GrantID)
 		if err != nil {
 			return err
 		}
@@ -389,7 +391,7 @@ func (s *Service) refresh(ctx context.Context, f url.Values) (Tokens, *Error) {
 	var oe *Error
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		oe = nil
-		t, err := q.LockOAuthToken(ctx, hash(f.Get("refresh_token")))
+		t, err := grants.LockToken(ctx, q, hash(f.Get("refresh_token")))
 		if errors.Is(err, store.ErrNotFound) || (err == nil && t.Kind != "refresh") {
 			oe = oerr(400, "invalid_grant", "unknown or revoked refresh token; start the authorization again")
 			return nil
@@ -397,7 +399,7 @@ func (s *Service) refresh(ctx context.Context, f url.Values) (Tokens, *Error) {
 		if err != nil {
 			return err
 		}
-		g, err := q.OAuthGrant(ctx, t.GrantID)
+		g, err := grants.Read(ctx, q, t.GrantID)
 		if err != nil {
 			return err
 		}
@@ -418,7 +420,7 @@ func (s *Service) refresh(ctx context.Context, f url.Values) (Tokens, *Error) {
 		if oe != nil {
 			return nil
 		}
-		if err := q.MarkOAuthTokenUsed(ctx, t.Hash, now); err != nil {
+		if err := grants.MarkTokenUsed(ctx, q, t.Hash, now); err != nil {
 			return err
 		}
 		out, err = s.issue(ctx, q, g.ID, now)
@@ -432,10 +434,10 @@ func (s *Service) refresh(ctx context.Context, f url.Values) (Tokens, *Error) {
 
 func (s *Service) issue(ctx context.Context, q *store.Q, grantID string, now time.Time) (Tokens, error) {
 	access, refresh := secret(AccessPrefix), secret(RefreshPrefix)
-	if err := q.InsertOAuthToken(ctx, &store.OAuthToken{Hash: hash(access), GrantID: grantID, Kind: "access", ExpiresAt: now.Add(s.cfg.AccessTTL), CreatedAt: now}); err != nil {
+	if err := grants.Insert(ctx, q, &grants.Token{Hash: hash(access), GrantID: grantID, Kind: "access", ExpiresAt: now.Add(s.cfg.AccessTTL), CreatedAt: now}); err != nil {
 		return Tokens{}, err
 	}
-	if err := q.InsertOAuthToken(ctx, &store.OAuthToken{Hash: hash(refresh), GrantID: grantID, Kind: "refresh", ExpiresAt: now.Add(s.cfg.RefreshTTL), CreatedAt: now}); err != nil {
+	if err := grants.Insert(ctx, q, &grants.Token{Hash: hash(refresh), GrantID: grantID, Kind: "refresh", ExpiresAt: now.Add(s.cfg.RefreshTTL), CreatedAt: now}); err != nil {
 		return Tokens{}, err
 	}
 	return Tokens{AccessToken: access, TokenType: "Bearer", ExpiresIn: int64(s.cfg.AccessTTL.Seconds()), RefreshToken: refresh}, nil
@@ -445,7 +447,7 @@ func (s *Service) issue(ctx context.Context, q *store.Q, grantID string, now tim
 func (s *Service) Revoke(ctx context.Context, token string) error {
 	now := s.now().UTC()
 	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		t, err := q.LockOAuthToken(ctx, hash(token))
+		t, err := grants.LockToken(ctx, q, hash(token))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -459,7 +461,7 @@ func (s *Service) Revoke(ctx context.Context, token string) error {
 // revokeGrant ends grant id inside q's transaction and tells its account which keys ended
 // with it (key.revoked, in the same transaction).
 func revokeGrant(ctx context.Context, q *store.Q, id, why string, now time.Time) error {
-	g, revoked, err := q.RevokeOAuthGrant(ctx, id, why, now)
+	g, revoked, err := grants.Revoke(ctx, q, id, why, now)
 	if err != nil || len(revoked) == 0 {
 		return err
 	}
@@ -471,7 +473,7 @@ func revokeGrant(ctx context.Context, q *store.Q, id, why string, now time.Time)
 func (s *Service) RevokeGrant(ctx context.Context, accountID, grantID string) error {
 	now := s.now().UTC()
 	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		g, err := q.OAuthGrant(ctx, grantID)
+		g, err := grants.Read(ctx, q, grantID)
 		if errors.Is(err, store.ErrNotFound) || err == nil && g.AccountID != accountID {
 			return tools.Errorf(tools.CodeNotFound, "no connection %s in this account; the Connections page lists yours", grantID)
 		}
@@ -485,20 +487,20 @@ func (s *Service) RevokeGrant(ctx context.Context, accountID, grantID string) er
 // Connection is a live grant as its account sees it: the client and the scopes of the key
 // that backs it.
 type Connection struct {
-	*store.OAuthGrant
+	*grants.Grant
 	Scopes []string // nil when the key cannot be read
 }
 
 // Connections lists an account's live connections, newest first (the portal's Connections
 // page).
 func (s *Service) Connections(ctx context.Context, accountID string) ([]Connection, error) {
-	grants, err := s.store.OAuthGrants(ctx, accountID)
+	live, err := s.grants.Live(ctx, accountID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Connection, 0, len(grants))
-	for _, g := range grants {
-		c := Connection{OAuthGrant: g}
+	out := make([]Connection, 0, len(live))
+	for _, g := range live {
+		c := Connection{Grant: g}
 		// The scopes are shown beside the connection; one unreadable key does not hide the
 		// list, and the grant still names its client and can be revoked.
 		if k, err := s.store.KeyByID(ctx, g.KeyID); err == nil {
@@ -515,7 +517,7 @@ var ErrInvalidToken = errors.New("invalid token")
 // Authenticate resolves an access token to the Principal of its grant's key.
 func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Principal, error) {
 	now := s.now().UTC()
-	t, g, err := s.store.OAuthAccess(ctx, hash(token))
+	t, g, err := s.grants.Access(ctx, hash(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: unknown or revoked", ErrInvalidToken)
 	}
@@ -538,7 +540,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Princi
 		return nil, fmt.Errorf("%w: the connection's key was revoked", ErrInvalidToken)
 	}
 	if g.LastUsedAt == nil || now.Sub(*g.LastUsedAt) > time.Minute {
-		_ = s.store.TouchOAuthGrant(ctx, g.ID, now) // bookkeeping; never fails the call
+		_ = s.grants.Touch(ctx, g.ID, now) // bookkeeping; never fails the call
 	}
 	p, err := keys.ResolveKey(ctx, s.store, key)
 	if err != nil {

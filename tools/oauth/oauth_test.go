@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/grants"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -44,7 +45,7 @@ func connect(t *testing.T, st *store.Store, svc *Service, clientID, accountID, k
 		t.Fatalf("consent: %v", err)
 	}
 	var grantID string
-	if err := st.DB().NewSelect().Model((*store.OAuthGrant)(nil)).Column("id").Where("key_id = ?", keyID).Scan(ctx, &grantID); err != nil {
+	if err := st.DB().NewSelect().Model((*grants.Grant)(nil)).Column("id").Where("key_id = ?", keyID).Scan(ctx, &grantID); err != nil {
 		t.Fatalf("the consent's grant: %v", err)
 	}
 	if exchange {
@@ -92,7 +93,7 @@ func TestConnections(t *testing.T) {
 			t.Fatalf("each connection carries its key's scopes: %v, %v", got[0].Scopes, got[1].Scopes)
 		}
 		if got[0].Client == nil || got[0].Client.Name != "Test Host" || got[0].AccountID != "a1" {
-			t.Fatalf("a connection names its client: %+v", got[0].OAuthGrant)
+			t.Fatalf("a connection names its client: %+v", got[0].Grant)
 		}
 
 		// An account revokes only its own connections; a revoked one leaves the list.

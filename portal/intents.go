@@ -2,6 +2,7 @@ package portal
 
 import (
 	"encoding/json"
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,26 +14,6 @@ import (
 
 // The partner pages: the web form the spec describes (Test endpoint, Publish, Activate),
 // over the same partner_* tools, validator and publish limit as MCP and REST.
-
-type field struct{ Name, Label, Value, Error, Hint string }
-
-func fieldOf(name, label string, form map[string]any, errs map[string]string, hint string) field {
-	return field{Name: name, Label: label, Value: str(form[name]), Error: errs[name], Hint: hint}
-}
-
-func str(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	default:
-		b, _ := json.Marshal(x)
-		return string(b)
-	}
-}
 
 type intentFormData struct {
 	Categories, Capabilities, FeeUnits []string
@@ -81,12 +62,12 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 
 	if r.PostFormValue("action") == "test" {
 		args := map[string]any{"toolEndpoint": form["toolEndpoint"], "bindingType": form["bindingType"]}
-		if h := str(form["publicIdentifier"]); h != "" {
+		if h := present.Str(form["publicIdentifier"]); h != "" {
 			args["publicIdentifier"] = h
 		}
 		out, e := p.call(r, pr, "partner_test_endpoint", args)
 		if e != nil {
-			v.Errors = fieldErrors(e, "toolEndpoint", "publicIdentifier", "bindingType")
+			v.Errors = present.FieldErrors(e, "toolEndpoint", "publicIdentifier", "bindingType")
 			p.render(w, http.StatusUnprocessableEntity, "intent_form", v)
 			return
 		}
@@ -99,27 +80,27 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	args := map[string]any{"publicIdentifier": form["publicIdentifier"], "name": form["name"], "description": form["description"],
 		"category": form["category"], "capabilities": append([]string{}, r.PostForm["capabilities"]...),
 		"bindingType": form["bindingType"], "toolEndpoint": form["toolEndpoint"]}
-	if u := str(form["feeRateUnit"]); u != "" {
+	if u := present.Str(form["feeRateUnit"]); u != "" {
 		args["feeRateUnit"] = u
 	}
-	if s := str(form["parametersSchema"]); s != "" {
+	if s := present.Str(form["parametersSchema"]); s != "" {
 		if err := jsonlimit.Request([]byte(s)); err != nil {
 			v.Errors["parametersSchema"] = "the schema is " + err.Error()
 		} else if !json.Valid([]byte(s)) {
 			v.Errors["parametersSchema"] = "not valid JSON; write a JSON Schema object, e.g. {\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}},\"required\":[\"query\"]}"
-		} else if msg := partners.ParametersSchemaProblem(str(form["category"]), str(form["feeRateUnit"]), []byte(s)); msg != "" {
+		} else if msg := partners.ParametersSchemaProblem(present.Str(form["category"]), present.Str(form["feeRateUnit"]), []byte(s)); msg != "" {
 			v.Errors["parametersSchema"] = msg // checked here too: a bad handle would stop the publish before the schema is read
 		}
 		args["parametersSchema"] = json.RawMessage(s)
 	}
-	if s := str(form["feeRate"]); s != "" {
+	if s := present.Str(form["feeRate"]); s != "" {
 		if _, err := strconv.ParseFloat(s, 64); err != nil || strings.ContainsAny(s, "eE") {
 			v.Errors["feeRate"] = "a number, e.g. 0 or 0.001"
 		} else {
 			args["feeRate"] = json.Number(s)
 		}
 	}
-	if a := str(form["payoutEvm"]); a != "" {
+	if a := present.Str(form["payoutEvm"]); a != "" {
 		args["payoutAddresses"] = map[string]string{"evm": a}
 	}
 	if len(v.Errors) > 0 {
@@ -130,7 +111,7 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 			delete(args, "feeRate")
 		}
 		if e := p.o.Kernel.Tool("partner_publish_intent").CheckInput(args); e != nil {
-			for f, msg := range fieldErrors(e, "publicIdentifier", "name", "description", "category", "capabilities", "bindingType", "toolEndpoint", "feeRateUnit", "feeRate", "payoutAddresses") {
+			for f, msg := range present.FieldErrors(e, "publicIdentifier", "name", "description", "category", "capabilities", "bindingType", "toolEndpoint", "feeRateUnit", "feeRate", "payoutAddresses") {
 				if f != "form" {
 					v.Errors[f] = msg
 				}
@@ -139,10 +120,10 @@ func (p *portal) newIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	} else {
 		out, e := p.call(r, pr, "partner_publish_intent", args)
 		if e == nil {
-			http.Redirect(w, r, "/developer/intents/"+str(out["id"])+"?published=1", http.StatusSeeOther)
+			http.Redirect(w, r, "/developer/intents/"+present.Str(out["id"])+"?published=1", http.StatusSeeOther)
 			return
 		}
-		v.Errors = fieldErrors(e, "publicIdentifier", "name", "description", "category", "capabilities", "bindingType", "toolEndpoint", "parametersSchema", "feeRateUnit", "feeRate", "payoutAddresses")
+		v.Errors = present.FieldErrors(e, "publicIdentifier", "name", "description", "category", "capabilities", "bindingType", "toolEndpoint", "parametersSchema", "feeRateUnit", "feeRate", "payoutAddresses")
 		if e.Code == tools.CodeConflict { // the handle is taken
 			v.Errors = map[string]string{"publicIdentifier": e.Message}
 		}
@@ -168,7 +149,7 @@ func (p *portal) findIntent(r *http.Request, pr *tools.Principal, id string) (ma
 	}
 	items, _ := list["intents"].([]any)
 	for _, it := range items {
-		if m, _ := it.(map[string]any); str(m["id"]) == id {
+		if m, _ := it.(map[string]any); present.Str(m["id"]) == id {
 			return m, nil
 		}
 	}
@@ -187,11 +168,11 @@ func (p *portal) intentView(r *http.Request, pr *tools.Principal, id string) (vi
 	d := intentData{Intent: in, Earnings: earnings}
 	rows, _ := earnings["byIntent"].([]any)
 	for _, row := range rows {
-		if m, _ := row.(map[string]any); str(m["intentId"]) == id {
+		if m, _ := row.(map[string]any); present.Str(m["intentId"]) == id {
 			d.Earned = m
 		}
 	}
-	v := p.page(pr, str(in["publicIdentifier"]), d)
+	v := p.page(pr, present.Str(in["publicIdentifier"]), d)
 	v.Form = map[string]any{"name": in["name"], "description": in["description"], "toolEndpoint": in["toolEndpoint"],
 		"timeoutMs": in["timeoutMs"], "feeRate": in["feeRate"]}
 	v.Errors = map[string]string{}
@@ -237,10 +218,10 @@ func (p *portal) intentAction(w http.ResponseWriter, r *http.Request, pr *tools.
 		for _, k := range []string{"name", "description", "toolEndpoint"} {
 			args[k] = form[k]
 		}
-		if n, err := strconv.Atoi(str(form["timeoutMs"])); err == nil {
+		if n, err := strconv.Atoi(present.Str(form["timeoutMs"])); err == nil {
 			args["timeoutMs"] = n
 		}
-		if f := str(form["feeRate"]); f != "" {
+		if f := present.Str(form["feeRate"]); f != "" {
 			args["feeRate"] = json.Number(f)
 		}
 		_, e = p.call(r, pr, "partner_update_intent", args)
@@ -263,7 +244,7 @@ func (p *portal) intentAction(w http.ResponseWriter, r *http.Request, pr *tools.
 	switch {
 	case e != nil:
 		status = http.StatusUnprocessableEntity
-		v.Errors = fieldErrors(e, "name", "description", "toolEndpoint", "timeoutMs", "feeRate")
+		v.Errors = present.FieldErrors(e, "name", "description", "toolEndpoint", "timeoutMs", "feeRate")
 		if len(form) > 0 {
 			v.Form = form
 		}

@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"html/template"
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -22,84 +21,6 @@ import (
 // the rules (ranking, what a call cost, who may see which call) live there.
 
 var marketPages = []string{"marketplace", "listing", "usage", "intent_usage", "calls", "call"}
-
-var marketFuncs = template.FuncMap{
-	"usd": usdAny,
-	"pct": func(f *float64) string {
-		if f == nil {
-			return "—"
-		}
-		return strconv.FormatFloat(*f*100, 'f', 1, 64) + "%"
-	},
-	"ms": func(v any) string {
-		switch x := v.(type) {
-		case *int:
-			if x != nil {
-				return strconv.Itoa(*x) + " ms"
-			}
-		case *int64:
-			if x != nil {
-				return strconv.FormatInt(*x, 10) + " ms"
-			}
-		}
-		return "—"
-	},
-	"intp": func(x *int) string {
-		if x == nil {
-			return "—"
-		}
-		return strconv.Itoa(*x)
-	},
-	"pretty": pretty,
-	// plural writes a count with its noun: 1 call, 2 calls.
-	"plural": func(n any, one, many string) string {
-		if c := fmt.Sprint(n); c != "1" {
-			return c + " " + many
-		}
-		return "1 " + one
-	},
-	"query": func(kv ...string) template.URL { return template.URL(queryOf(kv...)) },
-}
-
-// usdAny writes micro-USD (an int64 of ours, or a JSON number of a tool's answer) as USD.
-func usdAny(v any) string {
-	switch x := v.(type) {
-	case int64:
-		return tools.USD(x).String() + " USD"
-	case float64:
-		return tools.USD(int64(x)).String() + " USD"
-	case json.Number:
-		n, _ := x.Int64()
-		return tools.USD(n).String() + " USD"
-	}
-	return str(v) + " USD"
-}
-
-// pretty indents JSON for a <pre>; the template escapes it, so the encoder need not.
-func pretty(v any) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return str(v)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// queryOf builds "?k=v&..." from pairs, leaving out empty values.
-func queryOf(kv ...string) string {
-	q := url.Values{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			q.Set(kv[i], kv[i+1])
-		}
-	}
-	if len(q) == 0 {
-		return ""
-	}
-	return "?" + q.Encode()
-}
 
 // marketRoutes serves the pages whose services are configured.
 func (p *portal) marketRoutes(mux *http.ServeMux) {
@@ -250,7 +171,7 @@ func (p *portal) tryIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 			for _, pm := range d.Params {
 				fields = append(fields, pm.Name)
 			}
-			for k, m := range fieldErrors(e, fields...) {
+			for k, m := range present.FieldErrors(e, fields...) {
 				if k != "form" && k != "query" {
 					k = "arg." + k
 				}
@@ -364,7 +285,7 @@ func (p *portal) usagePage(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	d.Total = chart.Chart{Title: "Spend per day, all keys", Days: sp.Days, Format: chart.USD, Href: "/developer/calls",
 		Series: []chart.Series{{Label: "spent", Class: "s1", Values: chart.Values(sp.Total.Values, micro)}}}
 	for _, k := range sp.ByKey {
-		href := "/developer/calls" + queryOf("key", k.KeyID)
+		href := "/developer/calls" + present.QueryOf("key", k.KeyID)
 		if k.KeyID == "" {
 			href = "/developer/calls"
 		}
@@ -400,7 +321,7 @@ func (p *portal) intentUsage(w http.ResponseWriter, r *http.Request, pr *tools.P
 			p50[i], p95[i] = f(float64(*d.P50)), f(float64(*d.P95))
 		}
 	}
-	href := "/developer/calls" + queryOf("side", "partner", "intent", st.IntentID)
+	href := "/developer/calls" + present.QueryOf("side", "partner", "intent", st.IntentID)
 	count := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 	d := intentUsageData{Stats: st,
 		Calls: chart.Chart{Title: "Calls per day", Days: days, Format: count, Href: href,

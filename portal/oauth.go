@@ -2,6 +2,7 @@ package portal
 
 import (
 	"encoding/json"
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -92,7 +93,7 @@ func (p *portal) authorize(w http.ResponseWriter, r *http.Request) {
 		// Everything typed stays as typed; each problem is shown at its field.
 		data.Spend, data.Rate = r.PostFormValue("spendLimitUsd"), r.PostFormValue("rateLimitPerMinute")
 		v := p.page(pr, "Connect "+req.Client.Name, data)
-		v.Errors = fieldErrors(e, "scopes", "spendLimitUsd", "rateLimitPerMinute")
+		v.Errors = present.FieldErrors(e, "scopes", "spendLimitUsd", "rateLimitPerMinute")
 		if len(data.Chosen) == 0 {
 			v.Errors["scopes"] = "choose at least one scope"
 			delete(v.Errors, "form")

@@ -2,9 +2,9 @@ package portal
 
 import (
 	"encoding/json"
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +48,7 @@ func (p *portal) keyNames(r *http.Request, pr *tools.Principal) ([]keyName, *too
 	ks, _ := list["keys"].([]any)
 	for _, k := range ks {
 		if m, ok := k.(map[string]any); ok && m["revokedAt"] == nil {
-			out = append(out, keyName{ID: str(m["id"]), Name: str(m["name"])})
+			out = append(out, keyName{ID: present.Str(m["id"]), Name: present.Str(m["name"])})
 		}
 	}
 	return out, nil
@@ -60,24 +60,6 @@ type approvalsData struct {
 	Pending, Decided []policies.Approval
 	Keys             map[string]string // key id -> name
 	Flash            string
-}
-
-// chargeItem is one line of an approval's itemized charge.
-type chargeItem struct{ Label, USD string }
-
-// chargeParts are an approval's charge lines in the order a bill reads.
-var chargeParts = []chargeItem{{"Infrastructure", "infrastructureUsd"}, {"Partner fee (at most)", "partnerFeeUsd"}, {"Platform fee", "platformFeeUsd"},
-	{"Gas estimate", "gasEstimateUsd"}, {"Flat fee", "flatFeeUsd"}, {"Expected total", "totalUsd"}}
-
-// chargeItems is the charge's lines that are there and not zero (the total always).
-func chargeItems(charge map[string]string) []chargeItem {
-	var out []chargeItem
-	for _, c := range chargeParts {
-		if v, ok := charge[c.USD]; ok && (v != "0" || c.USD == "totalUsd") {
-			out = append(out, chargeItem{Label: c.Label, USD: v})
-		}
-	}
-	return out
 }
 
 func (p *portal) approvals(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
@@ -153,10 +135,6 @@ type policyData struct {
 	Flash      string
 }
 
-// policyFields are the form's fields, each where an error about it is shown.
-var policyFields = []string{"cap_hour", "cap_day", "cap_30d", "perCallMaxUsd", "deny_handles", "deny_publishers", "deny_categories",
-	"denyByDefault", "allow_handles", "allow_publishers", "allow_categories", "approval_aboveUsd", "approval_categories", "approval_firstCallToPartner"}
-
 func (p *portal) policyView(r *http.Request, pr *tools.Principal, key string) (policyData, *tools.Error) {
 	keys, e := p.keyNames(r, pr)
 	if e != nil {
@@ -178,28 +156,6 @@ func (p *portal) policyView(r *http.Request, pr *tools.Principal, key string) (p
 	return d, e
 }
 
-// policyForm is a policy as the form shows it.
-func policyForm(pol *billing.Policy) map[string]any {
-	f := map[string]any{}
-	if pol == nil {
-		return f
-	}
-	for _, c := range pol.Caps {
-		f["cap_"+c.Window] = c.USD
-	}
-	f["perCallMaxUsd"] = pol.PerCallMaxUsd
-	f["deny_handles"], f["deny_publishers"], f["deny_categories"] = strings.Join(pol.Deny.Handles, ", "), strings.Join(pol.Deny.Publishers, ", "), pol.Deny.Categories
-	f["allow_handles"], f["allow_publishers"], f["allow_categories"] = strings.Join(pol.Allow.Handles, ", "), strings.Join(pol.Allow.Publishers, ", "), pol.Allow.Categories
-	if pol.DenyByDefault {
-		f["denyByDefault"] = "on"
-	}
-	f["approval_aboveUsd"], f["approval_categories"] = pol.Approval.AboveUsd, pol.Approval.Categories
-	if pol.Approval.FirstCallToPartner {
-		f["approval_firstCallToPartner"] = "on"
-	}
-	return f
-}
-
 func (p *portal) renderPolicy(w http.ResponseWriter, pr *tools.Principal, status int, d policyData, form map[string]any, errs map[string]string) {
 	v := p.page(pr, "Spend policy", d)
 	v.Form, v.Errors = form, errs
@@ -219,18 +175,13 @@ func (p *portal) policy(w http.ResponseWriter, r *http.Request, pr *tools.Princi
 	if r.URL.Query().Get("saved") != "" {
 		d.Flash = "Saved: every call from now on is checked against it."
 	}
-	p.renderPolicy(w, pr, http.StatusOK, d, policyForm(own), nil)
-}
-
-// listOf reads a list field: entries separated by commas, spaces or new lines.
-func listOf(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
+	p.renderPolicy(w, pr, http.StatusOK, d, present.PolicyForm(own), nil)
 }
 
 func (p *portal) setPolicy(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
 	key := r.PostFormValue("keyId")
 	form := map[string]any{}
-	for _, f := range policyFields {
+	for _, f := range present.PolicyFields {
 		if strings.HasSuffix(f, "_categories") {
 			form[f] = r.PostForm[f]
 		} else {
@@ -238,16 +189,16 @@ func (p *portal) setPolicy(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 		}
 	}
 	pol := billing.Policy{
-		PerCallMaxUsd: str(form["perCallMaxUsd"]),
-		Deny:          billing.Lists{Handles: listOf(str(form["deny_handles"])), Publishers: listOf(str(form["deny_publishers"])), Categories: r.PostForm["deny_categories"]},
-		Allow:         billing.Lists{Handles: listOf(str(form["allow_handles"])), Publishers: listOf(str(form["allow_publishers"])), Categories: r.PostForm["allow_categories"]},
+		PerCallMaxUsd: present.Str(form["perCallMaxUsd"]),
+		Deny:          billing.Lists{Handles: present.ListOf(present.Str(form["deny_handles"])), Publishers: present.ListOf(present.Str(form["deny_publishers"])), Categories: r.PostForm["deny_categories"]},
+		Allow:         billing.Lists{Handles: present.ListOf(present.Str(form["allow_handles"])), Publishers: present.ListOf(present.Str(form["allow_publishers"])), Categories: r.PostForm["allow_categories"]},
 		DenyByDefault: form["denyByDefault"] == "on",
-		Approval: billing.ApprovalRule{AboveUsd: str(form["approval_aboveUsd"]), Categories: r.PostForm["approval_categories"],
+		Approval: billing.ApprovalRule{AboveUsd: present.Str(form["approval_aboveUsd"]), Categories: r.PostForm["approval_categories"],
 			FirstCallToPartner: form["approval_firstCallToPartner"] == "on"},
 	}
 	var capOrder []string // the window of each cap sent, to place an error about caps[i]
 	for _, w := range billing.Windows {
-		if v := str(form["cap_"+w.Name]); v != "" {
+		if v := present.Str(form["cap_"+w.Name]); v != "" {
 			pol.Caps = append(pol.Caps, billing.Cap{Window: w.Name, USD: v})
 			capOrder = append(capOrder, w.Name)
 		}
@@ -279,93 +230,5 @@ func (p *portal) setPolicy(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 		p.fail(w, r, le)
 		return
 	}
-	p.renderPolicy(w, pr, http.StatusUnprocessableEntity, d, form, policyErrors(e, capOrder))
-}
-
-var (
-	capIndexRe  = regexp.MustCompile(`^caps[\[./](\d+)`)
-	capWindowRe = regexp.MustCompile(`the (hour|day|30d) cap`)
-	// amountRe and listRe are the policy paths a message starts with, which the field the
-	// message is shown at already says.
-	amountRe = regexp.MustCompile(`^(caps\[\d+\]\.usd|perCallMaxUsd|approval\.aboveUsd) `)
-	listRe   = regexp.MustCompile(`^(allow|deny)\.(handles|publishers|categories): `)
-)
-
-// fieldMessage is a policy_set message as the field it is shown at reads it.
-func fieldMessage(msg string) string {
-	if amountRe.MatchString(msg) {
-		return amountRe.ReplaceAllString(msg, "this amount ")
-	}
-	return listRe.ReplaceAllString(msg, "")
-}
-
-// policyErrors places policy_set's refusal next to the field it is about: its message names
-// the policy's field (caps[1].usd, deny.handles, ...), or the schema validator's problems
-// point at it (at /policy/perCallMaxUsd: ...). What names no field is shown above the button.
-func policyErrors(e *tools.Error, capOrder []string) map[string]string {
-	fieldOf := func(path string) string {
-		path = strings.ReplaceAll(path, "/", ".")
-		if m := capIndexRe.FindStringSubmatch(path); m != nil {
-			if i, _ := strconv.Atoi(m[1]); i < len(capOrder) {
-				return "cap_" + capOrder[i]
-			}
-		}
-		if m := capWindowRe.FindStringSubmatch(path); m != nil {
-			return "cap_" + m[1]
-		}
-		for _, f := range policyFields {
-			if dotted := strings.Replace(f, "_", ".", 1); strings.HasPrefix(path, dotted) || strings.HasPrefix(path, f) {
-				return f
-			}
-		}
-		return ""
-	}
-	out := map[string]string{}
-	problems, _ := e.Details["problems"].([]string)
-	for _, pr := range problems {
-		at, msg, ok := strings.Cut(strings.TrimPrefix(pr, "at "), ":")
-		if !ok {
-			continue
-		}
-		if f := fieldOf(strings.TrimPrefix(strings.TrimPrefix(at, "/policy"), "/")); f != "" {
-			if _, taken := out[f]; !taken {
-				out[f] = humanize(f, strings.TrimSpace(msg))
-			}
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
-	if f := fieldOf(e.Message); f != "" {
-		out[f] = fieldMessage(e.Message)
-	} else {
-		out["form"] = e.Message
-	}
-	return out
-}
-
-// asks says when a policy's approval rule asks the owner first ("" for never).
-func asks(a billing.ApprovalRule) string {
-	var parts []string
-	if a.AboveUsd != "" {
-		parts = append(parts, "calls that may cost more than "+a.AboveUsd+" USD")
-	}
-	if len(a.Categories) > 0 {
-		parts = append(parts, strings.Join(a.Categories, ", ")+" calls")
-	}
-	if a.FirstCallToPartner {
-		parts = append(parts, "the first call to each partner")
-	}
-	return strings.Join(parts, "; ")
-}
-
-// cats is a fieldset of category checkboxes (the "cats" template).
-type cats struct {
-	Name, Label, Error string
-	Checked            any
-	Options            []string
-}
-
-func catsOf(name, label string, form map[string]any, errs map[string]string, options []string) cats {
-	return cats{Name: name, Label: label, Error: errs[name], Checked: form[name], Options: options}
+	p.renderPolicy(w, pr, http.StatusUnprocessableEntity, d, form, present.PolicyErrors(e, capOrder))
 }

@@ -13,12 +13,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -109,19 +108,7 @@ func New(o Options) (http.Handler, error) {
 		o.Now = time.Now
 	}
 	p := &portal{o: o, pages: map[string]*template.Template{}, oidc: providers{found: map[int]*oidc.Provider{}}, limiter: limiterOf(o)}
-	funcs := template.FuncMap{
-		"join":        func(v any) string { return strings.Join(strs(v), ", ") },
-		"checked":     func(v any, s string) bool { return slices.Contains(strs(v), s) },
-		"field":       fieldOf,
-		"str":         str,
-		"when":        when,
-		"label":       label,
-		"passed":      passed,
-		"chargeItems": chargeItems,
-		"catsOf":      catsOf,
-		"asks":        asks,
-	}
-	maps.Copy(funcs, marketFuncs)
+	funcs := present.Funcs()
 	for _, page := range append([]string{"signin", "account", "keys", "settings", "intents", "intent_form", "intent", "partner", "docs", "integrations", "connect", "consent", "connections", "error", "wallet_export"}, append(append(marketPages, webhookPages...), policyPages...)...) {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+page+".html")
 		if err != nil {
@@ -188,22 +175,6 @@ func New(o Options) (http.Handler, error) {
 	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a cross-site
 	// state-changing request is refused before any handler runs; forms also carry a token.
 	return http.NewCrossOriginProtection().Handler(mux), nil
-}
-
-func strs(v any) []string {
-	switch x := v.(type) {
-	case []string:
-		return x
-	case []any:
-		out := make([]string, 0, len(x))
-		for _, s := range x {
-			if str, ok := s.(string); ok {
-				out = append(out, str)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // view is what every page renders.
@@ -374,56 +345,6 @@ func callAs[Out any](p *portal, r *http.Request, pr *tools.Principal, tool strin
 		return zero, e
 	}
 	return out.(Out), nil
-}
-
-// fieldErrors places a tool's BAD_INPUT or FORBIDDEN message next to the field it is about.
-func fieldErrors(e *tools.Error, fields ...string) map[string]string {
-	out := map[string]string{}
-	problems, _ := e.Details["problems"].([]string)
-	if problems == nil && e.Details["problems"] != nil {
-		// The partner validator's problems name their field.
-		var named []struct{ Field, Message string }
-		raw, _ := json.Marshal(e.Details["problems"])
-		json.Unmarshal(raw, &named)
-		for _, n := range named {
-			root, _, _ := strings.Cut(n.Field, ".")
-			root, _, _ = strings.Cut(root, "[")
-			if _, taken := out[root]; !taken && slices.Contains(fields, root) {
-				out[root] = humanize(root, n.Message)
-			}
-		}
-		if len(out) > 0 {
-			return out
-		}
-	}
-	// Every problem is shown, each at its field: the validator lists them all.
-	for _, pr := range problems {
-		if m := missingRe.FindStringSubmatch(pr); m != nil && strings.HasPrefix(pr, "at /:") {
-			for _, q := range quotedRe.FindAllStringSubmatch(m[1], -1) {
-				if slices.Contains(fields, q[1]) {
-					out[q[1]] = "fill this in"
-				}
-			}
-			continue
-		}
-		for _, f := range fields {
-			if strings.HasPrefix(pr, "at /"+f+":") || strings.HasPrefix(pr, "at /"+f+"/") {
-				if _, taken := out[f]; !taken {
-					out[f] = humanize(f, strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " "))
-				}
-			}
-		}
-	}
-	if len(out) == 0 {
-		for _, f := range fields {
-			if strings.Contains(e.Message, f) {
-				out[f] = e.Message
-				return out
-			}
-		}
-		out["form"] = e.Message
-	}
-	return out
 }
 
 // Sign-in.
@@ -608,14 +529,14 @@ func (p *portal) issueKey(w http.ResponseWriter, r *http.Request, pr *tools.Prin
 		}
 		args["rateLimitPerMinute"] = n
 	}
-	if e := tools.CheckText("name", str(form["name"])); e != nil || form["name"] == "" {
+	if e := tools.CheckText("name", present.Str(form["name"])); e != nil || form["name"] == "" {
 		errs["name"] = "give the key a name, e.g. the agent or machine that uses it"
 	}
 	var issued map[string]any
 	if len(errs) == 0 {
 		out, e := p.call(r, pr, "api_key_create", args)
 		if e != nil {
-			errs = fieldErrors(e, "name", "scopes", "spendLimitUsd", "rateLimitPerMinute")
+			errs = present.FieldErrors(e, "name", "scopes", "spendLimitUsd", "rateLimitPerMinute")
 		}
 		issued = out
 	}

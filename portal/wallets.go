@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"strings"
 
@@ -28,7 +29,7 @@ func (p *portal) exportPage(w http.ResponseWriter, r *http.Request, pr *tools.Pr
 		p.fail(w, r, e)
 		return
 	}
-	p.render(w, http.StatusOK, "wallet_export", p.page(pr, "Export wallet keys", exportData{Email: str(acct["email"]), Enabled: p.exportEnabled()}))
+	p.render(w, http.StatusOK, "wallet_export", p.page(pr, "Export wallet keys", exportData{Email: present.Str(acct["email"]), Enabled: p.exportEnabled()}))
 }
 
 func (p *portal) exportAction(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
@@ -37,7 +38,7 @@ func (p *portal) exportAction(w http.ResponseWriter, r *http.Request, pr *tools.
 		p.fail(w, r, e)
 		return
 	}
-	d := exportData{Email: str(acct["email"]), Enabled: p.exportEnabled()}
+	d := exportData{Email: present.Str(acct["email"]), Enabled: p.exportEnabled()}
 	if !d.Enabled {
 		p.fail(w, r, tools.Errorf(tools.CodeNotFound, "exporting wallet keys needs an e-mailed code, and this service sends no e-mail; ask its operator"))
 		return

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"strings"
 
@@ -33,7 +34,7 @@ func (p *portal) webhooksView(r *http.Request, pr *tools.Principal) (webhooksDat
 	if e != nil {
 		return webhooksData{}, e
 	}
-	d := webhooksData{Types: webhookEventTypes, PublicKey: str(eps["publicKey"])}
+	d := webhooksData{Types: webhookEventTypes, PublicKey: present.Str(eps["publicKey"])}
 	d.Endpoints, _ = eps["endpoints"].([]any)
 	d.Deliveries, _ = ds["deliveries"].([]any)
 	return d, nil
@@ -69,7 +70,7 @@ func (p *portal) createWebhook(w http.ResponseWriter, r *http.Request, pr *tools
 	var errs map[string]string
 	created, e := p.call(r, pr, "webhook_endpoint_create", args)
 	if e != nil {
-		errs = fieldErrors(e, "url", "eventTypes", "description")
+		errs = present.FieldErrors(e, "url", "eventTypes", "description")
 	}
 	d, le := p.webhooksView(r, pr)
 	if le != nil {

@@ -1,21 +1,52 @@
-package portal
+// Package present is how the portal's pages show values and read forms back: the template
+// functions (times, labels, money, JSON, plurals, query strings), form fields and the
+// placement of a tool's refusal next to the field it is about, and the spend-policy form.
+// Pure functions of values, with no server, session or tool call: the pages (package portal)
+// call tools and render; this package decides how what they got reads.
+package present
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-hq/switchboard/tools"
 )
+
+// Funcs are the template functions every page may use.
+func Funcs() template.FuncMap {
+	funcs := template.FuncMap{
+		"join":        func(v any) string { return strings.Join(Strs(v), ", ") },
+		"checked":     func(v any, s string) bool { return slices.Contains(Strs(v), s) },
+		"field":       FieldOf,
+		"str":         Str,
+		"when":        When,
+		"label":       Label,
+		"passed":      passed,
+		"chargeItems": ChargeItems,
+		"catsOf":      CatsOf,
+		"asks":        Asks,
+	}
+	for k, v := range marketFuncs {
+		funcs[k] = v
+	}
+	return funcs
+}
 
 // How values read on the pages: one timestamp form with the exact UTC time on hover, labels
 // for the closed sets' names, and form errors that say what to do instead of quoting the
 // schema validator.
 
-// when renders a time (a time.Time or an RFC 3339 string from a tool) as a <time> element:
+// When renders a time (a time.Time or an RFC 3339 string from a tool) as a <time> element:
 // "24 Nov 2026, 15:04 UTC", with the exact UTC time to the microsecond on hover. What is not
 // a time is shown as text, escaped.
-func when(v any) template.HTML {
+func When(v any) template.HTML {
 	var t time.Time
 	switch x := v.(type) {
 	case time.Time:
@@ -66,9 +97,9 @@ var labels = map[string]string{
 	"approval.firstCallToPartner": "The first call to this partner", "hour": "hour", "day": "day", "30d": "30 days",
 }
 
-// label is the readable name of an enum value: from the table, else the words of the name.
-func label(v any) string {
-	s := str(v)
+// Label is the readable name of an enum value: from the table, else the words of the name.
+func Label(v any) string {
+	s := Str(v)
 	if l, ok := labels[s]; ok {
 		return l
 	}
@@ -85,7 +116,7 @@ func label(v any) string {
 
 // passed says whether a test step's verdict is a pass (for the checklist's mark).
 func passed(v any) bool {
-	switch str(v) {
+	switch Str(v) {
 	case "PASS", "OK", "REJECTED":
 		return true
 	}
@@ -93,8 +124,10 @@ func passed(v any) bool {
 }
 
 var (
-	missingRe = regexp.MustCompile(`missing propert(?:y|ies) (.*)`)
-	quotedRe  = regexp.MustCompile(`'([^']+)'`)
+	// atLeastOne is a minimum length of one (and not of 10 or 12).
+	atLeastOne = regexp.MustCompile(`length must be >= 1\b`)
+	missingRe  = regexp.MustCompile(`missing propert(?:y|ies) (.*)`)
+	quotedRe   = regexp.MustCompile(`'([^']+)'`)
 )
 
 // fieldHints say what a field takes, for validator messages that only quote a pattern.
@@ -107,15 +140,15 @@ var fieldHints = map[string]string{
 	"payoutAddresses":  "enter an EVM address: 0x and 40 hex digits",
 }
 
-// humanize turns a schema validator's message about field into what to do instead.
-func humanize(field, msg string) string {
+// Humanize turns a schema validator's message about field into what to do instead.
+func Humanize(field, msg string) string {
 	switch {
 	case strings.Contains(msg, "does not match pattern"), strings.Contains(msg, "is not valid"):
 		if h, ok := fieldHints[field]; ok {
 			return h
 		}
 		return "this is not in the expected form; see the hint under the field"
-	case strings.Contains(msg, "length must be >= 1"), strings.Contains(msg, "minItems"), strings.Contains(msg, "minimum 1 items"):
+	case atLeastOne.MatchString(msg), strings.Contains(msg, "minItems"), strings.Contains(msg, "minimum 1 items"):
 		return "fill this in"
 	case strings.Contains(msg, "length must be >="):
 		return "this is too short; " + strings.TrimSpace(strings.SplitN(msg, "length must be", 2)[1])
@@ -129,4 +162,123 @@ func humanize(field, msg string) string {
 		return "enter a number " + strings.TrimSpace(msg[strings.Index(msg, "must be")+len("must be"):])
 	}
 	return msg
+}
+
+// Field is one form field as the "field" template shows it: its value as sent, and the
+// error and hint beside it.
+type Field struct{ Name, Label, Value, Error, Hint string }
+
+// FieldOf is form's field name, with its error from errs.
+func FieldOf(name, label string, form map[string]any, errs map[string]string, hint string) Field {
+	return Field{Name: name, Label: label, Value: Str(form[name]), Error: errs[name], Hint: hint}
+}
+
+// Str is a value of a tool's JSON answer as text (a number as written, anything else as JSON).
+func Str(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// Strs is a list of strings of a tool's JSON answer (or of a form), nil for anything else.
+func Strs(v any) []string {
+	switch x := v.(type) {
+	case []string:
+		return x
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, s := range x {
+			if str, ok := s.(string); ok {
+				out = append(out, str)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+var marketFuncs = template.FuncMap{
+	"usd": USD,
+	"pct": func(f *float64) string {
+		if f == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*f*100, 'f', 1, 64) + "%"
+	},
+	"ms": func(v any) string {
+		switch x := v.(type) {
+		case *int:
+			if x != nil {
+				return strconv.Itoa(*x) + " ms"
+			}
+		case *int64:
+			if x != nil {
+				return strconv.FormatInt(*x, 10) + " ms"
+			}
+		}
+		return "—"
+	},
+	"intp": func(x *int) string {
+		if x == nil {
+			return "—"
+		}
+		return strconv.Itoa(*x)
+	},
+	"pretty": Pretty,
+	// plural writes a count with its noun: 1 call, 2 calls.
+	"plural": func(n any, one, many string) string {
+		if c := fmt.Sprint(n); c != "1" {
+			return c + " " + many
+		}
+		return "1 " + one
+	},
+	"query": func(kv ...string) template.URL { return template.URL(QueryOf(kv...)) },
+}
+
+// USD writes micro-USD (an int64 of ours, or a JSON number of a tool's answer) as USD.
+func USD(v any) string {
+	switch x := v.(type) {
+	case int64:
+		return tools.USD(x).String() + " USD"
+	case float64:
+		return tools.USD(int64(x)).String() + " USD"
+	case json.Number:
+		n, _ := x.Int64()
+		return tools.USD(n).String() + " USD"
+	}
+	return Str(v) + " USD"
+}
+
+// Pretty indents JSON for a <pre>; the template escapes it, so the encoder need not.
+func Pretty(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return Str(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// QueryOf builds "?k=v&..." from pairs, leaving out empty values.
+func QueryOf(kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
 }

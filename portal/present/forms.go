@@ -1,0 +1,202 @@
+package present
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+)
+
+// FieldErrors places a tool's BAD_INPUT or FORBIDDEN message next to the field it is about.
+func FieldErrors(e *tools.Error, fields ...string) map[string]string {
+	out := map[string]string{}
+	problems, _ := e.Details["problems"].([]string)
+	if problems == nil && e.Details["problems"] != nil {
+		// The partner validator's problems name their field.
+		var named []struct{ Field, Message string }
+		raw, _ := json.Marshal(e.Details["problems"])
+		json.Unmarshal(raw, &named)
+		for _, n := range named {
+			root, _, _ := strings.Cut(n.Field, ".")
+			root, _, _ = strings.Cut(root, "[")
+			if _, taken := out[root]; !taken && slices.Contains(fields, root) {
+				out[root] = Humanize(root, n.Message)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	// Every problem is shown, each at its field: the validator lists them all.
+	for _, pr := range problems {
+		if m := missingRe.FindStringSubmatch(pr); m != nil && strings.HasPrefix(pr, "at /:") {
+			for _, q := range quotedRe.FindAllStringSubmatch(m[1], -1) {
+				if slices.Contains(fields, q[1]) {
+					out[q[1]] = "fill this in"
+				}
+			}
+			continue
+		}
+		for _, f := range fields {
+			if strings.HasPrefix(pr, "at /"+f+":") || strings.HasPrefix(pr, "at /"+f+"/") {
+				if _, taken := out[f]; !taken {
+					out[f] = Humanize(f, strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " "))
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		for _, f := range fields {
+			if strings.Contains(e.Message, f) {
+				out[f] = e.Message
+				return out
+			}
+		}
+		out["form"] = e.Message
+	}
+	return out
+}
+
+// The spend-policy form (the owner's Policy page) and the approvals inbox.
+
+// ChargeItem is one line of an approval's itemized charge.
+type ChargeItem struct{ Label, USD string }
+
+// chargeParts are an approval's charge lines in the order a bill reads.
+var chargeParts = []ChargeItem{{"Infrastructure", "infrastructureUsd"}, {"Partner fee (at most)", "partnerFeeUsd"}, {"Platform fee", "platformFeeUsd"},
+	{"Gas estimate", "gasEstimateUsd"}, {"Flat fee", "flatFeeUsd"}, {"Expected total", "totalUsd"}}
+
+// ChargeItems is the charge's lines that are there and not zero (the total always).
+func ChargeItems(charge map[string]string) []ChargeItem {
+	var out []ChargeItem
+	for _, c := range chargeParts {
+		if v, ok := charge[c.USD]; ok && (v != "0" || c.USD == "totalUsd") {
+			out = append(out, ChargeItem{Label: c.Label, USD: v})
+		}
+	}
+	return out
+}
+
+// PolicyFields are the form's fields, each where an error about it is shown.
+var PolicyFields = []string{"cap_hour", "cap_day", "cap_30d", "perCallMaxUsd", "deny_handles", "deny_publishers", "deny_categories",
+	"denyByDefault", "allow_handles", "allow_publishers", "allow_categories", "approval_aboveUsd", "approval_categories", "approval_firstCallToPartner"}
+
+// PolicyForm is a policy as the form shows it.
+func PolicyForm(pol *billing.Policy) map[string]any {
+	f := map[string]any{}
+	if pol == nil {
+		return f
+	}
+	for _, c := range pol.Caps {
+		f["cap_"+c.Window] = c.USD
+	}
+	f["perCallMaxUsd"] = pol.PerCallMaxUsd
+	f["deny_handles"], f["deny_publishers"], f["deny_categories"] = strings.Join(pol.Deny.Handles, ", "), strings.Join(pol.Deny.Publishers, ", "), pol.Deny.Categories
+	f["allow_handles"], f["allow_publishers"], f["allow_categories"] = strings.Join(pol.Allow.Handles, ", "), strings.Join(pol.Allow.Publishers, ", "), pol.Allow.Categories
+	if pol.DenyByDefault {
+		f["denyByDefault"] = "on"
+	}
+	f["approval_aboveUsd"], f["approval_categories"] = pol.Approval.AboveUsd, pol.Approval.Categories
+	if pol.Approval.FirstCallToPartner {
+		f["approval_firstCallToPartner"] = "on"
+	}
+	return f
+}
+
+// ListOf reads a list field: entries separated by commas, spaces or new lines.
+func ListOf(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
+}
+
+var (
+	capIndexRe  = regexp.MustCompile(`^caps[\[./](\d+)`)
+	capWindowRe = regexp.MustCompile(`the (hour|day|30d) cap`)
+	// amountRe and listRe are the policy paths a message starts with, which the field the
+	// message is shown at already says.
+	amountRe = regexp.MustCompile(`^(caps\[\d+\]\.usd|perCallMaxUsd|approval\.aboveUsd) `)
+	listRe   = regexp.MustCompile(`^(allow|deny)\.(handles|publishers|categories): `)
+)
+
+// fieldMessage is a policy_set message as the field it is shown at reads it.
+func fieldMessage(msg string) string {
+	if amountRe.MatchString(msg) {
+		return amountRe.ReplaceAllString(msg, "this amount ")
+	}
+	return listRe.ReplaceAllString(msg, "")
+}
+
+// PolicyErrors places policy_set's refusal next to the field it is about: its message names
+// the policy's field (caps[1].usd, deny.handles, ...), or the schema validator's problems
+// point at it (at /policy/perCallMaxUsd: ...). What names no field is shown above the button.
+func PolicyErrors(e *tools.Error, capOrder []string) map[string]string {
+	fieldOf := func(path string) string {
+		path = strings.ReplaceAll(path, "/", ".")
+		if m := capIndexRe.FindStringSubmatch(path); m != nil {
+			if i, _ := strconv.Atoi(m[1]); i < len(capOrder) {
+				return "cap_" + capOrder[i]
+			}
+		}
+		if m := capWindowRe.FindStringSubmatch(path); m != nil {
+			return "cap_" + m[1]
+		}
+		for _, f := range PolicyFields {
+			if dotted := strings.Replace(f, "_", ".", 1); strings.HasPrefix(path, dotted) || strings.HasPrefix(path, f) {
+				return f
+			}
+		}
+		return ""
+	}
+	out := map[string]string{}
+	problems, _ := e.Details["problems"].([]string)
+	for _, pr := range problems {
+		at, msg, ok := strings.Cut(strings.TrimPrefix(pr, "at "), ":")
+		if !ok {
+			continue
+		}
+		if f := fieldOf(strings.TrimPrefix(strings.TrimPrefix(at, "/policy"), "/")); f != "" {
+			if _, taken := out[f]; !taken {
+				out[f] = Humanize(f, strings.TrimSpace(msg))
+			}
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if f := fieldOf(e.Message); f != "" {
+		out[f] = fieldMessage(e.Message)
+	} else {
+		out["form"] = e.Message
+	}
+	return out
+}
+
+// Asks says when a policy's approval rule asks the owner first ("" for never).
+func Asks(a billing.ApprovalRule) string {
+	var parts []string
+	if a.AboveUsd != "" {
+		parts = append(parts, "calls that may cost more than "+a.AboveUsd+" USD")
+	}
+	if len(a.Categories) > 0 {
+		parts = append(parts, strings.Join(a.Categories, ", ")+" calls")
+	}
+	if a.FirstCallToPartner {
+		parts = append(parts, "the first call to each partner")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Cats is a fieldset of category checkboxes (the "cats" template).
+type Cats struct {
+	Name, Label, Error string
+	Checked            any
+	Options            []string
+}
+
+// CatsOf is the category fieldset name of the form, with its error from errs.
+func CatsOf(name, label string, form map[string]any, errs map[string]string, options []string) Cats {
+	return Cats{Name: name, Label: label, Error: errs[name], Checked: form[name], Options: options}
+}

@@ -78,9 +78,12 @@ func startServeIn(t *testing.T, bin, addr, dir string, env []string) *server {
 	}
 	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
 	for i := 0; ; i++ {
+		// Healthy, and this process is the one listening: it logs "switchboard serving" once
+		// its listener is bound (another test's serve that took the same free port would
+		// answer /healthz too).
 		if r, err := http.Get(s.url + "/healthz"); err == nil {
 			r.Body.Close()
-			if r.StatusCode == 200 {
+			if r.StatusCode == 200 && strings.Contains(s.stderr.String(), "switchboard serving") {
 				return s
 			}
 		}

@@ -181,16 +181,16 @@ func (q Quote) WorstMicro() int64 {
 var ErrNeedsRoutedValue = errors.New("the partner's fee is basis points of the routed value, which is unknown")
 
 // Quote prices the call by its caller's account tier (and, for a Kept quote, checks it fits).
-func (tk *Ticket) Quote(ctx context.Context, t Terms) (Quote, error) {
-	s, p := tk.svc, tk.p
+func (t *Ticket) Quote(ctx context.Context, terms Terms) (Quote, error) {
+	s, p := t.svc, t.p
 	tier := s.cfg.DefaultTier
 	if acctTier, err := s.cfg.TierOf(ctx, p.AccountID); err != nil {
 		return Quote{}, err
 	} else if acctTier != "" {
 		tier = acctTier
 	}
-	q, err := s.Price(tier, t)
-	if err != nil || !t.Kept {
+	q, err := s.Price(tier, terms)
+	if err != nil || !terms.Kept {
 		return q, err
 	}
 	return q, s.check(ctx, p, q)

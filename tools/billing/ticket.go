@@ -136,6 +136,9 @@ func (s *Service) For(p *tools.Principal, sp Spend) *Ticket {
 	return &Ticket{svc: s, p: p, spend: sp}
 }
 
+// Caller is whose call it is (nil for a ticket the sweeper reopened).
+func (t *Ticket) Caller() *tools.Principal { return t.p }
+
 // costing is the call as the policies see it when it may cost worst.
 func (t *Ticket) costing(worst int64) Spend {
 	sp := t.spend

@@ -18,7 +18,7 @@ import (
 // outcome.
 func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (InvokeOutput, error) {
 	intent := cl.intent
-	inv, err := s.quoted(ctx, cl.who.AccountID, intent, in.ConfirmRequestID)
+	inv, err := s.quoted(ctx, cl.bill.Caller().AccountID, intent, in.ConfirmRequestID)
 	if in.Decline {
 		return InvokeOutput{}, s.decline(ctx, intent, in.ConfirmRequestID, inv, err)
 	}

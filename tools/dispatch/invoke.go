@@ -154,12 +154,11 @@ func FindHandle(message string) (handle, rest string, err error) {
 	return first, strings.Join(strings.Fields(rest), " "), nil
 }
 
-// call is the call plan: who calls and what the intent's rule means for this call, decided
-// once by planFor at the start of invoke (and of a confirmation or a recovery), then its args
-// and price (prepare); every later step reads it instead of asking again. Its ticket is the
-// call's money and record: priced, admitted, held and concluded through it (billing.Ticket).
+// call is the call plan: what the intent's rule means for this call, decided once by planFor
+// at the start of invoke (and of a confirmation or a recovery), then its args and price
+// (prepare); every later step reads it instead of asking again. Its ticket is the call's money
+// and record, for its caller: priced, admitted, held and concluded through it (billing.Ticket).
 type call struct {
-	who     *tools.Principal // the caller (nil: the sweeper's recovery)
 	bill    *billing.Ticket
 	intent  *store.PartnerIntent
 	rule    partners.Rule // the category's rule
@@ -202,7 +201,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 		return InvokeOutput{}, err
 	}
 	cl := planFor(intent)
-	cl.who, cl.userID = c.Principal, s.cfg.UserID(c.AccountID(), intent.PartnerID)
+	cl.userID = s.cfg.UserID(c.AccountID(), intent.PartnerID)
 	cl.bill = s.billing.For(c.Principal, cl.spend())
 	if need := cl.rule.Scope; need != "" && !c.Principal.HasScope(need) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", intent.Category, need)

@@ -218,7 +218,7 @@ func (s *Service) isQueryOnly(intent *store.PartnerIntent) bool {
 
 func (s *Service) newInvocation(cl *call, requestID string) *store.Invocation {
 	return &store.Invocation{
-		RequestID: requestID, AccountID: cl.who.AccountID, KeyID: cl.who.KeyID,
+		RequestID: requestID, AccountID: cl.bill.Caller().AccountID, KeyID: cl.bill.Caller().KeyID,
 		IntentID: cl.intent.ID, Handle: cl.intent.PublicIdentifier, Category: cl.intent.Category,
 		IntentRevision: cl.intent.Revision, Args: string(cl.args), Price: cl.quote.Price(),
 		CreatedAt: s.now().UTC(),

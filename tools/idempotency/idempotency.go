@@ -178,7 +178,7 @@ func (s *Service) inFlight(ctx context.Context, t *tools.Tool, c *tools.Caller, 
 			}
 		}
 		return true, out, answerErr
-	case err == nil && age > Abandoned && (inv.State == store.InvAwaitingConfirmation || inv.State == store.InvAwaitingPayment):
+	case err == nil && age > Abandoned && waiting(inv.State):
 		// Nothing went out: the answer lost was a quote, which holds nothing (quote again, under
 		// a new requestId), or a confirmation that died before its dispatch (confirm it now).
 	case err == nil:
@@ -214,14 +214,16 @@ func busy(held *idem.Key, age time.Duration, why string) *tools.Error {
 }
 
 // record keeps a run's answer. An answer that says nothing ran or nothing is known yet
-// (UNAVAILABLE, RATE_LIMITED, INTERNAL) and a flat-fee quote (PAYMENT_REQUIRED, which holds
-// nothing) are not kept: the row is released so the key can run again, unless the call it is
-// linked to went out (its invocation is past its quote), whose outcome a retry answers.
+// (UNAVAILABLE, RATE_LIMITED, INTERNAL), one that asks to be asked again later (it carries a
+// Retry-After: APPROVAL_PENDING) and a flat-fee quote (PAYMENT_REQUIRED, which holds nothing)
+// are not kept: the row is released so the key can run again, unless the call it is linked to
+// went out (its invocation is past waiting for its caller or owner), whose outcome a retry
+// answers.
 func (s *Service) record(ctx context.Context, t *tools.Tool, c *tools.Caller, run *idem.Key, link string, out any, err error) {
 	e := tools.Translate(err)
-	if e != nil && !kept(e.Code) {
+	if e != nil && !kept(e) {
 		inv, ierr := s.st.Invocation(ctx, c.AccountID(), link)
-		if errors.Is(ierr, store.ErrNotFound) || (ierr == nil && (inv.State == store.InvAwaitingConfirmation || inv.State == store.InvAwaitingPayment)) {
+		if errors.Is(ierr, store.ErrNotFound) || (ierr == nil && waiting(inv.State)) {
 			if ierr = s.keys.Release(ctx, run); ierr != nil {
 				s.log.WarnContext(ctx, "idempotency: release a key", "tool", t.Name, "err", ierr)
 			}
@@ -239,12 +241,18 @@ func (s *Service) record(ctx context.Context, t *tools.Tool, c *tools.Caller, ru
 	}
 }
 
-func kept(c tools.Code) bool {
-	switch c {
+func kept(e *tools.Error) bool {
+	switch e.Code {
 	case tools.CodeUnavailable, tools.CodeRateLimited, tools.CodeInternal, tools.CodePaymentRequired:
 		return false
 	}
-	return true
+	return e.RetryAfter == 0
+}
+
+// waiting reports whether a call in state has sent nothing yet: it waits for its caller (a
+// quote) or for its owner (an approval).
+func waiting(state string) bool {
+	return state == store.InvAwaitingConfirmation || state == store.InvAwaitingPayment || state == store.InvAwaitingApproval
 }
 
 // stored is a sealed answer's plaintext: the result or the error.

@@ -80,10 +80,16 @@ func (s *Store) PutPolicy(ctx context.Context, p *SpendPolicy) error {
 	return normalize(err)
 }
 
-// Spent is what an account's calls cost within each window (calls made since each of since),
-// counting a finished call at what it was charged, a call in flight at the most it can cost,
-// and a flat fee paid on chain (or being paid) at its amount: the spending a policy's caps
-// bound. With keyID, only that key's calls and its descendants'.
+// SpendLag bounds how long after it was asked for a call may first hold or pay money (a quote
+// confirmed, a flat fee paid, a call its owner approved): dispatch refuses one later than
+// that, and the spend windows look that much further back for the calls they count.
+const SpendLag = 2 * time.Hour
+
+// Spent is what an account's calls cost within each window (money moved since each of since),
+// the spending a policy's caps bound: a finished call at what it was charged and a call in
+// flight at the most it can cost, counted from when it went out (held its credit), and a flat
+// fee paid on chain (or being paid) at its amount, from when its payment last moved. With
+// keyID, only that key's calls and its descendants'.
 func (s *Store) Spent(ctx context.Context, accountID, keyID string, since []time.Time) ([]int64, error) {
 	out, err := spent(ctx, s.db, accountID, keyID, since)
 	return out, normalize(err)
@@ -100,18 +106,20 @@ func spent(ctx context.Context, db bun.IDB, accountID, keyID string, since []tim
 			oldest = t
 		}
 	}
-	const cost = `(CASE WHEN i.finished_at IS NOT NULL AND i.state <> 'declined'
+	const credit = `CASE WHEN i.finished_at IS NOT NULL AND i.state <> 'declined'
 			THEN i.reserve_micro - i.refunded_micro + i.partner_fee_micro + i.platform_fee_micro + i.gas_micro
 		WHEN i.state = 'dispatching'
 			THEN i.reserve_micro + i.max_partner_fee_micro + i.max_platform_fee_micro + i.max_gas_micro
-		ELSE 0 END
-		+ COALESCE((SELECT p.amount_atomic FROM flat_payments p WHERE p.request_id = i.request_id
-			AND p.state IN ('submitted', 'held', 'settled')), 0))`
-	sel := db.NewSelect().TableExpr("invocations AS i")
+		ELSE 0 END`
+	// A call that never went out (a quote, an approval declined) has no dispatched_at and
+	// costs nothing; an old call dispatched late counts from then, not from when it was asked.
+	sel := db.NewSelect().TableExpr("invocations AS i").
+		Join("LEFT JOIN flat_payments AS p ON p.request_id = i.request_id AND p.state IN ('submitted', 'held', 'settled')")
 	for _, t := range since {
-		sel = sel.ColumnExpr("COALESCE(SUM(CASE WHEN i.created_at >= ? THEN "+cost+" ELSE 0 END), 0)", t)
+		sel = sel.ColumnExpr("COALESCE(SUM(CASE WHEN COALESCE(i.dispatched_at, i.created_at) >= ? THEN "+credit+" ELSE 0 END), 0)"+
+			" + COALESCE(SUM(CASE WHEN p.updated_at >= ? THEN p.amount_atomic ELSE 0 END), 0)", t, t)
 	}
-	sel = sel.Where("i.account_id = ? AND i.created_at >= ?", accountID, oldest)
+	sel = sel.Where("i.account_id = ? AND i.created_at >= ?", accountID, oldest.Add(-SpendLag))
 	if keyID != "" {
 		sel = sel.WithRecursive("sub", db.NewRaw("SELECT CAST(? AS TEXT) AS id UNION ALL SELECT k.id FROM api_keys k JOIN sub ON k.parent_id = sub.id", keyID)).
 			Where("i.key_id IN (SELECT id FROM sub)")

@@ -93,13 +93,18 @@ func (s *Service) approved(ctx context.Context, cl *call, inv *store.Invocation,
 	case store.ApprovalPending:
 		e := tools.Errorf(tools.CodeApprovalPending, "request %s waits for the account's owner to approve it in the portal (until %s); call again with the same confirmRequestId after %d seconds",
 			inv.RequestID, a.ExpiresAt.UTC().Format(time.RFC3339), int(approvalRetry.Seconds())).
-			WithDetails(map[string]any{"requestId": inv.RequestID, "rule": a.Rule, "expiresAt": a.ExpiresAt})
+			WithDetails(map[string]any{"requestId": inv.RequestID, "rule": a.Rule, "expiresAt": a.ExpiresAt, "handle": inv.Handle, "charge": json.RawMessage(a.Charge)})
 		e.RetryAfter = approvalRetry
 		return InvokeOutput{}, e
 	case store.ApprovalExpired:
 		return InvokeOutput{}, s.closeUnapproved(ctx, inv, "expired")
 	case store.ApprovalDeclined:
 		return InvokeOutput{}, s.closeUnapproved(ctx, inv, "declined")
+	}
+	if s.now().Sub(inv.CreatedAt) > store.SpendLag {
+		// Approved, but asked for again too late: the spend windows count a call from when it
+		// goes out, and look back only so far for it.
+		return InvokeOutput{}, s.closeUnapproved(ctx, inv, "lapsed")
 	}
 	if cl.intent.Revision != inv.IntentRevision {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the call was approved; call without confirmRequestId for a new one", cl.intent.PublicIdentifier)
@@ -114,11 +119,14 @@ func (s *Service) approved(ctx context.Context, cl *call, inv *store.Invocation,
 	return s.dispatch(ctx, cl, inv, store.InvAwaitingApproval)
 }
 
-// closeUnapproved ends a call its owner declined (or let expire): nothing was sent or held,
-// and the answer is replayed to anyone who asks again.
+// closeUnapproved ends a call its owner declined or let expire, or one approved but asked for
+// again too late (lapsed): nothing was sent or held, and the answer is replayed to anyone who
+// asks again.
 func (s *Service) closeUnapproved(ctx context.Context, inv *store.Invocation, how string) error {
-	e := tools.Errorf(tools.CodeConflict, "the account's owner %s request %s (%s): nothing was sent, held or charged. Ask the user before asking again",
-		map[string]string{"declined": "declined", "expired": "did not approve in time"}[how], inv.RequestID, inv.Handle).
+	what := map[string]string{"declined": "the account's owner declined it", "expired": "the account's owner did not approve it in time",
+		"lapsed": fmt.Sprintf("it was approved, but not called again within %d hours of being asked for", int(store.SpendLag.Hours()))}[how]
+	e := tools.Errorf(tools.CodeConflict, "request %s (%s) is closed: %s. Nothing was sent, held or charged. Ask the user before asking again",
+		inv.RequestID, inv.Handle, what).
 		WithDetails(map[string]any{"requestId": inv.RequestID, "approval": how})
 	raw, _ := json.Marshal(tools.Body{Error: e})
 	answer, now := string(raw), s.now().UTC()

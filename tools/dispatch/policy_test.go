@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
@@ -291,6 +292,54 @@ func TestApprovalByTheOwner(t *testing.T) {
 			if strings.Join(seen, " ") != want {
 				t.Fatalf("approval events: %v\nwant %s", seen, want)
 			}
+		})
+	}
+}
+
+// A call counts in the spend windows from when it goes out, not from when it was asked for:
+// approved calls dispatched an hour after they were asked for still meet the hour cap, and an
+// approved call asked for again after store.SpendLag is closed, nothing sent.
+func TestApprovedCallCountsWhenItGoesOut(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newWorldAt(t, dialect, time.Now().UTC(), nil)
+			w.publish(t, "@costly", "/cost", nil)
+			policy := map[string]any{"approval": map[string]any{"aboveUsd": "0.002"}, "caps": []map[string]any{{"window": "hour", "usd": "0.004"}}}
+			if status, out := w.env.REST(t, "PUT", "/v1/policy", w.caller, map[string]any{"policy": policy}); status != 200 {
+				t.Fatalf("set the policy: %d %v", status, out)
+			}
+			owner := &tools.Principal{AccountID: w.callerID, Method: tools.AuthSession, SessionID: "the owner's", RateLimitPerMinute: 600, SpendLimitMicro: 1 << 40}
+			msg := "@costly what is the answer"
+			var ids []string
+			for range 3 { // each fits the hour when asked for: nothing has gone out yet
+				status, out := w.invoke(t, w.caller, map[string]any{"message": msg})
+				if status != 409 || errCode(out) != "APPROVAL_REQUIRED" {
+					t.Fatalf("ask: %d %v", status, out)
+				}
+				id := details(out)["requestId"].(string)
+				args, _ := json.Marshal(map[string]any{"requestId": id, "approve": true})
+				if _, err := w.env.App.Parts().Kernel.Call(context.Background(), tools.Request{Tool: "approval_decide", Args: args, Principal: owner}); err != nil {
+					t.Fatalf("approve: %v", err)
+				}
+				ids = append(ids, id)
+			}
+			w.env.Clock.Advance(time.Hour + time.Minute) // asked for outside the hour now
+			if status, out := w.invoke(t, w.caller, map[string]any{"message": msg, "confirmRequestId": ids[0]}); status != 200 {
+				t.Fatalf("the first approved call: %d %v", status, out)
+			}
+			status, out := w.invoke(t, w.caller, map[string]any{"message": msg, "confirmRequestId": ids[1]})
+			if status != 403 || errCode(out) != "POLICY_DENIED" || details(out)["rule"] != "caps.hour" {
+				t.Fatalf("the second approved call, over the hour's cap with the first gone out this hour: %d %v", status, out)
+			}
+			w.env.Clock.Advance(store.SpendLag)
+			status, out = w.invoke(t, w.caller, map[string]any{"message": msg, "confirmRequestId": ids[2]})
+			if status != 409 || errCode(out) != "CONFLICT" || details(out)["approval"] != "lapsed" {
+				t.Fatalf("an approved call asked for again too late: %d %v", status, out)
+			}
+			if w.hits("/cost") != 1 {
+				t.Fatalf("%d calls reached the partner, want 1", w.hits("/cost"))
+			}
+			w.ledgerOK(t)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package dispatch_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -8,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -359,6 +362,7 @@ func TestPolicyCoversFlatFees(t *testing.T) {
 	}
 	first, _ := w.quote(t, "@flatweather forecast for Lisbon")
 	second, _ := w.quote(t, "@flatweather forecast for Porto")
+	third, _ := w.quote(t, "@flatweather forecast for Braga")
 	status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatweather forecast for Lisbon", "confirmRequestId": first["requestId"], "payment": sign(t, chain, first, payer, nil)})
 	if status != 200 || out["success"] != true {
 		t.Fatalf("the first paid call: %d %v", status, out)
@@ -369,6 +373,19 @@ func TestPolicyCoversFlatFees(t *testing.T) {
 	}
 	if w.hits("/free") != 1 || chain.Balance(t, from) != 5_000_000-1_210_000 {
 		t.Fatalf("after the refusal: %d partner calls, payer holds %d", w.hits("/free"), chain.Balance(t, from))
+	}
+	// The payer submits the third authorization to the token itself, then asks for the call:
+	// the adopted payment is judged as any other, refused, and its money returned.
+	paid := sign(t, chain, third, payer, func(f *signed) {
+		f.primary, f.after, f.nonce = contracts.TransferWithAuthorization, 0, hexutil.Encode(bytes.Repeat([]byte{3}, 32))
+	})
+	frontRun(t, chain, paid)
+	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatweather forecast for Braga", "confirmRequestId": third["requestId"], "payment": paid})
+	if status != 403 || errCode(out) != "POLICY_DENIED" || details(out)["rule"] != "caps.day" {
+		t.Fatalf("a payment submitted to the token directly, over the cap: %d %v", status, out)
+	}
+	if w.hits("/free") != 1 || chain.Balance(t, from) != 5_000_000-1_210_000 {
+		t.Fatalf("after refusing an adopted payment: %d partner calls, payer holds %d", w.hits("/free"), chain.Balance(t, from))
 	}
 	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatweather forecast for Faro"})
 	if status != 403 || details(out)["rule"] != "caps.day" {

@@ -325,7 +325,7 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment, g
 		return nil, s.unreachable(err)
 	}
 	if used {
-		return s.adopt(ctx, p, auth)
+		return s.adopt(ctx, p, auth, guard)
 	}
 	bal, err := s.chain.BalanceOf(ctx, s.cfg.Token, auth.From)
 	if err != nil {
@@ -346,7 +346,7 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment, g
 	if errors.Is(err, contracts.ErrReverted) {
 		// Submitted to the token by someone else meanwhile (a front-run)? Then it is here: adopt it.
 		if used, uerr := s.chain.AuthorizationUsed(ctx, s.cfg.Token, auth.From, auth.Nonce); uerr == nil && used {
-			return s.adopt(ctx, p, auth)
+			return s.adopt(ctx, p, auth, nil) // guard passed already: it is counted as submitted
 		}
 		p.State, p.Reason, p.UpdatedAt = store.PayFailed, err.Error(), s.now().UTC()
 		if _, merr := s.move(ctx, p, store.PaySubmitted); merr != nil {
@@ -374,8 +374,9 @@ func refuse(code tools.Code, reason, format string, a ...any) *tools.Error {
 // adopt escrows an authorization that was submitted to the token by someone else: its
 // transfer to the payer contract is found on chain (the same value, from the same payer), then
 // the contract records the escrow for this quote, so the call is dispatched and the payment
-// settled or refunded like any other.
-func (s *Service) adopt(ctx context.Context, p *store.FlatPayment, auth contracts.Authorization) (*store.FlatPayment, error) {
+// settled or refunded like any other. guard is Collect's, run where the payment is marked as
+// being made (nil: it ran already).
+func (s *Service) adopt(ctx context.Context, p *store.FlatPayment, auth contracts.Authorization, guard func(ctx context.Context, q *store.Q) error) (*store.FlatPayment, error) {
 	tr, err := s.chain.AuthorizedTransfer(ctx, s.cfg.Token, auth.From, s.cfg.Payer, auth.Nonce)
 	if err != nil {
 		return nil, s.unreachable(err)
@@ -384,7 +385,24 @@ func (s *Service) adopt(ctx context.Context, p *store.FlatPayment, auth contract
 		return nil, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization's nonce (from %s) was used already; sign a new one with a fresh nonce", auth.From.Hex())
 	}
 	p.State, p.PayerAddress, p.Nonce, p.UpdatedAt = store.PaySubmitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), s.now().UTC()
-	if moved, err := s.move(ctx, p, store.PayQuoted, store.PayFailed, store.PaySubmitted); err != nil || !moved {
+	moved, err := s.moveGuarded(ctx, p, guard, store.PayQuoted, store.PayFailed, store.PaySubmitted)
+	if refused := (*tools.Error)(nil); guard != nil && errors.As(err, &refused) {
+		// Refused (the owner's policy), but the money is in the payer contract already: escrow
+		// it for this quote and refund it at once, so that the refusal strands nothing.
+		p.State = store.PayQuoted
+		if _, aerr := s.adopt(ctx, p, auth, nil); aerr != nil {
+			return nil, aerr
+		}
+		if _, cerr := s.Conclude(context.WithoutCancel(ctx), p.RequestID, false); cerr != nil {
+			s.log.WarnContext(ctx, "refund a refused adopted payment; the sweeper will", "request_id", p.RequestID, "err", cerr)
+		}
+		if refused.Details == nil {
+			refused.Details = map[string]any{}
+		}
+		refused.Details["payment"] = "refunded: it was submitted to the token directly, and is returned to " + auth.From.Hex()
+		return nil, refused
+	}
+	if err != nil || !moved {
 		if err == nil {
 			err = tools.Errorf(tools.CodeConflict, "request %s is being paid by another call; call again in a moment", p.RequestID)
 		}

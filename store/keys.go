@@ -191,6 +191,16 @@ func (q *Q) RevokeKeyTree(ctx context.Context, accountID, keyID string, now time
 	return revoked, q.store.watch.Announce(ctx, tx, watch.KeyChange, revoked...)
 }
 
+// KeyUnder reports whether the account's key keyID is root or was minted under it, at any
+// depth.
+func (s *Store) KeyUnder(ctx context.Context, accountID, keyID, root string) (bool, error) {
+	var n int
+	err := s.db.NewRaw(`WITH RECURSIVE sub(id) AS (SELECT CAST(? AS TEXT) UNION ALL
+		SELECT k.id FROM api_keys k JOIN sub ON k.parent_id = sub.id WHERE k.account_id = ?)
+		SELECT COUNT(*) FROM sub WHERE id = ?`, root, accountID, keyID).Scan(ctx, &n)
+	return n > 0, normalize(err)
+}
+
 // revokeTree revokes an account's key and its live descendants at now, returning their ids.
 func revokeTree(ctx context.Context, tx bun.Tx, accountID, keyID string, now time.Time) ([]string, error) {
 	var ids []string

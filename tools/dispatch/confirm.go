@@ -18,7 +18,7 @@ import (
 // outcome.
 func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (InvokeOutput, error) {
 	intent := cl.intent
-	inv, err := s.quoted(ctx, cl.bill.Caller().AccountID, intent, in.ConfirmRequestID)
+	inv, err := s.quoted(ctx, cl.bill.Caller(), intent, in.ConfirmRequestID)
 	if in.Decline {
 		return InvokeOutput{}, s.decline(ctx, intent, in.ConfirmRequestID, inv, err)
 	}
@@ -56,20 +56,34 @@ func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (Invoke
 	return s.dispatch(ctx, cl, inv, store.InvAwaitingConfirmation)
 }
 
-// quoted reads the record of a call of intent quoted to accountID (store.ErrNotFound when
-// there is none), up to date with what this replica still has to commit for it.
-func (s *Service) quoted(ctx context.Context, accountID string, intent *store.PartnerIntent, requestID string) (*store.Invocation, error) {
+// quoted reads the record of a call of intent quoted to p's account (store.ErrNotFound when
+// there is none), up to date with what this replica still has to commit for it. A key acts
+// only on the calls of its own subtree (itself and the keys minted under it, as it sees keys):
+// another key's quote, approval or outcome is not found; the portal's human acts on any.
+func (s *Service) quoted(ctx context.Context, p *tools.Principal, intent *store.PartnerIntent, requestID string) (*store.Invocation, error) {
 	if requestID == "" {
 		return nil, store.ErrNotFound
 	}
-	if err := s.billing.Current(ctx, accountID, requestID); err != nil {
+	if err := s.billing.Current(ctx, p.AccountID, requestID); err != nil {
 		return nil, err
 	}
-	inv, err := s.store.Invocation(ctx, accountID, requestID)
-	if err == nil && inv.IntentID != intent.ID {
+	inv, err := s.store.Invocation(ctx, p.AccountID, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if inv.IntentID != intent.ID {
 		return nil, store.ErrNotFound
 	}
-	return inv, err
+	if p.Method != tools.AuthSession && inv.KeyID != p.KeyID {
+		under, err := s.store.KeyUnder(ctx, p.AccountID, inv.KeyID, p.KeyID)
+		if err != nil {
+			return nil, err
+		}
+		if !under {
+			return nil, store.ErrNotFound
+		}
+	}
+	return inv, nil
 }
 
 // replay returns the stored outcome of a finished invocation: the error it answered, or the

@@ -214,6 +214,15 @@ func TestApprovalByTheOwner(t *testing.T) {
 				t.Fatalf("approval_list: %d %v", status, list)
 			}
 			confirm := map[string]any{"message": "@costly what is the answer", "confirmRequestId": first}
+			// A key minted under the caller acts on its own calls only: the caller's approval is
+			// not found for it.
+			status, child := w.env.REST(t, "POST", "/v1/keys", w.caller, map[string]any{"name": "child", "scopes": []string{"partner", "read"}})
+			if status != 201 {
+				t.Fatalf("mint a child: %d %v", status, child)
+			}
+			if status, out := w.invoke(t, child["secret"].(string), confirm); status != 404 || errCode(out) != "NOT_FOUND" {
+				t.Fatalf("a child key confirming its parent's call: %d %v", status, out)
+			}
 			// Asked again under an Idempotency-Key: "come back later" is not the key's answer,
 			// so the same key asked after the decision gets the call.
 			idem := map[string]string{"Idempotency-Key": "approval-" + first}

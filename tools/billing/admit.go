@@ -38,6 +38,7 @@ type Spend struct {
 type noPolicies struct {
 	mu   sync.Mutex
 	seen map[string]time.Time
+	gen  uint64 // bumped by ForgetPolicies: a read begun before it must not be remembered
 }
 
 const noPolicyTTL = 2 * time.Second
@@ -51,10 +52,21 @@ func (s *Service) governed(accountID string) bool {
 	return !ok || now.Sub(at) >= noPolicyTTL || now.Before(at)
 }
 
-// saw records what a read found of an account's policies.
-func (s *Service) saw(accountID string, v *store.PolicyView) {
+// generation is the count of ForgetPolicies, to take before a read that saw may remember.
+func (s *Service) generation() uint64 {
 	s.pol.mu.Lock()
 	defer s.pol.mu.Unlock()
+	return s.pol.gen
+}
+
+// saw records what a read found of an account's policies, begun at generation gen: a read a
+// policy change overtook is not remembered.
+func (s *Service) saw(accountID string, v *store.PolicyView, gen uint64) {
+	s.pol.mu.Lock()
+	defer s.pol.mu.Unlock()
+	if gen != s.pol.gen {
+		return
+	}
 	if len(v.Policies) > 0 {
 		delete(s.pol.seen, accountID)
 		return
@@ -69,6 +81,7 @@ func (s *Service) saw(accountID string, v *store.PolicyView) {
 func (s *Service) ForgetPolicies(accountID string) {
 	s.pol.mu.Lock()
 	delete(s.pol.seen, accountID)
+	s.pol.gen++
 	s.pol.mu.Unlock()
 }
 
@@ -80,11 +93,12 @@ func (t *Ticket) Admit(ctx context.Context, worst int64) error {
 	if !s.governed(p.AccountID) {
 		return nil
 	}
+	gen := s.generation()
 	v, err := s.store.ReadPolicyView(ctx, p.AccountID, chainOf(p), c.IntentID, windowsSince(s.now()))
 	if err != nil {
 		return err
 	}
-	s.saw(p.AccountID, v)
+	s.saw(p.AccountID, v, gen)
 	return s.denied(ctx, p, c, Judge(p, v, c, true))
 }
 
@@ -118,6 +132,12 @@ func (t *Ticket) AdmitPayment(worst int64) func(ctx context.Context, q *store.Q)
 		}
 		return Judge(p, v, c, false)
 	}
+}
+
+// PaymentRefused tells the account's owner of a refusal of the call's payment of worst (the
+// POLICY_DENIED of AdmitPayment's guard, returned by the payment), and returns err.
+func (t *Ticket) PaymentRefused(ctx context.Context, worst int64, err error) error {
+	return t.svc.denied(ctx, t.p, t.costing(worst), err)
 }
 
 // denied tells the account's owner of a refusal (err, when it is POLICY_DENIED), after the

@@ -335,3 +335,42 @@ func TestCallEventsLandOnceWhenABatchIsRetried(t *testing.T) {
 		ledgerOK(t, st)
 	})
 }
+
+// A journaled outcome replayed writes the call's events only for accounts that listen, as its
+// conclusion would have: here nobody has an endpoint, and nothing is written.
+func TestJournalReplayWritesEventsOnlyForListeners(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		c.ns.Store(time.Now().UnixNano())
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		j, err := commit.OpenJournal(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := billing.DefaultConfig()
+		cfg.Listens = func(context.Context, string) bool { return false }
+		svc := billing.NewService(cfg, service.Deps{Store: st, Now: c.now, Log: log}, billing.Recording{Journal: j})
+		p := account(t, st, "caller")
+		if err := svc.Grant(ctx, "caller", 1_000_000, "grant"); err != nil {
+			t.Fatal(err)
+		}
+		open(t, svc, p, "journaled", true)
+		e := ending(store.InvSucceeded, false)
+		inv, err := st.Invocation(ctx, p.AccountID, "journaled")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv.Outcome = e.Outcome
+		if err := j.Put("journaled", map[string]any{"Invocation": inv, "Attempts": e.Attempts, "Settlement": e.Settlement,
+			"RefundReason": e.Detail, "Detail": e.Detail, "Partner": e.Partner}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := svc.ReplayJournal(ctx); err != nil || n != 1 {
+			t.Fatalf("replayed %d (%v), want 1", n, err)
+		}
+		if evs := callEventsOf(t, st, "journaled"); len(evs) != 0 {
+			t.Fatalf("a replayed outcome wrote %d call events for accounts with no endpoint: %+v", len(evs), evs)
+		}
+	})
+}

@@ -191,7 +191,9 @@ func (t *Ticket) Open(ctx context.Context, c Call) error {
 	}
 	at := h.At()
 	row.State, row.DispatchedAt = store.InvDispatching, &at
-	t.record, t.hold, t.durable, t.escrow = row, h, c.Durable, c.Escrow
+	// A call paid on chain is durable whatever the caller said: its escrow is concluded by the
+	// outcome once that has committed (pay), which the batch writer would answer before.
+	t.record, t.hold, t.durable, t.escrow = row, h, c.Durable || c.Escrow != nil, c.Escrow
 	return nil
 }
 
@@ -278,11 +280,7 @@ func (t *Ticket) write(ctx context.Context, e Ending) error {
 		inv.PayoutBook = st.PartnerBook
 	}
 	// Its events are written with its outcome, in the same transaction or merged write.
-	var listens func(string) bool
-	if s.cfg.Listens != nil {
-		listens = func(accountID string) bool { return s.cfg.Listens(ctx, accountID) }
-	}
-	events, err := callEvents(&inv, e, t.hold == nil, listens)
+	events, err := callEvents(&inv, e, t.hold == nil, s.listens(ctx))
 	if err != nil {
 		return err
 	}
@@ -435,10 +433,19 @@ type journaled struct {
 	Swept   bool    `json:",omitempty"`
 }
 
-// events are the webhook events of a journaled outcome, built again when it is replayed.
-func (e journaled) events() ([]*store.WebhookEvent, error) {
+// events are the webhook events of a journaled outcome, built again when it is replayed (for
+// the accounts listens says listen, as when it was concluded).
+func (e journaled) events(listens func(string) bool) ([]*store.WebhookEvent, error) {
 	inv := e.Invocation
-	return callEvents(&inv, Ending{Settlement: e.Settlement, Partner: e.Partner, Paid: e.Paid}, e.Swept, nil)
+	return callEvents(&inv, Ending{Settlement: e.Settlement, Partner: e.Partner, Paid: e.Paid}, e.Swept, listens)
+}
+
+// listens is the filter of the accounts a call's events are written for (nil: every account).
+func (s *Service) listens(ctx context.Context) func(accountID string) bool {
+	if s.cfg.Listens == nil {
+		return nil
+	}
+	return func(accountID string) bool { return s.cfg.Listens(ctx, accountID) }
 }
 
 // commitDurable commits a durable call's outcome before its caller is answered. When the
@@ -521,7 +528,7 @@ func (s *Service) replayOne(ctx context.Context, id string) (ok bool, err error)
 		return false, journal.SetAside(id)
 	}
 	inv := e.Invocation
-	events, err := e.events()
+	events, err := e.events(s.listens(ctx))
 	if err != nil {
 		return false, err
 	}

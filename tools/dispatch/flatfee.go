@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -60,8 +59,7 @@ func (s *Service) payAndDispatch(ctx context.Context, cl *call, inv *store.Invoc
 	// The paid retry is the same request: a payment bound to this quote (by x402's echoed
 	// requestId or by confirmRequestId) pays for the quoted message only.
 	if _, rest, err := FindHandle(in.Message); err == nil {
-		args, _ := json.Marshal(map[string]string{"query": rest})
-		if canon, err := signing.Canonicalize(args); err == nil && string(canon) != inv.Args {
+		if canon, err := queryArgs(rest); err == nil && string(canon) != inv.Args {
 			return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the message differs from the one quoted in %s; send the quoted message again, or call without payment for a new quote", inv.RequestID).
 				WithDetails(map[string]any{"invalidReason": "invalid_payment_requirements"})
 		}
@@ -79,7 +77,7 @@ func (s *Service) payAndDispatch(ctx context.Context, cl *call, inv *store.Invoc
 	}
 	// The owner's policies are checked again, exactly, as the payment is marked as being made.
 	if _, err := s.cfg.Payments.Collect(ctx, inv.RequestID, pay, cl.bill.AdmitPayment(p.AmountAtomic)); err != nil {
-		return InvokeOutput{}, err
+		return InvokeOutput{}, cl.bill.PaymentRefused(ctx, p.AmountAtomic, err)
 	}
 	cl.args = []byte(inv.Args)
 	out, err := s.dispatch(ctx, cl, inv, inv.State) // awaiting payment, or approved

@@ -400,6 +400,12 @@ func TestPolicyCoversFlatFees(t *testing.T) {
 	if status != 403 || details(out)["rule"] != "caps.day" {
 		t.Fatalf("a new quote past the cap: %d %v", status, out)
 	}
+	// The owner heard of each refusal: two payments, one quote.
+	var denied int
+	if err := w.settledStore(t).DB().NewSelect().Table("webhook_events").ColumnExpr("COUNT(*)").
+		Where("account_id = ? AND type = 'policy.denied'", w.callerID).Scan(context.Background(), &denied); err != nil || denied != 3 {
+		t.Fatalf("%d policy.denied events for 3 refusals (%v)", denied, err)
+	}
 
 	// The owner raises the cap on the portal and asks to approve anything above 1 USD.
 	owner := &tools.Principal{AccountID: w.callerID, Method: tools.AuthSession, SessionID: "the owner's", RateLimitPerMinute: 600, SpendLimitMicro: 1 << 40}

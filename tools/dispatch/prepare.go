@@ -23,8 +23,7 @@ import (
 func (s *Service) prepare(ctx context.Context, cl *call, rest string, given partners.ArgsDoc) error {
 	intent := cl.intent
 	if cl.flat { // paid on chain, not from credit: the message is its query
-		args, _ := json.Marshal(map[string]string{"query": rest})
-		canon, err := signing.Canonicalize(args)
+		canon, err := queryArgs(rest)
 		if err != nil {
 			return tools.Errorf(tools.CodeBadInput, "the message cannot be signed: %v", err)
 		}
@@ -96,6 +95,13 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 			intent.PublicIdentifier, intent.FeeRate).WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw())})
 	}
 	return err
+}
+
+// queryArgs are a flat-fee call's args: the message without its handle as {query}, in
+// canonical JSON (what its quote records and its payment pays for).
+func queryArgs(rest string) ([]byte, error) {
+	args, _ := json.Marshal(map[string]string{"query": rest})
+	return signing.Canonicalize(args)
 }
 
 // writeChain is where a write's on-chain step happens: the chain of the token it routes, else

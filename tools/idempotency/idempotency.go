@@ -167,7 +167,7 @@ func linkOf(input []byte, callID string) string {
 // false, run set to go) when its process died before the call went out.
 func (s *Service) inFlight(ctx context.Context, t *tools.Tool, c *tools.Caller, held, run *idem.Key, link string) (done bool, out any, err error) {
 	age := s.now().UTC().Sub(held.StartedAt)
-	inv, err := s.st.Invocation(ctx, c.AccountID(), link)
+	inv, err := s.linked(ctx, c, link)
 	switch {
 	case err == nil && store.StateOf(inv.State).Final && inv.Answer != nil:
 		// The call concluded (by its process, or by the sweeper after a crash): its record is the answer.
@@ -201,6 +201,24 @@ func (s *Service) inFlight(ctx context.Context, t *tools.Tool, c *tools.Caller, 
 	return false, nil, nil
 }
 
+// linked reads the invocation a call is linked to, when the caller may act on it (its own
+// key's, or a key's minted under it, as dispatch allows): another key's is not found, so a
+// retry never answers with it.
+func (s *Service) linked(ctx context.Context, c *tools.Caller, link string) (*store.Invocation, error) {
+	inv, err := s.st.Invocation(ctx, c.AccountID(), link)
+	if err != nil || c.Principal.Method == tools.AuthSession || inv.KeyID == c.Principal.KeyID {
+		return inv, err
+	}
+	under, err := s.st.KeyUnder(ctx, c.AccountID(), inv.KeyID, c.Principal.KeyID)
+	if err != nil {
+		return nil, err
+	}
+	if !under {
+		return nil, store.ErrNotFound
+	}
+	return inv, nil
+}
+
 func busy(held *idem.Key, age time.Duration, why string) *tools.Error {
 	msg := fmt.Sprintf("a call with the Idempotency-Key %q is still in flight (started %d s ago)", held.IdemKey, int(age.Seconds()))
 	if why != "" {
@@ -222,7 +240,7 @@ func busy(held *idem.Key, age time.Duration, why string) *tools.Error {
 func (s *Service) record(ctx context.Context, t *tools.Tool, c *tools.Caller, run *idem.Key, link string, out any, err error) {
 	e := tools.Translate(err)
 	if e != nil && !kept(e) {
-		inv, ierr := s.st.Invocation(ctx, c.AccountID(), link)
+		inv, ierr := s.linked(ctx, c, link)
 		if errors.Is(ierr, store.ErrNotFound) || (ierr == nil && waiting(inv.State)) {
 			if ierr = s.keys.Release(ctx, run); ierr != nil {
 				s.log.WarnContext(ctx, "idempotency: release a key", "tool", t.Name, "err", ierr)

@@ -139,33 +139,31 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]*APIKey, error) {
 // transaction.
 func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time.Time, events func(revoked []string) ([]*WebhookEvent, error)) (*APIKey, error) {
 	key := new(APIKey)
-	var revoked []string
-	err := s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if err := s.lockAccountKeys(ctx, tx, accountID); err != nil {
-			return err
-		}
-		var err error
-		if revoked, err = revokeTree(ctx, tx, accountID, keyID, now); err != nil {
+	err := s.InTx(ctx, func(ctx context.Context, q *Q) error {
+		revoked, err := q.RevokeKeyTree(ctx, accountID, keyID, now)
+		if err != nil {
 			return fmt.Errorf("revoke key: %w", err)
-		}
-		if err := s.watch.Announce(ctx, tx, watch.KeyChange, revoked...); err != nil {
-			return err
 		}
 		if events != nil && len(revoked) > 0 {
 			evs, err := events(revoked)
 			if err != nil {
 				return err
 			}
-			if err := InsertWebhookEvents(ctx, tx, evs); err != nil {
-				return err
+			for _, ev := range evs {
+				if err := q.InsertWebhookEvent(ctx, ev); err != nil {
+					return err
+				}
 			}
+		}
+		tx, err := q.Tx(ctx)
+		if err != nil {
+			return err
 		}
 		return tx.NewSelect().Model(key).Where("id = ? AND account_id = ?", keyID, accountID).Scan(ctx)
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.changed(watch.KeyChange, revoked...)
 	return key, nil
 }
 

@@ -491,6 +491,9 @@ func (b *lane) gatherWrites(ctx context.Context, j *batchJob) (*merged, error) {
 // commitAlone commits one job in a transaction of its own (retried while the database is
 // unavailable), reporting its outcome.
 func (b *lane) commitAlone(ctx context.Context, j *batchJob) {
+	if !b.w.store.Postgres() {
+		ctx = context.WithoutCancel(ctx) // as commit's batch: SQLite finishes a transaction begun
+	}
 	var jobErr error
 	err := b.w.store.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var dbErr error

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/outbox"
+	"github.com/switchboard-hq/switchboard/tools"
 )
 
 // A round of the worker handles at most this many events and deliveries, sending up to
@@ -158,7 +159,9 @@ func (s *Service) attempt(ctx context.Context, id string) (delivered, disabled b
 		DurationMs: s.clock().Sub(at).Milliseconds()}
 	out := outbox.Outcome{Attempt: a, Delivered: sendErr == nil}
 	if sendErr != nil {
-		a.Error = truncate(sendErr.Error(), 500)
+		// The text holds the receiver's status line, which may be any bytes: PostgreSQL would
+		// refuse invalid UTF-8, and the attempt, never recorded, would be sent again forever.
+		a.Error = tools.Clip(sendErr.Error(), 500, "…")
 		out.Next, out.Disable = s.afterFailure(send, at, status)
 	}
 	disabled, err = s.outbox.RecordWebhookAttempt(ctx, s.cfg.Replica, send, out, func() string { return NewID()[4:] })
@@ -251,11 +254,4 @@ func (s *Service) tellDisabled(ctx context.Context, ep *outbox.Endpoint, reason 
 	if err := s.cfg.Notify(ctx, ep.AccountID, "Switchboard disabled a webhook endpoint", text); err != nil {
 		s.log.WarnContext(ctx, "tell the owner of a disabled webhook endpoint", "endpoint", ep.ID, "err", err)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
@@ -579,6 +581,69 @@ func TestTwoReplicasSendEachDeliveryOnce(t *testing.T) {
 		}
 		if len(rcv.ok) != events || dup != 0 {
 			t.Fatalf("%d of %d events arrived, %d twice (rounds %+v)", len(rcv.ok), events, dup, rounds)
+		}
+	})
+}
+
+// A receiver whose status line holds invalid UTF-8 and a NUL (which neither the query builder
+// nor PostgreSQL takes in text) gets its attempt recorded, the text made valid, and the
+// delivery backs off instead of being sent again at every round.
+func TestStatusLineNotUTF8IsRecordedAndBacksOff(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		var mu sync.Mutex
+		requests := 0
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					req, err := http.ReadRequest(bufio.NewReader(c))
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					mu.Lock()
+					requests++
+					mu.Unlock()
+					io.WriteString(c, "HTTP/1.1 500 Br\xc3\xff\xfeken \x00 \xe2\x82\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				}()
+			}
+		}()
+		w := newWorld(t, s, worldOptions{allowLocal: true})
+		w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": "http://" + l.Addr().String() + "/events", "eventTypes": []string{"key.created"}})
+		w.mustCall(w.root, "api_key_create", map[string]any{"name": "k", "scopes": []string{"read"}})
+		if r := w.run(); r.Attempts != 1 {
+			t.Fatalf("round %+v", r)
+		}
+		if r := w.run(); r.Attempts != 0 {
+			t.Fatalf("attempted again at once: %+v", r)
+		}
+		page := w.mustCall(w.root, "webhook_delivery_list", nil).(webhooks.ListDeliveriesOutput)
+		if len(page.Deliveries) != 1 {
+			t.Fatalf("deliveries %+v", page.Deliveries)
+		}
+		d := page.Deliveries[0]
+		if d.State != outbox.DeliveryPending || len(d.Attempts) != 1 || d.Attempts[0].Status != 500 || d.NextAttemptAt == nil {
+			t.Fatalf("delivery %+v", d)
+		}
+		if e := d.Attempts[0].Error; !utf8.ValidString(e) || !strings.Contains(e, "500 Br\uFFFDken \uFFFD \uFFFD") {
+			t.Fatalf("attempt error %q", e)
+		}
+		if wait := d.NextAttemptAt.Sub(d.Attempts[0].At); wait < 4*time.Second || wait > 6*time.Second {
+			t.Fatalf("next attempt %s after the first, want the first backoff step", wait)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if requests != 1 {
+			t.Fatalf("the receiver got %d requests", requests)
 		}
 	})
 }

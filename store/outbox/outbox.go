@@ -347,8 +347,13 @@ func (s *queries) RecordWebhookAttempt(ctx context.Context, owner string, send *
 type DeliveryFilter struct {
 	EndpointID string
 	State      string
-	Before     time.Time // created strictly before (keyset paging); zero: newest
-	Limit      int
+	// Before and BeforeID page newest first on (created_at, id): the deliveries after the one
+	// created at Before with id BeforeID. Deliveries fanned out in one round share created_at,
+	// so the time alone would skip or repeat some. BeforeID "" takes those created strictly
+	// before Before; zero Before starts at the newest.
+	Before   time.Time
+	BeforeID string
+	Limit    int
 }
 
 // DeliveryRow is a delivery as listed, with its event's type and endpoint's URL.
@@ -373,7 +378,10 @@ func (s *queries) WebhookDeliveries(ctx context.Context, accountID string, f Del
 	if f.State != "" {
 		q = q.Where("webhook_delivery.state = ?", f.State)
 	}
-	if !f.Before.IsZero() {
+	switch {
+	case !f.Before.IsZero() && f.BeforeID != "":
+		q = q.Where("(webhook_delivery.created_at < ? OR (webhook_delivery.created_at = ? AND webhook_delivery.id < ?))", f.Before, f.Before, f.BeforeID)
+	case !f.Before.IsZero():
 		q = q.Where("webhook_delivery.created_at < ?", f.Before)
 	}
 	err := q.Scan(ctx)

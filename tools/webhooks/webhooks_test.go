@@ -585,6 +585,57 @@ func TestTwoReplicasSendEachDeliveryOnce(t *testing.T) {
 	})
 }
 
+// Deliveries fanned out in one round share their created_at: paging through more of them than
+// a page holds lists each exactly once, and a beforeId without before is refused.
+func TestDeliveryListPagesThroughOneRoundsDeliveries(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		w := newWorld(t, s, worldOptions{})
+		// Two endpoints, never sent to: the test fans out but makes no round.
+		for _, u := range []string{"https://93.184.215.14/a", "https://93.184.215.14/b"} {
+			w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": u, "eventTypes": []string{"call.succeeded"}})
+		}
+		const events = 7 // 14 deliveries, all created at one instant
+		for i := range events {
+			if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+				return webhooks.Emit(ctx, q, webhooks.CallSucceeded, "acct", w.clock.Now(), webhooks.CallData{RequestID: strings.Repeat("r", i+1)})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := outbox.New(s).FanOutWebhookEvents(ctx, w.clock.Now(), 100, func() string { return "wd_" + webhooks.NewID()[4:] }, func(*outbox.Endpoint, string) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		args := map[string]any{"limit": 4}
+		pages := 0
+		for ; pages < 10; pages++ {
+			page := w.mustCall(w.root, "webhook_delivery_list", args).(webhooks.ListDeliveriesOutput)
+			for _, d := range page.Deliveries {
+				seen[d.ID]++
+			}
+			if page.NextBefore == nil {
+				break
+			}
+			if page.NextBeforeID == "" {
+				t.Fatalf("page %d: nextBefore without nextBeforeId", pages)
+			}
+			args = map[string]any{"limit": 4, "before": page.NextBefore, "beforeId": page.NextBeforeID}
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("delivery %s listed %d times", id, n)
+			}
+		}
+		if len(seen) != 2*events || pages != 3 {
+			t.Fatalf("%d of %d deliveries listed in %d pages", len(seen), 2*events, pages+1)
+		}
+		if _, e := w.call(w.root, "webhook_delivery_list", map[string]any{"beforeId": "wd_x"}); e == nil || e.Code != tools.CodeBadInput || !strings.Contains(e.Message, "nextBefore and nextBeforeId") {
+			t.Fatalf("beforeId alone: %v", e)
+		}
+	})
+}
+
 // A receiver whose status line holds invalid UTF-8 and a NUL (which neither the query builder
 // nor PostgreSQL takes in text) gets its attempt recorded, the text made valid, and the
 // delivery backs off instead of being sent again at every round.

@@ -180,8 +180,8 @@ func (s *Service) attempt(ctx context.Context, id string) (delivered, disabled b
 
 // afterFailure decides what follows a failed attempt: the next try (exponential backoff from
 // 5 s, doubling, capped at 4 h, with ±20% jitter so failing endpoints are not all retried in
-// step), or none once the delivery has been failing for the retry window (at least that long:
-// the last try is after it); and whether the endpoint is disabled (failing for DisableAfter,
+// step), or none once the delivery has been failing for the retry window since its creation
+// or its latest replay (at least that long: the last try is after it); and whether the endpoint is disabled (failing for DisableAfter,
 // or it answered 410 Gone).
 func (s *Service) afterFailure(send *outbox.Send, at time.Time, status int) (next time.Time, disable string) {
 	if status == http.StatusGone {
@@ -194,7 +194,7 @@ func (s *Service) afterFailure(send *outbox.Send, at time.Time, status int) (nex
 	if at.Sub(since) >= s.cfg.DisableAfter {
 		disable = fmt.Sprintf("every attempt failed for %s, since %s", s.cfg.DisableAfter, since.UTC().Format(time.RFC3339))
 	}
-	if at.Sub(send.Delivery.CreatedAt) >= s.cfg.RetryWindow {
+	if at.Sub(send.Delivery.RetryWindowStart()) >= s.cfg.RetryWindow {
 		return time.Time{}, disable
 	}
 	return at.Add(Backoff(send.Delivery.Attempts+1, rand.Float64())), disable

@@ -698,3 +698,53 @@ func TestStatusLineNotUTF8IsRecordedAndBacksOff(t *testing.T) {
 		}
 	})
 }
+
+// A replay of a delivery given up after its retry window is retried for a whole window again,
+// its backoff restarting at the first step, before it is given up again.
+func TestReplayRetriesForAWholeWindowAgain(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		rcv := newReceiver(t)
+		rcv.answer = func(int) int { return http.StatusServiceUnavailable }
+		w := newWorld(t, s, worldOptions{allowLocal: true, caPEM: partnertest.CAPEM(rcv.srv)})
+		w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": rcv.URL(), "eventTypes": []string{"key.created"}})
+		w.mustCall(w.root, "api_key_create", map[string]any{"name": "k", "scopes": []string{"read"}})
+		// untilGivenUp moves the clock to each attempt due until none is.
+		untilGivenUp := func() webhooks.Delivery {
+			t.Helper()
+			for range 200 {
+				w.run()
+				next, err := outbox.New(s).NextWebhookAttemptAt(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if next.IsZero() {
+					break
+				}
+				w.clock.Set(next)
+			}
+			page := w.mustCall(w.root, "webhook_delivery_list", nil).(webhooks.ListDeliveriesOutput)
+			if len(page.Deliveries) != 1 || page.Deliveries[0].State != outbox.DeliveryFailed {
+				t.Fatalf("deliveries %+v", page.Deliveries)
+			}
+			return page.Deliveries[0]
+		}
+		first := untilGivenUp()
+		tries := len(first.Attempts)
+
+		w.clock.Add(36 * time.Hour) // long after its window
+		replayedAt := w.clock.Now()
+		w.mustCall(w.root, "webhook_delivery_replay", map[string]any{"deliveryId": first.ID})
+		w.run()
+		page := w.mustCall(w.root, "webhook_delivery_list", nil).(webhooks.ListDeliveriesOutput)
+		d := page.Deliveries[0]
+		if d.State != outbox.DeliveryPending || d.NextAttemptAt == nil || d.NextAttemptAt.Sub(replayedAt) > 6*time.Second {
+			t.Fatalf("after the replayed attempt: state %s, next attempt %v (replayed at %v)", d.State, d.NextAttemptAt, replayedAt)
+		}
+		again := untilGivenUp()
+		last := again.Attempts[len(again.Attempts)-1].At
+		if last.Sub(replayedAt) < webhooks.DefaultRetryWindow || len(again.Attempts)-tries < 10 {
+			t.Fatalf("given up again %s after the replay, after %d attempts", last.Sub(replayedAt), len(again.Attempts)-tries)
+		}
+	})
+}

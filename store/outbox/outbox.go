@@ -51,8 +51,8 @@ type Outbox interface {
 	// and its backoff from the start. A disabled endpoint is enabled again with it (reenabled):
 	// the owner says it works again. dberr.ErrNotFound for another account's.
 	ReplayWebhookDelivery(ctx context.Context, accountID, id string, now time.Time) (d *Delivery, reenabled bool, _ error)
-	// NextWebhookAttemptAt is when the earliest pending delivery is due (zero: none), for tests
-	// that drive the clock and for the portal.
+	// NextWebhookAttemptAt is when the earliest pending delivery is due (zero: none): tests
+	// move their clock to it.
 	NextWebhookAttemptAt(ctx context.Context) (time.Time, error)
 	// PruneWebhookEvents deletes up to limit events written before before, with their
 	// deliveries and attempts, once they have been fanned out and none of their deliveries is
@@ -441,8 +441,7 @@ func (s *queries) ReplayWebhookDelivery(ctx context.Context, accountID, id strin
 	return d, reenabled, dberr.Normalize(err)
 }
 
-// NextWebhookAttemptAt is when the earliest pending delivery is due (zero: none), for tests
-// that drive the clock and for the portal.
+// NextWebhookAttemptAt is when the earliest pending delivery is due (Outbox).
 func (s *queries) NextWebhookAttemptAt(ctx context.Context) (time.Time, error) {
 	d := new(Delivery)
 	err := s.db.NewSelect().Model(d).Where("state = ?", DeliveryPending).OrderExpr("next_attempt_at ASC").Limit(1).Scan(ctx)

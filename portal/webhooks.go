@@ -1,20 +1,17 @@
 package portal
 
 import (
-	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"strings"
 
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // webhookPages are the Webhooks page's templates: the account's endpoints (create, delete) and
 // its latest deliveries with every attempt (replay). Everything goes through the webhook tools.
 var webhookPages = []string{"webhooks"}
-
-// webhookEventTypes are the types offered as checkboxes (the tools check them again).
-var webhookEventTypes = []string{"call.succeeded", "call.failed", "call.refunded", "approval.requested", "approval.decided", "policy.denied",
-	"intent.activated", "intent.deactivated", "payout.settled", "key.created", "key.revoked", "wallet.exported"}
 
 type webhooksData struct {
 	Endpoints  []any
@@ -34,7 +31,8 @@ func (p *portal) webhooksView(r *http.Request, pr *tools.Principal) (webhooksDat
 	if e != nil {
 		return webhooksData{}, e
 	}
-	d := webhooksData{Types: webhookEventTypes, PublicKey: present.Str(eps["publicKey"])}
+	// Every event type is offered as a checkbox (the tools check them again).
+	d := webhooksData{Types: webhooks.Types, PublicKey: present.Str(eps["publicKey"])}
 	d.Endpoints, _ = eps["endpoints"].([]any)
 	d.Deliveries, _ = ds["deliveries"].([]any)
 	return d, nil

@@ -47,11 +47,12 @@ type Outbox interface {
 	// WebhookAttempts lists the attempts of deliveries, oldest first, by delivery.
 	WebhookAttempts(ctx context.Context, deliveryIDs []string) (map[string][]*Attempt, error)
 	// ReplayWebhookDelivery makes an account's delivery due again at now, whatever its state (a
-	// delivered one is sent again, with the same webhook-id). A disabled endpoint is enabled
-	// again with it (reenabled): the owner says it works again. dberr.ErrNotFound for another account's.
+	// delivered one is sent again, with the same webhook-id), with a new retry window from now
+	// and its backoff from the start. A disabled endpoint is enabled again with it (reenabled):
+	// the owner says it works again. dberr.ErrNotFound for another account's.
 	ReplayWebhookDelivery(ctx context.Context, accountID, id string, now time.Time) (d *Delivery, reenabled bool, _ error)
-	// NextWebhookAttemptAt is when the earliest pending delivery is due (zero: none), for tests
-	// that drive the clock and for the portal.
+	// NextWebhookAttemptAt is when the earliest pending delivery is due (zero: none): tests
+	// move their clock to it.
 	NextWebhookAttemptAt(ctx context.Context) (time.Time, error)
 	// PruneWebhookEvents deletes up to limit events written before before, with their
 	// deliveries and attempts, once they have been fanned out and none of their deliveries is
@@ -104,7 +105,7 @@ type Delivery struct {
 	EndpointID    string     `bun:"endpoint_id,notnull"`
 	AccountID     string     `bun:"account_id,notnull"`
 	State         string     `bun:"state,notnull"`
-	Attempts      int        `bun:"attempts,notnull"`
+	Attempts      int        `bun:"attempts,notnull"` // in the current retry window: the backoff's exponent
 	NextAttemptAt time.Time  `bun:"next_attempt_at,notnull"`
 	LeaseUntil    *time.Time `bun:"lease_until"`
 	LeasedBy      string     `bun:"leased_by,notnull"`
@@ -112,6 +113,18 @@ type Delivery struct {
 	LastError     string     `bun:"last_error,notnull"`
 	CreatedAt     time.Time  `bun:"created_at,notnull"`
 	DeliveredAt   *time.Time `bun:"delivered_at"`
+	// RetryFrom is when the current retry window began, set by a replay; nil is at CreatedAt
+	// (never set at creation, so rows a previous release creates mid-upgrade read the same).
+	RetryFrom *time.Time `bun:"retry_from"`
+}
+
+// RetryWindowStart is when the delivery's current retry window began: its creation, or its
+// latest replay.
+func (d *Delivery) RetryWindowStart() time.Time {
+	if d.RetryFrom != nil {
+		return *d.RetryFrom
+	}
+	return d.CreatedAt
 }
 
 // Attempt is one try of a delivery.
@@ -347,8 +360,13 @@ func (s *queries) RecordWebhookAttempt(ctx context.Context, owner string, send *
 type DeliveryFilter struct {
 	EndpointID string
 	State      string
-	Before     time.Time // created strictly before (keyset paging); zero: newest
-	Limit      int
+	// Before and BeforeID page newest first on (created_at, id): the deliveries after the one
+	// created at Before with id BeforeID. Deliveries fanned out in one round share created_at,
+	// so the time alone would skip or repeat some. BeforeID "" takes those created strictly
+	// before Before; zero Before starts at the newest.
+	Before   time.Time
+	BeforeID string
+	Limit    int
 }
 
 // DeliveryRow is a delivery as listed, with its event's type and endpoint's URL.
@@ -373,7 +391,10 @@ func (s *queries) WebhookDeliveries(ctx context.Context, accountID string, f Del
 	if f.State != "" {
 		q = q.Where("webhook_delivery.state = ?", f.State)
 	}
-	if !f.Before.IsZero() {
+	switch {
+	case !f.Before.IsZero() && f.BeforeID != "":
+		q = q.Where("(webhook_delivery.created_at < ? OR (webhook_delivery.created_at = ? AND webhook_delivery.id < ?))", f.Before, f.Before, f.BeforeID)
+	case !f.Before.IsZero():
 		q = q.Where("webhook_delivery.created_at < ?", f.Before)
 	}
 	err := q.Scan(ctx)
@@ -396,9 +417,8 @@ func (s *queries) WebhookAttempts(ctx context.Context, deliveryIDs []string) (ma
 	return out, nil
 }
 
-// ReplayWebhookDelivery makes an account's delivery due again at now, whatever its state (a
-// delivered one is sent again, with the same webhook-id). A disabled endpoint is enabled
-// again with it (reenabled): the owner says it works again. dberr.ErrNotFound for another account's.
+// ReplayWebhookDelivery makes an account's delivery due again now, with a new retry window
+// (Outbox).
 func (s *queries) ReplayWebhookDelivery(ctx context.Context, accountID, id string, now time.Time) (d *Delivery, reenabled bool, _ error) {
 	err := s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		d, reenabled = new(Delivery), false
@@ -412,15 +432,16 @@ func (s *queries) ReplayWebhookDelivery(ctx context.Context, accountID, id strin
 		}
 		n, _ := res.RowsAffected()
 		reenabled = n > 0
-		d.State, d.NextAttemptAt, d.DeliveredAt = DeliveryPending, now, nil
-		_, err = tx.NewUpdate().Model(d).Column("state", "next_attempt_at", "delivered_at").WherePK().Exec(ctx)
+		// A new window and backoff from its first step: a delivery given up after 24 hours is
+		// otherwise given up again after one attempt, and retried at the cap.
+		d.State, d.NextAttemptAt, d.DeliveredAt, d.Attempts, d.RetryFrom = DeliveryPending, now, nil, 0, &now
+		_, err = tx.NewUpdate().Model(d).Column("state", "next_attempt_at", "delivered_at", "attempts", "retry_from").WherePK().Exec(ctx)
 		return err
 	})
 	return d, reenabled, dberr.Normalize(err)
 }
 
-// NextWebhookAttemptAt is when the earliest pending delivery is due (zero: none), for tests
-// that drive the clock and for the portal.
+// NextWebhookAttemptAt is when the earliest pending delivery is due (Outbox).
 func (s *queries) NextWebhookAttemptAt(ctx context.Context) (time.Time, error) {
 	d := new(Delivery)
 	err := s.db.NewSelect().Model(d).Where("state = ?", DeliveryPending).OrderExpr("next_attempt_at ASC").Limit(1).Scan(ctx)

@@ -115,7 +115,7 @@ func checkMetadataURL(id string) error {
 // resolve returns the client a metadata document describes, from the cache while it is fresh.
 func (m *metadataClients) resolve(ctx context.Context, id string) (*grants.Client, *Error) {
 	if err := checkMetadataURL(id); err != nil {
-		return nil, invalidClient("client_id %s is not a usable metadata document URL: %v", truncate(id, 120), err)
+		return nil, invalidClient("client_id %s is not a usable metadata document URL: %v", tools.Clip(id, 120, "..."), err)
 	}
 	now := m.now()
 	m.mu.Lock()
@@ -155,33 +155,33 @@ func (m *metadataClients) fetch(ctx context.Context, id string) (*grants.Client,
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
 	if err != nil {
-		return nil, 0, invalidClient("client_id %s cannot be fetched: %v", truncate(id, 120), err)
+		return nil, 0, invalidClient("client_id %s cannot be fetched: %v", tools.Clip(id, 120, "..."), err)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := m.http.Do(req)
 	if err != nil {
-		return nil, 0, invalidClient("the client metadata document %s could not be fetched (%v); the MCP host must serve it over https from a public address", truncate(id, 120), unwrap(err))
+		return nil, 0, invalidClient("the client metadata document %s could not be fetched (%v); the MCP host must serve it over https from a public address", tools.Clip(id, 120, "..."), unwrap(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, 0, invalidClient("the client metadata document %s answered HTTP %d, not 200 (redirects are not followed)", truncate(id, 120), resp.StatusCode)
+		return nil, 0, invalidClient("the client metadata document %s answered HTTP %d, not 200 (redirects are not followed)", tools.Clip(id, 120, "..."), resp.StatusCode)
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "" && ct != "application/json" && !strings.HasSuffix(ct, "+json") {
-		return nil, 0, invalidClient("the client metadata document %s is %s, not application/json", truncate(id, 120), ct)
+		return nil, 0, invalidClient("the client metadata document %s is %s, not application/json", tools.Clip(id, 120, "..."), ct)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxMetadataBytes+1))
 	if err != nil {
-		return nil, 0, invalidClient("the client metadata document %s could not be read: %v", truncate(id, 120), unwrap(err))
+		return nil, 0, invalidClient("the client metadata document %s could not be read: %v", tools.Clip(id, 120, "..."), unwrap(err))
 	}
 	if len(body) > MaxMetadataBytes {
-		return nil, 0, invalidClient("the client metadata document %s is larger than %d bytes", truncate(id, 120), MaxMetadataBytes)
+		return nil, 0, invalidClient("the client metadata document %s is larger than %d bytes", tools.Clip(id, 120, "..."), MaxMetadataBytes)
 	}
 	if err := jsonlimit.Depth(body); err != nil {
-		return nil, 0, invalidClient("the client metadata document %s is %v", truncate(id, 120), err)
+		return nil, 0, invalidClient("the client metadata document %s is %v", tools.Clip(id, 120, "..."), err)
 	}
 	var doc metadataDoc
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, 0, invalidClient("the client metadata document %s is not a JSON object: %v", truncate(id, 120), err)
+		return nil, 0, invalidClient("the client metadata document %s is not a JSON object: %v", tools.Clip(id, 120, "..."), err)
 	}
 	c, oe := checkMetadata(id, doc)
 	if oe != nil {
@@ -204,27 +204,27 @@ func unwrap(err error) error {
 func checkMetadata(id string, doc metadataDoc) (*grants.Client, *Error) {
 	switch {
 	case doc.ClientID != id:
-		return nil, invalidClient("the client metadata document's client_id %q is not its URL %s", truncate(doc.ClientID, 120), truncate(id, 120))
+		return nil, invalidClient("the client metadata document's client_id %q is not its URL %s", tools.Clip(doc.ClientID, 120, "..."), tools.Clip(id, 120, "..."))
 	case doc.ClientSecret != "" || strings.HasPrefix(doc.TokenEndpointAuthMethod, "client_secret"):
 		return nil, invalidClient("a client metadata document cannot carry a shared secret (token_endpoint_auth_method must be none)")
 	case doc.TokenEndpointAuthMethod != "" && doc.TokenEndpointAuthMethod != "none":
-		return nil, invalidClient("token_endpoint_auth_method %q is not supported here: Switchboard takes public clients with PKCE (none)", truncate(doc.TokenEndpointAuthMethod, 40))
+		return nil, invalidClient("token_endpoint_auth_method %q is not supported here: Switchboard takes public clients with PKCE (none)", tools.Clip(doc.TokenEndpointAuthMethod, 40, "..."))
 	case len(doc.RedirectURIs) == 0 || len(doc.RedirectURIs) > maxRedirects:
 		return nil, invalidClient("the client metadata document must list 1 to %d redirect_uris", maxRedirects)
 	}
 	for _, u := range doc.RedirectURIs {
 		if err := checkRedirect(u); err != nil {
-			return nil, invalidClient("redirect_uri %s: %v", truncate(u, 80), err)
+			return nil, invalidClient("redirect_uri %s: %v", tools.Clip(u, 80, "..."), err)
 		}
 	}
 	for _, g := range doc.GrantTypes {
 		if g != "authorization_code" && g != "refresh_token" {
-			return nil, invalidClient("grant_types may only be authorization_code and refresh_token, not %q", truncate(g, 40))
+			return nil, invalidClient("grant_types may only be authorization_code and refresh_token, not %q", tools.Clip(g, 40, "..."))
 		}
 	}
 	for _, rt := range doc.ResponseTypes {
 		if rt != "code" {
-			return nil, invalidClient("response_types may only be code, not %q", truncate(rt, 40))
+			return nil, invalidClient("response_types may only be code, not %q", tools.Clip(rt, 40, "..."))
 		}
 	}
 	name := strings.TrimSpace(doc.ClientName)

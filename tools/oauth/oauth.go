@@ -132,17 +132,17 @@ func (s *Service) Register(ctx context.Context, r Registration) (Registration, *
 	}
 	for _, u := range r.RedirectURIs {
 		if err := checkRedirect(u); err != nil {
-			return Registration{}, oerr(400, "invalid_redirect_uri", "%s: %v", truncate(u, 80), err)
+			return Registration{}, oerr(400, "invalid_redirect_uri", "%s: %v", tools.Clip(u, 80, "..."), err)
 		}
 	}
 	for _, g := range r.GrantTypes {
 		if g != "authorization_code" && g != "refresh_token" {
-			return bad("grant_types may only be authorization_code and refresh_token, not %q", truncate(g, 40))
+			return bad("grant_types may only be authorization_code and refresh_token, not %q", tools.Clip(g, 40, "..."))
 		}
 	}
 	for _, rt := range r.ResponseTypes {
 		if rt != "code" {
-			return bad("response_types may only be code, not %q", truncate(rt, 40))
+			return bad("response_types may only be code, not %q", tools.Clip(rt, 40, "..."))
 		}
 	}
 	name := strings.TrimSpace(r.ClientName)
@@ -163,13 +163,6 @@ func (s *Service) Register(ctx context.Context, r Registration) (Registration, *
 	}
 	return Registration{ClientID: c.ID, ClientIDIssuedAt: c.CreatedAt.Unix(), ClientName: c.Name, ClientURI: c.ClientURI, RedirectURIs: c.RedirectURIs,
 		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}, TokenEndpointAuthMethod: "none"}, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
 
 func checkRedirect(raw string) error {
@@ -198,7 +191,7 @@ func checkRedirect(raw string) error {
 		}
 	default:
 		// The MCP authorization spec: "All redirect URIs MUST be either localhost or use HTTPS".
-		return fmt.Errorf("the scheme %q is not allowed: the MCP authorization spec takes https, or http on a loopback address (a native app listens on 127.0.0.1)", truncate(u.Scheme, 20))
+		return fmt.Errorf("the scheme %q is not allowed: the MCP authorization spec takes https, or http on a loopback address (a native app listens on 127.0.0.1)", tools.Clip(u.Scheme, 20, "..."))
 	}
 	return nil
 }
@@ -265,11 +258,11 @@ func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (req *Reques
 	// A metadata document lists its redirect URIs exactly, ports included: no loopback
 	// port latitude for a client that published what it uses.
 	if (IsMetadataClientID(c.ID) && !slices.Contains(c.RedirectURIs, redirect)) || !RedirectMatches(c, redirect) {
-		return nil, false, oerr(400, "invalid_request", "redirect_uri %q is not one this client registered", truncate(redirect, 120))
+		return nil, false, oerr(400, "invalid_request", "redirect_uri %q is not one this client registered", tools.Clip(redirect, 120, "..."))
 	}
 	// A client registered before the rules tightened keeps its row, not its old redirect URIs.
 	if err := checkRedirect(redirect); err != nil {
-		return nil, false, oerr(400, "invalid_request", "redirect_uri %q: %v; register the client again", truncate(redirect, 120), err)
+		return nil, false, oerr(400, "invalid_request", "redirect_uri %q: %v; register the client again", tools.Clip(redirect, 120, "..."), err)
 	}
 	req = &Request{Client: c, RedirectURI: redirect, State: q.Get("state")}
 	switch {

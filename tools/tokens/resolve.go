@@ -416,10 +416,5 @@ func (s *Service) save(ctx context.Context, ts []*learned.Token) []match {
 	return ms
 }
 
-func clip(s string, n int) string {
-	s = strings.TrimSpace(strings.ToValidUTF8(s, ""))
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
-}
+// clip is a token's symbol or name as stored: trimmed, valid UTF-8, at most n characters.
+func clip(s string, n int) string { return tools.Clip(strings.TrimSpace(s), n, "") }

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/outbox"
+	"github.com/switchboard-hq/switchboard/tools"
 )
 
 // A round of the worker handles at most this many events and deliveries, sending up to
@@ -158,7 +159,9 @@ func (s *Service) attempt(ctx context.Context, id string) (delivered, disabled b
 		DurationMs: s.clock().Sub(at).Milliseconds()}
 	out := outbox.Outcome{Attempt: a, Delivered: sendErr == nil}
 	if sendErr != nil {
-		a.Error = truncate(sendErr.Error(), 500)
+		// The text holds the receiver's status line, which may be any bytes: PostgreSQL would
+		// refuse invalid UTF-8, and the attempt, never recorded, would be sent again forever.
+		a.Error = tools.Clip(sendErr.Error(), 500, "…")
 		out.Next, out.Disable = s.afterFailure(send, at, status)
 	}
 	disabled, err = s.outbox.RecordWebhookAttempt(ctx, s.cfg.Replica, send, out, func() string { return NewID()[4:] })
@@ -177,8 +180,8 @@ func (s *Service) attempt(ctx context.Context, id string) (delivered, disabled b
 
 // afterFailure decides what follows a failed attempt: the next try (exponential backoff from
 // 5 s, doubling, capped at 4 h, with ±20% jitter so failing endpoints are not all retried in
-// step), or none once the delivery has been failing for the retry window (at least that long:
-// the last try is after it); and whether the endpoint is disabled (failing for DisableAfter,
+// step), or none once the delivery has been failing for the retry window since its creation
+// or its latest replay (at least that long: the last try is after it); and whether the endpoint is disabled (failing for DisableAfter,
 // or it answered 410 Gone).
 func (s *Service) afterFailure(send *outbox.Send, at time.Time, status int) (next time.Time, disable string) {
 	if status == http.StatusGone {
@@ -191,7 +194,7 @@ func (s *Service) afterFailure(send *outbox.Send, at time.Time, status int) (nex
 	if at.Sub(since) >= s.cfg.DisableAfter {
 		disable = fmt.Sprintf("every attempt failed for %s, since %s", s.cfg.DisableAfter, since.UTC().Format(time.RFC3339))
 	}
-	if at.Sub(send.Delivery.CreatedAt) >= s.cfg.RetryWindow {
+	if at.Sub(send.Delivery.RetryWindowStart()) >= s.cfg.RetryWindow {
 		return time.Time{}, disable
 	}
 	return at.Add(Backoff(send.Delivery.Attempts+1, rand.Float64())), disable
@@ -251,11 +254,4 @@ func (s *Service) tellDisabled(ctx context.Context, ep *outbox.Endpoint, reason 
 	if err := s.cfg.Notify(ctx, ep.AccountID, "Switchboard disabled a webhook endpoint", text); err != nil {
 		s.log.WarnContext(ctx, "tell the owner of a disabled webhook endpoint", "endpoint", ep.ID, "err", err)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -202,8 +202,9 @@ func KeyRevokedEvents(accountID, keyID string, at time.Time) func(revoked []stri
 	}
 }
 
-// The events of a call's approval and of a policy's refusal, written by the money seam in the
-// transaction that records the approval's request, its decision or the refusal.
+// The events of a call's approval, written in the transaction that records the approval's
+// request or its decision (a policy's refusal writes nothing else: tools/billing writes its
+// policy.denied with store.AddWebhookEvents).
 
 // EmitApprovalRequested writes approval.requested for accountID inside q's transaction.
 func EmitApprovalRequested(ctx context.Context, q *store.Q, accountID string, at time.Time, d ApprovalRequestedData) error {
@@ -213,9 +214,4 @@ func EmitApprovalRequested(ctx context.Context, q *store.Q, accountID string, at
 // EmitApprovalDecided writes approval.decided for accountID inside q's transaction.
 func EmitApprovalDecided(ctx context.Context, q *store.Q, accountID string, at time.Time, d ApprovalDecidedData) error {
 	return Emit(ctx, q, ApprovalDecided, accountID, at, d)
-}
-
-// EmitPolicyDenied writes policy.denied for accountID inside q's transaction.
-func EmitPolicyDenied(ctx context.Context, q *store.Q, accountID string, at time.Time, d PolicyDeniedData) error {
-	return Emit(ctx, q, PolicyDenied, accountID, at, d)
 }

@@ -207,14 +207,16 @@ type Delivery struct {
 type ListDeliveriesInput struct {
 	EndpointID string     `json:"endpointId,omitempty" jsonschema:"maxLength=64"`
 	State      string     `json:"state,omitempty" jsonschema:"enum=pending,enum=delivered,enum=failed"`
-	Before     *time.Time `json:"before,omitempty" jsonschema_description:"list deliveries created before this time (the previous page's nextBefore)"`
+	Before     *time.Time `json:"before,omitempty" jsonschema_description:"the previous page's nextBefore: list the deliveries after it"`
+	BeforeID   string     `json:"beforeId,omitempty" jsonschema:"maxLength=64" jsonschema_description:"the previous page's nextBeforeId, with before: deliveries created at the same time are neither skipped nor repeated"`
 	Limit      int        `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100" jsonschema_description:"default 20"`
 }
 
 // ListDeliveriesOutput is a page of deliveries, newest first.
 type ListDeliveriesOutput struct {
-	Deliveries []Delivery `json:"deliveries"`
-	NextBefore *time.Time `json:"nextBefore,omitempty" jsonschema_description:"pass as before for the next page; absent on the last"`
+	Deliveries   []Delivery `json:"deliveries"`
+	NextBefore   *time.Time `json:"nextBefore,omitempty" jsonschema_description:"pass as before for the next page, with nextBeforeId; absent on the last"`
+	NextBeforeID string     `json:"nextBeforeId,omitempty" jsonschema_description:"pass as beforeId for the next page, with nextBefore"`
 }
 
 // ReplayInput is webhook_delivery_replay's input.
@@ -274,7 +276,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Name:  "webhook_delivery_list",
 			Title: "List webhook deliveries",
 			Description: "List the account's webhook deliveries, newest first, each with its webhook-id, event type, state (pending, delivered, failed), and every attempt (time, HTTP status, error). " +
-				"Filter by endpointId or state; page with before.",
+				"Filter by endpointId or state; page with before and beforeId (the previous page's nextBefore and nextBeforeId).",
 			Access: access, Annotations: ro,
 		}, s.listDeliveries),
 		tools.New(tools.Def{
@@ -379,9 +381,12 @@ func (s *Service) Deliveries(ctx context.Context, accountID string, in ListDeliv
 	if limit <= 0 {
 		limit = 20
 	}
-	f := outbox.DeliveryFilter{EndpointID: in.EndpointID, State: in.State, Limit: limit + 1}
-	if in.Before != nil {
+	f := outbox.DeliveryFilter{EndpointID: in.EndpointID, State: in.State, BeforeID: in.BeforeID, Limit: limit + 1}
+	switch {
+	case in.Before != nil:
 		f.Before = *in.Before
+	case in.BeforeID != "":
+		return ListDeliveriesOutput{}, tools.Errorf(tools.CodeBadInput, "beforeId goes with before: pass the previous page's nextBefore and nextBeforeId together")
 	}
 	rows, err := s.outbox.WebhookDeliveries(ctx, accountID, f)
 	if err != nil {
@@ -391,7 +396,7 @@ func (s *Service) Deliveries(ctx context.Context, accountID string, in ListDeliv
 	if len(rows) > limit {
 		rows = rows[:limit]
 		next := rows[limit-1].CreatedAt.UTC()
-		out.NextBefore = &next
+		out.NextBefore, out.NextBeforeID = &next, rows[limit-1].ID
 	}
 	ids := make([]string, len(rows))
 	for i, r := range rows {

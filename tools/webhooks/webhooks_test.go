@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
@@ -579,6 +581,170 @@ func TestTwoReplicasSendEachDeliveryOnce(t *testing.T) {
 		}
 		if len(rcv.ok) != events || dup != 0 {
 			t.Fatalf("%d of %d events arrived, %d twice (rounds %+v)", len(rcv.ok), events, dup, rounds)
+		}
+	})
+}
+
+// Deliveries fanned out in one round share their created_at: paging through more of them than
+// a page holds lists each exactly once, and a beforeId without before is refused.
+func TestDeliveryListPagesThroughOneRoundsDeliveries(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		w := newWorld(t, s, worldOptions{})
+		// Two endpoints, never sent to: the test fans out but makes no round.
+		for _, u := range []string{"https://93.184.215.14/a", "https://93.184.215.14/b"} {
+			w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": u, "eventTypes": []string{"call.succeeded"}})
+		}
+		const events = 7 // 14 deliveries, all created at one instant
+		for i := range events {
+			if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+				return webhooks.Emit(ctx, q, webhooks.CallSucceeded, "acct", w.clock.Now(), webhooks.CallData{RequestID: strings.Repeat("r", i+1)})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := outbox.New(s).FanOutWebhookEvents(ctx, w.clock.Now(), 100, func() string { return "wd_" + webhooks.NewID()[4:] }, func(*outbox.Endpoint, string) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		args := map[string]any{"limit": 4}
+		pages := 0
+		for ; pages < 10; pages++ {
+			page := w.mustCall(w.root, "webhook_delivery_list", args).(webhooks.ListDeliveriesOutput)
+			for _, d := range page.Deliveries {
+				seen[d.ID]++
+			}
+			if page.NextBefore == nil {
+				break
+			}
+			if page.NextBeforeID == "" {
+				t.Fatalf("page %d: nextBefore without nextBeforeId", pages)
+			}
+			args = map[string]any{"limit": 4, "before": page.NextBefore, "beforeId": page.NextBeforeID}
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("delivery %s listed %d times", id, n)
+			}
+		}
+		if len(seen) != 2*events || pages != 3 {
+			t.Fatalf("%d of %d deliveries listed in %d pages", len(seen), 2*events, pages+1)
+		}
+		if _, e := w.call(w.root, "webhook_delivery_list", map[string]any{"beforeId": "wd_x"}); e == nil || e.Code != tools.CodeBadInput || !strings.Contains(e.Message, "nextBefore and nextBeforeId") {
+			t.Fatalf("beforeId alone: %v", e)
+		}
+	})
+}
+
+// A receiver whose status line holds invalid UTF-8 and a NUL (which neither the query builder
+// nor PostgreSQL takes in text) gets its attempt recorded, the text made valid, and the
+// delivery backs off instead of being sent again at every round.
+func TestStatusLineNotUTF8IsRecordedAndBacksOff(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		var mu sync.Mutex
+		requests := 0
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					req, err := http.ReadRequest(bufio.NewReader(c))
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					mu.Lock()
+					requests++
+					mu.Unlock()
+					io.WriteString(c, "HTTP/1.1 500 Br\xc3\xff\xfeken \x00 \xe2\x82\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				}()
+			}
+		}()
+		w := newWorld(t, s, worldOptions{allowLocal: true})
+		w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": "http://" + l.Addr().String() + "/events", "eventTypes": []string{"key.created"}})
+		w.mustCall(w.root, "api_key_create", map[string]any{"name": "k", "scopes": []string{"read"}})
+		if r := w.run(); r.Attempts != 1 {
+			t.Fatalf("round %+v", r)
+		}
+		if r := w.run(); r.Attempts != 0 {
+			t.Fatalf("attempted again at once: %+v", r)
+		}
+		page := w.mustCall(w.root, "webhook_delivery_list", nil).(webhooks.ListDeliveriesOutput)
+		if len(page.Deliveries) != 1 {
+			t.Fatalf("deliveries %+v", page.Deliveries)
+		}
+		d := page.Deliveries[0]
+		if d.State != outbox.DeliveryPending || len(d.Attempts) != 1 || d.Attempts[0].Status != 500 || d.NextAttemptAt == nil {
+			t.Fatalf("delivery %+v", d)
+		}
+		if e := d.Attempts[0].Error; !utf8.ValidString(e) || !strings.Contains(e, "500 Br\uFFFDken \uFFFD \uFFFD") {
+			t.Fatalf("attempt error %q", e)
+		}
+		if wait := d.NextAttemptAt.Sub(d.Attempts[0].At); wait < 4*time.Second || wait > 6*time.Second {
+			t.Fatalf("next attempt %s after the first, want the first backoff step", wait)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if requests != 1 {
+			t.Fatalf("the receiver got %d requests", requests)
+		}
+	})
+}
+
+// A replay of a delivery given up after its retry window is retried for a whole window again,
+// its backoff restarting at the first step, before it is given up again.
+func TestReplayRetriesForAWholeWindowAgain(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		rcv := newReceiver(t)
+		rcv.answer = func(int) int { return http.StatusServiceUnavailable }
+		w := newWorld(t, s, worldOptions{allowLocal: true, caPEM: partnertest.CAPEM(rcv.srv)})
+		w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": rcv.URL(), "eventTypes": []string{"key.created"}})
+		w.mustCall(w.root, "api_key_create", map[string]any{"name": "k", "scopes": []string{"read"}})
+		// untilGivenUp moves the clock to each attempt due until none is.
+		untilGivenUp := func() webhooks.Delivery {
+			t.Helper()
+			for range 200 {
+				w.run()
+				next, err := outbox.New(s).NextWebhookAttemptAt(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if next.IsZero() {
+					break
+				}
+				w.clock.Set(next)
+			}
+			page := w.mustCall(w.root, "webhook_delivery_list", nil).(webhooks.ListDeliveriesOutput)
+			if len(page.Deliveries) != 1 || page.Deliveries[0].State != outbox.DeliveryFailed {
+				t.Fatalf("deliveries %+v", page.Deliveries)
+			}
+			return page.Deliveries[0]
+		}
+		first := untilGivenUp()
+		tries := len(first.Attempts)
+
+		w.clock.Add(36 * time.Hour) // long after its window
+		replayedAt := w.clock.Now()
+		w.mustCall(w.root, "webhook_delivery_replay", map[string]any{"deliveryId": first.ID})
+		w.run()
+		page := w.mustCall(w.root, "webhook_delivery_list", nil).(webhooks.ListDeliveriesOutput)
+		d := page.Deliveries[0]
+		if d.State != outbox.DeliveryPending || d.NextAttemptAt == nil || d.NextAttemptAt.Sub(replayedAt) > 6*time.Second {
+			t.Fatalf("after the replayed attempt: state %s, next attempt %v (replayed at %v)", d.State, d.NextAttemptAt, replayedAt)
+		}
+		again := untilGivenUp()
+		last := again.Attempts[len(again.Attempts)-1].At
+		if last.Sub(replayedAt) < webhooks.DefaultRetryWindow || len(again.Attempts)-tries < 10 {
+			t.Fatalf("given up again %s after the replay, after %d attempts", last.Sub(replayedAt), len(again.Attempts)-tries)
 		}
 	})
 }

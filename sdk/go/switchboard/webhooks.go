@@ -62,10 +62,12 @@ type WebhookDelivery struct {
 	Attempts      []WebhookAttempt `json:"attempts"`
 }
 
-// WebhookDeliveries is a page of deliveries, newest first.
+// WebhookDeliveries is a page of deliveries, newest first: pass NextBefore and NextBeforeID as
+// the next query's Before and BeforeID.
 type WebhookDeliveries struct {
-	Deliveries []WebhookDelivery `json:"deliveries"`
-	NextBefore *time.Time        `json:"nextBefore,omitempty"`
+	Deliveries   []WebhookDelivery `json:"deliveries"`
+	NextBefore   *time.Time        `json:"nextBefore,omitempty"`
+	NextBeforeID string            `json:"nextBeforeId,omitempty"`
 }
 
 // WebhookDeliveryQuery filters deliveries; zero fields are left out.
@@ -73,6 +75,7 @@ type WebhookDeliveryQuery struct {
 	EndpointID string
 	State      string // pending, delivered, failed
 	Before     time.Time
+	BeforeID   string // with Before: deliveries created at the same time are neither skipped nor repeated
 	Limit      int
 }
 
@@ -108,6 +111,9 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, q WebhookDeliveryQue
 	}
 	if !q.Before.IsZero() {
 		v.Set("before", q.Before.UTC().Format(time.RFC3339Nano))
+	}
+	if q.BeforeID != "" {
+		v.Set("beforeId", q.BeforeID)
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))

@@ -471,7 +471,7 @@ export interface paths {
         };
         /**
          * List webhook deliveries
-         * @description List the account's webhook deliveries, newest first, each with its webhook-id, event type, state (pending, delivered, failed), and every attempt (time, HTTP status, error). Filter by endpointId or state; page with before.
+         * @description List the account's webhook deliveries, newest first, each with its webhook-id, event type, state (pending, delivered, failed), and every attempt (time, HTTP status, error). Filter by endpointId or state; page with before and beforeId (the previous page's nextBefore and nextBeforeId).
          */
         get: operations["webhook_delivery_list"];
         put?: never;
@@ -4709,6 +4709,7 @@ export interface operations {
         parameters: {
             query?: {
                 before?: string;
+                beforeId?: string;
                 endpointId?: string;
                 limit?: number;
                 state?: "pending" | "delivered" | "failed";
@@ -4753,9 +4754,11 @@ export interface operations {
                         }[];
                         /**
                          * Format: date-time
-                         * @description pass as before for the next page; absent on the last
+                         * @description pass as before for the next page, with nextBeforeId; absent on the last
                          */
                         nextBefore?: string;
+                        /** @description pass as beforeId for the next page, with nextBefore */
+                        nextBeforeId?: string;
                     };
                 };
             };

@@ -203,10 +203,17 @@ func (q *Q) ApprovalIn(ctx context.Context, accountID, requestID string) (*Appro
 	return a, nil
 }
 
-// Approvals lists an account's approvals, newest first; pending ones only with pending.
-func (s *Store) Approvals(ctx context.Context, accountID string, pending bool, now time.Time, limit int) ([]*Approval, error) {
+// Approvals lists an account's approvals, newest first; pending ones only with pending; only
+// those of keyIDs' calls unless keyIDs is nil (none at all when it is empty).
+func (s *Store) Approvals(ctx context.Context, accountID string, keyIDs []string, pending bool, now time.Time, limit int) ([]*Approval, error) {
 	var as []*Approval
+	if keyIDs != nil && len(keyIDs) == 0 {
+		return as, nil
+	}
 	sel := s.db.NewSelect().Model(&as).Where("account_id = ?", accountID)
+	if keyIDs != nil {
+		sel = sel.Where("key_id IN (?)", bun.List(keyIDs))
+	}
 	if pending {
 		sel = sel.Where("state = ? AND expires_at > ?", ApprovalPending, now)
 	}

@@ -279,15 +279,6 @@ func (s *Service) set(ctx context.Context, c *tools.Caller, in SetInput) (GetOut
 // SetAs sets a policy as the account's owner does (the operator's CLI): any key's or the
 // account's, loosening included, and answers what policy_get would.
 func (s *Service) SetAs(ctx context.Context, accountID, keyID string, pol *billing.Policy, by string) (GetOutput, error) {
-	if keyID != "" {
-		ks, err := s.store.Keys(ctx, accountID)
-		if err != nil {
-			return GetOutput{}, err
-		}
-		if !slices.ContainsFunc(ks, func(k *store.APIKey) bool { return k.ID == keyID }) {
-			return GetOutput{}, tools.Errorf(tools.CodeNotFound, "no key %s in account %s", keyID, accountID)
-		}
-	}
 	if err := s.Put(ctx, accountID, keyID, pol, by, false); err != nil {
 		return GetOutput{}, err
 	}
@@ -296,20 +287,12 @@ func (s *Service) SetAs(ctx context.Context, accountID, keyID string, pol *billi
 
 // Put checks and writes a policy (nil removes it). narrowOnly: the writer is a key, which may
 // only make the policy stricter than it is (the portal's human and the operator may loosen it).
+// The policy in force is read, checked against and replaced in one transaction with it locked:
+// an owner's tightening meanwhile is never overwritten by a key's write checked against the
+// older policy.
 func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing.Policy, by string, narrowOnly bool) error {
-	rows, err := s.store.Policies(ctx, accountID, keyID)
-	if err != nil {
-		return err
-	}
-	var old *store.SpendPolicy
-	for _, r := range rows {
-		if r.KeyID == keyID {
-			old = r
-		}
-	}
-	oldPol, err := parse(old)
-	if err != nil {
-		return err
+	if narrowOnly && keyID == "" {
+		return tools.Errorf(tools.CodeForbidden, "only the account's owner (signed in on the portal) or the operator sets the account's policy; a key sets its own policy and its descendants' (pass keyId, or none for its own)")
 	}
 	row := &store.SpendPolicy{AccountID: accountID, KeyID: keyID, UpdatedAt: s.now().UTC(), UpdatedBy: by}
 	if pol != nil {
@@ -330,25 +313,44 @@ func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing
 		row.Body = string(raw)
 		pol = &n
 	}
-	if narrowOnly {
-		if keyID == "" {
-			return tools.Errorf(tools.CodeForbidden, "only the account's owner (signed in on the portal) or the operator sets the account's policy; a key sets its own policy and its descendants' (pass keyId, or none for its own)")
+	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		old, err := q.PolicyForUpdate(ctx, accountID, keyID)
+		if errors.Is(err, store.ErrNotFound) {
+			return tools.Errorf(tools.CodeNotFound, "no key %s in account %s", keyID, accountID)
 		}
-		if oldPol != nil && pol == nil {
-			return tools.Errorf(tools.CodeForbidden, "a key cannot remove a policy (that would loosen it); set a stricter one, or ask the account's owner on the portal")
+		if err != nil {
+			return err
 		}
-		if pol != nil {
-			if ok, rule := pol.Narrows(oldPol); !ok {
-				return tools.Errorf(tools.CodeForbidden, "the new policy loosens %s of the one in force; a key may only narrow a policy (the account's owner may loosen it on the portal)", rule).
-					WithDetails(map[string]any{"rule": rule})
+		if narrowOnly {
+			if err := narrows(old, pol); err != nil {
+				return err
 			}
 		}
-	}
-	if err := s.store.PutPolicy(ctx, row); err != nil {
+		return q.PutPolicyIn(ctx, row)
+	})
+	if err != nil {
 		return err
 	}
 	s.billing.ForgetPolicies(accountID)
 	s.billing.ReturnLeases(accountID) // a call on a lease is not held where a cap can see it
+	return nil
+}
+
+// narrows refuses a key's new policy (nil: none) that loosens the one in force, old.
+func narrows(old *store.SpendPolicy, pol *billing.Policy) error {
+	oldPol, err := parse(old)
+	if err != nil {
+		return err
+	}
+	if oldPol != nil && pol == nil {
+		return tools.Errorf(tools.CodeForbidden, "a key cannot remove a policy (that would loosen it); set a stricter one, or ask the account's owner on the portal")
+	}
+	if pol != nil {
+		if ok, rule := pol.Narrows(oldPol); !ok {
+			return tools.Errorf(tools.CodeForbidden, "the new policy loosens %s of the one in force; a key may only narrow a policy (the account's owner may loosen it on the portal)", rule).
+				WithDetails(map[string]any{"rule": rule})
+		}
+	}
 	return nil
 }
 

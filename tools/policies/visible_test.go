@@ -154,3 +154,40 @@ func TestKeySetsItsSubtreeOnly(t *testing.T) {
 		}
 	})
 }
+
+// A key's narrowing is checked against the policy it replaces: while the owner tightens the
+// key's policy (the transaction holds it), the key's own write waits, then sees the tighter
+// policy and is refused, instead of writing over it what was checked against the older one.
+func TestKeyWriteWaitsForTheOwners(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		w := newTree(t, st)
+		ctx := context.Background()
+		if _, err := w.svc.SetAs(ctx, "acct", "child", &billing.Policy{PerCallMaxUsd: "5"}, "portal"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+			if _, err := q.PolicyForUpdate(ctx, "acct", "child"); err != nil {
+				return err
+			}
+			if err := q.PutPolicyIn(ctx, &store.SpendPolicy{AccountID: "acct", KeyID: "child", Body: `{"perCallMaxUsd":"1"}`, UpdatedAt: time.Now().UTC(), UpdatedBy: "portal"}); err != nil {
+				return err
+			}
+			go func() {
+				done <- w.svc.Put(context.Background(), "acct", "child", &billing.Policy{PerCallMaxUsd: "3"}, "key child", true)
+			}()
+			time.Sleep(200 * time.Millisecond) // time for the key's write to read what it would check against
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var te *tools.Error
+		if err := <-done; !errors.As(err, &te) || te.Code != tools.CodeForbidden || te.Details["rule"] != "perCallMaxUsd" {
+			t.Fatalf("the key loosens what the owner set meanwhile: %v", err)
+		}
+		rows, err := st.Policies(ctx, "acct", "child")
+		if err != nil || len(rows) != 1 || rows[0].Body != `{"perCallMaxUsd":"1"}` {
+			t.Fatalf("the policy in force: %v %v", rows, err)
+		}
+	})
+}

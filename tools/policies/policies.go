@@ -53,9 +53,16 @@ type GetOutput struct {
 	Account   *billing.Policy `json:"account" jsonschema_description:"the account's policy (null: none), set on the portal or by the operator"`
 	Key       *billing.Policy `json:"key" jsonschema_description:"the key's own policy (null: none, or the portal's view of the account)"`
 	KeyID     string          `json:"keyId,omitempty"`
-	Effective billing.Policy  `json:"effective" jsonschema_description:"every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, deny-by-default when any says so (then only what all allow), and every approval rule"`
+	Effective billing.Policy  `json:"effective" jsonschema_description:"every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, every approval rule, and denyByDefault when any says so; its allow is always empty, as allow lists do not combine into one: see allowOnly"`
+	AllowOnly []AllowOnly     `json:"allowOnly" jsonschema_description:"the allow list of each governing policy that denies by default, in the order of governing: a call must be named (by its @handle, its publisher or its category) in every one"`
 	Governing []string        `json:"governing" jsonschema_description:"whose policies govern the calls: account, then keys from the root down"`
 	Windows   []Window        `json:"windows"`
+}
+
+// AllowOnly is what a deny-by-default policy lets through: a call its lists name in any way.
+type AllowOnly struct {
+	Policy string        `json:"policy" jsonschema_description:"whose policy: account, or key <id>"`
+	Allow  billing.Lists `json:"allow"`
 }
 
 // SetInput is a new policy for a key (or, on the portal, the account).
@@ -135,7 +142,7 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 	if err != nil {
 		return GetOutput{}, err
 	}
-	out := GetOutput{KeyID: keyID, Governing: []string{}, Windows: []Window{}}
+	out := GetOutput{KeyID: keyID, AllowOnly: []AllowOnly{}, Governing: []string{}, Windows: []Window{}}
 	byKey := map[string]*billing.Policy{}
 	for _, r := range rows {
 		p, err := parse(r)
@@ -161,10 +168,13 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 			continue
 		}
 		governing = append(governing, p)
-		if k == "" {
-			out.Governing = append(out.Governing, "account")
-		} else {
-			out.Governing = append(out.Governing, "key "+k)
+		whose := "account"
+		if k != "" {
+			whose = "key " + k
+		}
+		out.Governing = append(out.Governing, whose)
+		if p.DenyByDefault {
+			out.AllowOnly = append(out.AllowOnly, AllowOnly{Policy: whose, Allow: p.Allow})
 		}
 		if len(p.Caps) == 0 {
 			continue
@@ -202,7 +212,11 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 	return out, nil
 }
 
-// combine is the policies as one: what all of them together allow.
+// combine is the policies as one, in what combines as billing.Judge applies them: each
+// policy's caps, maximum, denies and approval rules. Allow lists do not: Judge lets a call
+// through a deny-by-default policy when any of its lists names it, so two policies allowing
+// a handle and a category allow that handle's calls of that category, which no one list
+// says; the effective allow stays empty, and read shows each policy's (AllowOnly).
 func combine(ps []*billing.Policy) billing.Policy {
 	var e billing.Policy
 	minUSD := func(a, b string) string {
@@ -222,32 +236,14 @@ func combine(ps []*billing.Policy) billing.Policy {
 		}
 		return a
 	}
-	intersect := func(a, b []string) []string {
-		var out []string
-		for _, s := range a {
-			if slices.Contains(b, s) {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
 	caps := map[string]string{}
-	first := true
 	for _, p := range ps {
 		for _, c := range p.Caps {
 			caps[c.Window] = minUSD(caps[c.Window], c.USD)
 		}
 		e.PerCallMaxUsd = minUSD(e.PerCallMaxUsd, p.PerCallMaxUsd)
 		e.Deny.Handles, e.Deny.Publishers, e.Deny.Categories = union(e.Deny.Handles, p.Deny.Handles), union(e.Deny.Publishers, p.Deny.Publishers), union(e.Deny.Categories, p.Deny.Categories)
-		if p.DenyByDefault {
-			if first {
-				e.Allow = p.Allow
-				first = false
-			} else {
-				e.Allow = billing.Lists{Handles: intersect(e.Allow.Handles, p.Allow.Handles), Publishers: intersect(e.Allow.Publishers, p.Allow.Publishers), Categories: intersect(e.Allow.Categories, p.Allow.Categories)}
-			}
-			e.DenyByDefault = true
-		}
+		e.DenyByDefault = e.DenyByDefault || p.DenyByDefault
 		e.Approval.AboveUsd = minUSD(e.Approval.AboveUsd, p.Approval.AboveUsd)
 		e.Approval.Categories = union(e.Approval.Categories, p.Approval.Categories)
 		e.Approval.FirstCallToPartner = e.Approval.FirstCallToPartner || p.Approval.FirstCallToPartner

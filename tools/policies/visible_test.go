@@ -191,3 +191,42 @@ func TestKeyWriteWaitsForTheOwners(t *testing.T) {
 		}
 	})
 }
+
+// What policy_get shows of deny-by-default agrees with billing.Judge: the account allows a
+// handle, the key a category; a call of that handle in that category goes through (Judge
+// asks each policy whether any list names it), and policy_get shows both lists, each for its
+// policy, instead of one list combined kind by kind (which would name nothing).
+func TestAllowOnlyAgreesWithJudge(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		w := newTree(t, st)
+		ctx, now := context.Background(), time.Now().UTC()
+		if _, err := st.PublishIntents(ctx, "acct", []*store.PartnerIntent{storetest.IntentRow("i1", "@x", now)}, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.svc.SetAs(ctx, "acct", "", &billing.Policy{DenyByDefault: true, Allow: billing.Lists{Handles: []string{"@x"}}}, "portal"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.svc.SetAs(ctx, "acct", "child", &billing.Policy{DenyByDefault: true, Allow: billing.Lists{Categories: []string{"QUERY"}}}, "portal"); err != nil {
+			t.Fatal(err)
+		}
+		out, e := w.call(t, asKey("child"), "policy_get", map[string]any{})
+		if e != nil {
+			t.Fatal(e)
+		}
+		shown, _ := json.Marshal(map[string]any{"allowOnly": out["allowOnly"], "allow": out["effective"].(map[string]any)["allow"]})
+		if want := `{"allow":{},"allowOnly":[{"allow":{"handles":["@x"]},"policy":"account"},{"allow":{"categories":["QUERY"]},"policy":"key child"}]}`; string(shown) != want {
+			t.Fatalf("policy_get shows %s, want %s", shown, want)
+		}
+		p := &tools.Principal{AccountID: "acct", Method: tools.AuthAPIKey, KeyID: "child", Ancestors: []tools.Ancestor{{KeyID: "parent"}, {KeyID: "k-acct"}}}
+		v, err := st.ReadPolicyView(ctx, "acct", []string{"k-acct", "parent", "child"}, "", make([]time.Time, len(billing.Windows)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := billing.Judge(p, v, billing.Spend{Handle: "@x", Category: "QUERY"}, false); err != nil {
+			t.Errorf("a call both lists name: %v", err)
+		}
+		if err := billing.Judge(p, v, billing.Spend{Handle: "@y", Category: "QUERY"}, false); err == nil {
+			t.Errorf("a call the account's list does not name went through")
+		}
+	})
+}

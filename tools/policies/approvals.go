@@ -172,7 +172,7 @@ func (s *Service) Tools() []*tools.Tool {
 		tools.New(tools.Def{
 			Name:        "approval_list",
 			Title:       "List approvals",
-			Description: "The account's calls that a spend policy sent to its owner for approval, newest first (pending: only those still waiting). Only the owner decides, on the portal.",
+			Description: "The calls that a spend policy sent to the account's owner for approval, newest first (pending: only those still waiting): a key's own calls and those of the keys minted under it. Only the owner decides, on the portal.",
 			Access:      tools.AnyKey, Annotations: ro, Toolset: tools.ToolsetOwner,
 		}, s.list),
 		tools.New(tools.Def{

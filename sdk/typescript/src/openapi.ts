@@ -71,7 +71,7 @@ export interface paths {
         };
         /**
          * List approvals
-         * @description The account's calls that a spend policy sent to its owner for approval, newest first (pending: only those still waiting). Only the owner decides, on the portal.
+         * @description The calls that a spend policy sent to the account's owner for approval, newest first (pending: only those still waiting): a key's own calls and those of the keys minted under it. Only the owner decides, on the portal.
          */
         get: operations["approval_list"];
         put?: never;

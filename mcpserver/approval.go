@@ -49,7 +49,11 @@ func approvalForm(a approvalAsk, pending bool) *mcp.ElicitParams {
 	if pending {
 		b.WriteString("Still waiting: the account's owner has not decided yet.\n\n")
 	}
-	fmt.Fprintf(&b, "The account's spend policy sends this call of %s to its owner for approval (%s). Nothing was sent or charged.\n", a.Handle, a.Rule)
+	what := "this call"
+	if a.Handle != "" { // APPROVAL_PENDING's details carry the handle and charge once dispatch sends them
+		what += " of " + a.Handle
+	}
+	fmt.Fprintf(&b, "The account's spend policy sends %s to its owner for approval (%s). Nothing was sent or charged.\n", what, a.Rule)
 	if m := a.Charge["maxChargeUsd"]; m != "" {
 		fmt.Fprintf(&b, "It may cost up to %s USD.\n", m)
 	}
@@ -79,9 +83,9 @@ func approvalElicitation(a approvalAsk, pending bool) *mcp.CallToolResult {
 	}
 }
 
-// checkAgain reads a retry that answers the approval's form: the call runs again with
-// confirmRequestId whatever the answer (never a new request), and again is whether the user
-// asked to check (and so to be asked again while it is pending).
+// checkAgain reads a retry that answers the approval's form: again is whether the user asked
+// to check (the call then runs again with confirmRequestId, never a new request, and asks
+// again while it is pending); any other answer stops waiting without calling (stoppedWaiting).
 func checkAgain(params *mcp.CallToolParamsRaw) (requestID string, again, ok bool) {
 	if params.RequestState == "" {
 		return "", false, false
@@ -92,6 +96,15 @@ func checkAgain(params *mcp.CallToolParamsRaw) (requestID string, again, ok bool
 	}
 	requestID, ok = decodeState(params.RequestState)
 	return requestID, r.Action == "accept" && r.Content["next"] == "check", ok
+}
+
+// stoppedWaiting is the answer to a user who stopped waiting for an approval (2026-07-28): the
+// call is not asked again, so nothing is sent or charged even if the owner approved it
+// meanwhile; the agent may still check later with confirmRequestId.
+func stoppedWaiting(requestID string) *tools.Error {
+	return tools.Errorf(tools.CodeApprovalPending, "the user stopped waiting for the owner's approval of request %s: nothing was sent or charged. "+
+		"Once the owner has decided in the portal, call again with the same confirmRequestId (ask the user first)", requestID).
+		WithDetails(map[string]any{"requestId": requestID, "stopped": true})
 }
 
 // waitApproval asks the session's user, while the call waits for approval, whether to check

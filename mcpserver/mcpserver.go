@@ -131,6 +131,11 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking contex
 		}
 		checked := false
 		if rid, again, ok := checkAgain(req.Params); ok {
+			if !again {
+				// The user stopped waiting: calling again would dispatch (and charge) a call
+				// the owner approved meanwhile, against the user's answer.
+				return errorResult(stoppedWaiting(rid)), nil
+			}
 			args, err := withDecision(call.Args, rid, true) // asking again: never a decline
 			if err != nil {
 				return nil, err

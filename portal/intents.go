@@ -2,11 +2,11 @@ package portal
 
 import (
 	"encoding/json"
-	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 	"github.com/switchboard-hq/switchboard/tools/partners"

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/portal/chart"
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/jsonlimit"

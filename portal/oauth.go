@@ -2,12 +2,12 @@ package portal
 
 import (
 	"encoding/json"
-	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/oauth"
 )

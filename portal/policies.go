@@ -1,14 +1,13 @@
 package portal
 
 import (
-	"encoding/json"
-	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -20,21 +19,6 @@ import (
 // the windows have spent and left, and the form that sets one). Everything goes through
 // policy_get, policy_set, approval_list and the session-only approval_decide.
 var policyPages = []string{"approvals", "policy"}
-
-// callInto runs a tool the other doors share and reads its JSON answer, as they see it, into
-// Out (the tool's output type), so the pages render typed values.
-func callInto[Out any](p *portal, r *http.Request, pr *tools.Principal, tool string, args any) (Out, *tools.Error) {
-	var out Out
-	m, e := p.call(r, pr, tool, args)
-	if e != nil {
-		return out, e
-	}
-	raw, _ := json.Marshal(m)
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return out, tools.Translate(err)
-	}
-	return out, nil
-}
 
 // keyNames are the account's keys by id (live ones first, as api_key_list lists them).
 type keyName struct{ ID, Name string }
@@ -63,7 +47,7 @@ type approvalsData struct {
 }
 
 func (p *portal) approvals(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
-	list, e := callInto[policies.ListOutput](p, r, pr, "approval_list", map[string]any{"limit": 100})
+	list, e := callAs[policies.ListOutput](p, r, pr, "approval_list", map[string]any{"limit": 100})
 	if e != nil {
 		p.fail(w, r, e)
 		return
@@ -152,7 +136,7 @@ func (p *portal) policyView(r *http.Request, pr *tools.Principal, key string) (p
 	if key != "" {
 		args["keyId"] = key
 	}
-	d.Get, e = callInto[policies.GetOutput](p, r, pr, "policy_get", args)
+	d.Get, e = callAs[policies.GetOutput](p, r, pr, "policy_get", args)
 	return d, e
 }
 

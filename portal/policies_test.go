@@ -217,6 +217,24 @@ func TestPolicyPage(t *testing.T) {
 			if st, out := invoke(); st != 200 || len(partner.Hits()) != hits+2 {
 				t.Fatalf("the call once the key's policy is removed: %d %v", st, out)
 			}
+
+			// Deny-by-default shown as the calls are judged: the account allows a category, the
+			// key a handle; the key's page shows each list under its policy (not one list
+			// combined kind by kind, which would name nothing), and a call both name goes through.
+			env.Clock.Advance(time.Minute)
+			if st, _ := h.post("/developer/policy", url.Values{"csrf": {token}, "denyByDefault": {"on"}, "allow_categories": {"QUERY"}}, false); st != 200 {
+				t.Fatalf("the account allows QUERY only: %d", st)
+			}
+			if st, _ := h.post("/developer/policy", url.Values{"csrf": {token}, "keyId": {keyID}, "denyByDefault": {"on"}, "allow_handles": {"@pol-denied"}}, false); st != 200 {
+				t.Fatalf("the key allows @pol-denied only: %d", st)
+			}
+			want := "only what each of these policies names (by partner, publisher or category): account: QUERY; key " + keyID + ": @pol-denied"
+			if st, body := h.get("/developer/policy?key=" + keyID); st != 200 || !strings.Contains(body, want) {
+				t.Fatalf("the key's page under two allow lists: %d, want %q\n%s", st, want, body)
+			}
+			if st, out := invoke(); st != 200 || len(partner.Hits()) != hits+3 {
+				t.Fatalf("a call both allow lists name: %d %v", st, out)
+			}
 		})
 	}
 }

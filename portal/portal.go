@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/switchboard-hq/switchboard/portal/present"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/integrations"

@@ -1,10 +1,10 @@
 package portal
 
 import (
-	"github.com/switchboard-hq/switchboard/portal/present"
 	"net/http"
 	"strings"
 
+	"github.com/switchboard-hq/switchboard/portal/present"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 	"github.com/switchboard-hq/switchboard/tools/wallets"

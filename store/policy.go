@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -69,15 +71,40 @@ func inKeys(keyIDs []string) any {
 	return bun.List(append([]string{""}, keyIDs...))
 }
 
-// PutPolicy writes (or, with an empty body, removes) a policy.
-func (s *Store) PutPolicy(ctx context.Context, p *SpendPolicy) error {
-	if p.Body == "" {
-		_, err := s.db.NewDelete().Model((*SpendPolicy)(nil)).Where("account_id = ? AND key_id = ?", p.AccountID, p.KeyID).Exec(ctx)
-		return normalize(err)
+// PolicyForUpdate reads a policy (nil: none) inside q's transaction and keeps another writer
+// of it waiting until the transaction ends, so a write checked against it (a key may only
+// narrow) replaces what was checked. A key's policy is guarded by its key's row, which exists
+// before the policy does (NotFound: no such key in the account).
+func (q *Q) PolicyForUpdate(ctx context.Context, accountID, keyID string) (*SpendPolicy, error) {
+	tx, err := q.now(ctx)
+	if err != nil {
+		return nil, err
 	}
-	_, err := s.db.NewInsert().Model(p).On("CONFLICT (account_id, key_id) DO UPDATE").
-		Set("body = EXCLUDED.body, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by").Exec(ctx)
-	return normalize(err)
+	if keyID != "" {
+		var id string
+		if err := q.forUpdate(tx.NewSelect().Model((*APIKey)(nil)).Column("id").Where("id = ? AND account_id = ?", keyID, accountID)).
+			Scan(ctx, &id); err != nil {
+			return nil, normalize(err)
+		}
+	}
+	p := new(SpendPolicy)
+	err = q.forUpdate(tx.NewSelect().Model(p).Where("account_id = ? AND key_id = ?", accountID, keyID)).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, normalize(err)
+	}
+	return p, nil
+}
+
+// PutPolicyIn writes (or, with an empty body, removes) a policy inside q's transaction.
+func (q *Q) PutPolicyIn(ctx context.Context, p *SpendPolicy) error {
+	if p.Body == "" {
+		return q.write(ctx, q.tx.NewDelete().Model((*SpendPolicy)(nil)).Where("account_id = ? AND key_id = ?", p.AccountID, p.KeyID))
+	}
+	return q.write(ctx, q.tx.NewInsert().Model(p).On("CONFLICT (account_id, key_id) DO UPDATE").
+		Set("body = EXCLUDED.body, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by"))
 }
 
 // SpendLag bounds how long after it was asked for a call may first hold or pay money (a quote
@@ -211,10 +238,17 @@ func (q *Q) ApprovalIn(ctx context.Context, accountID, requestID string) (*Appro
 	return a, nil
 }
 
-// Approvals lists an account's approvals, newest first; pending ones only with pending.
-func (s *Store) Approvals(ctx context.Context, accountID string, pending bool, now time.Time, limit int) ([]*Approval, error) {
+// Approvals lists an account's approvals, newest first; pending ones only with pending; only
+// those of keyIDs' calls unless keyIDs is nil (none at all when it is empty).
+func (s *Store) Approvals(ctx context.Context, accountID string, keyIDs []string, pending bool, now time.Time, limit int) ([]*Approval, error) {
 	var as []*Approval
+	if keyIDs != nil && len(keyIDs) == 0 {
+		return as, nil
+	}
 	sel := s.db.NewSelect().Model(&as).Where("account_id = ?", accountID)
+	if keyIDs != nil {
+		sel = sel.Where("key_id IN (?)", bun.List(keyIDs))
+	}
 	if pending {
 		sel = sel.Where("state = ? AND expires_at > ?", ApprovalPending, now)
 	}

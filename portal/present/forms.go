@@ -24,7 +24,7 @@ func FieldErrors(e *tools.Error, fields ...string) map[string]string {
 			root, _, _ := strings.Cut(n.Field, ".")
 			root, _, _ = strings.Cut(root, "[")
 			if _, taken := out[root]; !taken && slices.Contains(fields, root) {
-				out[root] = Humanize(root, n.Message)
+				out[root] = humanize(root, n.Message)
 			}
 		}
 		if len(out) > 0 {
@@ -44,7 +44,7 @@ func FieldErrors(e *tools.Error, fields ...string) map[string]string {
 		for _, f := range fields {
 			if strings.HasPrefix(pr, "at /"+f+":") || strings.HasPrefix(pr, "at /"+f+"/") {
 				if _, taken := out[f]; !taken {
-					out[f] = Humanize(f, strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " "))
+					out[f] = humanize(f, strings.TrimPrefix(pr[strings.Index(pr, ":")+1:], " "))
 				}
 			}
 		}
@@ -63,19 +63,19 @@ func FieldErrors(e *tools.Error, fields ...string) map[string]string {
 
 // The spend-policy form (the owner's Policy page) and the approvals inbox.
 
-// ChargeItem is one line of an approval's itemized charge.
-type ChargeItem struct{ Label, USD string }
+// chargeItem is one line of an approval's itemized charge.
+type chargeItem struct{ Label, USD string }
 
 // chargeParts are an approval's charge lines in the order a bill reads.
-var chargeParts = []ChargeItem{{"Infrastructure", "infrastructureUsd"}, {"Partner fee (at most)", "partnerFeeUsd"}, {"Platform fee", "platformFeeUsd"},
+var chargeParts = []chargeItem{{"Infrastructure", "infrastructureUsd"}, {"Partner fee (at most)", "partnerFeeUsd"}, {"Platform fee", "platformFeeUsd"},
 	{"Gas estimate", "gasEstimateUsd"}, {"Flat fee", "flatFeeUsd"}, {"Expected total", "totalUsd"}}
 
-// ChargeItems is the charge's lines that are there and not zero (the total always).
-func ChargeItems(charge map[string]string) []ChargeItem {
-	var out []ChargeItem
+// chargeItems is the charge's lines that are there and not zero (the total always).
+func chargeItems(charge map[string]string) []chargeItem {
+	var out []chargeItem
 	for _, c := range chargeParts {
 		if v, ok := charge[c.USD]; ok && (v != "0" || c.USD == "totalUsd") {
-			out = append(out, ChargeItem{Label: c.Label, USD: v})
+			out = append(out, chargeItem{Label: c.Label, USD: v})
 		}
 	}
 	return out
@@ -133,7 +133,7 @@ func fieldMessage(msg string) string {
 // the policy's field (caps[1].usd, deny.handles, ...), or the schema validator's problems
 // point at it (at /policy/perCallMaxUsd: ...). What names no field is shown above the button.
 func PolicyErrors(e *tools.Error, capOrder []string) map[string]string {
-	fieldOf := func(path string) string {
+	fieldAt := func(path string) string {
 		path = strings.ReplaceAll(path, "/", ".")
 		if m := capIndexRe.FindStringSubmatch(path); m != nil {
 			if i, _ := strconv.Atoi(m[1]); i < len(capOrder) {
@@ -157,16 +157,16 @@ func PolicyErrors(e *tools.Error, capOrder []string) map[string]string {
 		if !ok {
 			continue
 		}
-		if f := fieldOf(strings.TrimPrefix(strings.TrimPrefix(at, "/policy"), "/")); f != "" {
+		if f := fieldAt(strings.TrimPrefix(strings.TrimPrefix(at, "/policy"), "/")); f != "" {
 			if _, taken := out[f]; !taken {
-				out[f] = Humanize(f, strings.TrimSpace(msg))
+				out[f] = humanize(f, strings.TrimSpace(msg))
 			}
 		}
 	}
 	if len(out) > 0 {
 		return out
 	}
-	if f := fieldOf(e.Message); f != "" {
+	if f := fieldAt(e.Message); f != "" {
 		out[f] = fieldMessage(e.Message)
 	} else {
 		out["form"] = e.Message
@@ -174,8 +174,8 @@ func PolicyErrors(e *tools.Error, capOrder []string) map[string]string {
 	return out
 }
 
-// Asks says when a policy's approval rule asks the owner first ("" for never).
-func Asks(a billing.ApprovalRule) string {
+// asks says when a policy's approval rule asks the owner first ("" for never).
+func asks(a billing.ApprovalRule) string {
 	var parts []string
 	if a.AboveUsd != "" {
 		parts = append(parts, "calls that may cost more than "+a.AboveUsd+" USD")
@@ -189,14 +189,14 @@ func Asks(a billing.ApprovalRule) string {
 	return strings.Join(parts, "; ")
 }
 
-// Cats is a fieldset of category checkboxes (the "cats" template).
-type Cats struct {
+// catsField is a fieldset of category checkboxes (the "cats" template).
+type catsField struct {
 	Name, Label, Error string
 	Checked            any
 	Options            []string
 }
 
-// CatsOf is the category fieldset name of the form, with its error from errs.
-func CatsOf(name, label string, form map[string]any, errs map[string]string, options []string) Cats {
-	return Cats{Name: name, Label: label, Error: errs[name], Checked: form[name], Options: options}
+// catsOf is the category fieldset name of the form, with its error from errs.
+func catsOf(name, label string, form map[string]any, errs map[string]string, options []string) catsField {
+	return catsField{Name: name, Label: label, Error: errs[name], Checked: form[name], Options: options}
 }

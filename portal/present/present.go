@@ -22,16 +22,16 @@ import (
 // Funcs are the template functions every page may use.
 func Funcs() template.FuncMap {
 	funcs := template.FuncMap{
-		"join":        func(v any) string { return strings.Join(Strs(v), ", ") },
-		"checked":     func(v any, s string) bool { return slices.Contains(Strs(v), s) },
-		"field":       FieldOf,
+		"join":        func(v any) string { return strings.Join(strs(v), ", ") },
+		"checked":     func(v any, s string) bool { return slices.Contains(strs(v), s) },
+		"field":       fieldOf,
 		"str":         Str,
-		"when":        When,
-		"label":       Label,
+		"when":        when,
+		"label":       label,
 		"passed":      passed,
-		"chargeItems": ChargeItems,
-		"catsOf":      CatsOf,
-		"asks":        Asks,
+		"chargeItems": chargeItems,
+		"catsOf":      catsOf,
+		"asks":        asks,
 	}
 	for k, v := range marketFuncs {
 		funcs[k] = v
@@ -43,10 +43,10 @@ func Funcs() template.FuncMap {
 // for the closed sets' names, and form errors that say what to do instead of quoting the
 // schema validator.
 
-// When renders a time (a time.Time or an RFC 3339 string from a tool) as a <time> element:
+// when renders a time (a time.Time or an RFC 3339 string from a tool) as a <time> element:
 // "24 Nov 2026, 15:04 UTC", with the exact UTC time to the microsecond on hover. What is not
 // a time is shown as text, escaped.
-func When(v any) template.HTML {
+func when(v any) template.HTML {
 	var t time.Time
 	switch x := v.(type) {
 	case time.Time:
@@ -97,8 +97,8 @@ var labels = map[string]string{
 	"approval.firstCallToPartner": "The first call to this partner", "hour": "hour", "day": "day", "30d": "30 days",
 }
 
-// Label is the readable name of an enum value: from the table, else the words of the name.
-func Label(v any) string {
+// label is the readable name of an enum value: from the table, else the words of the name.
+func label(v any) string {
 	s := Str(v)
 	if l, ok := labels[s]; ok {
 		return l
@@ -140,8 +140,8 @@ var fieldHints = map[string]string{
 	"payoutAddresses":  "enter an EVM address: 0x and 40 hex digits",
 }
 
-// Humanize turns a schema validator's message about field into what to do instead.
-func Humanize(field, msg string) string {
+// humanize turns a schema validator's message about field into what to do instead.
+func humanize(field, msg string) string {
 	switch {
 	case strings.Contains(msg, "does not match pattern"), strings.Contains(msg, "is not valid"):
 		if h, ok := fieldHints[field]; ok {
@@ -164,13 +164,13 @@ func Humanize(field, msg string) string {
 	return msg
 }
 
-// Field is one form field as the "field" template shows it: its value as sent, and the
+// formField is one form field as the "field" template shows it: its value as sent, and the
 // error and hint beside it.
-type Field struct{ Name, Label, Value, Error, Hint string }
+type formField struct{ Name, Label, Value, Error, Hint string }
 
-// FieldOf is form's field name, with its error from errs.
-func FieldOf(name, label string, form map[string]any, errs map[string]string, hint string) Field {
-	return Field{Name: name, Label: label, Value: Str(form[name]), Error: errs[name], Hint: hint}
+// fieldOf is form's field name, with its error from errs.
+func fieldOf(name, label string, form map[string]any, errs map[string]string, hint string) formField {
+	return formField{Name: name, Label: label, Value: Str(form[name]), Error: errs[name], Hint: hint}
 }
 
 // Str is a value of a tool's JSON answer as text (a number as written, anything else as JSON).
@@ -188,8 +188,8 @@ func Str(v any) string {
 	}
 }
 
-// Strs is a list of strings of a tool's JSON answer (or of a form), nil for anything else.
-func Strs(v any) []string {
+// strs is a list of strings of a tool's JSON answer (or of a form), nil for anything else.
+func strs(v any) []string {
 	switch x := v.(type) {
 	case []string:
 		return x
@@ -206,7 +206,7 @@ func Strs(v any) []string {
 }
 
 var marketFuncs = template.FuncMap{
-	"usd": USD,
+	"usd": usd,
 	"pct": func(f *float64) string {
 		if f == nil {
 			return "—"
@@ -232,7 +232,7 @@ var marketFuncs = template.FuncMap{
 		}
 		return strconv.Itoa(*x)
 	},
-	"pretty": Pretty,
+	"pretty": pretty,
 	// plural writes a count with its noun: 1 call, 2 calls.
 	"plural": func(n any, one, many string) string {
 		if c := fmt.Sprint(n); c != "1" {
@@ -243,8 +243,8 @@ var marketFuncs = template.FuncMap{
 	"query": func(kv ...string) template.URL { return template.URL(QueryOf(kv...)) },
 }
 
-// USD writes micro-USD (an int64 of ours, or a JSON number of a tool's answer) as USD.
-func USD(v any) string {
+// usd writes micro-USD (an int64 of ours, or a JSON number of a tool's answer) as USD.
+func usd(v any) string {
 	switch x := v.(type) {
 	case int64:
 		return tools.USD(x).String() + " USD"
@@ -257,8 +257,8 @@ func USD(v any) string {
 	return Str(v) + " USD"
 }
 
-// Pretty indents JSON for a <pre>; the template escapes it, so the encoder need not.
-func Pretty(v any) string {
+// pretty indents JSON for a <pre>; the template escapes it, so the encoder need not.
+func pretty(v any) string {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -15,7 +15,10 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/billing"
 )
 
+// The values the templates show go through Funcs, as the pages call them.
 func TestValuesAsThePagesShowThem(t *testing.T) {
+	funcs := present.Funcs()
+	when, label, usd, join := funcs["when"].(func(any) template.HTML), funcs["label"].(func(any) string), funcs["usd"].(func(any) string), funcs["join"].(func(any) string)
 	at := time.Date(2026, 11, 24, 15, 4, 5, 123456000, time.UTC)
 	for _, c := range []struct {
 		in   any
@@ -28,13 +31,13 @@ func TestValuesAsThePagesShowThem(t *testing.T) {
 		{time.Time{}, "never"},
 		{"<b>soon</b>", "&lt;b&gt;soon&lt;/b&gt;"},
 	} {
-		if got := present.When(c.in); got != c.want {
+		if got := when(c.in); got != c.want {
 			t.Errorf("When(%v) = %s, want %s", c.in, got, c.want)
 		}
 	}
 	for in, want := range map[string]string{"MUTATES_USER_FUNDS": "Moves user funds", "dispatching": "In progress",
 		"oidc:https://accounts.example.com": "identity provider accounts.example.com", "SOMETHING_NEW": "Something new", "": ""} {
-		if got := present.Label(in); got != want {
+		if got := label(in); got != want {
 			t.Errorf("Label(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -42,7 +45,7 @@ func TestValuesAsThePagesShowThem(t *testing.T) {
 		in   any
 		want string
 	}{{int64(1_250_000), "1.25 USD"}, {float64(3000), "0.003 USD"}, {json.Number("2000000"), "2 USD"}} {
-		if got := present.USD(c.in); got != c.want {
+		if got := usd(c.in); got != c.want {
 			t.Errorf("USD(%v) = %q, want %q", c.in, got, c.want)
 		}
 	}
@@ -58,8 +61,8 @@ func TestValuesAsThePagesShowThem(t *testing.T) {
 	if got, want := present.Str(float64(0.5)), "0.5"; got != want {
 		t.Errorf("Str(0.5) = %q, want %q", got, want)
 	}
-	if got := present.Strs([]any{"read", 3.0, "partner"}); !slices.Equal(got, []string{"read", "partner"}) {
-		t.Errorf("Strs = %v", got)
+	if got := join([]any{"read", 3.0, "partner"}); got != "read, partner" {
+		t.Errorf("join = %q", got)
 	}
 }
 
@@ -112,7 +115,7 @@ func TestThePolicyFormBothWays(t *testing.T) {
 	if got := present.ListOf("@a, @b\n@c\t @d"); !slices.Equal(got, []string{"@a", "@b", "@c", "@d"}) {
 		t.Fatalf("ListOf = %v", got)
 	}
-	if got := present.Asks(pol.Approval); got != "calls that may cost more than 1 USD; SWAP calls; the first call to each partner" {
+	if got := present.Funcs()["asks"].(func(billing.ApprovalRule) string)(pol.Approval); got != "calls that may cost more than 1 USD; SWAP calls; the first call to each partner" {
 		t.Fatalf("Asks = %q", got)
 	}
 	// caps[1] is the second cap sent: its window comes from the order the form sent them in.
@@ -124,8 +127,12 @@ func TestThePolicyFormBothWays(t *testing.T) {
 	if got := present.PolicyErrors(e, nil); got["deny_handles"] != "no partner @nope; check the handle" {
 		t.Fatalf("PolicyErrors of a list = %v", got)
 	}
-	items := present.ChargeItems(map[string]string{"infrastructureUsd": "0.001", "partnerFeeUsd": "0", "totalUsd": "0"})
-	if len(items) != 2 || items[0].Label != "Infrastructure" || items[1].USD != "0" || !strings.Contains(items[1].Label, "total") {
-		t.Fatalf("ChargeItems = %+v", items)
+	tpl := template.Must(template.New("t").Funcs(present.Funcs()).Parse(`{{range chargeItems .}}{{.Label}}={{.USD}};{{end}}`))
+	var b bytes.Buffer
+	if err := tpl.Execute(&b, map[string]string{"infrastructureUsd": "0.001", "partnerFeeUsd": "0", "totalUsd": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if items := strings.Split(strings.TrimSuffix(b.String(), ";"), ";"); len(items) != 2 || items[0] != "Infrastructure=0.001" || !strings.Contains(items[1], "total") || !strings.HasSuffix(items[1], "=0") {
+		t.Fatalf("chargeItems = %q", b.String())
 	}
 }

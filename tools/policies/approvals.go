@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
@@ -65,7 +66,11 @@ func (s *Service) list(ctx context.Context, c *tools.Caller, in ListInput) (List
 	if limit == 0 {
 		limit = 50
 	}
-	rows, err := s.store.Approvals(ctx, c.AccountID(), in.Pending, s.now().UTC(), limit)
+	keyIDs, err := s.visible(ctx, c)
+	if err != nil {
+		return ListOutput{}, err
+	}
+	rows, err := s.store.Approvals(ctx, c.AccountID(), keyIDs, in.Pending, s.now().UTC(), limit)
 	if err != nil {
 		return ListOutput{}, err
 	}
@@ -78,13 +83,37 @@ func (s *Service) list(ctx context.Context, c *tools.Caller, in ListInput) (List
 
 func (s *Service) getApproval(ctx context.Context, c *tools.Caller, in GetApprovalInput) (Approval, error) {
 	a, err := s.store.Approval(ctx, c.AccountID(), in.RequestID)
-	if errors.Is(err, store.ErrNotFound) {
-		return Approval{}, tools.Errorf(tools.CodeNotFound, "no approval %s in this account; approval_list shows them", in.RequestID)
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return Approval{}, err
 	}
-	return s.approvalOf(a), nil
+	if err == nil {
+		keyIDs, err := s.visible(ctx, c)
+		if err != nil {
+			return Approval{}, err
+		}
+		if keyIDs == nil || slices.Contains(keyIDs, a.KeyID) {
+			return s.approvalOf(a), nil
+		}
+	}
+	return Approval{}, tools.Errorf(tools.CodeNotFound, "no approval %s of this key's calls or its descendants' in this account; approval_list shows them", in.RequestID)
+}
+
+// visible is the keys whose approvals c may read: nil (all of them) for the portal's session,
+// otherwise the calling key and those minted under it, as api_key_list shows (an agent does
+// not read its parent's or siblings' calls).
+func (s *Service) visible(ctx context.Context, c *tools.Caller) ([]string, error) {
+	if c.Principal.Method == tools.AuthSession {
+		return nil, nil
+	}
+	ks, err := s.keys.Visible(ctx, c.Principal)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(ks))
+	for _, k := range ks {
+		ids = append(ids, k.ID)
+	}
+	return ids, nil
 }
 
 // Decide records the owner's decision on a pending approval. Nothing is sent or charged by
@@ -143,7 +172,7 @@ func (s *Service) Tools() []*tools.Tool {
 		tools.New(tools.Def{
 			Name:        "approval_list",
 			Title:       "List approvals",
-			Description: "The account's calls that a spend policy sent to its owner for approval, newest first (pending: only those still waiting). Only the owner decides, on the portal.",
+			Description: "The calls that a spend policy sent to the account's owner for approval, newest first (pending: only those still waiting): a key's own calls and those of the keys minted under it. Only the owner decides, on the portal.",
 			Access:      tools.AnyKey, Annotations: ro, Toolset: tools.ToolsetOwner,
 		}, s.list),
 		tools.New(tools.Def{

@@ -53,9 +53,16 @@ type GetOutput struct {
 	Account   *billing.Policy `json:"account" jsonschema_description:"the account's policy (null: none), set on the portal or by the operator"`
 	Key       *billing.Policy `json:"key" jsonschema_description:"the key's own policy (null: none, or the portal's view of the account)"`
 	KeyID     string          `json:"keyId,omitempty"`
-	Effective billing.Policy  `json:"effective" jsonschema_description:"every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, deny-by-default when any says so (then only what all allow), and every approval rule"`
+	Effective billing.Policy  `json:"effective" jsonschema_description:"every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, every approval rule, and denyByDefault when any says so; its allow is always empty, as allow lists do not combine into one: see allowOnly"`
+	AllowOnly []AllowOnly     `json:"allowOnly" jsonschema_description:"the allow list of each governing policy that denies by default, in the order of governing: a call must be named (by its @handle, its publisher or its category) in every one"`
 	Governing []string        `json:"governing" jsonschema_description:"whose policies govern the calls: account, then keys from the root down"`
 	Windows   []Window        `json:"windows"`
+}
+
+// AllowOnly is what a deny-by-default policy lets through: a call its lists name in any way.
+type AllowOnly struct {
+	Policy string        `json:"policy" jsonschema_description:"whose policy: account, or key <id>"`
+	Allow  billing.Lists `json:"allow"`
 }
 
 // SetInput is a new policy for a key (or, on the portal, the account).
@@ -135,7 +142,7 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 	if err != nil {
 		return GetOutput{}, err
 	}
-	out := GetOutput{KeyID: keyID, Governing: []string{}, Windows: []Window{}}
+	out := GetOutput{KeyID: keyID, AllowOnly: []AllowOnly{}, Governing: []string{}, Windows: []Window{}}
 	byKey := map[string]*billing.Policy{}
 	for _, r := range rows {
 		p, err := parse(r)
@@ -161,10 +168,13 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 			continue
 		}
 		governing = append(governing, p)
-		if k == "" {
-			out.Governing = append(out.Governing, "account")
-		} else {
-			out.Governing = append(out.Governing, "key "+k)
+		whose := "account"
+		if k != "" {
+			whose = "key " + k
+		}
+		out.Governing = append(out.Governing, whose)
+		if p.DenyByDefault {
+			out.AllowOnly = append(out.AllowOnly, AllowOnly{Policy: whose, Allow: p.Allow})
 		}
 		if len(p.Caps) == 0 {
 			continue
@@ -202,7 +212,11 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 	return out, nil
 }
 
-// combine is the policies as one: what all of them together allow.
+// combine is the policies as one, in what combines as billing.Judge applies them: each
+// policy's caps, maximum, denies and approval rules. Allow lists do not: Judge lets a call
+// through a deny-by-default policy when any of its lists names it, so two policies allowing
+// a handle and a category allow that handle's calls of that category, which no one list
+// says; the effective allow stays empty, and read shows each policy's (AllowOnly).
 func combine(ps []*billing.Policy) billing.Policy {
 	var e billing.Policy
 	minUSD := func(a, b string) string {
@@ -222,32 +236,14 @@ func combine(ps []*billing.Policy) billing.Policy {
 		}
 		return a
 	}
-	intersect := func(a, b []string) []string {
-		var out []string
-		for _, s := range a {
-			if slices.Contains(b, s) {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
 	caps := map[string]string{}
-	first := true
 	for _, p := range ps {
 		for _, c := range p.Caps {
 			caps[c.Window] = minUSD(caps[c.Window], c.USD)
 		}
 		e.PerCallMaxUsd = minUSD(e.PerCallMaxUsd, p.PerCallMaxUsd)
 		e.Deny.Handles, e.Deny.Publishers, e.Deny.Categories = union(e.Deny.Handles, p.Deny.Handles), union(e.Deny.Publishers, p.Deny.Publishers), union(e.Deny.Categories, p.Deny.Categories)
-		if p.DenyByDefault {
-			if first {
-				e.Allow = p.Allow
-				first = false
-			} else {
-				e.Allow = billing.Lists{Handles: intersect(e.Allow.Handles, p.Allow.Handles), Publishers: intersect(e.Allow.Publishers, p.Allow.Publishers), Categories: intersect(e.Allow.Categories, p.Allow.Categories)}
-			}
-			e.DenyByDefault = true
-		}
+		e.DenyByDefault = e.DenyByDefault || p.DenyByDefault
 		e.Approval.AboveUsd = minUSD(e.Approval.AboveUsd, p.Approval.AboveUsd)
 		e.Approval.Categories = union(e.Approval.Categories, p.Approval.Categories)
 		e.Approval.FirstCallToPartner = e.Approval.FirstCallToPartner || p.Approval.FirstCallToPartner
@@ -279,15 +275,6 @@ func (s *Service) set(ctx context.Context, c *tools.Caller, in SetInput) (GetOut
 // SetAs sets a policy as the account's owner does (the operator's CLI): any key's or the
 // account's, loosening included, and answers what policy_get would.
 func (s *Service) SetAs(ctx context.Context, accountID, keyID string, pol *billing.Policy, by string) (GetOutput, error) {
-	if keyID != "" {
-		ks, err := s.store.Keys(ctx, accountID)
-		if err != nil {
-			return GetOutput{}, err
-		}
-		if !slices.ContainsFunc(ks, func(k *store.APIKey) bool { return k.ID == keyID }) {
-			return GetOutput{}, tools.Errorf(tools.CodeNotFound, "no key %s in account %s", keyID, accountID)
-		}
-	}
 	if err := s.Put(ctx, accountID, keyID, pol, by, false); err != nil {
 		return GetOutput{}, err
 	}
@@ -296,20 +283,12 @@ func (s *Service) SetAs(ctx context.Context, accountID, keyID string, pol *billi
 
 // Put checks and writes a policy (nil removes it). narrowOnly: the writer is a key, which may
 // only make the policy stricter than it is (the portal's human and the operator may loosen it).
+// The policy in force is read, checked against and replaced in one transaction with it locked:
+// an owner's tightening meanwhile is never overwritten by a key's write checked against the
+// older policy.
 func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing.Policy, by string, narrowOnly bool) error {
-	rows, err := s.store.Policies(ctx, accountID, keyID)
-	if err != nil {
-		return err
-	}
-	var old *store.SpendPolicy
-	for _, r := range rows {
-		if r.KeyID == keyID {
-			old = r
-		}
-	}
-	oldPol, err := parse(old)
-	if err != nil {
-		return err
+	if narrowOnly && keyID == "" {
+		return tools.Errorf(tools.CodeForbidden, "only the account's owner (signed in on the portal) or the operator sets the account's policy; a key sets its own policy and its descendants' (pass keyId, or none for its own)")
 	}
 	row := &store.SpendPolicy{AccountID: accountID, KeyID: keyID, UpdatedAt: s.now().UTC(), UpdatedBy: by}
 	if pol != nil {
@@ -330,25 +309,44 @@ func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing
 		row.Body = string(raw)
 		pol = &n
 	}
-	if narrowOnly {
-		if keyID == "" {
-			return tools.Errorf(tools.CodeForbidden, "only the account's owner (signed in on the portal) or the operator sets the account's policy; a key sets its own policy and its descendants' (pass keyId, or none for its own)")
+	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		old, err := q.PolicyForUpdate(ctx, accountID, keyID)
+		if errors.Is(err, store.ErrNotFound) {
+			return tools.Errorf(tools.CodeNotFound, "no key %s in account %s", keyID, accountID)
 		}
-		if oldPol != nil && pol == nil {
-			return tools.Errorf(tools.CodeForbidden, "a key cannot remove a policy (that would loosen it); set a stricter one, or ask the account's owner on the portal")
+		if err != nil {
+			return err
 		}
-		if pol != nil {
-			if ok, rule := pol.Narrows(oldPol); !ok {
-				return tools.Errorf(tools.CodeForbidden, "the new policy loosens %s of the one in force; a key may only narrow a policy (the account's owner may loosen it on the portal)", rule).
-					WithDetails(map[string]any{"rule": rule})
+		if narrowOnly {
+			if err := narrows(old, pol); err != nil {
+				return err
 			}
 		}
-	}
-	if err := s.store.PutPolicy(ctx, row); err != nil {
+		return q.PutPolicyIn(ctx, row)
+	})
+	if err != nil {
 		return err
 	}
 	s.billing.ForgetPolicies(accountID)
 	s.billing.ReturnLeases(accountID) // a call on a lease is not held where a cap can see it
+	return nil
+}
+
+// narrows refuses a key's new policy (nil: none) that loosens the one in force, old.
+func narrows(old *store.SpendPolicy, pol *billing.Policy) error {
+	oldPol, err := parse(old)
+	if err != nil {
+		return err
+	}
+	if oldPol != nil && pol == nil {
+		return tools.Errorf(tools.CodeForbidden, "a key cannot remove a policy (that would loosen it); set a stricter one, or ask the account's owner on the portal")
+	}
+	if pol != nil {
+		if ok, rule := pol.Narrows(oldPol); !ok {
+			return tools.Errorf(tools.CodeForbidden, "the new policy loosens %s of the one in force; a key may only narrow a policy (the account's owner may loosen it on the portal)", rule).
+				WithDetails(map[string]any{"rule": rule})
+		}
+	}
 	return nil
 }
 

@@ -45,8 +45,9 @@ func TestCapAboveWhatIsHeld(t *testing.T) {
 		if err != nil || out.Key == nil || out.Windows[0].SpentUsd != "0.005" || out.Windows[0].LeftUsd != "0" {
 			t.Fatalf("a cap at what is held: %+v %v", out, err)
 		}
-		if _, err := svc.SetAs(ctx, "acct", "k-other", low, "admin"); !errors.As(err, &te) || te.Code != tools.CodeNotFound {
-			t.Fatalf("a key of no such account: %v", err)
+		storetest.Account(t, st, "acct2")
+		if _, err := svc.SetAs(ctx, "acct", "k-acct2", low, "admin"); !errors.As(err, &te) || te.Code != tools.CodeNotFound {
+			t.Fatalf("another account's key: %v", err)
 		}
 	})
 }

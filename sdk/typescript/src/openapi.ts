@@ -71,7 +71,7 @@ export interface paths {
         };
         /**
          * List approvals
-         * @description The account's calls that a spend policy sent to its owner for approval, newest first (pending: only those still waiting). Only the owner decides, on the portal.
+         * @description The calls that a spend policy sent to the account's owner for approval, newest first (pending: only those still waiting): a key's own calls and those of the keys minted under it. Only the owner decides, on the portal.
          */
         get: operations["approval_list"];
         put?: never;
@@ -3690,7 +3690,20 @@ export interface operations {
                             /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
                             perCallMaxUsd?: string;
                         };
-                        /** @description every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, deny-by-default when any says so (then only what all allow), and every approval rule */
+                        /** @description the allow list of each governing policy that denies by default, in the order of governing: a call must be named (by its @handle, its publisher or its category) in every one */
+                        allowOnly: {
+                            allow: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description whose policy: account, or key <id> */
+                            policy: string;
+                        }[];
+                        /** @description every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, every approval rule, and denyByDefault when any says so; its allow is always empty, as allow lists do not combine into one: see allowOnly */
                         effective: {
                             /** @description with denyByDefault: only these are allowed */
                             allow?: {
@@ -3971,7 +3984,20 @@ export interface operations {
                             /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
                             perCallMaxUsd?: string;
                         };
-                        /** @description every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, deny-by-default when any says so (then only what all allow), and every approval rule */
+                        /** @description the allow list of each governing policy that denies by default, in the order of governing: a call must be named (by its @handle, its publisher or its category) in every one */
+                        allowOnly: {
+                            allow: {
+                                /** @description categories, e.g. QUERY, SWAP */
+                                categories?: string[];
+                                /** @description @handles */
+                                handles?: string[];
+                                /** @description publishers, by partnerId */
+                                publishers?: string[];
+                            };
+                            /** @description whose policy: account, or key <id> */
+                            policy: string;
+                        }[];
+                        /** @description every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, every approval rule, and denyByDefault when any says so; its allow is always empty, as allow lists do not combine into one: see allowOnly */
                         effective: {
                             /** @description with denyByDefault: only these are allowed */
                             allow?: {

@@ -278,7 +278,7 @@ func TestApprovalStatusByElicitation(t *testing.T) {
 			if e != nil || out["success"] != true {
 				t.Fatalf("the approved call: %v %v", out, e)
 			}
-			if len(shown) != 2 || !strings.Contains(shown[0], "approval.aboveUsd") || !strings.Contains(shown[1], "Still waiting") {
+			if len(shown) != 2 || !strings.Contains(shown[0], "approval.aboveUsd") || !strings.Contains(shown[1], "Still waiting") || !strings.Contains(shown[1], "@costly") {
 				t.Fatalf("the forms shown: %q", shown)
 			}
 			if w.hits("/cost") != 1 {

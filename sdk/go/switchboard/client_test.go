@@ -470,3 +470,25 @@ func TestTimeoutAndCancel(t *testing.T) {
 		t.Fatalf("cancelled context: %v", err)
 	}
 }
+
+func TestPolicyNarrowedByTheKey(t *testing.T) {
+	ctx := context.Background()
+	c, _ := onboard(t)
+	p := &switchboard.Policy{DenyByDefault: true, Allow: switchboard.PolicyLists{Categories: []string{"QUERY"}},
+		Caps: []switchboard.Cap{{Window: "day", USD: "1"}}}
+	got, err := c.SetPolicy(ctx, "", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Key == nil || !got.Key.DenyByDefault || len(got.AllowOnly) != 1 || !slices.Equal(got.AllowOnly[0].Allow.Categories, []string{"QUERY"}) ||
+		len(got.Effective.Allow.Categories) != 0 || len(got.Windows) == 0 {
+		t.Fatalf("the key's policy as set: %+v", got)
+	}
+	read, err := c.Policy(ctx, "")
+	if err != nil || len(read.AllowOnly) != 1 || read.AllowOnly[0].Policy == "" {
+		t.Fatalf("read back: %+v %v", read, err)
+	}
+	// Loosening is the owner's, on the portal: a key cannot.
+	_, err = c.SetPolicy(ctx, "", &switchboard.Policy{Caps: []switchboard.Cap{{Window: "day", USD: "2"}}})
+	asError(t, err, switchboard.CodeForbidden, 403)
+}

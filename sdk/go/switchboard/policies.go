@@ -44,14 +44,23 @@ type PolicyWindow struct {
 	LeftUsd  string `json:"leftUsd,omitempty"`
 }
 
-// Policies are the policies governing a key: the account's, its own, all of them combined.
+// Policies are the policies governing a key: the account's, its own, all of them combined
+// (Effective, whose Allow is always empty: allow lists do not combine; see AllowOnly).
 type Policies struct {
 	Account   *Policy        `json:"account"`
 	Key       *Policy        `json:"key"`
 	KeyID     string         `json:"keyId,omitempty"`
 	Effective Policy         `json:"effective"`
+	AllowOnly []AllowOnly    `json:"allowOnly"`
 	Governing []string       `json:"governing"`
 	Windows   []PolicyWindow `json:"windows"`
+}
+
+// AllowOnly is the allow lists of one governing policy that denies by default: a call must be
+// named (by @handle, publisher or category) in each of them.
+type AllowOnly struct {
+	Policy string      `json:"policy"`
+	Allow  PolicyLists `json:"allow"`
 }
 
 // Approval is a call a spend policy sent to the account's owner.

@@ -146,7 +146,11 @@ func spent(ctx context.Context, db bun.IDB, accountID, keyID string, since []tim
 		sel = sel.ColumnExpr("COALESCE(SUM(CASE WHEN COALESCE(i.dispatched_at, i.created_at) >= ? THEN "+credit+" ELSE 0 END), 0)"+
 			" + COALESCE(SUM(CASE WHEN p.updated_at >= ? THEN p.amount_atomic ELSE 0 END), 0)", t, t)
 	}
-	sel = sel.Where("i.account_id = ? AND i.created_at >= ?", accountID, oldest.Add(-SpendLag))
+	from := oldest.Add(-SpendLag)
+	if from.Year() < 1 { // "since the beginning": no earlier time is a valid timestamp
+		from = time.Time{}
+	}
+	sel = sel.Where("i.account_id = ? AND i.created_at >= ?", accountID, from)
 	if keyID != "" {
 		sel = sel.WithRecursive("sub", db.NewRaw("SELECT CAST(? AS TEXT) AS id UNION ALL SELECT k.id FROM api_keys k JOIN sub ON k.parent_id = sub.id", keyID)).
 			Where("i.key_id IN (SELECT id FROM sub)")

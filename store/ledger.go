@@ -164,6 +164,49 @@ func (q *Q) PostCall(ctx context.Context, requestID string, now time.Time, t Txn
 	return nil
 }
 
+// PostBatch writes t as the balanced ledger transaction txnID of no one request: the summed
+// legs of the calls whose rows name it (Invocation.LedgerTxn), posted together when a budget
+// lease they were drawn on is settled. ledger-check proves the legs equal those calls'
+// breakdowns.
+func (q *Q) PostBatch(ctx context.Context, txnID string, now time.Time, t Txn) error {
+	if err := t.balanced(); err != nil {
+		return err
+	}
+	var rows []LedgerEntry
+	for _, l := range t.Legs {
+		if l.Micro != 0 {
+			rows = append(rows, LedgerEntry{ID: RowID(), TxnID: txnID, Book: l.Book, AmountMicro: l.Micro, Kind: l.Kind, Memo: t.Memo, CreatedAt: now})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return q.write(ctx, q.tx.NewInsert().Model(&rows).Returning("NULL"))
+}
+
+// CallCharges is what calls naming one ledger transaction charged, for one payout book.
+type CallCharges struct {
+	PayoutBook  string `bun:"payout_book"`
+	Reserve     int64  `bun:"reserve"`
+	PartnerFee  int64  `bun:"partner_fee"`
+	PlatformFee int64  `bun:"platform_fee"`
+	Gas         int64  `bun:"gas"`
+}
+
+// ChargesNaming sums, by payout book, the breakdowns of accountID's calls whose rows name
+// the ledger transaction txnID (a budget lease's calls, posted when it is settled).
+func (q *Q) ChargesNaming(ctx context.Context, accountID, txnID string) ([]CallCharges, error) {
+	tx, err := q.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []CallCharges
+	err = tx.NewRaw(`SELECT payout_book, SUM(reserve_micro) AS reserve, SUM(partner_fee_micro) AS partner_fee,
+		SUM(platform_fee_micro) AS platform_fee, SUM(gas_micro) AS gas
+		FROM invocations WHERE ledger_txn = ? AND account_id = ? GROUP BY payout_book ORDER BY payout_book`, txnID, accountID).Scan(ctx, &out)
+	return out, normalize(err)
+}
+
 // balanced refuses a transaction whose legs do not sum to zero.
 func (t Txn) balanced() error {
 	var sum int64

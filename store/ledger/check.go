@@ -104,7 +104,8 @@ func Check(ctx context.Context, st *store.Store) error {
 // what those calls' rows say (the total charged to each account, infrastructure, partner
 // fee to its payout book, platform fee, gas) leave nothing. A batch is named by its calls or
 // found by its charge legs (only a batch charges with no request), so one whose calls' rows
-// are gone is a break too.
+// are gone is a break too. A budget lease's settlement is such a transaction, named by its
+// calls from their records on and posted when the lease closes.
 func checkBatches(ctx context.Context, db *bun.DB) error {
 	var bad []struct {
 		Txn  string `bun:"t"`
@@ -112,7 +113,10 @@ func checkBatches(ctx context.Context, db *bun.DB) error {
 		Kind string `bun:"kind"`
 		Off  int64  `bun:"off"`
 	}
-	const calls = "FROM invocations WHERE ledger_txn IS NOT NULL"
+	// A budget lease's calls name its transaction (the lease's id without "lease:") from their
+	// record on, and it is posted when the lease is settled: while it is open they wait.
+	const calls = `FROM invocations WHERE ledger_txn IS NOT NULL AND ledger_txn NOT IN
+		(SELECT substr(request_id, 7) FROM reservations WHERE state = 'open' AND request_id LIKE 'lease:%')`
 	err := db.NewRaw(`SELECT t, book, kind, SUM(a) AS off FROM (
 		SELECT txn_id AS t, book, kind, amount_micro AS a FROM ledger_entries
 			WHERE request_id IS NULL AND (txn_id IN (SELECT ledger_txn `+calls+`)

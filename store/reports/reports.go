@@ -25,8 +25,10 @@ type Reports interface {
 	Calls(ctx context.Context, q CallQuery) ([]*store.Invocation, error)
 	// EarningsByIntent sums the invocations of the partner's intents since `since`.
 	EarningsByIntent(ctx context.Context, partnerID string, since time.Time) ([]IntentEarnings, error)
-	// EarningsByPayout sums the partner fees booked since `since` to the books named with
-	// bookPrefix (a partner's payout books: ledger.PartnerPayable(partnerID, "")).
+	// EarningsByPayout sums the partner fees of the calls made since `since` by the payout
+	// books they are owed to, those named with bookPrefix (a partner's payout books:
+	// ledger.PartnerPayable(partnerID, "")): read from the calls' rows, which carry them from
+	// their record on, where the ledger posts a budget lease's calls when it is settled.
 	EarningsByPayout(ctx context.Context, bookPrefix string, since time.Time) ([]PayoutEarnings, error)
 	// RecentInvocations lists an intent's latest invocations, newest first.
 	RecentInvocations(ctx context.Context, intentID string, limit int) ([]*store.Invocation, error)
@@ -202,9 +204,9 @@ func (s *queries) EarningsByIntent(ctx context.Context, partnerID string, since 
 
 func (s *queries) EarningsByPayout(ctx context.Context, bookPrefix string, since time.Time) ([]PayoutEarnings, error) {
 	var out []PayoutEarnings
-	err := s.db.NewRaw(`SELECT book, SUM(amount_micro) AS amount_micro FROM ledger_entries
-		WHERE kind = 'partner_fee' AND amount_micro > 0 AND book LIKE ? AND created_at >= ?
-		GROUP BY book ORDER BY book`, bookPrefix+"%", since).Scan(ctx, &out)
+	err := s.db.NewRaw(`SELECT payout_book AS book, SUM(partner_fee_micro) AS amount_micro FROM invocations
+		WHERE partner_fee_micro > 0 AND payout_book LIKE ? AND created_at >= ?
+		GROUP BY payout_book ORDER BY payout_book`, bookPrefix+"%", since).Scan(ctx, &out)
 	return out, dberr.Normalize(err)
 }
 

@@ -486,6 +486,13 @@ func release(ctx context.Context, q *store.Q, requestID, state string, now time.
 func (s *Service) refundIn(ctx context.Context, q *store.Q, requestID, reason string, now time.Time) (_ bool, err error) {
 	ctx, span := tracing.Child(ctx, "billing.refund")
 	defer func() { tracing.End(span, err) }()
+	if strings.HasPrefix(requestID, leasePrefix) {
+		r, err := q.LockReservation(ctx, requestID)
+		if err != nil || r.State != store.ReservationOpen {
+			return false, err
+		}
+		return true, s.settleLeaseIn(ctx, q, r, now)
+	}
 	r, ok, err := release(ctx, q, requestID, store.ReservationRefunded, now)
 	if err != nil || !ok {
 		return false, err

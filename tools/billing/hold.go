@@ -100,11 +100,11 @@ type Conclusion struct {
 }
 
 // ConcludeOnLease queues the whole record of a call held on a lease to the batch writer, in
-// one write-only job: the draw from the lease, the hold and its conclusion (the same rows and
-// ledger transactions as a hold written and then closed), then record; done gets the
-// commit's outcome. It reports false, doing nothing, for a hold not drawn from a lease (it
+// one write-only job: record, given the ledger transaction the call's row names (its lease's,
+// when it charged anything: its money is posted when the lease is settled; nil otherwise);
+// done gets the commit's outcome. It reports false, doing nothing, for a hold not drawn from a lease (it
 // was written by Hold: CloseIn concludes it).
-func (h *Hold) ConcludeOnLease(ctx context.Context, c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q) error, done func(error)) bool {
+func (h *Hold) ConcludeOnLease(ctx context.Context, c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q, ledgerTxn *string) error, done func(error)) bool {
 	if h.lease == nil {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/commit"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/tracing"
 	"go.opentelemetry.io/otel/attribute"
@@ -42,14 +44,17 @@ func DefaultLeaseConfig() LeaseConfig {
 // request id "lease:<uuid>") that holds a slice of an API key's spend limit and of its
 // account's credit, written in one transaction and checked under the same locks as a call's
 // own reservation. This replica then takes each call's worst case from the lease in memory,
-// and the call's reservation is written by the batch writer, drawing the same amount from the
-// lease row: the account's and key's holds do not change, so every limit stays as
-// conservative as with a reservation per call. A call that does not fit the lease renews it
-// (one transaction); one that does not fit even alone is refused as reserveIn refuses it.
+// and the call's row, written by the batch writer, names the lease's ledger transaction: the
+// lease row keeps holding the call's worst case, so every limit stays as conservative as
+// with a reservation per call, until the lease is settled (settleLeaseIn), when what its
+// calls charged, summed from their rows, is posted in one transaction and the rest of its
+// hold released. A call that does not fit the lease renews it (one transaction, after the
+// old lease's settlement); one that does not fit even alone is refused as reserveIn refuses
+// it.
 //
-// Unused budget comes back when the lease goes idle, when the account's holder reads its
-// balance on this replica, and at shutdown; a dead replica's lease is refunded by the
-// sweeper after its deadline.
+// A lease is settled when it is renewed, when it goes idle, when the account's holder reads
+// its balance on this replica, and at shutdown; a dead replica's lease is settled by the
+// sweeper after its deadline, from the rows of the calls it recorded before it died.
 type Leases struct {
 	svc   *Service
 	batch *commit.Batcher
@@ -117,19 +122,21 @@ func (ls *Leases) draw(ctx context.Context, p *tools.Principal, h *Hold) (err er
 	}
 }
 
-// concludeOnLease queues h's whole record (the draw, the hold and its conclusion, then
-// record) to the batch writer in one write-only job, and then, when h was the last call in
-// flight on a lease given back meanwhile, that lease's return: a lease row is refunded only
-// after every call drawn on it has been written.
-func (ls *Leases) concludeOnLease(ctx context.Context, h *Hold, c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q) error, done func(error)) {
+// concludeOnLease queues h's whole record to the batch writer in one write-only job (the
+// check that its lease is still open, then record, naming the lease's ledger transaction
+// when the call charged anything), and then, when h was the last call in flight on a lease
+// given back meanwhile, that lease's return: a lease is settled only after every call drawn
+// on it has been written.
+func (ls *Leases) concludeOnLease(ctx context.Context, h *Hold, c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q, ledgerTxn *string) error, done func(error)) {
 	l, leaseID, r := h.lease, h.leaseID, h.r
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ls.batch.AddWrites(r.AccountID, func(ctx context.Context, q *store.Q) error {
-		if err := ls.svc.concludeOnLeaseIn(ctx, q, leaseID, r, h.limits, c, now); err != nil {
+		txn, err := ls.svc.concludeOnLeaseIn(ctx, q, leaseID, r, h.limits, c, now)
+		if err != nil {
 			return err
 		}
-		return record(ctx, q)
+		return record(ctx, q, txn)
 	}, tracing.Committed(ctx, "batch.commit", done))
 	if l.inflight[leaseID]--; l.inflight[leaseID] > 0 {
 		return
@@ -183,12 +190,21 @@ func (ls *Leases) take(ctx context.Context, l *lease, p *tools.Principal, worst 
 // waiting for the lease row would deadlock with it.
 func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst int64, now time.Time) error {
 	if l.id != "" {
+		id := l.id
 		ls.giveBack(l)
+		if !l.deferred[id] {
+			// Its settlement is queued behind the records drawn on it: let them commit first,
+			// so that what those calls charged counts as spent, not as the old lease's hold.
+			// A database slow to take it leaves the check below as conservative as that hold.
+			wait, cancel := context.WithTimeout(ctx, recordWait)
+			_ = ls.batch.Wait(wait, l.accountID)
+			cancel()
+		}
 	}
 	var closed []string // returns seen committed: forgotten once this renewal commits
 	now = now.UTC()
 	limits, chain := limitsOf(p)
-	r := &store.Reservation{RequestID: "lease:" + uuid.NewString(), AccountID: p.AccountID, KeyID: p.KeyID, KeyChain: chain,
+	r := &store.Reservation{RequestID: leasePrefix + uuid.NewString(), AccountID: p.AccountID, KeyID: p.KeyID, KeyChain: chain,
 		ExpiresAt: now.Add(ls.cfg.TTL), CreatedAt: now}
 	keys := r.SpendKeys()
 	err := ls.svc.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
@@ -288,49 +304,86 @@ func (ls *Leases) queueReturn(accountID, id string) {
 	})
 }
 
-// drawIn draws r's worst case from the lease row; when the lease is gone it reserves r on its
-// own (reserveIn) and reports false.
-func (s *Service) drawIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, limits spendLimits) (bool, error) {
-	ok, err := q.DrawReservation(ctx, leaseID, r.WorstMicro)
-	if err != nil || ok {
-		return ok, err
-	}
-	s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
-	return false, s.reserveIn(ctx, q, r, limits, nil)
-}
-
-// concludeOnLeaseIn writes inside q's transaction all the money of a call whose reservation
-// was drawn from the lease leaseID: the draw and its conclusion, in one update of each balance
-// row and one ledger transaction (concludedMove) summed into the batch's.
-func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, limits spendLimits, c Conclusion, now time.Time) (err error) {
+// concludeOnLeaseIn writes inside q's transaction the money of a call drawn on the lease
+// leaseID, and returns the ledger transaction its record names. While the lease is open
+// nothing moves: the lease row holds the call's worst case, and a charged call names the
+// lease's transaction (leaseTxn), which settleLeaseIn posts for all of the lease's calls
+// when the lease closes. The check takes the lease row's lock until the commit, so a
+// settlement either sees the call's row or finds the lease closed first. A call whose lease
+// closed under it (refunded by a sweeper) reserves on its own (reserveIn) and is concluded
+// at once, with a transaction of its own. A refunded call holds nothing beyond the lease's
+// hold, which its settlement returns: it writes no money at all.
+func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID string, r *store.Reservation, limits spendLimits, c Conclusion, now time.Time) (_ *string, err error) {
 	ctx, span := tracing.Child(ctx, "billing.conclude")
 	defer func() { tracing.End(span, err) }()
-	end, state := refundMove(r, c.Reason), store.ReservationRefunded
-	if c.Settlement != nil {
-		m, err := settleMove(r, *c.Settlement)
-		if err != nil {
-			return err
-		}
-		end, state = m, store.ReservationSettled
+	if c.Settlement == nil {
+		return nil, nil
 	}
-	drawn, err := s.drawIn(ctx, q, leaseID, r, limits)
+	end, err := settleMove(r, *c.Settlement) // refuses a charge beyond the worst case held
+	if err != nil {
+		return nil, err
+	}
+	open, err := q.DrawReservation(ctx, leaseID, 0)
+	if err != nil {
+		return nil, err
+	}
+	if open {
+		txn := leaseTxn(leaseID)
+		return &txn, nil
+	}
+	s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
+	if err := s.reserveIn(ctx, q, r, limits, nil); err != nil {
+		return nil, err
+	}
+	if err := q.CloseReservation(ctx, r.RequestID, store.ReservationSettled, now); err != nil {
+		return nil, err
+	}
+	return nil, apply(ctx, q, r, now, end)
+}
+
+// leaseTxn is the ledger transaction of the calls drawn on the lease leaseID: its id without
+// the "lease:" prefix (ledger-check finds an open lease's transaction the same way).
+func leaseTxn(leaseID string) string { return strings.TrimPrefix(leaseID, leasePrefix) }
+
+const leasePrefix = "lease:"
+
+// settleLeaseIn closes the lease r (locked, open) inside q's transaction: its hold is
+// released, and what the calls recorded on it charged (the rows naming its transaction) is
+// taken from the account's available credit, added to its keys' spend, and posted as one
+// ledger transaction, one leg per book and kind.
+func (s *Service) settleLeaseIn(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time) error {
+	txn := leaseTxn(r.RequestID)
+	sums, err := q.ChargesNaming(ctx, r.AccountID, txn)
 	if err != nil {
 		return err
 	}
-	if !drawn { // reserved on its own: closed as a conclusion closes it
-		if err := q.CloseReservation(ctx, r.RequestID, state, now); err != nil {
-			return err
+	m := move{credit: store.CreditDelta{Held: -r.WorstMicro}, held: -r.WorstMicro}
+	var infra, platform, gas, total int64
+	var legs []store.Posting
+	for _, c := range sums {
+		infra, platform, gas = infra+c.Reserve, platform+c.PlatformFee, gas+c.Gas
+		total += c.Reserve + c.PartnerFee + c.PlatformFee + c.Gas
+		if c.PartnerFee != 0 {
+			legs = append(legs, store.Posting{Book: c.PayoutBook, Micro: c.PartnerFee, Kind: "partner_fee"})
 		}
-		return apply(ctx, q, r, now, end)
 	}
-	// Drawn: no reservation row of its own (the lease's row held its worst case, and the
-	// invocation row the caller's record carries its whole breakdown); its ledger transaction
-	// is summed into its batch's.
-	m := concludedMove(r, c.Settlement)
+	state := store.ReservationRefunded
+	if total != 0 {
+		state = store.ReservationSettled
+		m.credit.Available, m.spent = -total, total
+	}
+	if err := q.CloseReservation(ctx, r.RequestID, state, now); err != nil {
+		return err
+	}
 	if err := adjust(ctx, q, r, now, m); err != nil {
 		return err
 	}
-	return q.PostCall(ctx, r.RequestID, now, m.txn)
+	legs = append(legs,
+		store.Posting{Book: ledger.UserAvailable(r.AccountID), Micro: -total, Kind: "charge"},
+		store.Posting{Book: BookPlatformInfra, Micro: infra, Kind: "consume"},
+		store.Posting{Book: BookPlatformFees, Micro: platform, Kind: "platform_fee"},
+		store.Posting{Book: BookGas, Micro: gas, Kind: "gas"})
+	return q.PostBatch(ctx, txn, now, store.Txn{Memo: "settlement of a budget lease's calls", Legs: legs})
 }
 
 // ReturnIdle returns the leases unused for the configured idle time.

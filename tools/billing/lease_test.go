@@ -79,8 +79,8 @@ func leaseRows(t *testing.T, st *store.Store, accountID string) []store.Reservat
 }
 
 // Calls draw their reservations from one lease, renewed by one transaction every few calls;
-// the money moves exactly as with a reservation per call, and what the lease still holds
-// comes back when it is returned.
+// the lease holds their worst cases until it is settled (renewed, returned), when what they
+// charged is posted, and what they did not comes back.
 func TestCallsReserveFromABudgetLease(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
@@ -101,14 +101,15 @@ func TestCallsReserveFromABudgetLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		ledgerOK(t, st)
-		// Four calls a lease: three leases of 1200 for ten calls of 300, each returned with
-		// nothing left when the next was taken, the last one open with 600.
+		// Four calls a lease: three leases of 1200 for ten calls of 300, each settled when the
+		// next was taken (the calls' charges posted, the hold released), the last one open
+		// with its two calls recorded, naming it, and not posted yet.
 		open := 0
 		for _, row := range leaseRows(t, st, "l") {
 			switch {
-			case row.State == store.ReservationOpen && row.WorstMicro == 1200-2*300:
+			case row.State == store.ReservationOpen && row.WorstMicro == 1200:
 				open++
-			case row.State == store.ReservationRefunded && row.WorstMicro == 0:
+			case row.State == store.ReservationSettled && row.WorstMicro == 1200:
 			default:
 				t.Fatalf("lease row %+v", row)
 			}
@@ -118,8 +119,8 @@ func TestCallsReserveFromABudgetLease(t *testing.T) {
 		}
 		ca, _ := st.Credit(ctx, "l")
 		ks, _ := st.KeySpendOf(ctx, p.KeyID)
-		if ca.AvailableMicro != 1_000_000-10*150 || ca.ReservedMicro != 0 || ca.HeldMicro != 600 || ks.SpentMicro != 10*150 || ks.HeldMicro != 600 {
-			t.Fatalf("after ten calls: %+v %+v, want 1500 spent and the lease's 600 held", ca, ks)
+		if ca.AvailableMicro != 1_000_000-8*150 || ca.ReservedMicro != 0 || ca.HeldMicro != 1200 || ks.SpentMicro != 8*150 || ks.HeldMicro != 1200 {
+			t.Fatalf("after ten calls: %+v %+v, want 1200 spent and the open lease's 1200 held", ca, ks)
 		}
 		// Idle for less than its idle time: kept; past it: returned whole.
 		r.svc.ReturnIdleLeases(ctx)
@@ -129,8 +130,8 @@ func TestCallsReserveFromABudgetLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, row := range leaseRows(t, st, "l") {
-			if row.State != store.ReservationRefunded {
-				t.Fatalf("idle lease not returned: %+v", row)
+			if row.State != store.ReservationSettled {
+				t.Fatalf("idle lease not settled: %+v", row)
 			}
 		}
 		ca, _ = st.Credit(ctx, "l")
@@ -242,8 +243,8 @@ func TestBudgetLeasesHoldLimitsAcrossReplicas(t *testing.T) {
 	})
 }
 
-// A replica that dies holding a lease: the sweeper refunds what the lease still held after
-// its deadline, and not before; calls it had recorded settle as usual.
+// A replica that dies holding a lease: the sweeper settles the lease after its deadline, and
+// not before, charging the calls it had recorded (from their rows) and releasing the rest.
 func TestSweeperRefundsADeadReplicasLease(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
@@ -260,6 +261,15 @@ func TestSweeperRefundsADeadReplicasLease(t *testing.T) {
 		if err := dead.batch.Idle(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// The call is recorded, naming the lease's transaction; its money waits for the lease,
+		// which holds its worst case (ledger-check leaves an open lease's transaction out).
+		if ca, _ := st.Credit(ctx, "d"); ca.AvailableMicro != 1_000_000 || ca.HeldMicro == 0 {
+			t.Fatalf("before the lease is settled: %+v", ca)
+		}
+		if inv, err := st.InvocationByID(ctx, "d1"); err != nil || inv.LedgerTxn == nil || "lease:"+*inv.LedgerTxn != leaseRows(t, st, "d")[0].RequestID {
+			t.Fatalf("the call's row: %+v %v, want it naming its lease's transaction", inv, err)
+		}
+		ledgerOK(t, st)
 		// The replica is gone: nobody returns its lease.
 		if n, err := dead.svc.Sweep(ctx); n != 0 || err != nil {
 			t.Fatalf("swept a live lease: %d %v", n, err)
@@ -272,6 +282,52 @@ func TestSweeperRefundsADeadReplicasLease(t *testing.T) {
 		ks, _ := st.KeySpendOf(ctx, p.KeyID)
 		if ca.HeldMicro != 0 || ks.HeldMicro != 0 || ca.AvailableMicro != 1_000_000-150 {
 			t.Fatalf("after the sweep: %+v %+v", ca, ks)
+		}
+		ledgerOK(t, st)
+	})
+}
+
+// A call whose lease was swept before its row was written (its replica stalled past the
+// lease's deadline) reserves on its own when it is recorded and is charged at once; its row
+// names no lease.
+func TestACallOutlivingItsLeaseIsChargedOnItsOwn(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		c.ns.Store(time.Now().UnixNano())
+		r := newReplica(t, st, c, billing.DefaultLeaseConfig())
+		p := account(t, st, "s")
+		if err := r.svc.Grant(ctx, "s", 1_000_000, "grant"); err != nil {
+			t.Fatal(err)
+		}
+		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 150, PlatformFeeMicro: 50}
+		h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "s1", Quote: q, Runs: 10 * time.Second, MayLease: true}, noRecord)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.advance(billing.DefaultLeaseConfig().TTL + time.Second)
+		if n, err := r.svc.Sweep(ctx); n != 1 || err != nil {
+			t.Fatalf("sweep: %d %v, want the lease settled", n, err)
+		}
+		stl := &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: ledger.PartnerPayable("p", "evm:0xabc")}
+		cl := billing.Conclusion{Settlement: stl}
+		done := make(chan error, 1)
+		if !h.ConcludeOnLease(ctx, cl, h.At(), callRow(p, "s1", q, cl), func(err error) { done <- err }) {
+			t.Fatal("not drawn on a lease")
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		ca, _ := st.Credit(ctx, "s")
+		ks, _ := st.KeySpendOf(ctx, p.KeyID)
+		if ca.AvailableMicro != 1_000_000-270 || ca.HeldMicro != 0 || ks.SpentMicro != 270 || ks.HeldMicro != 0 {
+			t.Fatalf("after the call: %+v %+v, want 270 charged and nothing held", ca, ks)
+		}
+		if inv, err := st.InvocationByID(ctx, "s1"); err != nil || inv.LedgerTxn != nil {
+			t.Fatalf("the call's row: %+v %v, want it naming no lease", inv, err)
+		}
+		if entries, err := st.LedgerEntries(ctx, "s1"); err != nil || len(entries) == 0 {
+			t.Fatalf("the call's own ledger rows: %v %v", entries, err)
 		}
 		ledgerOK(t, st)
 	})
@@ -290,7 +346,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 150, PlatformFeeMicro: 50}
-		noop := func(context.Context, *store.Q) error { return nil }
+		noop := func(context.Context, *store.Q, *string) error { return nil }
 		var failed []error
 		for i := range 6 {
 			h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("o%d", i), Quote: q, Runs: 10 * time.Second, MayLease: true}, noRecord)
@@ -366,12 +422,12 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 	})
 }
 
-func noWrite(context.Context, *store.Q) error { return nil }
+func noWrite(context.Context, *store.Q, *string) error { return nil }
 
 // callRow is the record dispatch writes beside a call's money: its invocation row with the
 // breakdown, which ledger-check sums its batch's ledger transaction against.
-func callRow(p *tools.Principal, requestID string, q billing.Quote, c billing.Conclusion) func(context.Context, *store.Q) error {
-	return func(ctx context.Context, sq *store.Q) error {
+func callRow(p *tools.Principal, requestID string, q billing.Quote, c billing.Conclusion) func(context.Context, *store.Q, *string) error {
+	return func(ctx context.Context, sq *store.Q, ledgerTxn *string) error {
 		now := time.Now().UTC()
 		inv := &store.Invocation{RequestID: requestID, AccountID: p.AccountID, KeyID: p.KeyID, IntentID: "i", Handle: "@h", Category: "QUERY",
 			Args: "{}", CreatedAt: now, DispatchedAt: &now, Price: store.Price{ReserveMicro: q.ReserveMicro}, Outcome: store.Outcome{State: store.InvFailed, RefundedMicro: q.ReserveMicro, FinishedAt: &now}}
@@ -379,6 +435,7 @@ func callRow(p *tools.Principal, requestID string, q billing.Quote, c billing.Co
 			inv.State, inv.RefundedMicro, inv.PayoutBook = store.InvSucceeded, 0, st.PartnerBook
 			inv.PartnerFeeMicro, inv.PlatformFeeMicro, inv.GasMicro = st.PartnerFeeMicro, st.PlatformFeeMicro, st.GasMicro
 		}
+		inv.LedgerTxn = ledgerTxn
 		return sq.InsertInvocation(ctx, inv)
 	}
 }

@@ -24,9 +24,12 @@ import (
 //	                              outcome commits before the caller is answered, and waits in
 //	                              the journal while the database refuses it
 //	on a lease (other calls, with leases)
-//	                              nothing is written before the partner answers; the whole
-//	                              call is one write merged by the batch writer, committed
-//	                              before the caller is answered
+//	                              nothing is written before the partner answers; the call's
+//	                              row is one write merged by the batch writer, committed
+//	                              before the caller is answered, and names its lease's
+//	                              ledger transaction: the lease holds the call's worst case
+//	                              until it is settled (renewed, returned, or swept after its
+//	                              deadline), when what its calls charged is posted at once
 //	after the answer (other calls, with a batch writer, well before the hold's deadline)
 //	                              the start commits before dispatch; the outcome is queued to
 //	                              the batch writer and committed after the caller is answered
@@ -341,15 +344,16 @@ const leaseEvent = "credit reserved from the key's budget lease"
 // concludes (Hold.ConcludeOnLease writes its money first): the invocation inserted in its
 // final state, one row carrying its breakdown and, as its trail, the events a start and a
 // conclusion would write, with its webhook events (merged with the batch's other rows).
-func wholeRecord(inv store.Invocation, e Ending, outbox []*store.WebhookEvent) func(ctx context.Context, q *store.Q) error {
+func wholeRecord(inv store.Invocation, e Ending, outbox []*store.WebhookEvent) func(ctx context.Context, q *store.Q, ledgerTxn *string) error {
 	events := []store.Event{{State: store.InvDispatching, Detail: leaseEvent, At: *inv.DispatchedAt}}
 	for _, a := range e.Attempts {
 		events = append(events, store.Event{State: "attempt", Detail: a.Detail, At: a.At})
 	}
 	trail := store.Trail(append(events, store.Event{State: inv.State, Detail: e.Detail, At: *inv.FinishedAt})...)
 	inv.Trail = &trail
-	return func(ctx context.Context, q *store.Q) error {
+	return func(ctx context.Context, q *store.Q, ledgerTxn *string) error {
 		final := inv // a batch may run a job again
+		final.LedgerTxn = ledgerTxn
 		if err := q.InsertInvocation(ctx, &final); err != nil {
 			return err
 		}

@@ -636,8 +636,8 @@ func TestInvocationsReserveFromABudgetLease(t *testing.T) {
 			if status, _ := w.env.REST(t, "GET", "/v1/account", w.caller, nil); status != 200 {
 				t.Fatalf("account: %d", status)
 			}
-			if open, returned := leases(store.ReservationOpen), leases(store.ReservationRefunded); open != 0 || returned != 1 {
-				t.Fatalf("after a balance read: %d open leases, %d returned; want 0 and 1", open, returned)
+			if open, settled := leases(store.ReservationOpen), leases(store.ReservationSettled); open != 0 || settled != 1 {
+				t.Fatalf("after a balance read: %d open leases, %d settled; want 0 and 1", open, settled)
 			}
 			ca, err := w.env.App.Store.Credit(ctx, w.callerID)
 			if err != nil || ca.HeldMicro != 0 || ca.ReservedMicro != 0 || ca.AvailableMicro != start-5*3000 {

@@ -413,6 +413,11 @@ func TestPayouts(t *testing.T) {
 		}
 	}
 	chain.Mint(t, chain.Client.From(), 1_000_000) // the relayer's payout float
+	// A payout pays what the ledger owes: the calls' fees are posted when the caller's budget
+	// lease is settled (its return, here; within its idle time otherwise).
+	if err := w.env.App.Settled(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	paid, err := w.env.App.Payments.Payouts(context.Background())
 	if err != nil || len(paid) != 1 || paid[0].AmountAtomic != 3_000 || paid[0].State != store.PayoutDone || paid[0].Tx == "" {
 		t.Fatalf("payouts: %+v %v", paid, err)

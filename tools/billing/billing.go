@@ -407,30 +407,6 @@ func settleMove(r *store.Reservation, st Settlement) (move, error) {
 	}, nil
 }
 
-// concludedMove is a draw from a lease and its conclusion in the same write, as one move: the
-// balance and key rows change as a draw (reserveMove, less the hold the lease had already
-// taken) and then settleMove or refundMove would change them (move_test.go), but the ledger
-// never passes through the reserved book, which only holds credit between two
-// writes. A settled call is one balanced transaction: the account's available credit debited
-// once by the call's total ("charge"), and each counterpart credited by kind (infrastructure,
-// partner fee, platform fee, gas), so the call's whole breakdown is its one transaction; a
-// refunded call moved no money and writes no ledger rows. st must have passed settleMove.
-func concludedMove(r *store.Reservation, st *Settlement) move {
-	m := move{credit: store.CreditDelta{Held: -r.WorstMicro}, held: -r.WorstMicro}
-	if st == nil {
-		return m
-	}
-	total := r.ReservedMicro + st.PartnerFeeMicro + st.PlatformFeeMicro + st.GasMicro
-	m.credit.Available, m.spent = -total, total
-	m.txn = store.Txn{Memo: "settlement", Legs: []store.Posting{
-		{Book: ledger.UserAvailable(r.AccountID), Micro: -total, Kind: "charge"},
-		{Book: BookPlatformInfra, Micro: r.ReservedMicro, Kind: "consume"},
-		{Book: st.PartnerBook, Micro: st.PartnerFeeMicro, Kind: "partner_fee"},
-		{Book: BookPlatformFees, Micro: st.PlatformFeeMicro, Kind: "platform_fee"},
-		{Book: BookGas, Micro: st.GasMicro, Kind: "gas"}}}
-	return m
-}
-
 // refundMove returns r: its reserved part back to available, its hold released.
 func refundMove(r *store.Reservation, reason string) move {
 	return move{

@@ -143,27 +143,6 @@ func (q *Q) PostAll(ctx context.Context, requestID string, now time.Time, txns .
 	return q.write(ctx, q.tx.NewInsert().Model(&rows).Returning("NULL"))
 }
 
-// PostCall writes the balanced ledger transaction of one call recorded whole in its own row
-// (Invocation.LedgerTxn). Merged with other calls' records, it goes into one transaction for
-// the batch, one leg per book and kind (Recorder.CallTxn); written alone, it is a
-// transaction of its own, with requestID on its rows.
-func (q *Q) PostCall(ctx context.Context, requestID string, now time.Time, t Txn) error {
-	if len(t.Legs) == 0 {
-		return nil // nothing charged (a refund): the call names no transaction
-	}
-	if q.rec == nil {
-		return q.PostAll(ctx, requestID, now, t)
-	}
-	if err := t.balanced(); err != nil {
-		return err
-	}
-	if t.At.IsZero() {
-		t.At = now
-	}
-	q.rec.CallTxn(requestID, t)
-	return nil
-}
-
 // PostBatch writes t as the balanced ledger transaction txnID of no one request: the summed
 // legs of the calls whose rows name it (Invocation.LedgerTxn), posted together when a budget
 // lease they were drawn on is settled. ledger-check proves the legs equal those calls'

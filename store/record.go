@@ -19,14 +19,12 @@ import (
 // engine renders only its merged forms.
 
 // A Recorder takes, in the order a Q is given them, the writes of a job that only writes:
-// new rows (a call's record and its webhook events among them), balance and key spend deltas,
-// draws from leases, and calls' ledger transactions, which the recorder may sum into one for
-// many calls (Invocation.LedgerTxn names it).
+// new rows (a call's record and its webhook events among them), ledger rows, balance and key
+// spend deltas, and draws from leases (a zero draw: the check that a lease is still open).
 type Recorder interface {
 	Invocation(inv Invocation)
 	WebhookEvent(ev WebhookEvent)
 	LedgerRows(rows ...LedgerEntry)
-	CallTxn(requestID string, t Txn) // balanced; t.At set
 	AdjustCredit(accountID string, d CreditDelta, at time.Time)
 	AdjustKeySpend(keyID string, spent, held int64)
 	DrawReservation(requestID string, worst int64) // the recorder checks it when it writes it

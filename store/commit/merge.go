@@ -28,7 +28,6 @@ type merged struct {
 	invocations []store.Invocation
 	events      []store.WebhookEvent // the calls' webhook events, in the outbox with their records
 	ledger      []store.LedgerEntry
-	calls       []callTxn // summed into one transaction for the batch (batchTxn)
 	credit      map[string]creditChange
 	keys        map[string]keyChange
 	draws       map[string]int64 // reservation (lease) -> worst micro-USD drawn out of it
@@ -41,12 +40,6 @@ type creditChange struct {
 
 type keyChange struct{ spent, held int64 }
 
-// callTxn is one call's ledger transaction, waiting to be summed into its batch's.
-type callTxn struct {
-	requestID string
-	txn       store.Txn
-}
-
 func newMerged() *merged {
 	return &merged{credit: map[string]creditChange{}, keys: map[string]keyChange{}, draws: map[string]int64{}}
 }
@@ -56,7 +49,6 @@ func (m *merged) add(o *merged) {
 	m.invocations = append(m.invocations, o.invocations...)
 	m.events = append(m.events, o.events...)
 	m.ledger = append(m.ledger, o.ledger...)
-	m.calls = append(m.calls, o.calls...)
 	for id, c := range o.credit {
 		m.AdjustCredit(id, c.d, c.at)
 	}
@@ -68,17 +60,13 @@ func (m *merged) add(o *merged) {
 	}
 }
 
-// Invocation, WebhookEvent, LedgerRows, CallTxn, AdjustCredit, AdjustKeySpend and
+// Invocation, WebhookEvent, LedgerRows, AdjustCredit, AdjustKeySpend and
 // DrawReservation record a job's writes (store.Recorder).
 func (m *merged) Invocation(inv store.Invocation) { m.invocations = append(m.invocations, inv) }
 
 func (m *merged) WebhookEvent(ev store.WebhookEvent) { m.events = append(m.events, ev) }
 
 func (m *merged) LedgerRows(rows ...store.LedgerEntry) { m.ledger = append(m.ledger, rows...) }
-
-func (m *merged) CallTxn(requestID string, t store.Txn) {
-	m.calls = append(m.calls, callTxn{requestID: requestID, txn: t})
-}
 
 func (m *merged) DrawReservation(requestID string, worst int64) { m.draws[requestID] += worst }
 
@@ -105,7 +93,6 @@ func (m *merged) AdjustKeySpend(keyID string, spent, held int64) {
 // prepared (prepared.go), in runs of 1, 2, 4... up to maxRun rows (runs), so it parses each
 // form once per run length rather than once per batch, or per row.
 func (m *merged) statements(w *writer, tx bun.IDB) (draws []rowWrite, writes []rowWrite, err error) {
-	m.batchTxn()
 	leases := slices.Sorted(maps.Keys(m.draws))
 	accounts := slices.Sorted(maps.Keys(m.credit))
 	var keys []string
@@ -238,44 +225,6 @@ func valueRows(ids []string, amounts int) string {
 		rows[i] = row
 	}
 	return strings.Join(rows, ", ")
-}
-
-// batchTxn sums the calls' transactions (PostCall) into one for the batch, with one leg per
-// book and kind, and names it on each of those calls' invocations: ledger-check proves that
-// its legs are the sum of those invocations' breakdowns. A batch of N calls then writes a
-// handful of ledger rows (one charge per account, one per counterpart book) instead of 3-5N.
-func (m *merged) batchTxn() {
-	if len(m.calls) == 0 {
-		return
-	}
-	type leg struct{ book, kind string }
-	sums, order := map[leg]int64{}, []leg(nil)
-	txn, at, called := store.RowID(), time.Time{}, map[string]bool{}
-	for _, c := range m.calls {
-		called[c.requestID] = true
-		if c.txn.At.After(at) {
-			at = c.txn.At
-		}
-		for _, l := range c.txn.Legs {
-			k := leg{l.Book, l.Kind}
-			if _, ok := sums[k]; !ok {
-				order = append(order, k)
-			}
-			sums[k] += l.Micro
-		}
-	}
-	memo := fmt.Sprintf("settlement of %d calls", len(called))
-	for _, k := range order {
-		if sums[k] != 0 {
-			m.ledger = append(m.ledger, store.LedgerEntry{ID: store.RowID(), TxnID: txn, Book: k.book, AmountMicro: sums[k], Kind: k.kind, Memo: memo, CreatedAt: at})
-		}
-	}
-	for i := range m.invocations {
-		if called[m.invocations[i].RequestID] {
-			m.invocations[i].LedgerTxn = &txn
-		}
-	}
-	m.calls = nil
 }
 
 // errDrawsMissed is a merged draw that found its lease closed or short: the merge is undone

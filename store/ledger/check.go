@@ -99,13 +99,13 @@ func Check(ctx context.Context, st *store.Store) error {
 	return nil
 }
 
-// checkBatches proves that every batch transaction of calls recorded whole (PostCall) is the
-// sum of the breakdowns of the invocations that name it: per book and kind, its legs less
-// what those calls' rows say (the total charged to each account, infrastructure, partner
-// fee to its payout book, platform fee, gas) leave nothing. A batch is named by its calls or
-// found by its charge legs (only a batch charges with no request), so one whose calls' rows
-// are gone is a break too. A budget lease's settlement is such a transaction, named by its
-// calls from their records on and posted when the lease closes.
+// checkBatches proves that every transaction posted for many calls (a budget lease's
+// settlement, named by its calls' rows from their records on) is the sum of the breakdowns
+// of the invocations that name it: per book and kind, its legs less what those calls' rows
+// say (the total charged to each account, infrastructure, partner fee to its payout book,
+// platform fee, gas) leave nothing. Such a transaction is named by its calls or found by its
+// charge legs (only it charges with no request), so one whose calls' rows are gone is a
+// break too; an open lease's is not posted yet, and waits.
 func checkBatches(ctx context.Context, db *bun.DB) error {
 	var bad []struct {
 		Txn  string `bun:"t"`

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -333,8 +334,9 @@ func TestACallOutlivingItsLeaseIsChargedOnItsOwn(t *testing.T) {
 	})
 }
 
-// A call held on a lease is recorded in one write when it concludes (Hold.ConcludeOnLease):
-// the same balances and spend as a start and a finish, and its ledger summed into its batch's.
+// A call held on a lease is recorded in one write when it concludes (Hold.ConcludeOnLease),
+// and its lease's settlement moves the same balances and spend as a start and a finish would
+// have, in one ledger transaction for all of the lease's calls.
 func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
@@ -382,7 +384,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			t.Fatalf("after six calls: %+v %+v", ca, ks)
 		}
 		// No call has a reservation or ledger rows of its own: the lease's row held their worst
-		// cases, and their ledger is their batch's one transaction, a leg per book and kind.
+		// cases, and their ledger is the lease's one transaction, a leg per book and kind.
 		for i := range 6 {
 			id := fmt.Sprintf("o%d", i)
 			n, err := st.DB().NewSelect().Model((*store.Reservation)(nil)).Where("request_id = ?", id).Count(ctx)
@@ -411,6 +413,30 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 		if len(legs) != len(want) || len(txns) != 1 || !maps.Equal(got, want) {
 			t.Fatalf("the batch's ledger: %d rows in %d transactions, %v; want %v in one", len(legs), len(txns), got, want)
 		}
+		// ledger-check proves the lease's transaction is the sum of the rows naming it: a row
+		// that says other than what was posted breaks the proof, and so do rows gone.
+		var txn string
+		for id := range txns {
+			txn = id
+		}
+		bump := func(by int) {
+			if _, err := st.DB().NewUpdate().Model((*store.Invocation)(nil)).Set("partner_fee_micro = partner_fee_micro + ?", by).
+				Where("request_id = ?", "o2").Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bump(1)
+		if err := ledger.Check(ctx, st); err == nil || !strings.Contains(err.Error(), "batch ledger transaction "+txn) {
+			t.Fatalf("ledger-check with a call's row off its lease's transaction: %v", err)
+		}
+		bump(-1)
+		ledgerOK(t, st)
+		if _, err := st.DB().NewDelete().Model((*store.Invocation)(nil)).Where("ledger_txn = ?", txn).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := ledger.Check(ctx, st); err == nil || !strings.Contains(err.Error(), "batch ledger transaction "+txn) {
+			t.Fatalf("ledger-check with a settled lease's calls gone: %v", err)
+		}
 		// A hold is concluded once.
 		h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "o6", Quote: q, Runs: 10 * time.Second, MayLease: true}, noRecord)
 		if err != nil {
@@ -425,7 +451,8 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 func noWrite(context.Context, *store.Q, *string) error { return nil }
 
 // callRow is the record dispatch writes beside a call's money: its invocation row with the
-// breakdown, which ledger-check sums its batch's ledger transaction against.
+// breakdown (naming ledgerTxn, its lease's), which ledger-check sums the lease's transaction
+// against.
 func callRow(p *tools.Principal, requestID string, q billing.Quote, c billing.Conclusion) func(context.Context, *store.Q, *string) error {
 	return func(ctx context.Context, sq *store.Q, ledgerTxn *string) error {
 		now := time.Now().UTC()

@@ -334,6 +334,87 @@ func TestACallOutlivingItsLeaseIsChargedOnItsOwn(t *testing.T) {
 	})
 }
 
+// The sweeper settling a lease while the calls drawn on it are being recorded: each call is
+// charged exactly once, either in the lease's settlement (its row committed before the
+// settlement locked the lease) or on its own (it found the lease closed), never lost and
+// never twice.
+func TestASettlementRacingItsCallsChargesEachOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		c := &clock{}
+		c.ns.Store(time.Now().UnixNano())
+		r := newReplica(t, st, c, billing.DefaultLeaseConfig())
+		p := account(t, st, "race")
+		if err := r.svc.Grant(ctx, "race", 1_000_000, "grant"); err != nil {
+			t.Fatal(err)
+		}
+		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 150, PlatformFeeMicro: 50}
+		const calls = 40
+		holds := make([]*billing.Hold, calls)
+		for i := range holds {
+			h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: fmt.Sprintf("race%d", i), Quote: q, Runs: 10 * time.Second, MayLease: true}, noRecord)
+			if err != nil {
+				t.Fatal(err)
+			}
+			holds[i] = h
+		}
+		c.advance(billing.DefaultLeaseConfig().TTL + time.Second)
+		stl := &billing.Settlement{PartnerFeeMicro: 120, PlatformFeeMicro: 50, PartnerBook: ledger.PartnerPayable("p", "evm:0xabc")}
+		var wg sync.WaitGroup
+		errs := make(chan error, calls+1)
+		for i, h := range holds {
+			cl := billing.Conclusion{Settlement: stl}
+			wg.Add(1)
+			h.ConcludeOnLease(ctx, cl, h.At(), callRow(p, fmt.Sprintf("race%d", i), q, cl), func(err error) { errs <- err; wg.Done() })
+			if i == calls/2 {
+				wg.Go(func() {
+					_, err := r.svc.Sweep(ctx)
+					errs <- err
+				})
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := r.svc.Sweep(ctx); err != nil { // the lease, if the first sweep came before any row
+			t.Fatal(err)
+		} else if rows := leaseRows(t, st, "race"); len(rows) != 1 || rows[0].State == store.ReservationOpen {
+			t.Fatalf("after the sweeps (%d): %+v", n, rows)
+		}
+		ca, _ := st.Credit(ctx, "race")
+		ks, _ := st.KeySpendOf(ctx, p.KeyID)
+		const each = 100 + 120 + 50
+		if ca.AvailableMicro != 1_000_000-calls*each || ca.HeldMicro != 0 || ca.ReservedMicro != 0 || ks.SpentMicro != calls*each || ks.HeldMicro != 0 {
+			t.Fatalf("after %d calls: %+v %+v, want each charged %d once and nothing held", calls, ca, ks, each)
+		}
+		onLease, alone := 0, 0
+		for i := range calls {
+			inv, err := st.InvocationByID(ctx, fmt.Sprintf("race%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			own, err := st.LedgerEntries(ctx, inv.RequestID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case inv.LedgerTxn != nil && len(own) == 0:
+				onLease++
+			case inv.LedgerTxn == nil && len(own) > 0:
+				alone++
+			default:
+				t.Fatalf("call %s names %v and has %d ledger rows of its own", inv.RequestID, inv.LedgerTxn, len(own))
+			}
+		}
+		t.Logf("%d calls charged in the lease's settlement, %d on their own", onLease, alone)
+		ledgerOK(t, st)
+	})
+}
+
 // A call held on a lease is recorded in one write when it concludes (Hold.ConcludeOnLease),
 // and its lease's settlement moves the same balances and spend as a start and a finish would
 // have, in one ledger transaction for all of the lease's calls.

@@ -59,6 +59,13 @@ type Reservation struct {
 	ClosedAt      *time.Time `bun:"closed_at"`
 }
 
+// LeasePrefix begins the request id of every budget lease's reservation ("lease:<uuid>").
+const LeasePrefix = "lease:"
+
+// LeaseTxn is the ledger transaction of the calls drawn on the lease leaseID, named by their
+// rows from their records on and posted when the lease is settled: its id without LeasePrefix.
+func LeaseTxn(leaseID string) string { return strings.TrimPrefix(leaseID, LeasePrefix) }
+
 // SpendKeys are the keys whose spend rows r moves: its key, then the key's ancestors.
 func (r *Reservation) SpendKeys() []string {
 	if r.KeyChain == "" {

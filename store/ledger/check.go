@@ -113,10 +113,11 @@ func checkBatches(ctx context.Context, db *bun.DB) error {
 		Kind string `bun:"kind"`
 		Off  int64  `bun:"off"`
 	}
-	// A budget lease's calls name its transaction (the lease's id without "lease:") from their
-	// record on, and it is posted when the lease is settled: while it is open they wait.
-	const calls = `FROM invocations WHERE ledger_txn IS NOT NULL AND ledger_txn NOT IN
-		(SELECT substr(request_id, 7) FROM reservations WHERE state = 'open' AND request_id LIKE 'lease:%')`
+	// A budget lease's calls name its transaction (store.LeaseTxn) from their record on, and it
+	// is posted when the lease is settled: while it is open they wait.
+	calls := fmt.Sprintf(`FROM invocations WHERE ledger_txn IS NOT NULL AND ledger_txn NOT IN
+		(SELECT substr(request_id, %d) FROM reservations WHERE state = 'open' AND request_id LIKE '%s%%')`,
+		len(store.LeasePrefix)+1, store.LeasePrefix)
 	err := db.NewRaw(`SELECT t, book, kind, SUM(a) AS off FROM (
 		SELECT txn_id AS t, book, kind, amount_micro AS a FROM ledger_entries
 			WHERE request_id IS NULL AND (txn_id IN (SELECT ledger_txn `+calls+`)

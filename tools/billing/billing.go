@@ -462,7 +462,7 @@ func release(ctx context.Context, q *store.Q, requestID, state string, now time.
 func (s *Service) refundIn(ctx context.Context, q *store.Q, requestID, reason string, now time.Time) (_ bool, err error) {
 	ctx, span := tracing.Child(ctx, "billing.refund")
 	defer func() { tracing.End(span, err) }()
-	if strings.HasPrefix(requestID, leasePrefix) {
+	if strings.HasPrefix(requestID, store.LeasePrefix) {
 		r, err := q.LockReservation(ctx, requestID)
 		if err != nil || r.State != store.ReservationOpen {
 			return false, err
@@ -476,7 +476,8 @@ func (s *Service) refundIn(ctx context.Context, q *store.Q, requestID, reason st
 	return true, apply(ctx, q, r, now, refundMove(r, reason))
 }
 
-// Refund refunds a reservation in its own transaction.
+// Refund refunds a reservation in its own transaction (a budget lease's is settled: its calls
+// charged, the rest of its hold returned).
 func (s *Service) Refund(ctx context.Context, requestID, reason string) (bool, error) {
 	var done bool
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
@@ -553,7 +554,8 @@ func (s *Service) GrantIn(ctx context.Context, q *store.Q, accountID string, mic
 		store.Posting{Book: ledger.UserAvailable(accountID), Micro: micro, Kind: "grant"})
 }
 
-// Sweep refunds every reservation whose deadline passed and returns how many it refunded.
+// Sweep refunds every reservation whose deadline passed (settles a budget lease: Refund) and
+// returns how many it closed.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
 	ids, err := s.store.ExpiredReservations(ctx, s.now().UTC(), 500)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -204,7 +203,7 @@ func (ls *Leases) renew(ctx context.Context, l *lease, p *tools.Principal, worst
 	var closed []string // returns seen committed: forgotten once this renewal commits
 	now = now.UTC()
 	limits, chain := limitsOf(p)
-	r := &store.Reservation{RequestID: leasePrefix + uuid.NewString(), AccountID: p.AccountID, KeyID: p.KeyID, KeyChain: chain,
+	r := &store.Reservation{RequestID: store.LeasePrefix + uuid.NewString(), AccountID: p.AccountID, KeyID: p.KeyID, KeyChain: chain,
 		ExpiresAt: now.Add(ls.cfg.TTL), CreatedAt: now}
 	keys := r.SpendKeys()
 	err := ls.svc.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
@@ -299,7 +298,7 @@ func (ls *Leases) queueReturn(accountID, id string) {
 		return err
 	}, func(err error) {
 		if err != nil && !errors.Is(err, context.Canceled) {
-			ls.svc.log.Error("return a budget lease; the sweeper will refund it after its deadline", "lease", id, "err", err)
+			ls.svc.log.Error("return a budget lease; the sweeper will settle it after its deadline", "lease", id, "err", err)
 		}
 	})
 }
@@ -307,7 +306,7 @@ func (ls *Leases) queueReturn(accountID, id string) {
 // concludeOnLeaseIn writes inside q's transaction the money of a call drawn on the lease
 // leaseID, and returns the ledger transaction its record names. While the lease is open
 // nothing moves: the lease row holds the call's worst case, and a charged call names the
-// lease's transaction (leaseTxn), which settleLeaseIn posts for all of the lease's calls
+// lease's transaction (store.LeaseTxn), which settleLeaseIn posts for all of the lease's calls
 // when the lease closes. The check takes the lease row's lock until the commit, so a
 // settlement either sees the call's row or finds the lease closed first. A call whose lease
 // closed under it (refunded by a sweeper) reserves on its own (reserveIn) and is concluded
@@ -328,7 +327,7 @@ func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 		return nil, err
 	}
 	if open {
-		txn := leaseTxn(leaseID)
+		txn := store.LeaseTxn(leaseID)
 		return &txn, nil
 	}
 	s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
@@ -341,18 +340,12 @@ func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 	return nil, apply(ctx, q, r, now, end)
 }
 
-// leaseTxn is the ledger transaction of the calls drawn on the lease leaseID: its id without
-// the "lease:" prefix (ledger-check finds an open lease's transaction the same way).
-func leaseTxn(leaseID string) string { return strings.TrimPrefix(leaseID, leasePrefix) }
-
-const leasePrefix = "lease:"
-
 // settleLeaseIn closes the lease r (locked, open) inside q's transaction: its hold is
 // released, and what the calls recorded on it charged (the rows naming its transaction) is
 // taken from the account's available credit, added to its keys' spend, and posted as one
 // ledger transaction, one leg per book and kind.
 func (s *Service) settleLeaseIn(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time) error {
-	txn := leaseTxn(r.RequestID)
+	txn := store.LeaseTxn(r.RequestID)
 	sums, err := q.ChargesNaming(ctx, r.AccountID, txn)
 	if err != nil {
 		return err

@@ -70,6 +70,16 @@ func (r *replica) call(ctx context.Context, p *tools.Principal, id string, q bil
 	return nil
 }
 
+// funded is an account with an API key and 1 USD of credit, granted through r.
+func funded(t *testing.T, st *store.Store, r *replica, id string) *tools.Principal {
+	t.Helper()
+	p := account(t, st, id)
+	if err := r.svc.Grant(context.Background(), id, 1_000_000, "grant"); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func leaseRows(t *testing.T, st *store.Store, accountID string) []store.Reservation {
 	t.Helper()
 	var rows []store.Reservation
@@ -88,10 +98,7 @@ func TestCallsReserveFromABudgetLease(t *testing.T) {
 		c := &clock{}
 		c.ns.Store(time.Now().UnixNano())
 		r := newReplica(t, st, c, billing.LeaseConfig{Calls: 4, TTL: 2 * time.Minute, Renew: 30 * time.Second, Idle: 2 * time.Second})
-		p := account(t, st, "l")
-		if err := r.svc.Grant(ctx, "l", 1_000_000, "grant"); err != nil {
-			t.Fatal(err)
-		}
+		p := funded(t, st, r, "l")
 		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 150, PlatformFeeMicro: 50} // worst 300
 		for i := range 10 {
 			if err := r.call(ctx, p, fmt.Sprintf("l%d", i), q); err != nil {
@@ -252,10 +259,7 @@ func TestSweeperRefundsADeadReplicasLease(t *testing.T) {
 		c := &clock{}
 		c.ns.Store(time.Now().UnixNano())
 		dead := newReplica(t, st, c, billing.DefaultLeaseConfig())
-		p := account(t, st, "d")
-		if err := dead.svc.Grant(ctx, "d", 1_000_000, "grant"); err != nil {
-			t.Fatal(err)
-		}
+		p := funded(t, st, dead, "d")
 		if err := dead.call(ctx, p, "d1", billing.Quote{ReserveMicro: 100, PlatformFeeMicro: 50}); err != nil {
 			t.Fatal(err)
 		}
@@ -297,10 +301,7 @@ func TestACallOutlivingItsLeaseIsChargedOnItsOwn(t *testing.T) {
 		c := &clock{}
 		c.ns.Store(time.Now().UnixNano())
 		r := newReplica(t, st, c, billing.DefaultLeaseConfig())
-		p := account(t, st, "s")
-		if err := r.svc.Grant(ctx, "s", 1_000_000, "grant"); err != nil {
-			t.Fatal(err)
-		}
+		p := funded(t, st, r, "s")
 		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 150, PlatformFeeMicro: 50}
 		h, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "s1", Quote: q, Runs: 10 * time.Second, MayLease: true}, noRecord)
 		if err != nil {
@@ -344,10 +345,7 @@ func TestASettlementRacingItsCallsChargesEachOnce(t *testing.T) {
 		c := &clock{}
 		c.ns.Store(time.Now().UnixNano())
 		r := newReplica(t, st, c, billing.DefaultLeaseConfig())
-		p := account(t, st, "race")
-		if err := r.svc.Grant(ctx, "race", 1_000_000, "grant"); err != nil {
-			t.Fatal(err)
-		}
+		p := funded(t, st, r, "race")
 		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 150, PlatformFeeMicro: 50}
 		const calls = 40
 		holds := make([]*billing.Hold, calls)
@@ -424,10 +422,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 		c := &clock{}
 		c.ns.Store(time.Now().UnixNano())
 		r := newStoppedReplica(st, c, billing.DefaultLeaseConfig())
-		p := account(t, st, "o")
-		if err := r.svc.Grant(ctx, "o", 1_000_000, "grant"); err != nil {
-			t.Fatal(err)
-		}
+		p := funded(t, st, r, "o")
 		q := billing.Quote{ReserveMicro: 100, MaxPartnerFeeMicro: 150, PlatformFeeMicro: 50}
 		noop := func(context.Context, *store.Q, *string) error { return nil }
 		var failed []error
@@ -556,10 +551,7 @@ func TestLongCallsAreNotDrawnOnALease(t *testing.T) {
 		c := &clock{}
 		c.ns.Store(time.Now().UnixNano())
 		r := newReplica(t, st, c, billing.DefaultLeaseConfig()) // 2-minute deadline, replaced after 30 s
-		p := account(t, st, "x")
-		if err := r.svc.Grant(ctx, "x", 1_000_000, "grant"); err != nil {
-			t.Fatal(err)
-		}
+		p := funded(t, st, r, "x")
 		q := billing.Quote{ReserveMicro: 100, PlatformFeeMicro: 50}
 		short, err := r.svc.Hold(ctx, p, billing.Plan{RequestID: "x1", Quote: q, Runs: 60 * time.Second, MayLease: true}, noRecord)
 		if err != nil {

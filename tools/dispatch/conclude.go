@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
@@ -41,11 +39,11 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 			"success": false, "charge": refunded, "attempts": len(attempts)})
 		return InvokeOutput{}, s.fail(ctx, inv, cl, store.InvFailed, answer, attempts, e, e.Message)
 	}
-	settlement, charge := cl.quote.Settle(answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, s.payoutBook(intent))
+	settlement, charge := cl.quote.Settle(answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, cl.payoutBook)
 	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
 		Result: Anything(answer.Envelope.Result), Charge: charge, Attempts: len(attempts)}
-	if intent.OutputSchema != nil && *intent.OutputSchema != "" {
-		valid := s.matchesOutput(intent, answer.Envelope.Result)
+	if cl.schemas.hasOutput {
+		valid := cl.matchesOutput(answer.Envelope.Result)
 		out.OutputSchemaValid = &valid
 	}
 	record := func(st *billing.Settlement, detail string) error {
@@ -105,9 +103,10 @@ func (s *Service) outcome(state string, answer *outbound.Result, ch billing.Char
 	return o
 }
 
-func (s *Service) matchesOutput(intent *store.PartnerIntent, result []byte) bool {
-	sc, err := s.schema(intent, "output", *intent.OutputSchema)
-	if err != nil {
+// matchesOutput reports whether a partner's result matches the intent's outputSchema.
+func (cl *call) matchesOutput(result []byte) bool {
+	sc := cl.schemas.output
+	if sc == nil {
 		return false
 	}
 	if len(result) == 0 {
@@ -115,19 +114,6 @@ func (s *Service) matchesOutput(intent *store.PartnerIntent, result []byte) bool
 	}
 	v, err := tools.DecodeJSON(result)
 	return err == nil && sc.Validate(v) == nil
-}
-
-// payoutBook picks the ledger book of the partner's payout address: the settlement chain's
-// namespace:chain entry first, then the bare namespace.
-func (s *Service) payoutBook(intent *store.PartnerIntent) string {
-	key := s.cfg.SettlementChain
-	ns, _, _ := strings.Cut(key, ":")
-	for _, k := range []string{key, ns} {
-		if addr, ok := intent.PayoutAddresses[k]; ok && addr != "" {
-			return ledger.PartnerPayable(intent.PartnerID, k+":"+addr)
-		}
-	}
-	return ledger.PartnerPayable(intent.PartnerID, "unassigned")
 }
 
 // relayable reports a partner's considered failure answer (the spec's "partner needs more

@@ -1,11 +1,13 @@
 // Package dispatch is invoke_partner_message: find the @handle, build and check the args,
 // reserve, sign and call the partner (REST or MCP_HTTP), check the answer, and bill honestly.
 //
-// One file per stage of a call: invoke.go (the tool, the handle, the call plan decided once),
-// prepare.go (args, price, a quote recorded: ask), confirm.go and decline.go (a quote's
-// answers), flatfee.go (a flat fee's payment), dispatch.go (the ticket opened and the partner
-// call), conclude.go (the answer mapped, settled or refunded), recover.go (the sweeper's
-// conclusions). How each call's money and record commit is billing's (billing.Ticket).
+// One file per stage of a call: invoke.go (the tool, the handle), plan.go (what the intent
+// means for the call, decided once: its rule, endpoint, payment, fee rate, payout book and
+// compiled schemas), prepare.go (args, price, a quote recorded: ask), confirm.go and
+// decline.go (a quote's answers), flatfee.go (a flat fee's payment), dispatch.go (the ticket
+// opened, the partner called, the call observed), conclude.go (the answer mapped, settled or
+// refunded), recover.go (the sweeper's conclusions). How each call's money and record commit
+// is billing's (billing.Ticket).
 package dispatch
 
 import (
@@ -17,12 +19,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
-	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -58,6 +58,33 @@ type Config struct {
 	Notify func(ctx context.Context, accountID, subject, text string) error
 }
 
+// OutcomeCancelled is an Observation's outcome when the caller went away mid-call.
+const OutcomeCancelled = "CANCELLED"
+
+// Observation is one dispatched call, for Config.Observe: how the partner call ended and where
+// the time went (Total - Partner is Switchboard's own overhead: reserving, checking, and
+// settling unless that is left to the batch writer).
+type Observation struct {
+	Handle  string
+	Outcome string        // an outbound.Outcome (OK, PARTNER_FAILURE, TIMEOUT, ...) or OutcomeCancelled
+	Partner time.Duration // the partner call, every try included
+	Total   time.Duration // from dispatch start (reservation) until the answer is ready (its outcome recorded, or queued for the batch writer)
+}
+
+// observe reports a call to Config.Observe; dispatch defers it once the partner has answered.
+func (s *Service) observe(handle, outcome string, partner time.Duration, began time.Time) {
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(Observation{Handle: handle, Outcome: outcome, Partner: partner, Total: time.Since(began)})
+	}
+}
+
+func outcomeOf(ctx context.Context, answer *outbound.Result, err error) string {
+	if ctx.Err() != nil {
+		return OutcomeCancelled
+	}
+	return string(outbound.Classify(answer, err))
+}
+
 // Service dispatches invocations.
 type Service struct {
 	cfg     Config
@@ -68,16 +95,8 @@ type Service struct {
 	now     func() time.Time
 	log     *slog.Logger
 
-	mu        sync.Mutex
-	schemas   map[schemaKey]*jsonschema.Schema // compiled parameters and output schemas
-	queryOnly map[schemaKey]bool               // parameters schemas that are the spec's {query}
-}
-
-// schemaKey names one of an intent's schemas at one revision: which is "parameters" or "output".
-type schemaKey struct {
-	intentID string
-	revision int
-	which    string
+	mu      sync.Mutex
+	schemas map[schemaKey]*intentSchemas // by intent revision
 }
 
 // NewService builds the dispatcher. tokens may be nil.
@@ -91,7 +110,7 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 		cfg.Failpoint = func(string) {}
 	}
 	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log,
-		schemas: map[schemaKey]*jsonschema.Schema{}, queryOnly: map[schemaKey]bool{}}
+		schemas: map[schemaKey]*intentSchemas{}}
 }
 
 // dispatch opens the call's ticket (its hold, and its record moved from state `from`, or
@@ -104,7 +123,7 @@ func (s *Service) dispatch(ctx context.Context, cl *call, inv *store.Invocation,
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
 	err := cl.bill.Open(bg, billing.Call{Record: inv, From: from, Quote: cl.quote,
-		Runs: time.Duration(cl.tries) * cl.timeout, Durable: cl.durable, Escrow: s.escrow(cl)})
+		Runs: time.Duration(cl.tries) * cl.target.Timeout, Durable: cl.durable, Escrow: cl.escrow})
 	if errors.Is(err, billing.ErrMoved) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}
@@ -116,12 +135,11 @@ func (s *Service) dispatch(ctx context.Context, cl *call, inv *store.Invocation,
 		UserID: cl.userID,
 		Args:   json.RawMessage(cl.args),
 	}
-	target := partners.Target(intent)
 	var answer *outbound.Result
 	var attempts []store.Attempt
 	called := time.Now()
 	for range cl.tries {
-		answer, err = s.client.Call(ctx, target, fields)
+		answer, err = s.client.Call(ctx, cl.target, fields)
 		attempts = append(attempts, store.Attempt{Detail: attemptDetail(answer, err), At: s.now().UTC()})
 		if ctx.Err() != nil || !retryable(answer, err) {
 			break

@@ -8,7 +8,6 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
@@ -82,15 +81,6 @@ func (s *Service) payAndDispatch(ctx context.Context, cl *call, inv *store.Invoc
 	cl.args = []byte(inv.Args)
 	out, err := s.dispatch(ctx, cl, inv, inv.State) // awaiting payment, or approved
 	return s.withPayment(inv.RequestID, out, err)
-}
-
-// escrow is what concludes a call's on-chain payment with its ticket: the flat fee's (nil for
-// other calls).
-func (s *Service) escrow(cl *call) billing.Escrow {
-	if !cl.flat || s.cfg.Payments == nil {
-		return nil
-	}
-	return s.cfg.Payments
 }
 
 // withPayment adds the current state of flat-fee call requestID's payment to its answer (an

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"regexp"
 	"strings"
-	"time"
 
 	invopop "github.com/invopop/jsonschema"
 	"github.com/switchboard-hq/switchboard/signing"
@@ -15,7 +14,6 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/payments"
-	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
 // InvokeInput is invoke_partner_message's input.
@@ -154,43 +152,6 @@ func FindHandle(message string) (handle, rest string, err error) {
 	return first, strings.Join(strings.Fields(rest), " "), nil
 }
 
-// call is the call plan: what the intent's rule means for this call, decided once by planFor
-// at the start of invoke (and of a confirmation or a recovery), then its args and price
-// (prepare); every later step reads it instead of asking again. Its ticket is the call's money
-// and record, for its caller: priced, admitted, held and concluded through it (billing.Ticket).
-type call struct {
-	bill    *billing.Ticket
-	intent  *store.PartnerIntent
-	rule    partners.Rule // the category's rule
-	write   bool          // a write category: quoted and confirmed first, never retried
-	flat    bool          // paid by a flat on-chain fee before dispatch
-	durable bool          // write or flat: answered only once its outcome has committed
-	tries   int           // partner attempts: 2 for idempotent categories (one retry), 1 for writes
-	timeout time.Duration // per attempt
-	userID  string        // the pseudonym the partner knows the caller by (its envelope's and receipt's)
-
-	args   []byte // canonical JSON object
-	quote  billing.Quote
-	routed tokens.Routed // what a write moves (zero for other calls)
-}
-
-// spend is the call as the owner's spend policies see it (its worst case aside).
-func (cl *call) spend() billing.Spend {
-	return billing.Spend{Handle: cl.intent.PublicIdentifier, IntentID: cl.intent.ID, PublisherID: cl.intent.PartnerID, Category: cl.intent.Category}
-}
-
-// planFor decides what intent's rule and pricing mean for a call of it.
-func planFor(intent *store.PartnerIntent) *call {
-	cl := &call{intent: intent, rule: partners.RuleOf(intent.Category), flat: partners.IsFlatFee(intent.FeeRateUnit),
-		tries: 2, timeout: time.Duration(intent.TimeoutMs) * time.Millisecond}
-	cl.write = cl.rule.Write
-	cl.durable = cl.write || cl.flat
-	if cl.write {
-		cl.tries = 1
-	}
-	return cl
-}
-
 func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (InvokeOutput, error) {
 	handle, rest, err := FindHandle(in.Message)
 	if err != nil {
@@ -200,8 +161,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	if err != nil {
 		return InvokeOutput{}, err
 	}
-	cl := planFor(intent)
-	cl.userID = s.cfg.UserID(c.AccountID(), intent.PartnerID)
+	cl := s.plan(intent, c.AccountID())
 	cl.bill = s.billing.For(c.Principal, cl.spend())
 	if need := cl.rule.Scope; need != "" && !c.Principal.HasScope(need) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", intent.Category, need)

@@ -8,14 +8,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
-	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
-	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
 // prepare builds and checks cl's args, resolves a write's tokens, and prices the call (a flat
@@ -36,7 +33,7 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 	switch {
 	case len(given) > 0:
 		args = given
-	case s.isQueryOnly(intent):
+	case cl.schemas.queryOnly:
 		args, _ = json.Marshal(map[string]string{"query": rest})
 		if utf8.ValidString(rest) { // as json.Marshal wrote it (it replaces invalid bytes)
 			v = map[string]any{"query": rest}
@@ -54,11 +51,10 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 			return tools.Errorf(tools.CodeBadInput, "args: %v", err)
 		}
 	}
-	schema, err := s.schema(intent, "parameters", intent.ParametersSchema)
-	if err != nil {
-		return err
+	if cl.schemas.paramsErr != nil {
+		return cl.schemas.paramsErr
 	}
-	if e := tools.Validate(schema, v, "args"); e != nil {
+	if e := tools.Validate(cl.schemas.params, v, "args"); e != nil {
 		e.Message += fmt.Sprintf(" of %s's parametersSchema (in details)", intent.PublicIdentifier)
 		e.Details["parametersSchema"] = json.RawMessage(schemaRaw())
 		return e
@@ -66,23 +62,16 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 	cl.args = canon
 	// A write's quote is kept for its confirmation: one the caller could not pay is refused
 	// now (the hold checks again under the balance lock).
-	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: feeRate(intent), Kept: cl.write}
+	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: cl.feeRate, Kept: cl.write}
 	if rule := cl.rule; s.tokens != nil && rule.MovesTokens {
 		m, _ := v.(map[string]any)
-		resolved, err := s.tokens.ResolveArgs(ctx, intent.Category, schemaRaw(), m)
+		w, err := s.tokens.PriceWrite(ctx, intent.Category, schemaRaw(), m, rule.GasUnits)
 		if err != nil {
 			return err
 		}
-		if cl.routed, err = s.tokens.RoutedValue(ctx, schemaRaw(), m, resolved); err != nil {
-			return err
-		}
-		terms.Routed = cl.routed.Micro
-		if gasChain := writeChain(cl.routed, resolved); gasChain != "" && rule.GasUnits > 0 {
-			micro, err := s.tokens.GasEstimate(ctx, gasChain, rule.GasUnits)
-			if err != nil {
-				return err
-			}
-			terms.Gas = &billing.Gas{Chain: gasChain, EstimateMicro: micro}
+		cl.routed, terms.Routed = w.Routed, w.Routed.Micro
+		if w.GasChain != "" {
+			terms.Gas = &billing.Gas{Chain: w.GasChain, EstimateMicro: w.GasMicro}
 		}
 	}
 	cl.quote, err = cl.bill.Quote(ctx, terms)
@@ -102,27 +91,6 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 func queryArgs(rest string) ([]byte, error) {
 	args, _ := json.Marshal(map[string]string{"query": rest})
 	return signing.Canonicalize(args)
-}
-
-// writeChain is where a write's on-chain step happens: the chain of the token it routes, else
-// of the first token it names.
-func writeChain(r tokens.Routed, resolved []tokens.ResolvedArg) string {
-	if r.Token != nil {
-		return r.Token.Chain
-	}
-	if len(resolved) > 0 {
-		return resolved[0].Token.Chain
-	}
-	return ""
-}
-
-// feeRate is the intent's feeRate (validated at publish).
-func feeRate(intent *store.PartnerIntent) decimal.Decimal {
-	d, err := decimal.NewFromString(intent.FeeRate)
-	if err != nil || d.IsNegative() {
-		return decimal.Zero
-	}
-	return d
 }
 
 // ask records a call that waits for its caller before it is dispatched, and returns what the
@@ -184,42 +152,6 @@ func confirmation(handle, category, requestID string, cl *call, expires time.Tim
 			"Show the user the handle, args and charge; if they approve, call invoke_partner_message again with the same message and confirmRequestId %q within %d minutes",
 		handle, category, value, tools.USD(expected), tools.USD(q.MaxPartnerFeeMicro), tools.USD(q.PlatformFeeMicro), tools.USD(q.GasEstimateMicro),
 		tools.USD(q.ReserveMicro), tools.USD(q.WorstMicro()), requestID, int(ConfirmWindow.Minutes())).WithDetails(details)
-}
-
-// schema is intent's schema which ("parameters" or "output"), raw, compiled once per revision.
-func (s *Service) schema(intent *store.PartnerIntent, which string, raw string) (*jsonschema.Schema, error) {
-	key := schemaKey{intent.ID, intent.Revision, which}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sc, ok := s.schemas[key]; ok {
-		return sc, nil
-	}
-	sc, err := tools.CompileSchema([]byte(raw))
-	if err != nil {
-		return nil, fmt.Errorf("compile %s %sSchema: %w", intent.PublicIdentifier, which, err)
-	}
-	if len(s.schemas) > 4096 {
-		clear(s.schemas) // bounded: recompiling is cheap next to a partner call
-	}
-	s.schemas[key] = sc
-	return sc, nil
-}
-
-// isQueryOnly reports whether intent's parametersSchema is the spec's {query}
-// (partners.QueryOnly), parsed once per revision.
-func (s *Service) isQueryOnly(intent *store.PartnerIntent) bool {
-	key := schemaKey{intent.ID, intent.Revision, "parameters"}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, ok := s.queryOnly[key]
-	if !ok {
-		q = partners.QueryOnly([]byte(intent.ParametersSchema))
-		if len(s.queryOnly) > 4096 {
-			clear(s.queryOnly)
-		}
-		s.queryOnly[key] = q
-	}
-	return q
 }
 
 func (s *Service) newInvocation(cl *call, requestID string) *store.Invocation {

@@ -11,7 +11,6 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
-	"github.com/switchboard-hq/switchboard/tools/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 )
 
@@ -55,8 +54,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	if err != nil {
 		return err
 	}
-	cl := planFor(intent)
-	cl.userID = s.cfg.UserID(inv.AccountID, intent.PartnerID)
+	cl := s.plan(intent, inv.AccountID)
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
 	cl.bill = s.billing.Reopen(inv, cl.durable)
 	age := s.now().UTC().Sub(*inv.DispatchedAt)
@@ -68,7 +66,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 		UserID: cl.userID,
 		Args:   json.RawMessage(inv.Args),
 	}
-	answer, callErr := s.client.Call(ctx, partners.Target(intent), fields)
+	answer, callErr := s.client.Call(ctx, cl.target, fields)
 	attempts := []store.Attempt{{Detail: "recovery: sent again with the same requestId; " + attemptDetail(answer, callErr), At: s.now().UTC()}}
 	if callErr != nil && !outbound.IsBlocked(callErr) {
 		// Still no answer: the outcome stays unknown rather than guessed.

@@ -1,0 +1,126 @@
+package dispatch
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/shopspring/decimal"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
+	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
+	"github.com/switchboard-hq/switchboard/tools/tokens"
+)
+
+// call is the call plan: what the intent means for this call, decided once by plan at the
+// start of invoke (and of a confirmation or a recovery), then its args and price (prepare);
+// every later step reads it instead of asking again. Its ticket is the call's money and
+// record, for its caller: priced, admitted, held and concluded through it (billing.Ticket).
+type call struct {
+	bill    *billing.Ticket
+	intent  *store.PartnerIntent
+	rule    partners.Rule // the category's rule
+	write   bool          // a write category: quoted and confirmed first, never retried
+	flat    bool          // paid by a flat on-chain fee before dispatch
+	durable bool          // write or flat: answered only once its outcome has committed
+	tries   int           // partner attempts: 2 for idempotent categories (one retry), 1 for writes
+
+	target     outbound.Target // the partner's endpoint and binding, with the per-attempt timeout
+	userID     string          // the pseudonym the partner knows the caller by (its envelope's and receipt's)
+	escrow     billing.Escrow  // a flat fee's payment, held until the outcome is recorded; nil: none
+	feeRate    decimal.Decimal // the intent's feeRate (validated at publish)
+	payoutBook string          // the ledger book of the partner's payout address
+	schemas    *intentSchemas
+
+	args   []byte // canonical JSON object
+	quote  billing.Quote
+	routed tokens.Routed // what a write moves (zero for other calls)
+}
+
+// intentSchemas is what one revision of an intent's schemas means, worked out once per
+// revision and shared by its calls.
+type intentSchemas struct {
+	params    *jsonschema.Schema
+	paramsErr error              // a parametersSchema that does not compile: a call with args fails with it
+	queryOnly bool               // the parametersSchema is the spec's {query}: a bare message is its args
+	hasOutput bool               // the intent declares an outputSchema
+	output    *jsonschema.Schema // nil with hasOutput: it does not compile, so nothing matches it
+}
+
+// schemaKey names one revision of an intent.
+type schemaKey struct {
+	intentID string
+	revision int
+}
+
+// plan decides what intent means for a call of it by accountID: its rule, its partner's
+// endpoint, its payment, its fee rate and payout book, and its schemas (compiled once per
+// revision).
+func (s *Service) plan(intent *store.PartnerIntent, accountID string) *call {
+	cl := &call{intent: intent, rule: partners.RuleOf(intent.Category), flat: partners.IsFlatFee(intent.FeeRateUnit), tries: 2,
+		target: partners.Target(intent), userID: s.cfg.UserID(accountID, intent.PartnerID),
+		feeRate: feeRate(intent), payoutBook: s.payoutBook(intent), schemas: s.schemasOf(intent)}
+	cl.write = cl.rule.Write
+	cl.durable = cl.write || cl.flat
+	if cl.write {
+		cl.tries = 1
+	}
+	if cl.flat && s.cfg.Payments != nil {
+		cl.escrow = s.cfg.Payments
+	}
+	return cl
+}
+
+// spend is the call as the owner's spend policies see it (its worst case aside).
+func (cl *call) spend() billing.Spend {
+	return billing.Spend{Handle: cl.intent.PublicIdentifier, IntentID: cl.intent.ID, PublisherID: cl.intent.PartnerID, Category: cl.intent.Category}
+}
+
+// schemasOf is intent's schemas at its revision, compiled on the first call of it.
+func (s *Service) schemasOf(intent *store.PartnerIntent) *intentSchemas {
+	key := schemaKey{intent.ID, intent.Revision}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sc, ok := s.schemas[key]; ok {
+		return sc
+	}
+	sc := &intentSchemas{queryOnly: partners.QueryOnly([]byte(intent.ParametersSchema))}
+	var err error
+	if sc.params, err = tools.CompileSchema([]byte(intent.ParametersSchema)); err != nil {
+		sc.paramsErr = fmt.Errorf("compile %s parametersSchema: %w", intent.PublicIdentifier, err)
+	}
+	if o := intent.OutputSchema; o != nil && *o != "" {
+		sc.hasOutput = true
+		sc.output, _ = tools.CompileSchema([]byte(*o))
+	}
+	if len(s.schemas) > 4096 {
+		clear(s.schemas) // bounded: recompiling is cheap next to a partner call
+	}
+	s.schemas[key] = sc
+	return sc
+}
+
+// feeRate is the intent's feeRate (validated at publish).
+func feeRate(intent *store.PartnerIntent) decimal.Decimal {
+	d, err := decimal.NewFromString(intent.FeeRate)
+	if err != nil || d.IsNegative() {
+		return decimal.Zero
+	}
+	return d
+}
+
+// payoutBook picks the ledger book of the partner's payout address: the settlement chain's
+// namespace:chain entry first, then the bare namespace.
+func (s *Service) payoutBook(intent *store.PartnerIntent) string {
+	key := s.cfg.SettlementChain
+	ns, _, _ := strings.Cut(key, ":")
+	for _, k := range []string{key, ns} {
+		if addr, ok := intent.PayoutAddresses[k]; ok && addr != "" {
+			return ledger.PartnerPayable(intent.PartnerID, k+":"+addr)
+		}
+	}
+	return ledger.PartnerPayable(intent.PartnerID, "unassigned")
+}

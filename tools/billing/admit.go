@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Spend policies are decided here, in the money seam, for every call and every door: what
 // the policies say is Judge's (policy.go); here is when they are read and asked. Each time,
-// what the decision needs is read at once (store.PolicyView: the governing policies, what each
+// what the decision needs is read at once (spending.View: the governing policies, what each
 // one's windows spent, whether the account called the intent before), then judged, then a
 // refusal is told (policy.denied). A call is judged twice:
 //
@@ -61,7 +62,7 @@ func (s *Service) generation() uint64 {
 
 // saw records what a read found of an account's policies, begun at generation gen: a read a
 // policy change overtook is not remembered.
-func (s *Service) saw(accountID string, v *store.PolicyView, gen uint64) {
+func (s *Service) saw(accountID string, v *spending.View, gen uint64) {
 	s.pol.mu.Lock()
 	defer s.pol.mu.Unlock()
 	if gen != s.pol.gen {
@@ -94,7 +95,7 @@ func (t *Ticket) Admit(ctx context.Context, worst int64) error {
 		return nil
 	}
 	gen := s.generation()
-	v, err := s.store.ReadPolicyView(ctx, p.AccountID, chainOf(p), c.IntentID, windowsSince(s.now()))
+	v, err := s.spending.View(ctx, p.AccountID, chainOf(p), c.IntentID, windowsSince(s.now()))
 	if err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func (s *Service) heldCheck(p *tools.Principal, c *Spend) func(ctx context.Conte
 		return nil
 	}
 	return func(ctx context.Context, q *store.Q) error {
-		v, err := q.PolicyViewIn(ctx, p.AccountID, chainOf(p), "", windowsSince(s.now()))
+		v, err := spending.ViewIn(ctx, q, p.AccountID, chainOf(p), "", windowsSince(s.now()))
 		if err != nil {
 			return err
 		}
@@ -126,7 +127,7 @@ func (t *Ticket) AdmitPayment(worst int64) func(ctx context.Context, q *store.Q)
 		if _, err := q.LockCredit(ctx, p.AccountID, s.now().UTC()); err != nil {
 			return err
 		}
-		v, err := q.PolicyViewIn(ctx, p.AccountID, chainOf(p), "", windowsSince(s.now()))
+		v, err := spending.ViewIn(ctx, q, p.AccountID, chainOf(p), "", windowsSince(s.now()))
 		if err != nil {
 			return err
 		}

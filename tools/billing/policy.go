@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/jsonlimit"
 )
@@ -341,7 +341,7 @@ func (e *ErrApprovalRequired) Error() string {
 // *ErrApprovalRequired. Every governing policy must allow it, lists and maximum first, then
 // caps (each counting what it covers); a call then goes to a human when any policy's approval
 // rule says so.
-func Judge(p *tools.Principal, v *store.PolicyView, c Spend, asking bool) error {
+func Judge(p *tools.Principal, v *spending.View, c Spend, asking bool) error {
 	ps, err := governing(p, v.Policies)
 	if err != nil {
 		return err
@@ -381,7 +381,7 @@ func chainOf(p *tools.Principal) []string {
 
 // governing orders the stored policies that govern p: the account's, then its key chain's
 // from the root down.
-func governing(p *tools.Principal, rows []*store.SpendPolicy) ([]scoped, error) {
+func governing(p *tools.Principal, rows []*spending.Policy) ([]scoped, error) {
 	order := append([]string{""}, chainOf(p)...)
 	out := make([]scoped, 0, len(rows))
 	for _, k := range order {

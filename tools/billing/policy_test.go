@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
@@ -76,8 +76,8 @@ func TestPolicyNarrows(t *testing.T) {
 // approval rule is asked only of a call being asked for.
 func TestJudge(t *testing.T) {
 	p := &tools.Principal{AccountID: "a", KeyID: "k1", Method: tools.AuthAPIKey}
-	v := &store.PolicyView{
-		Policies: []*store.SpendPolicy{{AccountID: "a", KeyID: "k1", Body: `{"caps":[{"window":"hour","usd":"0.01"}],"perCallMaxUsd":"0.005",
+	v := &spending.View{
+		Policies: []*spending.Policy{{AccountID: "a", KeyID: "k1", Body: `{"caps":[{"window":"hour","usd":"0.01"}],"perCallMaxUsd":"0.005",
 		"deny":{"publishers":["p_bad"]},"denyByDefault":true,"allow":{"handles":["@ok"],"categories":["PRICE"]},
 		"approval":{"aboveUsd":"0.002","categories":["SWAP"]}}`}},
 		Spent: map[string][]int64{"k1": {6_000, 6_000, 6_000}},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -31,8 +32,8 @@ func (s *Service) admit(ctx context.Context, cl *call, inv *store.Invocation, wo
 	if !errors.As(err, &ask) {
 		return err
 	}
-	a := &store.Approval{RequestID: inv.RequestID, AccountID: inv.AccountID, KeyID: inv.KeyID, Handle: inv.Handle, Category: inv.Category,
-		Rule: ask.Rule, WorstMicro: worst, State: store.ApprovalPending, CreatedAt: inv.CreatedAt, ExpiresAt: inv.CreatedAt.Add(ApprovalWindow)}
+	a := &spending.Approval{RequestID: inv.RequestID, AccountID: inv.AccountID, KeyID: inv.KeyID, Handle: inv.Handle, Category: inv.Category,
+		Rule: ask.Rule, WorstMicro: worst, State: spending.ApprovalPending, CreatedAt: inv.CreatedAt, ExpiresAt: inv.CreatedAt.Add(ApprovalWindow)}
 	raw, err := json.Marshal(charge)
 	if err != nil {
 		return err
@@ -44,7 +45,7 @@ func (s *Service) admit(ctx context.Context, cl *call, inv *store.Invocation, wo
 		itemized[k] = fmt.Sprint(v)
 	}
 	record = append(record, func(ctx context.Context, q *store.Q) error {
-		if err := q.InsertApproval(ctx, a); err != nil {
+		if err := spending.InsertApproval(ctx, q, a); err != nil {
 			return err
 		}
 		return webhooks.EmitApprovalRequested(ctx, q, a.AccountID, a.CreatedAt, webhooks.ApprovalRequestedData{RequestID: a.RequestID, KeyID: a.KeyID,
@@ -62,7 +63,7 @@ func (s *Service) admit(ctx context.Context, cl *call, inv *store.Invocation, wo
 }
 
 // tellOwner e-mails the account's owner that a call waits for their decision.
-func (s *Service) tellOwner(ctx context.Context, a *store.Approval) {
+func (s *Service) tellOwner(ctx context.Context, a *spending.Approval) {
 	if s.cfg.Notify == nil {
 		return
 	}
@@ -85,23 +86,23 @@ func chargeOf(q billing.Quote) map[string]any {
 // APPROVAL_PENDING (with Retry-After); declined or expired closes it, nothing sent or held;
 // approved dispatches it, once.
 func (s *Service) approved(ctx context.Context, cl *call, inv *store.Invocation, in InvokeInput) (InvokeOutput, error) {
-	a, err := s.store.Approval(ctx, inv.AccountID, inv.RequestID)
+	a, err := s.spending.Approval(ctx, inv.AccountID, inv.RequestID)
 	if err != nil {
 		return InvokeOutput{}, err
 	}
 	switch a.StateAt(s.now()) {
-	case store.ApprovalPending:
+	case spending.ApprovalPending:
 		e := tools.Errorf(tools.CodeApprovalPending, "request %s waits for the account's owner to approve it in the portal (until %s); call again with the same confirmRequestId after %d seconds",
 			inv.RequestID, a.ExpiresAt.UTC().Format(time.RFC3339), int(approvalRetry.Seconds())).
 			WithDetails(map[string]any{"requestId": inv.RequestID, "rule": a.Rule, "expiresAt": a.ExpiresAt, "handle": inv.Handle, "charge": json.RawMessage(a.Charge)})
 		e.RetryAfter = approvalRetry
 		return InvokeOutput{}, e
-	case store.ApprovalExpired:
+	case spending.ApprovalExpired:
 		return InvokeOutput{}, s.closeUnapproved(ctx, inv, "expired")
-	case store.ApprovalDeclined:
+	case spending.ApprovalDeclined:
 		return InvokeOutput{}, s.closeUnapproved(ctx, inv, "declined")
 	}
-	if s.now().Sub(inv.CreatedAt) > store.SpendLag {
+	if s.now().Sub(inv.CreatedAt) > spending.Lag {
 		// Approved, but asked for again too late: the spend windows count a call from when it
 		// goes out, and look back only so far for it.
 		return InvokeOutput{}, s.closeUnapproved(ctx, inv, "lapsed")
@@ -124,17 +125,17 @@ func (s *Service) approved(ctx context.Context, cl *call, inv *store.Invocation,
 // asks again.
 func (s *Service) closeUnapproved(ctx context.Context, inv *store.Invocation, how string) error {
 	what := map[string]string{"declined": "the account's owner declined it", "expired": "the account's owner did not approve it in time",
-		"lapsed": fmt.Sprintf("it was approved, but not called again within %d hours of being asked for", int(store.SpendLag.Hours()))}[how]
+		"lapsed": fmt.Sprintf("it was approved, but not called again within %d hours of being asked for", int(spending.Lag.Hours()))}[how]
 	e := tools.Errorf(tools.CodeConflict, "request %s (%s) is closed: %s. Nothing was sent, held or charged. Ask the user before asking again",
 		inv.RequestID, inv.Handle, what).
 		WithDetails(map[string]any{"requestId": inv.RequestID, "approval": how})
 	raw, _ := json.Marshal(tools.Body{Error: e})
 	answer, now := string(raw), s.now().UTC()
 	var also []func(ctx context.Context, q *store.Q) error
-	if how == store.ApprovalExpired { // a decision the owner made was told when it was made
+	if how == spending.ApprovalExpired { // a decision the owner made was told when it was made
 		also = append(also, func(ctx context.Context, q *store.Q) error {
 			return webhooks.EmitApprovalDecided(ctx, q, inv.AccountID, now, webhooks.ApprovalDecidedData{RequestID: inv.RequestID, Handle: inv.Handle,
-				Decision: store.ApprovalExpired, DecidedAt: now})
+				Decision: spending.ApprovalExpired, DecidedAt: now})
 		})
 	}
 	closed, err := s.billing.Close(ctx, inv, store.Outcome{State: store.InvDeclined, Answer: &answer, FinishedAt: &now,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
@@ -87,13 +88,14 @@ func outcomeOf(ctx context.Context, answer *outbound.Result, err error) string {
 
 // Service dispatches invocations.
 type Service struct {
-	cfg     Config
-	store   *store.Store
-	client  *outbound.Client
-	billing *billing.Service
-	tokens  *tokens.Service // nil: no token resolution before writes
-	now     func() time.Time
-	log     *slog.Logger
+	cfg      Config
+	store    *store.Store
+	spending spending.Queries // approvals
+	client   *outbound.Client
+	billing  *billing.Service
+	tokens   *tokens.Service // nil: no token resolution before writes
+	now      func() time.Time
+	log      *slog.Logger
 
 	mu      sync.Mutex
 	schemas map[schemaKey]*intentSchemas // by intent revision
@@ -109,7 +111,7 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	if cfg.Failpoint == nil {
 		cfg.Failpoint = func(string) {}
 	}
-	return &Service{cfg: cfg, store: st, client: client, billing: bill, tokens: tok, now: now, log: log,
+	return &Service{cfg: cfg, store: st, spending: spending.New(st), client: client, billing: bill, tokens: tok, now: now, log: log,
 		schemas: map[schemaKey]*intentSchemas{}}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
@@ -27,7 +28,7 @@ type Approval struct {
 	DecidedAt *time.Time        `json:"decidedAt,omitempty"`
 }
 
-func (s *Service) approvalOf(a *store.Approval) Approval {
+func (s *Service) approvalOf(a *spending.Approval) Approval {
 	out := Approval{RequestID: a.RequestID, KeyID: a.KeyID, Handle: a.Handle, Category: a.Category, Rule: a.Rule,
 		MaxUsd: tools.USD(a.WorstMicro).String(), State: a.StateAt(s.now()),
 		CreatedAt: a.CreatedAt.UTC(), ExpiresAt: a.ExpiresAt.UTC()}
@@ -70,7 +71,7 @@ func (s *Service) list(ctx context.Context, c *tools.Caller, in ListInput) (List
 	if err != nil {
 		return ListOutput{}, err
 	}
-	rows, err := s.store.Approvals(ctx, c.AccountID(), keyIDs, in.Pending, s.now().UTC(), limit)
+	rows, err := s.spending.Approvals(ctx, c.AccountID(), keyIDs, in.Pending, s.now().UTC(), limit)
 	if err != nil {
 		return ListOutput{}, err
 	}
@@ -82,7 +83,7 @@ func (s *Service) list(ctx context.Context, c *tools.Caller, in ListInput) (List
 }
 
 func (s *Service) getApproval(ctx context.Context, c *tools.Caller, in GetApprovalInput) (Approval, error) {
-	a, err := s.store.Approval(ctx, c.AccountID(), in.RequestID)
+	a, err := s.spending.Approval(ctx, c.AccountID(), in.RequestID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return Approval{}, err
 	}
@@ -120,17 +121,17 @@ func (s *Service) visible(ctx context.Context, c *tools.Caller) ([]string, error
 // it: an approved call is dispatched when its agent asks again with its requestId.
 func (s *Service) Decide(ctx context.Context, c *tools.Caller, in DecideInput) (Approval, error) {
 	now := s.now().UTC()
-	state := store.ApprovalDeclined
+	state := spending.ApprovalDeclined
 	if in.Approve {
-		state = store.ApprovalApproved
+		state = spending.ApprovalApproved
 	}
 	var decided bool
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) (err error) {
-		decided, err = q.DecideApprovalIn(ctx, c.AccountID(), in.RequestID, state, "portal", now)
+		decided, err = spending.DecideApproval(ctx, q, c.AccountID(), in.RequestID, state, "portal", now)
 		if err != nil || !decided {
 			return err
 		}
-		a, err := q.ApprovalIn(ctx, c.AccountID(), in.RequestID)
+		a, err := spending.ApprovalIn(ctx, q, c.AccountID(), in.RequestID)
 		if err != nil {
 			return err
 		}

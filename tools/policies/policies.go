@@ -15,6 +15,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -24,16 +25,17 @@ import (
 
 // Service serves the policy and approval tools.
 type Service struct {
-	store   *store.Store
-	billing *billing.Service
-	keys    *keys.Service
-	now     func() time.Time
+	store    *store.Store
+	spending spending.Queries
+	billing  *billing.Service
+	keys     *keys.Service
+	now      func() time.Time
 }
 
 // NewService builds the service.
 func NewService(d service.Deps, bill *billing.Service, ks *keys.Service) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, billing: bill, keys: ks, now: d.Now}
+	return &Service{store: d.Store, spending: spending.New(d.Store), billing: bill, keys: ks, now: d.Now}
 }
 
 // GetInput names whose policy to read.
@@ -113,7 +115,7 @@ func (s *Service) chain(ctx context.Context, accountID, keyID string) ([]string,
 	return out, nil
 }
 
-func parse(row *store.SpendPolicy) (*billing.Policy, error) {
+func parse(row *spending.Policy) (*billing.Policy, error) {
 	if row == nil {
 		return nil, nil
 	}
@@ -138,7 +140,7 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 	if err != nil {
 		return GetOutput{}, err
 	}
-	rows, err := s.store.Policies(ctx, accountID, chain...)
+	rows, err := s.spending.Policies(ctx, accountID, chain...)
 	if err != nil {
 		return GetOutput{}, err
 	}
@@ -179,7 +181,7 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 		if len(p.Caps) == 0 {
 			continue
 		}
-		spent, err := s.store.Spent(ctx, accountID, k, since)
+		spent, err := s.spending.Spent(ctx, accountID, k, since)
 		if err != nil {
 			return GetOutput{}, err
 		}
@@ -198,7 +200,7 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 		}
 	}
 	out.Effective = combine(governing)
-	spent, err := s.store.Spent(ctx, accountID, keyID, since)
+	spent, err := s.spending.Spent(ctx, accountID, keyID, since)
 	if err != nil {
 		return GetOutput{}, err
 	}
@@ -290,7 +292,7 @@ func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing
 	if narrowOnly && keyID == "" {
 		return tools.Errorf(tools.CodeForbidden, "only the account's owner (signed in on the portal) or the operator sets the account's policy; a key sets its own policy and its descendants' (pass keyId, or none for its own)")
 	}
-	row := &store.SpendPolicy{AccountID: accountID, KeyID: keyID, UpdatedAt: s.now().UTC(), UpdatedBy: by}
+	row := &spending.Policy{AccountID: accountID, KeyID: keyID, UpdatedAt: s.now().UTC(), UpdatedBy: by}
 	if pol != nil {
 		if err := pol.Check(); err != nil {
 			return err
@@ -310,7 +312,7 @@ func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing
 		pol = &n
 	}
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		old, err := q.PolicyForUpdate(ctx, accountID, keyID)
+		old, err := spending.PolicyForUpdate(ctx, q, accountID, keyID)
 		if errors.Is(err, store.ErrNotFound) {
 			return tools.Errorf(tools.CodeNotFound, "no key %s in account %s", keyID, accountID)
 		}
@@ -322,7 +324,7 @@ func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing
 				return err
 			}
 		}
-		return q.PutPolicyIn(ctx, row)
+		return spending.PutPolicy(ctx, q, row)
 	})
 	if err != nil {
 		return err
@@ -333,7 +335,7 @@ func (s *Service) Put(ctx context.Context, accountID, keyID string, pol *billing
 }
 
 // narrows refuses a key's new policy (nil: none) that loosens the one in force, old.
-func narrows(old *store.SpendPolicy, pol *billing.Policy) error {
+func narrows(old *spending.Policy, pol *billing.Policy) error {
 	oldPol, err := parse(old)
 	if err != nil {
 		return err
@@ -371,7 +373,7 @@ func (s *Service) known(ctx context.Context, p *billing.Policy) error {
 	}
 	for name, l := range map[string][]string{"allow.publishers": p.Allow.Publishers, "deny.publishers": p.Deny.Publishers} {
 		for _, id := range l {
-			if ok, err := s.store.PartnerExists(ctx, id); err != nil {
+			if ok, err := s.spending.PartnerExists(ctx, id); err != nil {
 				return err
 			} else if !ok {
 				return tools.Errorf(tools.CodeBadInput, "%s: no publisher %s (publishers are named by the partnerId discover shows)", name, id)
@@ -386,7 +388,7 @@ func (s *Service) aboveHeld(ctx context.Context, accountID, keyID string, p *bil
 	if len(p.Caps) == 0 {
 		return nil
 	}
-	held, err := s.store.Held(ctx, accountID, keyID)
+	held, err := s.spending.Held(ctx, accountID, keyID)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -81,8 +82,8 @@ func TestApprovalsFollowTheKeyTree(t *testing.T) {
 		ids := map[string]string{"parent": "0193b6c0-0000-7000-8000-00000000000a", "child": "0193b6c0-0000-7000-8000-00000000000b", "sibling": "0193b6c0-0000-7000-8000-00000000000c"}
 		if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 			for key, rid := range ids {
-				if err := q.InsertApproval(ctx, &store.Approval{RequestID: rid, AccountID: "acct", KeyID: key, Handle: "@h", Category: "QUERY",
-					Rule: "approval.aboveUsd", Charge: `{"maxChargeUsd":"1"}`, WorstMicro: 1_000_000, State: store.ApprovalPending,
+				if err := spending.InsertApproval(ctx, q, &spending.Approval{RequestID: rid, AccountID: "acct", KeyID: key, Handle: "@h", Category: "QUERY",
+					Rule: "approval.aboveUsd", Charge: `{"maxChargeUsd":"1"}`, WorstMicro: 1_000_000, State: spending.ApprovalPending,
 					CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
 					return err
 				}
@@ -149,7 +150,7 @@ func TestKeySetsItsSubtreeOnly(t *testing.T) {
 		if _, err := w.svc.SetAs(context.Background(), "acct", "k-acct2", &billing.Policy{PerCallMaxUsd: "1"}, "admin"); !errors.As(err, &te) || te.Code != tools.CodeNotFound {
 			t.Errorf("the operator sets a policy on acct's behalf for another account's key: %v", err)
 		}
-		if rows, err := st.Policies(context.Background(), "acct2", "k-acct2"); err != nil || len(rows) != 0 {
+		if rows, err := spending.New(st).Policies(context.Background(), "acct2", "k-acct2"); err != nil || len(rows) != 0 {
 			t.Errorf("acct2's policies: %v %v", rows, err)
 		}
 	})
@@ -167,10 +168,10 @@ func TestKeyWriteWaitsForTheOwners(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-			if _, err := q.PolicyForUpdate(ctx, "acct", "child"); err != nil {
+			if _, err := spending.PolicyForUpdate(ctx, q, "acct", "child"); err != nil {
 				return err
 			}
-			if err := q.PutPolicyIn(ctx, &store.SpendPolicy{AccountID: "acct", KeyID: "child", Body: `{"perCallMaxUsd":"1"}`, UpdatedAt: time.Now().UTC(), UpdatedBy: "portal"}); err != nil {
+			if err := spending.PutPolicy(ctx, q, &spending.Policy{AccountID: "acct", KeyID: "child", Body: `{"perCallMaxUsd":"1"}`, UpdatedAt: time.Now().UTC(), UpdatedBy: "portal"}); err != nil {
 				return err
 			}
 			go func() {
@@ -185,7 +186,7 @@ func TestKeyWriteWaitsForTheOwners(t *testing.T) {
 		if err := <-done; !errors.As(err, &te) || te.Code != tools.CodeForbidden || te.Details["rule"] != "perCallMaxUsd" {
 			t.Fatalf("the key loosens what the owner set meanwhile: %v", err)
 		}
-		rows, err := st.Policies(ctx, "acct", "child")
+		rows, err := spending.New(st).Policies(ctx, "acct", "child")
 		if err != nil || len(rows) != 1 || rows[0].Body != `{"perCallMaxUsd":"1"}` {
 			t.Fatalf("the policy in force: %v %v", rows, err)
 		}
@@ -218,7 +219,7 @@ func TestAllowOnlyAgreesWithJudge(t *testing.T) {
 			t.Fatalf("policy_get shows %s, want %s", shown, want)
 		}
 		p := &tools.Principal{AccountID: "acct", Method: tools.AuthAPIKey, KeyID: "child", Ancestors: []tools.Ancestor{{KeyID: "parent"}, {KeyID: "k-acct"}}}
-		v, err := st.ReadPolicyView(ctx, "acct", []string{"k-acct", "parent", "child"}, "", make([]time.Time, len(billing.Windows)))
+		v, err := spending.New(st).View(ctx, "acct", []string{"k-acct", "parent", "child"}, "", make([]time.Time, len(billing.Windows)))
 		if err != nil {
 			t.Fatal(err)
 		}

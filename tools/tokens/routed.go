@@ -138,42 +138,6 @@ func (s *Service) RoutedValue(ctx context.Context, schema json.RawMessage, args 
 	return Routed{Micro: &micro, Token: &tok, Amount: amount.String()}, nil
 }
 
-// WriteCost is what a write's args move and what its on-chain step costs: its quote's
-// routed value and gas.
-type WriteCost struct {
-	Routed   Routed
-	GasChain string // where the on-chain step happens; "" when no gas is quoted
-	GasMicro int64  // the gas estimate on GasChain, in micro-USD
-}
-
-// PriceWrite is what a write of category costs beyond its fees: the tokens its args name
-// resolved (a spam or ambiguous token refuses the call), the value its amount routes at
-// live prices, and the gas of gasUnits (0: none) on the chain of the token it routes, else
-// of the first token it names.
-func (s *Service) PriceWrite(ctx context.Context, category string, schema json.RawMessage, args map[string]any, gasUnits int64) (WriteCost, error) {
-	resolved, err := s.ResolveArgs(ctx, category, schema, args)
-	if err != nil {
-		return WriteCost{}, err
-	}
-	var w WriteCost
-	if w.Routed, err = s.RoutedValue(ctx, schema, args, resolved); err != nil {
-		return WriteCost{}, err
-	}
-	switch {
-	case w.Routed.Token != nil:
-		w.GasChain = w.Routed.Token.Chain
-	case len(resolved) > 0:
-		w.GasChain = resolved[0].Token.Chain
-	}
-	if w.GasChain == "" || gasUnits <= 0 {
-		return WriteCost{Routed: w.Routed}, nil
-	}
-	if w.GasMicro, err = s.GasEstimate(ctx, w.GasChain, gasUnits); err != nil {
-		return WriteCost{}, err
-	}
-	return w, nil
-}
-
 // solanaFeeLamports is Solana's base fee of a one-signature transaction.
 const solanaFeeLamports = 5_000
 

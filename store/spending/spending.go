@@ -74,7 +74,8 @@ type View struct {
 	// Policies are the account's policy and its key chain's (those that exist).
 	Policies []*Policy
 	// Spent is, by policy (its KeyID; "" the account's), what the calls it covers spent in
-	// each window (Spent's sums, in the order of since).
+	// each window (Spent's sums, in the order of the view's since for it; none for a policy
+	// that needs no sums).
 	Spent map[string][]int64
 	// CalledBefore: the account has dispatched a call of the intent asked about before.
 	CalledBefore bool
@@ -93,8 +94,10 @@ type Queries interface {
 	// payment last moved. With keyID, only that key's calls and its descendants'.
 	Spent(ctx context.Context, accountID, keyID string, since []time.Time) ([]int64, error)
 	// View reads the view of a call by a key whose chain (its ancestors from the root, then
-	// itself) is chain, of intentID ("": CalledBefore is not read).
-	View(ctx context.Context, accountID string, chain []string, intentID string, since []time.Time) (*View, error)
+	// itself) is chain, of intentID ("": CalledBefore is not read). since gives, for each
+	// policy read, the starts of the windows whose spending it needs (Spent's since; none:
+	// nothing is summed for it).
+	View(ctx context.Context, accountID string, chain []string, intentID string, since func(*Policy) []time.Time) (*View, error)
 	// Held is the most the calls in flight of an account (with keyID: of that key and its
 	// descendants) can still cost.
 	Held(ctx context.Context, accountID, keyID string) (int64, error)
@@ -131,7 +134,7 @@ func (s *queries) Spent(ctx context.Context, accountID, keyID string, since []ti
 	return out, dberr.Normalize(err)
 }
 
-func (s *queries) View(ctx context.Context, accountID string, chain []string, intentID string, since []time.Time) (*View, error) {
+func (s *queries) View(ctx context.Context, accountID string, chain []string, intentID string, since func(*Policy) []time.Time) (*View, error) {
 	v, err := policyView(ctx, s.db(), accountID, chain, intentID, since)
 	return v, dberr.Normalize(err)
 }
@@ -222,14 +225,18 @@ func spent(ctx context.Context, db bun.IDB, accountID, keyID string, since []tim
 	return out, sel.Scan(ctx, dest...)
 }
 
-func policyView(ctx context.Context, db bun.IDB, accountID string, chain []string, intentID string, since []time.Time) (*View, error) {
+func policyView(ctx context.Context, db bun.IDB, accountID string, chain []string, intentID string, since func(*Policy) []time.Time) (*View, error) {
 	v := &View{Spent: map[string][]int64{}}
 	if err := db.NewSelect().Model(&v.Policies).Where("account_id = ? AND key_id IN (?)", accountID, inKeys(chain)).
 		OrderExpr("key_id ASC").Scan(ctx); err != nil || len(v.Policies) == 0 {
 		return v, err
 	}
 	for _, p := range v.Policies {
-		sums, err := spent(ctx, db, accountID, p.KeyID, since)
+		windows := since(p)
+		if len(windows) == 0 {
+			continue // it caps no window: nothing of the account's history is read for it
+		}
+		sums, err := spent(ctx, db, accountID, p.KeyID, windows)
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +255,7 @@ func policyView(ctx context.Context, db bun.IDB, accountID string, chain []strin
 
 // ViewIn is Queries.View inside q's transaction: after the account's credit row is locked,
 // calls judged one after another see each other.
-func ViewIn(ctx context.Context, q *store.Q, accountID string, chain []string, intentID string, since []time.Time) (*View, error) {
+func ViewIn(ctx context.Context, q *store.Q, accountID string, chain []string, intentID string, since func(*Policy) []time.Time) (*View, error) {
 	tx, err := q.Tx(ctx)
 	if err != nil {
 		return nil, err

@@ -72,8 +72,9 @@ func TestSpentCountsWhatMovedInEachWindow(t *testing.T) {
 			t.Fatalf("held under the root key %d %v, want its descendant's call, 11100", held, err)
 		}
 
+		all := func(*spending.Policy) []time.Time { return since }
 		// No policy: the view holds nothing to judge and reads no sums.
-		v, err := sp.View(ctx, "a1", []string{parent, child}, "i1", since)
+		v, err := sp.View(ctx, "a1", []string{parent, child}, "i1", all)
 		if err != nil || len(v.Policies) != 0 || len(v.Spent) != 0 || v.CalledBefore {
 			t.Fatalf("view without a policy: %+v %v", v, err)
 		}
@@ -93,15 +94,25 @@ func TestSpentCountsWhatMovedInEachWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-			v, err = spending.ViewIn(ctx, q, "a1", []string{parent, child}, "i1", since)
+			v, err = spending.ViewIn(ctx, q, "a1", []string{parent, child}, "i1", all)
 			return err
 		})
 		if err != nil || len(v.Policies) != 2 || v.Policies[0].KeyID != "" || v.Policies[1].KeyID != child ||
 			v.Spent[""][0] != 21_300 || v.Spent[child][1] != 16_200 || !v.CalledBefore {
 			t.Fatalf("view: %+v %v", v, err)
 		}
-		if v, err = sp.View(ctx, "a1", []string{parent}, "i2", since); err != nil || len(v.Policies) != 1 || v.CalledBefore {
+		if v, err = sp.View(ctx, "a1", []string{parent}, "i2", all); err != nil || len(v.Policies) != 1 || v.CalledBefore {
 			t.Fatalf("the root key's view of another intent: %+v %v", v, err)
+		}
+		// A policy that needs no sums gets none; each of the others, its own windows.
+		some := func(p *spending.Policy) []time.Time {
+			if p.KeyID == child {
+				return nil
+			}
+			return since[:1]
+		}
+		if v, err = sp.View(ctx, "a1", []string{parent, child}, "", some); err != nil || len(v.Spent) != 1 || len(v.Spent[""]) != 1 || v.Spent[""][0] != 21_300 {
+			t.Fatalf("the view with the child's policy needing no sums: %+v %v", v, err)
 		}
 		// A key's policy needs its key in the account; an empty body removes a policy.
 		err = st.InTx(ctx, func(ctx context.Context, q *store.Q) error {

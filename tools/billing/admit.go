@@ -95,7 +95,7 @@ func (t *Ticket) Admit(ctx context.Context, worst int64) error {
 		return nil
 	}
 	gen := s.generation()
-	v, err := s.spending.View(ctx, p.AccountID, chainOf(p), c.IntentID, windowsSince(s.now()))
+	v, err := s.spending.View(ctx, p.AccountID, chainOf(p), c.IntentID, windowsOf(s.now()))
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (s *Service) heldCheck(p *tools.Principal, c *Spend) func(ctx context.Conte
 		return nil
 	}
 	return func(ctx context.Context, q *store.Q) error {
-		v, err := spending.ViewIn(ctx, q, p.AccountID, chainOf(p), "", windowsSince(s.now()))
+		v, err := spending.ViewIn(ctx, q, p.AccountID, chainOf(p), "", windowsOf(s.now()))
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (t *Ticket) AdmitPayment(worst int64) func(ctx context.Context, q *store.Q)
 		if _, err := q.LockCredit(ctx, p.AccountID, s.now().UTC()); err != nil {
 			return err
 		}
-		v, err := spending.ViewIn(ctx, q, p.AccountID, chainOf(p), "", windowsSince(s.now()))
+		v, err := spending.ViewIn(ctx, q, p.AccountID, chainOf(p), "", windowsOf(s.now()))
 		if err != nil {
 			return err
 		}

@@ -407,3 +407,29 @@ func windowsSince(now time.Time) []time.Time {
 	}
 	return out
 }
+
+// windowsOf is what a policy's check needs summed at now (spending.View's since): the starts
+// of the windows the stored policy caps, in the order of Windows, where a window it does not
+// cap starts at now (it sums nothing and reads no older call); nil when it caps none, so a
+// policy of lists, a per-call maximum or approvals alone reads no history at all. A body that
+// does not parse gets every window: Judge refuses the call with its error.
+func windowsOf(now time.Time) func(*spending.Policy) []time.Time {
+	now = now.UTC()
+	return func(row *spending.Policy) []time.Time {
+		pol, err := ParsePolicy([]byte(row.Body))
+		if err != nil {
+			return windowsSince(now)
+		}
+		if len(pol.Caps) == 0 {
+			return nil
+		}
+		out := make([]time.Time, len(Windows))
+		for i, w := range Windows {
+			out[i] = now
+			if slices.ContainsFunc(pol.Caps, func(c Cap) bool { return c.Window == w.Name }) {
+				out[i] = now.Add(-w.Span)
+			}
+		}
+		return out
+	}
+}

@@ -2,8 +2,10 @@ package billing
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -124,5 +126,24 @@ func TestJudge(t *testing.T) {
 	v.CalledBefore = true
 	if err := Judge(p, v, other, true); err != nil {
 		t.Fatalf("a call of a partner called before: %v", err)
+	}
+}
+
+// A policy's check sums only the windows it caps: the others start at now, and a policy
+// without caps reads no history at all.
+func TestWindowsOfReadOnlyWhatAPolicyCaps(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	of := windowsOf(now)
+	row := func(body string) *spending.Policy { return &spending.Policy{Body: body} }
+	got := of(row(`{"caps":[{"window":"hour","usd":"1"},{"window":"30d","usd":"9"}]}`))
+	want := []time.Time{now.Add(-time.Hour), now, now.Add(-30 * 24 * time.Hour)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("hour and 30d caps: %v, want %v", got, want)
+	}
+	if got := of(row(`{"perCallMaxUsd":"1","deny":{"categories":["SWAP"]}}`)); got != nil {
+		t.Fatalf("no caps: %v, want nothing summed", got)
+	}
+	if got := of(row(`{"caps":`)); !slices.Equal(got, windowsSince(now)) {
+		t.Fatalf("a body that does not parse: %v, want every window", got)
 	}
 }

@@ -219,7 +219,7 @@ func TestAllowOnlyAgreesWithJudge(t *testing.T) {
 			t.Fatalf("policy_get shows %s, want %s", shown, want)
 		}
 		p := &tools.Principal{AccountID: "acct", Method: tools.AuthAPIKey, KeyID: "child", Ancestors: []tools.Ancestor{{KeyID: "parent"}, {KeyID: "k-acct"}}}
-		v, err := spending.New(st).View(ctx, "acct", []string{"k-acct", "parent", "child"}, "", make([]time.Time, len(billing.Windows)))
+		v, err := spending.New(st).View(ctx, "acct", []string{"k-acct", "parent", "child"}, "", func(*spending.Policy) []time.Time { return make([]time.Time, len(billing.Windows)) })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/idempotency"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
@@ -269,5 +270,64 @@ func TestElicitedConfirmationWithAKey(t *testing.T) {
 	again, e := apptest.CallTool(t, cs, "invoke_partner_message", args)
 	if e != nil || again["requestId"] != first["requestId"] || w.hits("/write") != 1 {
 		t.Fatalf("again with the key: %v %v, partner %d calls; want the same outcome, no second call", again, e, w.hits("/write"))
+	}
+}
+
+// TestACreateRetriedAfterItsProcessDiedCreatesOnce: a create whose process died after its
+// commit but before its answer was recorded (its key's row left in flight, as a kill -9
+// leaves it) is retried past Abandoned. The retry runs as the same call and creates nothing
+// more: api_key_create says which key the lost answer minted (its secret was shown only
+// then), and webhook_endpoint_create answers the endpoint it created, its secret included.
+func TestACreateRetriedAfterItsProcessDiedCreatesOnce(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newWorld(t, dialect)
+			ctx := context.Background()
+			lose := func(key string) { // the answer never recorded: the row as the dead run left it
+				t.Helper()
+				if _, err := w.env.App.Store.DB().NewRaw("UPDATE idempotency_keys SET state = 'in_flight', code = '', answer = NULL WHERE idem_key = ?", key).
+					Exec(ctx); err != nil {
+					t.Fatal(err)
+				}
+				w.env.Clock.Advance(idempotency.Abandoned + time.Second)
+			}
+			post := func(path, key string, body map[string]any) (int, map[string]any) {
+				t.Helper()
+				status, _, out := apptest.DoWith(t, "POST", w.env.URL+path, w.caller, body, map[string]string{"Idempotency-Key": key})
+				return status, out
+			}
+
+			mint := map[string]any{"name": "ci", "scopes": []string{"read"}}
+			status, first := post("/v1/keys", "lost-mint", mint)
+			if status != 201 {
+				t.Fatalf("mint: %d %v", status, first)
+			}
+			lose("lost-mint")
+			for range 2 { // the retry, then its kept answer
+				status, again := post("/v1/keys", "lost-mint", mint)
+				e, _ := again["error"].(map[string]any)
+				d, _ := e["details"].(map[string]any)
+				if status != 409 || d["keyId"] != first["id"] || !strings.Contains(e["message"].(string), "api_key_revoke") {
+					t.Fatalf("mint retried after its process died: %d %v; want CONFLICT naming key %v", status, again, first["id"])
+				}
+			}
+			if _, list := w.env.REST(t, "GET", "/v1/keys", w.caller, nil); len(list["keys"].([]any)) != 2 {
+				t.Fatalf("keys %v; want the caller's and the one minted once", list["keys"])
+			}
+
+			hook := map[string]any{"url": w.env.URL + "/hooks"}
+			status, created := post("/v1/webhooks/endpoints", "lost-hook", hook)
+			if status != 201 {
+				t.Fatalf("create an endpoint: %d %v", status, created)
+			}
+			lose("lost-hook")
+			status, again := post("/v1/webhooks/endpoints", "lost-hook", hook)
+			if status != 201 || !reflect.DeepEqual(again, created) {
+				t.Fatalf("endpoint retried after its process died: %d %v; want the first answer %v", status, again, created)
+			}
+			if _, list := w.env.REST(t, "GET", "/v1/webhooks/endpoints", w.caller, nil); len(list["endpoints"].([]any)) != 1 {
+				t.Fatalf("endpoints %v; want one", list["endpoints"])
+			}
+		})
 	}
 }

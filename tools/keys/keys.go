@@ -196,7 +196,15 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 	for i, sc := range in.Scopes {
 		scopes[i] = string(sc)
 	}
+	if c.CallID != "" {
+		// A call with an idempotency key retried after its process died: the key it minted,
+		// if it got that far, has the call's id, and its secret went with the lost answer.
+		if err := s.mintedBy(ctx, c); err != nil {
+			return CreateOutput{}, err
+		}
+	}
 	key, secret := s.New(c.Principal.AccountID, in.Name, scopes, lim)
+	key.ID = c.NewCallID() // the call's id when it has one: one call never mints two keys
 	if c.Principal.Method == tools.AuthAPIKey {
 		key.ParentID = &c.Principal.KeyID // the portal's human mints roots
 	}
@@ -216,9 +224,32 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 		key.IntegrationID = &ig.ID
 	}
 	if err := s.mint(ctx, key); err != nil {
+		if c.CallID != "" {
+			if merr := s.mintedBy(ctx, c); merr != nil {
+				return CreateOutput{}, merr // a run of the same call minted it meanwhile
+			}
+		}
 		return CreateOutput{}, err
 	}
 	return CreateOutput{Meta: MetaOf(key), Secret: secret}, nil
+}
+
+// mintedBy refuses a call whose key was minted already, by a run of the same call (its
+// idempotency key's) whose answer was lost with its process: the key exists, and its secret,
+// shown once, cannot be shown again.
+func (s *Service) mintedBy(ctx context.Context, c *tools.Caller) error {
+	k, err := s.store.KeyByID(ctx, c.CallID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case k.AccountID != c.Principal.AccountID:
+		return fmt.Errorf("call id %s names another account's key", c.CallID)
+	}
+	return tools.Errorf(tools.CodeConflict, "the first call with this idempotency key minted key %s (prefix %s), but the server stopped before answering it, and its secret is shown only once: it cannot be shown again. "+
+		"Revoke that key (api_key_revoke with keyId %q) and mint another with a new idempotency key", k.ID, k.Prefix, k.ID).
+		WithDetails(map[string]any{"keyId": k.ID, "prefix": k.Prefix})
 }
 
 // mint stores a new key within the account's cap.

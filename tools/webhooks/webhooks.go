@@ -302,11 +302,23 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 			return CreateOutput{}, tools.Errorf(tools.CodeBadInput, "unknown event type %q; the event types are %s (omit eventTypes for all)", t, strings.Join(Types, ", "))
 		}
 	}
+	if c.CallID != "" {
+		// A call with an idempotency key retried after its process died: the endpoint it
+		// created, if it got that far, has the call's id, and its answer can be given again
+		// (the secret derives from the endpoint's salt).
+		ep, err := s.outbox.WebhookEndpoint(ctx, c.Principal.AccountID, endpointID(c.CallID))
+		if err == nil {
+			return CreateOutput{Endpoint: endpointOf(ep), Secret: signing.WebhookSecretString(s.secret(ep)), PublicKey: s.PublicKey()}, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return CreateOutput{}, err
+		}
+	}
 	salt := make([]byte, 32)
 	if _, err := rand.Read(salt); err != nil {
 		return CreateOutput{}, err
 	}
-	ep := &outbox.Endpoint{ID: "we_" + NewID()[4:], AccountID: c.Principal.AccountID, URL: u.String(), Description: strings.TrimSpace(in.Description),
+	ep := &outbox.Endpoint{ID: endpointID(c.NewCallID()), AccountID: c.Principal.AccountID, URL: u.String(), Description: strings.TrimSpace(in.Description),
 		EventTypes: nonNil(slices.Clone(in.EventTypes)), SecretSalt: salt, CreatedAt: s.clock()}
 	defer s.cfg.Listeners.Forget(ep.AccountID)
 	if err := s.outbox.CreateWebhookEndpoint(ctx, ep, MaxEndpoints); err != nil {
@@ -317,6 +329,10 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 	}
 	return CreateOutput{Endpoint: endpointOf(ep), Secret: signing.WebhookSecretString(s.secret(ep)), PublicKey: s.PublicKey()}, nil
 }
+
+// endpointID is the id of the endpoint a call (its id, a UUID) creates: one call never
+// creates two.
+func endpointID(callID string) string { return "we_" + strings.ReplaceAll(callID, "-", "") }
 
 // checkURL checks an endpoint URL as partner endpoints are checked (the same guard checks
 // every dial again): https, a host resolving only to public addresses; http and local

@@ -25,11 +25,10 @@ type Reports interface {
 	Calls(ctx context.Context, q CallQuery) ([]*store.Invocation, error)
 	// EarningsByIntent sums the invocations of the partner's intents since `since`.
 	EarningsByIntent(ctx context.Context, partnerID string, since time.Time) ([]IntentEarnings, error)
-	// EarningsByPayout sums the partner fees of the calls made since `since` by the payout
-	// books they are owed to, those named with bookPrefix (a partner's payout books:
-	// ledger.PartnerPayable(partnerID, "")): read from the calls' rows, which carry them from
-	// their record on, where the ledger posts a budget lease's calls when it is settled.
-	EarningsByPayout(ctx context.Context, bookPrefix string, since time.Time) ([]PayoutEarnings, error)
+	// EarningsByPayout sums the partner fees of the partner's calls made since `since` by the
+	// payout book they are owed to: read from the calls' rows, which carry it from their record
+	// on, where the ledger posts a budget lease's calls when it is settled.
+	EarningsByPayout(ctx context.Context, partnerID string, since time.Time) ([]PayoutEarnings, error)
 	// RecentInvocations lists an intent's latest invocations, newest first.
 	RecentInvocations(ctx context.Context, intentID string, limit int) ([]*store.Invocation, error)
 	// AccountInvocations lists an account's latest invocations, newest first.
@@ -202,11 +201,14 @@ func (s *queries) EarningsByIntent(ctx context.Context, partnerID string, since 
 	return out, dberr.Normalize(err)
 }
 
-func (s *queries) EarningsByPayout(ctx context.Context, bookPrefix string, since time.Time) ([]PayoutEarnings, error) {
+func (s *queries) EarningsByPayout(ctx context.Context, partnerID string, since time.Time) ([]PayoutEarnings, error) {
 	var out []PayoutEarnings
-	err := s.db.NewRaw(`SELECT payout_book AS book, SUM(partner_fee_micro) AS amount_micro FROM invocations
-		WHERE partner_fee_micro > 0 AND payout_book LIKE ? AND created_at >= ?
-		GROUP BY payout_book ORDER BY payout_book`, bookPrefix+"%", since).Scan(ctx, &out)
+	// By the partner's intents, as EarningsByIntent: each intent's calls since `since` are one
+	// range of invocations_intent_idx, where the payout book alone would scan every call.
+	err := s.db.NewRaw(`SELECT i.payout_book AS book, SUM(i.partner_fee_micro) AS amount_micro
+		FROM invocations i JOIN partner_intents p ON p.id = i.intent_id
+		WHERE p.partner_id = ? AND i.created_at >= ? AND i.partner_fee_micro > 0
+		GROUP BY i.payout_book ORDER BY i.payout_book`, partnerID, since).Scan(ctx, &out)
 	return out, dberr.Normalize(err)
 }
 

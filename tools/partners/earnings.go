@@ -81,7 +81,7 @@ func (s *Service) Earnings(ctx context.Context, accountID string, in EarningsInp
 		out.ByIntent = append(out.ByIntent, IntentEarnings{IntentID: e.IntentID, Handle: e.Handle, PartnerFeeUsd: tools.USD(e.PartnerFeeMicro), Calls: e.Calls, Succeeded: e.Succeeded})
 		out.TotalUsd += tools.USD(e.PartnerFeeMicro)
 	}
-	byPayout, err := s.reports.EarningsByPayout(ctx, ledger.PartnerPayable(p.ID, ""), since)
+	byPayout, err := s.reports.EarningsByPayout(ctx, p.ID, since)
 	if err != nil {
 		return out, err
 	}

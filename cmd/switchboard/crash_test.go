@@ -272,16 +272,16 @@ func (w *crashWorld) check(c *crashCell) {
 	// The budget leases the killed serve held are settled by a sweeper once their deadline
 	// (2 minutes) has passed, from the rows of the calls they recorded: the deadline is moved
 	// to now, as that much time passing would move it.
-	if _, err := st.DB().NewRaw("UPDATE reservations SET expires_at = ? WHERE request_id LIKE 'lease:%' AND state = ?",
-		time.Now().UTC().Add(-time.Second), store.ReservationOpen).Exec(ctx); err != nil {
+	if _, err := st.DB().NewRaw("UPDATE reservations SET expires_at = ? WHERE request_id LIKE ? AND state = ?",
+		time.Now().UTC().Add(-time.Second), store.LeasePrefix+"%", store.ReservationOpen).Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var left []string
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		left = left[:0]
 		if err := st.DB().NewRaw(`SELECT request_id FROM invocations WHERE state = ?
-			UNION ALL SELECT request_id FROM reservations WHERE request_id LIKE 'lease:%' AND state = ? AND expires_at < ?`,
-			store.InvDispatching, store.ReservationOpen, time.Now().UTC()).Scan(ctx, &left); err != nil {
+			UNION ALL SELECT request_id FROM reservations WHERE request_id LIKE ? AND state = ? AND expires_at < ?`,
+			store.InvDispatching, store.LeasePrefix+"%", store.ReservationOpen, time.Now().UTC()).Scan(ctx, &left); err != nil {
 			t.Fatal(err)
 		}
 		if len(left) == 0 {

@@ -64,11 +64,11 @@ func brokerBehindProxy(b *testing.B, w *world, dialect string) {
 	keys := w.callers(b, loadCallers)
 
 	// Every side's partner-facing transport keeps idle connections as Switchboard's does
-	// (outbound: 128 per host); every caller's transport keeps one per caller.
+	// (outbound: 512 per host); every caller's transport keeps one per caller.
 	transports := []*http.Transport{proxyTr}
 	partnerSide := func() *http.Transport {
 		tr := w.partner.Client().Transport.(*http.Transport).Clone()
-		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 512, 128
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 512
 		transports = append(transports, tr)
 		return tr
 	}

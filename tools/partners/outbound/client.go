@@ -92,9 +92,12 @@ func New(o Options) (*Client, error) {
 		ForceAttemptHTTP2:   true,
 		// A broker calls few hosts with many callers at once: with fewer idle connections
 		// kept per host than calls in flight, every burst closes some and opens new ones,
-		// and each new one pays a TLS handshake (measured: 16 under 32 callers churned).
-		MaxIdleConns:           512,
-		MaxIdleConnsPerHost:    128,
+		// and each new one pays a TLS handshake, here and at the partner (measured: 16 under
+		// 32 callers churned; 128 under 256 callers opened one connection per 22 calls). The
+		// idle ones are the connections the last burst had open anyway: keeping them costs
+		// no more memory than that burst did.
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    512,
 		IdleConnTimeout:        90 * time.Second,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: 64 << 10,

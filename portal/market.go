@@ -129,6 +129,11 @@ func (p *portal) tryIntent(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	switch r.PostFormValue("action") {
 	case "confirm":
 		args["confirmRequestId"] = strings.TrimSpace(r.PostFormValue("confirmRequestId"))
+		if d.QueryOnly { // the message it was quoted with: a confirmation says the same
+			if query := strings.TrimSpace(r.PostFormValue("query")); query != "" {
+				args["message"] = message + " " + query
+			}
+		}
 	case "try":
 		if d.QueryOnly {
 			query := strings.TrimSpace(r.PostFormValue("query"))

@@ -89,6 +89,9 @@ type Invocation struct {
 	Category       string `bun:"category,notnull"`
 	IntentRevision int    `bun:"intent_revision,notnull"`
 	Args           string `bun:"args,notnull"`
+	// MessageHash is the hex SHA-256 of the message (without its handle) a call waiting for its
+	// caller or owner was asked with: its confirmation must send the same. nil: not kept.
+	MessageHash *string `bun:"message_hash"`
 	Price
 	Outcome
 	// A call recorded whole in one row (a read on a budget lease) carries its history here, as

@@ -40,6 +40,9 @@ func (s *Service) admit(ctx context.Context, cl *call, inv *store.Invocation, wo
 	}
 	a.Charge = string(raw)
 	inv.State = store.InvAwaitingApproval
+	if !cl.flat { // a flat fee's args are its message (sameInput)
+		inv.MessageHash = messageHash(cl.said)
+	}
 	itemized := map[string]string{}
 	for k, v := range charge {
 		itemized[k] = fmt.Sprint(v)

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
+	"github.com/switchboard-hq/switchboard/tools/partners"
 )
 
 // confirm answers a quote, read once: declined (decline.go), paid (a flat fee's, flatfee.go),
@@ -26,6 +29,9 @@ func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (Invoke
 		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)
 	}
 	if err != nil {
+		return InvokeOutput{}, err
+	}
+	if err := sameInput(cl, inv, in.Args); err != nil {
 		return InvokeOutput{}, err
 	}
 	switch {
@@ -46,14 +52,49 @@ func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (Invoke
 	if intent.Revision != inv.IntentRevision {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the quote; call without confirmRequestId for a new quote and confirm that one", intent.PublicIdentifier)
 	}
-	if len(in.Args) > 0 {
-		canon, err := signing.Canonicalize(in.Args)
-		if err != nil || !bytes.Equal(canon, []byte(inv.Args)) {
-			return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the args differ from the quoted ones; confirm with the same args (or none), or ask for a new quote")
-		}
-	}
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
 	return s.dispatch(ctx, cl, inv, store.InvAwaitingConfirmation)
+}
+
+// sameInput refuses a call with confirmRequestId that does not say what its request was asked
+// with (quoted, or sent to the owner for approval): another message, or args other than the
+// recorded ones as canonical JSON (keys in any order; omitted args are the recorded ones). It
+// is the Idempotency-Key rule's "same key, another input": CONFLICT, nothing sent or charged,
+// whatever state the request is in (a finished one's outcome is not another input's answer).
+// A flat fee's args are its message ({query}); a call recorded without its message's hash (a
+// read that waited for no one, or one a previous release recorded) is checked by its args.
+func sameInput(cl *call, inv *store.Invocation, given partners.ArgsDoc) error {
+	details := map[string]any{"requestId": inv.RequestID, "handle": inv.Handle, "args": json.RawMessage(inv.Args)}
+	if cl.flat { // the payment pays for the quoted message only
+		if canon, err := queryArgs(cl.said); err != nil || string(canon) != inv.Args {
+			details["invalidReason"] = "invalid_payment_requirements"
+			return tools.Errorf(tools.CodeConflict, "the message differs from the one quoted in %s: nothing was sent, paid or charged. "+
+				"Send the quoted message again to pay for it, or call without confirmRequestId and payment for a new quote", inv.RequestID).WithDetails(details)
+		}
+		return nil
+	}
+	if inv.MessageHash != nil && *inv.MessageHash != *messageHash(cl.said) {
+		return tools.Errorf(tools.CodeConflict, "the message differs from the one request %s was asked with: nothing was sent or charged. "+
+			"To confirm that request, call again with the same message and args (args may be omitted); for this message, call without confirmRequestId for a new quote",
+			inv.RequestID).WithDetails(details)
+	}
+	if len(given) > 0 {
+		if canon, err := signing.Canonicalize(given); err != nil || !bytes.Equal(canon, []byte(inv.Args)) {
+			return tools.Errorf(tools.CodeConflict, "the args differ from the ones request %s was asked with (in details): nothing was sent or charged. "+
+				"To confirm that request, call again with the same message and those args (or none); for these args, call without confirmRequestId for a new quote",
+				inv.RequestID).WithDetails(details)
+		}
+	}
+	return nil
+}
+
+// messageHash is what a call waiting for its caller or owner keeps of its message (rest, the
+// message without its handle and with its spaces collapsed, as FindHandle gives it): the hex
+// SHA-256, enough to tell the same message from another.
+func messageHash(rest string) *string {
+	sum := sha256.Sum256([]byte(rest))
+	h := hex.EncodeToString(sum[:])
+	return &h
 }
 
 // quoted reads the record of a call of intent quoted to p's account (store.ErrNotFound when

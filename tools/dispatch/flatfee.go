@@ -55,14 +55,8 @@ func (s *Service) payAndDispatch(ctx context.Context, cl *call, inv *store.Invoc
 	if intent.Revision != inv.IntentRevision {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the quote; call without confirmRequestId for a new quote", intent.PublicIdentifier)
 	}
-	// The paid retry is the same request: a payment bound to this quote (by x402's echoed
-	// requestId or by confirmRequestId) pays for the quoted message only.
-	if _, rest, err := FindHandle(in.Message); err == nil {
-		if canon, err := queryArgs(rest); err == nil && string(canon) != inv.Args {
-			return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "the message differs from the one quoted in %s; send the quoted message again, or call without payment for a new quote", inv.RequestID).
-				WithDetails(map[string]any{"invalidReason": "invalid_payment_requirements"})
-		}
-	}
+	// The paid retry is the same request: confirm checked it says the quoted message
+	// (sameInput), which is all a payment bound to this quote pays for.
 	pay := in.Payment
 	if pay == nil && in.PayWithWallet {
 		var err error

@@ -162,7 +162,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 		return InvokeOutput{}, err
 	}
 	cl := s.plan(intent, c.AccountID())
-	cl.bill = s.billing.For(c.Principal, cl.spend())
+	cl.bill, cl.said = s.billing.For(c.Principal, cl.spend()), rest
 	if need := cl.rule.Scope; need != "" && !c.Principal.HasScope(need) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", intent.Category, need)
 	}

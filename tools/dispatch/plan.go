@@ -35,6 +35,7 @@ type call struct {
 	payoutBook string          // the ledger book of the partner's payout address
 	schemas    *intentSchemas
 
+	said   string // the caller's message without its handle (FindHandle's rest): a confirmation says it again
 	args   []byte // canonical JSON object
 	quote  billing.Quote
 	routed tokens.Routed // what a write moves (zero for other calls)

@@ -101,6 +101,7 @@ func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, rest
 	var also []func(ctx context.Context, q *store.Q) error
 	detail := "quoted; waiting for the caller's confirmation"
 	if !cl.flat { // a flat fee is paid before dispatch, whatever its category
+		inv.MessageHash = messageHash(cl.said)
 		// The owner's policies first: refused, or sent to a human instead of the caller.
 		if err := s.admit(ctx, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
 			return err

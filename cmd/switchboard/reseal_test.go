@@ -15,7 +15,8 @@ import (
 )
 
 // `switchboard admin reseal` through the CLI: with SWITCHBOARD_MASTER_KEY=new,old it moves the
-// service key and the wallets under the old key to the new one and says nothing is left; run
+// service key and the wallets under the old key to the new one and says nothing is left (its
+// report counts the idempotency answers too: app's TestResealMovesTheAnswersKeptForRetries); run
 // again it has nothing to do; then the old key can be dropped and the service still starts.
 func TestAdminReseal(t *testing.T) {
 	dir := t.TempDir()
@@ -57,7 +58,8 @@ func TestAdminReseal(t *testing.T) {
 
 	t.Setenv("SWITCHBOARD_MASTER_KEY", newKey+","+oldKey)
 	got, err := admin("reseal")
-	if err != nil || got["walletsResealed"] != 1.0 || got["serviceKeysResealed"] != 1.0 || got["leftWallets"] != 0.0 || got["leftServiceKeys"] != 0.0 {
+	if err != nil || got["walletsResealed"] != 1.0 || got["serviceKeysResealed"] != 1.0 || got["leftWallets"] != 0.0 || got["leftServiceKeys"] != 0.0 ||
+		got["idempotencyAnswersResealed"] != 0.0 || got["leftIdempotencyAnswers"] != 0.0 {
 		t.Fatalf("admin reseal: %v %v", got, err)
 	}
 	if got, err = admin("reseal"); err != nil || got["walletsResealed"] != 0.0 || got["serviceKeysResealed"] != 0.0 || got["leftWallets"] != 0.0 {

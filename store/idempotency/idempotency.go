@@ -31,6 +31,7 @@ type Key struct {
 	State       string    `bun:"state"`
 	Code        string    `bun:"code"`
 	Answer      []byte    `bun:"answer"`
+	MasterKeyID string    `bun:"master_key_id"` // the master key that sealed Answer; "": the server secret's (earlier releases)
 	CreatedAt   time.Time `bun:"created_at"`
 	StartedAt   time.Time `bun:"started_at"`
 	ExpiresAt   time.Time `bun:"expires_at"`
@@ -45,12 +46,24 @@ type Keys interface {
 	// TakeOver restarts a row in flight as run (its RunID, CallID and StartedAt), if it is
 	// still as was read (its run): of two retries taking over one row, one does.
 	TakeOver(ctx context.Context, was *Key, run *Key) (bool, error)
-	// Finish records a run's answer, if the row is still that run's.
-	Finish(ctx context.Context, run *Key, code string, answer []byte) error
+	// Finish records a run's answer, sealed under master key masterKeyID, if the row is still
+	// that run's.
+	Finish(ctx context.Context, run *Key, code string, answer []byte, masterKeyID string) error
 	// Release forgets a run's row (its answer is not one to replay), if it is still that run's.
 	Release(ctx context.Context, run *Key) error
 	// Sweep deletes the rows expired at now and returns how many.
 	Sweep(ctx context.Context, now time.Time) (int, error)
+	// SealedElsewhere returns up to limit answers not expired at now and sealed under a master
+	// key other than current, in key order after `after` (nil: from the first): a re-seal's
+	// next batch.
+	SealedElsewhere(ctx context.Context, current string, now time.Time, after *Key, limit int) ([]*Key, error)
+	// Reseal stores k's answer sealed again under master key `to`, if the row still holds the
+	// answer k read (its run, under its master key): false when another re-seal or a new run
+	// changed it first.
+	Reseal(ctx context.Context, k *Key, sealed []byte, to string) (bool, error)
+	// CountSealedElsewhere counts the answers not expired at now under a master key other
+	// than current.
+	CountSealedElsewhere(ctx context.Context, current string, now time.Time) (int, error)
 }
 
 // New returns the idempotency queries of st.
@@ -98,9 +111,9 @@ func (q *queries) TakeOver(ctx context.Context, was *Key, run *Key) (bool, error
 	return n == 1, nil
 }
 
-func (q *queries) Finish(ctx context.Context, run *Key, code string, answer []byte) error {
+func (q *queries) Finish(ctx context.Context, run *Key, code string, answer []byte, masterKeyID string) error {
 	_, err := q.db.NewUpdate().Model((*Key)(nil)).
-		Set("state = ?", Done).Set("code = ?", code).Set("answer = ?", answer).
+		Set("state = ?", Done).Set("code = ?", code).Set("answer = ?", answer).Set("master_key_id = ?", masterKeyID).
 		Where("scope = ? AND tool = ? AND idem_key = ?", run.Scope, run.Tool, run.IdemKey).
 		Where("state = ? AND run_id = ?", InFlight, run.RunID).Exec(ctx)
 	return dberr.Normalize(err)
@@ -120,4 +133,32 @@ func (q *queries) Sweep(ctx context.Context, now time.Time) (int, error) {
 	}
 	n, _ := res.RowsAffected()
 	return int(n), nil
+}
+
+func (q *queries) SealedElsewhere(ctx context.Context, current string, now time.Time, after *Key, limit int) ([]*Key, error) {
+	var ks []*Key
+	sel := q.db.NewSelect().Model(&ks).
+		Where("state = ? AND answer IS NOT NULL AND master_key_id <> ? AND expires_at > ?", Done, current, now)
+	if after != nil {
+		sel = sel.Where("(scope, tool, idem_key) > (?, ?, ?)", after.Scope, after.Tool, after.IdemKey)
+	}
+	err := sel.OrderExpr("scope, tool, idem_key").Limit(int64(limit)).Scan(ctx)
+	return ks, dberr.Normalize(err)
+}
+
+func (q *queries) Reseal(ctx context.Context, k *Key, sealed []byte, to string) (bool, error) {
+	res, err := q.db.NewUpdate().Model((*Key)(nil)).Set("answer = ?", sealed).Set("master_key_id = ?", to).
+		Where("scope = ? AND tool = ? AND idem_key = ?", k.Scope, k.Tool, k.IdemKey).
+		Where("state = ? AND run_id = ? AND master_key_id = ?", Done, k.RunID, k.MasterKeyID).Exec(ctx)
+	if err != nil {
+		return false, dberr.Normalize(err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+func (q *queries) CountSealedElsewhere(ctx context.Context, current string, now time.Time) (int, error) {
+	n, err := q.db.NewSelect().Model((*Key)(nil)).
+		Where("state = ? AND answer IS NOT NULL AND master_key_id <> ? AND expires_at > ?", Done, current, now).Count(ctx)
+	return int(n), dberr.Normalize(err)
 }

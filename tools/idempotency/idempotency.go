@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,6 +24,7 @@ import (
 	idem "github.com/switchboard-hq/switchboard/store/idempotency"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
+	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
 const (
@@ -52,32 +52,43 @@ var schema = json.RawMessage(fmt.Sprintf(`{"type":"string","minLength":1,"maxLen
 
 // Config configures the rule.
 type Config struct {
-	// SealKey (32 bytes) seals the stored answers (AES-256-GCM): they may hold secrets shown
-	// once, such as a new API key.
-	SealKey []byte
+	// Sealer seals the stored answers under the master key, as wallet keys are (they may hold
+	// secrets shown once, such as a new API key or webhook secret), so a master key rotation's
+	// re-seal moves them too (Reseal).
+	Sealer *wallets.Sealer
+	// LegacyKey (32 bytes), when set, opens the answers earlier releases sealed with a key
+	// derived from the server secret (master_key_id ''): a previous release's rows, for their
+	// 24 hours, until Reseal moves them. Nothing new is sealed with it.
+	LegacyKey []byte
 }
 
 // Service keeps idempotency keys.
 type Service struct {
-	keys idem.Keys
-	st   *store.Store
-	aead cipher.AEAD
-	now  func() time.Time
-	log  *slog.Logger
+	keys   idem.Keys
+	st     *store.Store
+	sealer *wallets.Sealer
+	legacy cipher.AEAD // nil: no legacy rows open
+	now    func() time.Time
+	log    *slog.Logger
 }
 
 // NewService builds the rule on d's store.
 func NewService(cfg Config, d service.Deps) (*Service, error) {
 	d = d.WithDefaults()
-	block, err := aes.NewCipher(cfg.SealKey)
-	if err != nil {
-		return nil, fmt.Errorf("idempotency seal key: %w", err)
+	if cfg.Sealer == nil {
+		return nil, errors.New("idempotency: no sealer for the stored answers")
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
+	s := &Service{keys: idem.New(d.Store), st: d.Store, sealer: cfg.Sealer, now: d.Now, log: d.Log}
+	if cfg.LegacyKey != nil {
+		block, err := aes.NewCipher(cfg.LegacyKey)
+		if err != nil {
+			return nil, fmt.Errorf("idempotency legacy seal key: %w", err)
+		}
+		if s.legacy, err = cipher.NewGCM(block); err != nil {
+			return nil, err
+		}
 	}
-	return &Service{keys: idem.New(d.Store), st: d.Store, aead: aead, now: d.Now, log: d.Log}, nil
+	return s, nil
 }
 
 // Wrap returns ts with every tool named in names that needs a key taking idempotencyKey;
@@ -172,8 +183,8 @@ func (s *Service) inFlight(ctx context.Context, t *tools.Tool, c *tools.Caller, 
 	case err == nil && store.StateOf(inv.State).Final && inv.Answer != nil:
 		// The call concluded (by its process, or by the sweeper after a crash): its record is the answer.
 		out, answerErr := s.fromRecord(t, []byte(*inv.Answer))
-		if code, sealed, ok := s.seal(held, out, answerErr); ok {
-			if err := s.keys.Finish(ctx, held, code, sealed); err != nil {
+		if code, sealed, mk, ok := s.seal(held, out, answerErr); ok {
+			if err := s.keys.Finish(ctx, held, code, sealed, mk); err != nil {
 				s.log.WarnContext(ctx, "idempotency: record a concluded call's answer", "tool", t.Name, "err", err)
 			}
 		}
@@ -248,11 +259,11 @@ func (s *Service) record(ctx context.Context, t *tools.Tool, c *tools.Caller, ru
 		}
 		return
 	}
-	code, sealed, ok := s.seal(run, out, err)
+	code, sealed, mk, ok := s.seal(run, out, err)
 	if !ok {
 		return
 	}
-	if ferr := s.keys.Finish(ctx, run, code, sealed); ferr != nil {
+	if ferr := s.keys.Finish(ctx, run, code, sealed, mk); ferr != nil {
 		// The answer is still given; a retry waits for Abandoned, then finds the invocation
 		// (invoke) or runs again.
 		s.log.WarnContext(ctx, "idempotency: record an answer", "tool", t.Name, "err", ferr)
@@ -279,7 +290,8 @@ type stored struct {
 	Error  *tools.Error    `json:"error,omitempty"`
 }
 
-func (s *Service) seal(k *idem.Key, out any, err error) (code string, sealed []byte, ok bool) {
+// seal seals an answer under the current master key, bound to its row (aad).
+func (s *Service) seal(k *idem.Key, out any, err error) (code string, sealed []byte, masterKeyID string, ok bool) {
 	var v stored
 	if e := tools.Translate(err); e != nil {
 		v.Error, code = e, string(e.Code)
@@ -287,26 +299,39 @@ func (s *Service) seal(k *idem.Key, out any, err error) (code string, sealed []b
 		raw, merr := json.Marshal(out)
 		if merr != nil {
 			s.log.Warn("idempotency: an answer that is not JSON", "tool", k.Tool, "err", merr)
-			return "", nil, false
+			return "", nil, "", false
 		}
 		v.Result = raw
 	}
 	plain, _ := json.Marshal(v)
-	nonce := make([]byte, s.aead.NonceSize())
-	rand.Read(nonce)
-	return code, s.aead.Seal(nonce, nonce, plain, aad(k)), true
+	defer clear(plain)
+	sealed, masterKeyID = s.sealer.Seal(plain, aad(k))
+	return code, sealed, masterKeyID, true
+}
+
+// open opens a done row's answer: under the master key that sealed it, or under the legacy
+// key for a row an earlier release sealed.
+func (s *Service) open(k *idem.Key) ([]byte, error) {
+	if k.MasterKeyID != "" {
+		return s.sealer.Open(k.Answer, k.MasterKeyID, aad(k))
+	}
+	if s.legacy == nil {
+		return nil, errors.New("sealed with the server secret's key, which is not configured")
+	}
+	n := s.legacy.NonceSize()
+	if len(k.Answer) < n {
+		return nil, errors.New("no stored answer")
+	}
+	return s.legacy.Open(nil, k.Answer[:n], k.Answer[n:], legacyAAD(k))
 }
 
 // replay answers a done row's answer.
 func (s *Service) replay(t *tools.Tool, k *idem.Key) (any, error) {
-	n := s.aead.NonceSize()
-	if len(k.Answer) < n {
-		return nil, fmt.Errorf("idempotency key %s of %s: no stored answer", k.IdemKey, t.Name)
-	}
-	plain, err := s.aead.Open(nil, k.Answer[:n], k.Answer[n:], aad(k))
+	plain, err := s.open(k)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency key %s of %s: open the stored answer: %w", k.IdemKey, t.Name, err)
 	}
+	defer clear(plain)
 	var v stored
 	if err := json.Unmarshal(plain, &v); err != nil {
 		return nil, err
@@ -326,7 +351,59 @@ func (s *Service) fromRecord(t *tools.Tool, answer []byte) (any, error) {
 	return t.DecodeOutput(answer)
 }
 
-func aad(k *idem.Key) []byte { return []byte(k.Scope + "\x00" + k.Tool + "\x00" + k.IdemKey) }
+// aad binds a sealed answer to its row, and to its use: the master key seals wallet and
+// service keys too, so an answer never opens as one of those (or one as an answer).
+func aad(k *idem.Key) []byte {
+	return []byte("idempotency answer\x00" + k.Scope + "\x00" + k.Tool + "\x00" + k.IdemKey)
+}
+
+// legacyAAD is what earlier releases bound their answers with (under the legacy key alone).
+func legacyAAD(k *idem.Key) []byte { return []byte(k.Scope + "\x00" + k.Tool + "\x00" + k.IdemKey) }
+
+// ResealBatch is how many answers Reseal reads at a time.
+const ResealBatch = 500
+
+// Reseal seals every answer still under another master key (or the legacy key) again under
+// the current one, each row on its own conditional update (a row a new run or another re-seal
+// changed since it was read is left as it is): stopped anywhere, running it again carries on.
+// Rows past their 24 hours are left to the sweep. It returns how many rows it moved and the
+// rows no configured key opens.
+func (s *Service) Reseal(ctx context.Context) (resealed int, unopenable []string, err error) {
+	current := s.sealer.Current()
+	var after *idem.Key
+	for {
+		ks, err := s.keys.SealedElsewhere(ctx, current, s.now().UTC(), after, ResealBatch)
+		if err != nil {
+			return resealed, unopenable, fmt.Errorf("list idempotency answers to re-seal: %w", err)
+		}
+		if len(ks) == 0 {
+			return resealed, unopenable, nil
+		}
+		for _, k := range ks {
+			after = k
+			plain, err := s.open(k)
+			if err != nil {
+				unopenable = append(unopenable, fmt.Sprintf("idempotency answer of %s for %s (master key %q): %v", k.Tool, k.Scope, k.MasterKeyID, err))
+				continue
+			}
+			sealed, to := s.sealer.Seal(plain, aad(k))
+			clear(plain)
+			changed, err := s.keys.Reseal(ctx, k, sealed, to)
+			if err != nil {
+				return resealed, unopenable, fmt.Errorf("re-seal the idempotency answer of %s for %s: %w", k.Tool, k.Scope, err)
+			}
+			if changed {
+				resealed++
+			}
+		}
+	}
+}
+
+// SealedElsewhere counts the answers, not past their 24 hours, still under another master key
+// (or the legacy key) than the current one.
+func (s *Service) SealedElsewhere(ctx context.Context) (int, error) {
+	return s.keys.CountSealedElsewhere(ctx, s.sealer.Current(), s.now().UTC())
+}
 
 // split takes the key out of the arguments: the key ("" when none), the input without it,
 // and the hex SHA-256 of the tool's name and that input in canonical JSON.

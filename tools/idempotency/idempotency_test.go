@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
+	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
 // clock is a settable clock.
@@ -71,11 +72,28 @@ type rig struct {
 	began chan struct{}
 }
 
+// masterKeys seal the rigs' answers: the current one first (wallets.NewSealer).
+var (
+	masterA   = bytes.Repeat([]byte{7}, 32)
+	masterB   = bytes.Repeat([]byte{9}, 32)
+	legacyKey = bytes.Repeat([]byte{5}, 32) // what earlier releases derived from the server secret
+)
+
 func newRig(t *testing.T, st *store.Store) *rig {
+	t.Helper()
+	return newRigWith(t, st, nil, masterA)
+}
+
+// newRigWith is newRig with its own master keys (current first) and legacy key (nil: none).
+func newRigWith(t *testing.T, st *store.Store, legacy []byte, masters ...[]byte) *rig {
 	t.Helper()
 	r := &rig{clock: &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}, began: make(chan struct{}, 8)}
 	d := service.Deps{Store: st, Now: r.clock.Now}
-	svc, err := NewService(Config{SealKey: bytes.Repeat([]byte{7}, 32)}, d)
+	sealer, err := wallets.NewSealer(masters...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := NewService(Config{Sealer: sealer, LegacyKey: legacy}, d)
 	if err != nil {
 		t.Fatal(err)
 	}

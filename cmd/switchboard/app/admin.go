@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
+	"github.com/switchboard-hq/switchboard/tools/idempotency"
 	"github.com/switchboard-hq/switchboard/tools/keyring"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
@@ -35,6 +36,8 @@ type Admin struct {
 	onboarding *onboarding.Service
 	apiKeys    *keys.Service
 	policies   *policies.Service
+	// idempotency's answers are sealed under the master key too (Reseal).
+	idempotency *idempotency.Service
 }
 
 // SetPolicy sets (or, with nil, removes) an account's spend policy, or one of its keys'

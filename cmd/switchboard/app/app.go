@@ -439,7 +439,9 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	all = append(all, human.tools...)
 
 	// Every tool routed by POST takes an idempotency key, on every door (tools/idempotency).
-	idem, err := idempotency.NewService(idempotency.Config{SealKey: derive(serverSecret, "switchboard idempotency answers v1")}, d)
+	// Their answers are sealed under the master key (admin reseal moves them); the server
+	// secret's key only opens what earlier releases sealed.
+	idem, err := idempotency.NewService(idempotency.Config{Sealer: sealer, LegacyKey: derive(serverSecret, "switchboard idempotency answers v1")}, d)
 	if err != nil {
 		return nil, err
 	}
@@ -508,7 +510,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 		})
 	}
 	admin := &Admin{store: st, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, ring: ring, sealer: sealer,
-		onboarding: ob, apiKeys: keySvc, policies: policySvc}
+		onboarding: ob, apiKeys: keySvc, policies: policySvc, idempotency: idem}
 	return &App{cfg: cfg, log: log, store: st, kernel: kernel, handler: closeWhenDraining(handler, draining), metrics: mx.Handler(), signingKey: signingKey,
 		ring: ring, partners: partnerSvc, billing: billSvc, dispatch: dispatchSvc, payments: paySvc, webhooks: hooks, admin: admin,
 		redis: rdb, stop: stop, draining: draining, endAsks: endAsks}, nil

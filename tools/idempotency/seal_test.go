@@ -103,7 +103,7 @@ func TestAnAnswerIsSealedUnderTheMasterKey(t *testing.T) {
 	})
 }
 
-// An answer an earlier release sealed with the server secret's key (master_key_id ”) still
+// An answer an earlier release sealed with the server secret's key (an empty master_key_id) still
 // answers its retries, and the re-seal moves it under the master key: then it opens without
 // the server secret's key.
 func TestALegacyAnswerMovesUnderTheMasterKey(t *testing.T) {

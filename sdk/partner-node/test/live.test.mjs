@@ -133,7 +133,9 @@ test("Hono passes test-endpoint", async () => {
   // The middleware read the body (bounded); the handler can still read it.
   app.post("/rest", honoMiddleware(verifier), async (c) => c.json({ success: true, result: { user: c.get("switchboard").userId, sameBody: (await c.req.json()).requestId === c.get("switchboard").requestId } }));
   const port = await freePort();
-  const srv = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });
+  // serve listens asynchronously: wait for it (on Node 20 the first call otherwise found the port closed).
+  let srv;
+  await new Promise((r) => { srv = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, r); });
   closers.push(() => new Promise((r) => srv.close(r)));
   const t = await api("POST", "/v1/partner/test-endpoint", { toolEndpoint: `http://127.0.0.1:${port}/rest` });
   assertPasses(t, "hono");

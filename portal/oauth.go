@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,7 @@ type consentData struct {
 	LocalOnly       bool
 	Params          map[string]string
 	Scopes, Chosen  []string
+	Requested       []string // the known scopes the client asked for, ticked or not
 	Spend, MaxSpend string
 	Rate            string // as typed, kept after an error
 	MaxRate         int
@@ -124,15 +126,14 @@ func (p *portal) consentData(req *oauth.Request, q url.Values, pr *tools.Princip
 			params[k] = v
 		}
 	}
+	var requested []string
+	for _, s := range req.Scopes {
+		if tools.Scope(s).Known() {
+			requested = append(requested, s)
+		}
+	}
 	if chosen == nil {
-		for _, s := range req.Scopes {
-			if tools.Scope(s).Known() {
-				chosen = append(chosen, s)
-			}
-		}
-		if len(chosen) == 0 {
-			chosen = []string{string(tools.ScopeRead), string(tools.ScopePartner)}
-		}
+		chosen = leastPrivilege(requested)
 	}
 	host := req.RedirectURI
 	if u, err := url.Parse(req.RedirectURI); err == nil && u.Host != "" {
@@ -145,9 +146,28 @@ func (p *portal) consentData(req *oauth.Request, q url.Values, pr *tools.Princip
 		}
 	}
 	return consentData{ClientName: req.Client.Name, RedirectHost: host, ClientDomain: oauth.ClientDomain(req.Client.ID), LocalOnly: local,
-		Params: params, Scopes: tools.ScopeNames(), Chosen: chosen,
+		Params: params, Scopes: tools.ScopeNames(), Chosen: chosen, Requested: requested,
 		Spend: tools.USD(min(p.o.Ceiling.SpendMicro, 10_000_000)).String(), MaxSpend: tools.USD(pr.SpendLimitMicro).String(),
 		Rate: strconv.Itoa(min(30, pr.RateLimitPerMinute)), MaxRate: pr.RateLimitPerMinute}
+}
+
+// leastPrivilege is what the consent form ticks before the human chooses: of the scopes the
+// client asked for, only the ones that move no money and change nothing (read, partner);
+// read and partner when it asked for none of them. Every client here registered itself (DCR)
+// or names itself by a metadata document, so what it asks for is its own claim: a write
+// scope (swap, send, wallet, publish, ...) is ticked by the human, never by default.
+func leastPrivilege(requested []string) []string {
+	safe := []string{string(tools.ScopeRead), string(tools.ScopePartner)}
+	var out []string
+	for _, s := range safe {
+		if slices.Contains(requested, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return safe
+	}
+	return out
 }
 
 // redirectWith sends the browser back to the client with the answer and its state.

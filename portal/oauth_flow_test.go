@@ -354,3 +354,74 @@ func TestMCPAuthorization(t *testing.T) {
 		})
 	}
 }
+
+// tickedScopes returns the scopes the consent form ticks, and those it marks "(asked for)".
+func tickedScopes(page string) (ticked, askedFor []string) {
+	for _, s := range tools.ScopeNames() {
+		i := strings.Index(page, `name="scopes" value="`+s+`"`)
+		if i < 0 {
+			continue
+		}
+		label := page[i:]
+		label = label[:strings.Index(label, "</label>")]
+		if strings.Contains(label, `" checked>`) {
+			ticked = append(ticked, s)
+		}
+		if strings.Contains(label, "(asked for)") {
+			askedFor = append(askedFor, s)
+		}
+	}
+	return ticked, askedFor
+}
+
+// Issue 46 item 7: a self-registered client's consent opens at least privilege. Whatever it
+// asks for, only read and partner are ticked (of those it asked for); every write scope it
+// asked for is shown unticked, marked "(asked for)", for the human to tick by choice; and
+// allowing the form as it opens grants read and partner only.
+func TestConsentTicksLeastPrivilege(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	_, reg := register(t, env, map[string]any{"client_name": "Greedy Host", "redirect_uris": []string{"http://127.0.0.1:5555/callback"}})
+	c := &oauthClient{t: t, env: env, id: reg["client_id"].(string), redirect: "http://127.0.0.1:5555/callback"}
+	h := newHuman(t, env)
+	noFollow(h)
+	h.signIn("least@example.com")
+	verifier, challenge := pkce("l")
+	every := strings.Join(tools.ScopeNames(), " ")
+	for _, tc := range []struct {
+		scope            string
+		ticked, askedFor string
+	}{
+		{every, "[read partner]", "[quote swap bridge send wallet publish]"},
+		{"", "[read partner]", "[]"},
+		{"read swap", "[read]", "[swap]"},
+		{"publish", "[read partner]", "[publish]"},
+		{"partner send", "[partner]", "[send]"},
+	} {
+		st, page := h.get(c.authorizeURL(challenge, url.Values{"scope": {tc.scope}}))
+		ticked, askedFor := tickedScopes(page)
+		if st != 200 || fmt.Sprint(ticked) != tc.ticked || fmt.Sprint(askedFor) != tc.askedFor {
+			t.Errorf("scope %q: %d ticked %v, asked for %v; want ticked %s, asked for %s", tc.scope, st, ticked, askedFor, tc.ticked, tc.askedFor)
+		}
+	}
+
+	// Allowed as it opens (the ticked boxes are what the browser sends): read and partner.
+	h.get(c.authorizeURL(challenge, url.Values{"scope": {every}}))
+	ticked, _ := tickedScopes(h.last)
+	back := h.consent(c.authorizeURL(challenge, url.Values{"scope": {every}}), url.Values{"decision": {"allow"}, "scopes": ticked})
+	st, tok := c.token(url.Values{"grant_type": {"authorization_code"}, "code": {back.Query().Get("code")}, "client_id": {c.id}, "redirect_uri": {c.redirect},
+		"code_verifier": {verifier}, "resource": {env.URL + "/mcp"}})
+	if st != 200 || tok["access_token"] == nil {
+		t.Fatalf("exchange: %d %v", st, tok)
+	}
+	if out, e := apptest.CallTool(t, env.MCP(t, tok["access_token"].(string)), "account_get", nil); e != nil || fmt.Sprint(out["scopes"]) != "[read partner]" {
+		t.Fatalf("the grant's scopes: %v %v", out, e)
+	}
+	// A write scope the human ticks is granted.
+	v2, c2 := pkce("w")
+	back = h.consent(c.authorizeURL(c2, url.Values{"scope": {every}}), url.Values{"decision": {"allow"}, "scopes": {"read", "partner", "swap"}})
+	_, tok = c.token(url.Values{"grant_type": {"authorization_code"}, "code": {back.Query().Get("code")}, "client_id": {c.id}, "redirect_uri": {c.redirect},
+		"code_verifier": {v2}, "resource": {env.URL + "/mcp"}})
+	if out, e := apptest.CallTool(t, env.MCP(t, tok["access_token"].(string)), "account_get", nil); e != nil || fmt.Sprint(out["scopes"]) != "[read partner swap]" {
+		t.Fatalf("the grant's scopes, swap ticked: %v %v", out, e)
+	}
+}

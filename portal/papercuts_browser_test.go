@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"bytes"
+	"fmt"
 	"html"
 	"os"
 	"os/exec"
@@ -79,11 +80,17 @@ func signIn(t *testing.T, env *apptest.Env, do func(string, ...chromedp.Action[c
 
 // At 390 px (a phone) every entry of the portal's navigation is on the screen and is what a
 // tap at its centre reaches: none is cut off, hidden in a scroll with no cue, or covered.
-func TestNavigationAt390px(t *testing.T) {
+func TestNavigationAt390px(t *testing.T) { testNavigationAt(t, 390, 844) }
+
+// Issue 46 item 7: at 1280 px (a laptop) too, signed in or out, every entry is in view; the
+// one-row header hid five in a sideways scroll.
+func TestNavigationAt1280px(t *testing.T) { testNavigationAt(t, 1280, 800) }
+
+func testNavigationAt(t *testing.T, width, height int64) {
 	env := apptest.Start(t, apptest.Options{})
 	ctx := browser(t)
 	do, _ := steps(t, ctx)
-	do("phone width", chromedp.EmulateViewport(390, 844))
+	do(fmt.Sprintf("%d px wide", width), chromedp.EmulateViewport(width, height))
 	check := func(what string) {
 		t.Helper()
 		hidden, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
@@ -102,7 +109,7 @@ func TestNavigationAt390px(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(hidden) > 0 {
-			t.Errorf("%s at 390 px: nav entries out of reach: %v", what, hidden)
+			t.Errorf("%s at %d px: nav entries out of reach: %v", what, width, hidden)
 		}
 	}
 	do("signed out", chromedp.Navigate(env.URL+"/marketplace"), chromedp.WaitVisible(chromedp.CSS(`header nav`)))
@@ -114,7 +121,7 @@ func TestNavigationAt390px(t *testing.T) {
 		t.Fatalf("the signed-in navigation has %d entries (%v)", n, err)
 	}
 	check("signed in")
-	screenshot(t, ctx, "nav-390")
+	screenshot(t, ctx, fmt.Sprintf("nav-%d", width))
 }
 
 // The key form opens with read ticked, so naming the key and submitting issues it.

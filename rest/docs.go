@@ -65,6 +65,7 @@ func llmsTxt(o Docs) string {
 // the MCP tools publish.
 func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 	paths := map[string]map[string]any{}
+	tagsUsed := map[string]bool{}
 	for _, rt := range Routes {
 		t := k.Tool(rt.Tool)
 		if t == nil {
@@ -78,10 +79,15 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 		if err := json.Unmarshal(t.OutputSchema, &out); err != nil {
 			return nil, err
 		}
+		withArrayItems(in)
+		withArrayItems(out)
+		tag := string(t.Toolset())
+		tagsUsed[tag] = true
 		op := map[string]any{
 			"operationId": t.Name,
 			"summary":     t.Title,
 			"description": t.Description,
+			"tags":        []any{tag},
 			"x-mcp-tool":  t.Name,
 		}
 		var params []any
@@ -137,6 +143,12 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 	if o.TestBaseURL != "" && o.TestBaseURL != o.BaseURL {
 		servers = append(servers, map[string]any{"url": o.TestBaseURL, "description": "test environment: its own data and keys, no real users or funds"})
 	}
+	var tags []any
+	for _, ts := range tools.Toolsets() {
+		if tagsUsed[string(ts)] {
+			tags = append(tags, map[string]any{"name": string(ts), "description": toolsetTags[ts]})
+		}
+	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
@@ -146,6 +158,7 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 			"license":     map[string]any{"name": "Proprietary (all rights reserved)"},
 		},
 		"servers": servers,
+		"tags":    tags,
 		"paths":   paths,
 		"components": map[string]any{
 			"securitySchemes": map[string]any{
@@ -157,6 +170,53 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 		"security": []any{map[string]any{"apiKey": []any{}}, map[string]any{"bearer": []any{}}},
 	}
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// toolsetTags describe the OpenAPI tags: each operation is tagged with its tool's MCP
+// toolset, so the REST reference groups the operations as a host narrows tools/list.
+var toolsetTags = map[tools.Toolset]string{
+	tools.ToolsetOnboarding: "No key needed: sign up and verify an e-mail address to get an API key",
+	tools.ToolsetAgent:      "An agent's key: account, keys, look-ups, discovery, invoking partners, wallets",
+	tools.ToolsetPartner:    "A partner's key (scope publish): publishing, testing and running intents, receipts, earnings",
+	tools.ToolsetOwner:      "The account owner's controls: spend policies and approvals",
+}
+
+// Keywords whose values are schemas, by shape (as tools' own schema walk has them).
+var (
+	subschemaOne   = []string{"items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames", "unevaluatedItems", "unevaluatedProperties"}
+	subschemaMaps  = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+	subschemaLists = []string{"anyOf", "oneOf", "allOf", "prefixItems"}
+)
+
+// withArrayItems gives every array schema without items (the array branch of an any-JSON
+// union) an explicit "items": {} (any item), the same meaning in JSON Schema, which OpenAPI
+// linters require (Spectral's array-items). The MCP tools keep their schemas as they are:
+// strict MCP clients want a type on every schema, and {} has none.
+func withArrayItems(s any) {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return
+	}
+	if m["type"] == "array" && m["items"] == nil && m["prefixItems"] == nil {
+		m["items"] = map[string]any{}
+	}
+	for _, k := range subschemaOne {
+		withArrayItems(m[k])
+	}
+	for _, k := range subschemaMaps {
+		if sub, ok := m[k].(map[string]any); ok {
+			for _, v := range sub {
+				withArrayItems(v)
+			}
+		}
+	}
+	for _, k := range subschemaLists {
+		if list, ok := m[k].([]any); ok {
+			for _, v := range list {
+				withArrayItems(v)
+			}
+		}
+	}
 }
 
 // errorResponses documents every error an operation can answer, by HTTP status, each with

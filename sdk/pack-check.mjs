@@ -82,7 +82,9 @@ void e; void s;
     assert.equal(t.roundTrip?.verdict, "OK", JSON.stringify(t));
     assert.equal(t.probe.verdict, "PASS", JSON.stringify(t.probe));
     assert.deepEqual(t.roundTrip.response.result, { answer: "You asked: packed" });
-    console.log("@switchboard-hq/partner: README quickstart from the installed tarball passes test-endpoint");
+    // and every check of the battery (a 2 MiB body 413, text/plain 415, ...), not only the probe
+    assert.deepEqual(t.checks.filter((c) => c.verdict !== "PASS"), [], "the battery");
+    console.log(`@switchboard-hq/partner: README quickstart from the installed tarball passes test-endpoint (${t.checks.length} battery checks PASS)`);
   } finally {
     p.child.kill();
     await p.exited;

@@ -121,17 +121,28 @@ func TestTheQuickstartCertificateAndOneLogLinePerCall(t *testing.T) {
 		t.Fatal("the README has no partner-tls block")
 	}
 	line, _, _ := strings.Cut(block, "\n")
-	if !strings.HasPrefix(line, "openssl req ") {
+	if !strings.Contains(line, "openssl req ") {
 		t.Fatalf("the partner quickstart's first line makes no certificate: %q", line)
 	}
 	if docs, err := os.ReadFile("../../docs/partners.md"); err != nil || !strings.Contains(string(docs), line) {
 		t.Fatalf("docs/partners.md does not show the README's certificate line (%v)", err)
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("bash", "-euc", line)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", line, err, out)
+	// Run where a checkout would be, with the temporary directory elsewhere: the key and the
+	// certificate land in $tls, a fresh directory under TMPDIR, and nothing in the checkout.
+	checkout, tmp := t.TempDir(), t.TempDir()
+	cmd := exec.Command("bash", "-euc", line+"\nprintf %s \"$tls\"")
+	cmd.Dir = checkout
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	made, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, made)
+	}
+	if left, _ := os.ReadDir(checkout); len(left) != 0 {
+		t.Fatalf("the certificate line wrote %d files into the directory it ran in: %v", len(left), left)
+	}
+	dir := strings.TrimSpace(string(made))
+	if filepath.Dir(dir) != tmp {
+		t.Fatalf("$tls is %q, want a new directory under TMPDIR %s", dir, tmp)
 	}
 	certPEM, err := os.ReadFile(filepath.Join(dir, "cert.pem"))
 	if err != nil {

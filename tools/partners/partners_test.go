@@ -394,14 +394,28 @@ func TestSSRFAtPublish(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			e := newEnv(t, envOptions{strict: true, resolver: dns})
 			_, key := e.account(t)
-			for i, endpoint := range []string{
-				"https://127.0.0.1/tool", "https://10.1.2.3/tool", "https://169.254.169.254/latest/meta-data",
-				"https://[fd00::1]/tool", "https://loopback.example/tool", "http://partner.example/tool",
+			// Issue 46 item 7: an address on the partner's own machine or network is told how to
+			// develop against it (its own server with SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS, development
+			// only); a metadata service, a documentation address and plain http are not.
+			const hint = "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true: development only"
+			for i, tc := range []struct {
+				endpoint string
+				hinted   bool
+			}{
+				{"https://127.0.0.1/tool", true}, {"https://10.1.2.3/tool", true}, {"https://192.168.1.20:8443/tool", true},
+				{"https://[fd00::1]/tool", true}, {"https://[::1]/tool", true}, {"https://loopback.example/tool", true},
+				{"https://169.254.169.254/latest/meta-data", false}, {"https://192.0.2.1/tool", false}, {"http://partner.example/tool", false},
 			} {
-				out, err := e.call(t, d, key, "partner_publish_intent", intent(fmt.Sprintf("@ssrf-%d", i), endpoint))
-				mustErr(t, out, err, tools.CodeBadInput, "toolEndpoint")
-				out, err = e.call(t, d, key, "partner_test_endpoint", map[string]any{"toolEndpoint": endpoint})
-				mustErr(t, out, err, tools.CodeBadInput, "toolEndpoint")
+				for _, tool := range []string{"partner_publish_intent", "partner_test_endpoint"} {
+					args := map[string]any{"toolEndpoint": tc.endpoint}
+					if tool == "partner_publish_intent" {
+						args = intent(fmt.Sprintf("@ssrf-%d", i), tc.endpoint)
+					}
+					out, err := e.call(t, d, key, tool, args)
+					if err := mustErr(t, out, err, tools.CodeBadInput, "toolEndpoint"); strings.Contains(err.Message, hint) != tc.hinted {
+						t.Errorf("%s %s: %q; want the development hint: %v", tool, tc.endpoint, err.Message, tc.hinted)
+					}
+				}
 			}
 			e.ok(t, d, key, "partner_publish_intent", intent("@ssrf-ok", "https://partner.example/tool"))
 		})

@@ -79,12 +79,26 @@ func text(field, s string, max int, multiline bool) (string, *Problem) {
 	return s, nil
 }
 
+// LocalEndpointsHint is told to a partner whose endpoint is on this computer or its network:
+// the way to develop against it is a Switchboard of one's own with the setting on.
+const LocalEndpointsHint = "to develop against a partner on your own machine or network, run your own Switchboard (switchboard serve) " +
+	"with SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS=true: development only, a production server refuses to start with it"
+
+// localReasons are the refused ranges a partner in development plausibly sits in (its own
+// machine, a LAN, a VPN such as Tailscale's CGNAT range); a metadata service, documentation
+// or multicast address gets no such hint.
+var localReasons = map[string]bool{"loopback": true, "private": true, "unique local (IPv6 private)": true,
+	"link-local": true, "carrier-grade NAT (shared)": true, "unspecified (this network)": true, "unspecified": true}
+
 // Endpoint checks a toolEndpoint: https, a public host (unless the development setting is
 // on). The message says what to fix.
 func (v *Validator) Endpoint(ctx context.Context, raw string) *Problem {
 	if _, err := v.guard.CheckURL(ctx, raw); err != nil {
 		var ue *outbound.URLError
+		var be *outbound.BlockedError
 		switch {
+		case errors.As(err, &be) && localReasons[be.Reason]:
+			return &Problem{"toolEndpoint", err.Error() + "; " + LocalEndpointsHint}
 		case errors.As(err, &ue), outbound.IsBlocked(err):
 			return &Problem{"toolEndpoint", err.Error()}
 		default:

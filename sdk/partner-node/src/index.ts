@@ -20,6 +20,10 @@ export const KEY_SET_PATH = "/.well-known/service-keys";
 const STALE_RETRY_MS = 60 * 1000; // between refresh attempts while a stale key serves
 const MISSING_RETRY_MS = 5 * 1000; // between fetches while no key is known (forged floods)
 const MAX_BODY = 1 << 20;
+// Past MAX_BODY a body is still read (and dropped) up to DRAIN_LIMIT, so the 413 reaches a
+// client that is still sending instead of a connection reset; further than that the 413 goes
+// at once and the connection is closed (a sender that far over is not worth the bandwidth).
+const DRAIN_LIMIT = 16 << 20;
 
 /** The request envelope a partner receives (REST body; MCP_HTTP headers + args). */
 export interface Envelope {
@@ -40,11 +44,27 @@ export interface WebhookEvent {
   data: Record<string, unknown>;
 }
 
-/** A refused call, with the HTTP status to answer (400, 401, 413, 503) and the failure code. */
+/** A refused call, with the HTTP status to answer (400, 401, 413, 415, 503) and the failure code. */
 export class VerificationError extends Error {
   override readonly name = "VerificationError";
-  constructor(readonly status: number, readonly code: string, message: string) {
+  /** closeConnection: answer with `Connection: close` (a body far over the limit was left unread). */
+  constructor(readonly status: number, readonly code: string, message: string, readonly closeConnection = false) {
     super(message);
+  }
+}
+
+const tooLarge = (close = false) => new VerificationError(413, "PAYLOAD_TOO_LARGE", "request body is over 1 MiB: Switchboard's calls are smaller", close);
+
+/**
+ * checkContentType refuses a body that is not application/json with 415 (what the service's
+ * battery and `switchboard partner check` want; Switchboard always sends application/json).
+ * A request without a Content-Type is let through to the JSON parse.
+ */
+export function checkContentType(headers?: HeadersLike): void {
+  const ct = headerValues(headers, "content-type")[0];
+  if (ct === undefined || ct === "") return;
+  if (ct.split(";")[0]!.trim().toLowerCase() !== "application/json") {
+    throw new VerificationError(415, "UNSUPPORTED_MEDIA_TYPE", `send the envelope as application/json, not ${ct.split(";")[0]!.trim()}`);
   }
 }
 
@@ -426,32 +446,71 @@ export class Dedupe {
   }
 }
 
+function declaredLength(v: string | null | undefined): number | undefined {
+  return v !== null && v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
+}
+
+/**
+ * readBody reads a node:http body of at most 1 MiB. A longer one is read to its end and
+ * dropped, then refused 413, so the client reads the answer instead of a connection reset;
+ * past DRAIN_LIMIT (or declared so) it is refused at once with the connection closed.
+ */
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    const declared = declaredLength(headerValues(req.headers, "content-length")[0]);
+    if (declared !== undefined && declared > DRAIN_LIMIT) return reject(tooLarge(true));
     const chunks: Buffer[] = [];
     let size = 0;
+    let done = false;
+    const finish = (err?: unknown) => {
+      if (done) return;
+      done = true;
+      if (err) reject(err);
+      else if (size > MAX_BODY) reject(tooLarge());
+      else resolve(Buffer.concat(chunks));
+    };
     req.on("data", (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) {
-        reject(new VerificationError(413, "PAYLOAD_TOO_LARGE", "request body is over 1 MiB"));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
+      if (size > DRAIN_LIMIT) return finish(tooLarge(true)); // the rest is not waited for
+      if (size <= MAX_BODY) chunks.push(c);
+      else chunks.length = 0;
     });
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
+    req.on("end", () => finish());
+    req.on("error", finish);
   });
 }
 
-function send(res: ServerResponse, status: number, body: unknown) {
+/** readStream is readBody for a fetch Request's body (Hono): the same limits. */
+async function readStream(raw: Request): Promise<Uint8Array> {
+  const declared = declaredLength(raw.headers.get("content-length"));
+  if (declared !== undefined && declared > DRAIN_LIMIT) throw tooLarge(true);
+  if (!raw.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = raw.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > DRAIN_LIMIT) {
+      await reader.cancel();
+      throw tooLarge(true);
+    }
+    if (size <= MAX_BODY) chunks.push(value);
+    else chunks.length = 0;
+  }
+  if (size > MAX_BODY) throw tooLarge();
+  return Buffer.concat(chunks);
+}
+
+function send(res: ServerResponse, status: number, body: unknown, close = false) {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...(close ? { connection: "close" } : {}) });
   res.end(text);
 }
 
 function refuse(res: ServerResponse, err: unknown) {
-  if (err instanceof VerificationError) send(res, err.status, failure(err.code, err.message));
+  if (err instanceof VerificationError) send(res, err.status, failure(err.code, err.message), err.closeConnection);
   else send(res, 500, failure("INTERNAL", "internal error"));
 }
 
@@ -493,6 +552,7 @@ export function partnerHandler(verifier: Verifier, handler: Handler, options: Pa
     }
     let env: Envelope;
     try {
+      checkContentType(req.headers);
       env = await verifier.verify(await readBody(req), req.headers);
     } catch (err) {
       log?.(`switchboard call refused requestId=${headerOf(req, "x-service-request-id")} ${err instanceof VerificationError ? `${err.status} ${err.code}` : "500 INTERNAL"}`);
@@ -518,6 +578,7 @@ function headerOf(req: IncomingMessage, name: string): string {
 export function nodeMiddleware(verifier: Verifier) {
   return async (req: VerifiedRequest, res: ServerResponse, next: (err?: unknown) => void) => {
     try {
+      checkContentType(req.headers);
       const parsed = req.body;
       const body = parsed !== undefined && (typeof parsed === "string" || parsed instanceof Uint8Array || (typeof parsed === "object" && parsed !== null && Object.keys(parsed).length > 0))
         ? (parsed as string | Uint8Array | Record<string, unknown>)
@@ -539,7 +600,7 @@ export const expressMiddleware = nodeMiddleware;
 
 /** The part of a Hono context the middleware uses (no import of hono). */
 interface HonoContextLike {
-  req: { text(): Promise<string>; raw: Request };
+  req: { raw: Request };
   set(key: "switchboard", value: Envelope): void;
   json(body: unknown, status?: number): Response;
 }
@@ -551,9 +612,17 @@ interface HonoContextLike {
 export function honoMiddleware(verifier: Verifier) {
   return async (c: HonoContextLike, next: () => Promise<void>): Promise<Response | void> => {
     try {
-      c.set("switchboard", await verifier.verify(await c.req.text(), c.req.raw.headers));
+      checkContentType(c.req.raw.headers);
+      const body = await readStream(c.req.raw);
+      // The body is read here, bounded; the handler reads it again (c.req.json()) from a copy.
+      c.req.raw = new Request(c.req.raw, { body });
+      c.set("switchboard", await verifier.verify(body, c.req.raw.headers));
     } catch (err) {
-      if (err instanceof VerificationError) return c.json(failure(err.code, err.message), err.status);
+      if (err instanceof VerificationError) {
+        const r = c.json(failure(err.code, err.message), err.status);
+        if (err.closeConnection) r.headers.set("connection", "close");
+        return r;
+      }
       return c.json(failure("INTERNAL", "internal error"), 500);
     }
     await next();

@@ -51,10 +51,20 @@ async function listen(handler) {
   return `http://127.0.0.1:${port}`;
 }
 
+// assertPasses checks a test-endpoint report: round trip OK, probe PASS and, for REST, every
+// check of the battery (the same as `switchboard partner check`) PASS, WARN included: the kit
+// answers each the way the service wants, a 2 MiB body with 413 and text/plain with 415.
 function assertPasses(t, what) {
   assert.equal(t.roundTrip.verdict, "OK", `${what}: ${JSON.stringify(t.roundTrip)}`);
   assert.equal(t.probe.verdict, "PASS", `${what}: ${JSON.stringify(t.probe)}`);
   assert.equal(t.readyToActivate, true);
+  if (t.target.bindingType !== "REST") return;
+  assert.equal(t.checks.length, 9, `${what}: ${JSON.stringify(t.checks)}`);
+  const notPassed = t.checks.filter((c) => c.verdict !== "PASS");
+  assert.deepEqual(notPassed, [], `${what}: the battery`);
+  const status = Object.fromEntries(t.checks.map((c) => [c.name, c.status]));
+  assert.equal(status["2 MiB body"], 413, what);
+  assert.equal(status["Content-Type text/plain"], 415, what);
 }
 
 test("the README quickstart partner passes test-endpoint, activates, answers an invocation, is paid its quoted rate and logs each call", async () => {
@@ -93,10 +103,15 @@ test("the README quickstart partner passes test-endpoint, activates, answers an 
   await assert.rejects(verifier.verifyReceipt({ ...inv.receipt, receipt: { ...inv.receipt.receipt, charges: { ...inv.receipt.receipt.charges, totalMicro: 1 } } }), /does not verify/);
   // A GET is not how Switchboard calls: refused, as is an unsigned POST.
   assert.equal((await fetch(url)).status, 405);
-  assert.equal((await fetch(url, { method: "POST", body: "{}", headers: { "x-service-request-id": "forged-1" } })).status, 401);
-  // The child's log reaches us through a pipe: give the line a moment to arrive.
-  for (let i = 0; i < 40 && !/requestId=forged-1/.test(p.output()); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal((await fetch(url, { method: "POST", body: "{}", headers: { "content-type": "application/json", "x-service-request-id": "forged-1" } })).status, 401);
+  // fetch sends a string body as text/plain: refused 415, before any JSON is read.
+  const plain = await fetch(url, { method: "POST", body: "{}", headers: { "x-service-request-id": "plain-1" } });
+  assert.equal(plain.status, 415);
+  assert.equal((await plain.json()).error.code, "UNSUPPORTED_MEDIA_TYPE");
+  // The child's log reaches us through a pipe: give the lines a moment to arrive.
+  for (let i = 0; i < 40 && !/requestId=plain-1/.test(p.output()); i++) await new Promise((r) => setTimeout(r, 50));
   assert.match(p.output(), /switchboard call refused requestId=forged-1 401/);
+  assert.match(p.output(), /switchboard call refused requestId=plain-1 415 UNSUPPORTED_MEDIA_TYPE/);
 });
 
 test("Express, with and without express.json(), passes test-endpoint", async () => {
@@ -115,13 +130,17 @@ test("Express, with and without express.json(), passes test-endpoint", async () 
 test("Hono passes test-endpoint", async () => {
   const verifier = createVerifier({ serviceUrl: server.url });
   const app = new Hono();
-  app.post("/rest", honoMiddleware(verifier), (c) => c.json({ success: true, result: { user: c.get("switchboard").userId } }));
+  // The middleware read the body (bounded); the handler can still read it.
+  app.post("/rest", honoMiddleware(verifier), async (c) => c.json({ success: true, result: { user: c.get("switchboard").userId, sameBody: (await c.req.json()).requestId === c.get("switchboard").requestId } }));
   const port = await freePort();
-  const srv = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });
+  // serve listens asynchronously: wait for it (on Node 20 the first call otherwise found the port closed).
+  let srv;
+  await new Promise((r) => { srv = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, r); });
   closers.push(() => new Promise((r) => srv.close(r)));
   const t = await api("POST", "/v1/partner/test-endpoint", { toolEndpoint: `http://127.0.0.1:${port}/rest` });
   assertPasses(t, "hono");
   assert.match(t.roundTrip.response.result.user, /^u_/);
+  assert.equal(t.roundTrip.response.result.sameBody, true);
 });
 
 test("an MCP_HTTP partner on the official MCP SDK passes test-endpoint", async () => {

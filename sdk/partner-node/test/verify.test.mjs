@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { createPrivateKey, generateKeyPairSync, sign } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { canonicalize, Verifier, VerificationError, Dedupe } from "../dist/index.js";
+import { canonicalize, Verifier, VerificationError, Dedupe, partnerHandler, checkContentType } from "../dist/index.js";
+import { Agent, request } from "node:http";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../testdata/signing/vectors.json", import.meta.url), "utf8"));
 const envelopes = vectors.vectors.filter((v) => v.envelope);
@@ -244,4 +245,61 @@ test("the key set carries a verifier through a key rotation", async () => {
   await v.verifyReceipt(receipt(prev));
   await assert.rejects(v.verifyReceipt(receipt(stranger)), VerificationError);
   assert.equal(fetches, 1, "one fetch of the set served every check");
+});
+
+// post sends body to url on agent and resolves to the status, the parsed answer, its
+// Connection header and whether the request went out on a socket an earlier one used.
+function post(url, agent, body, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: "POST", agent, headers: { "content-type": "application/json", ...headers } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (d) => (text += d)).on("end", () =>
+        resolve({ status: res.statusCode, body: JSON.parse(text), connection: res.headers.connection, reused: req.reusedSocket }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+test("partnerHandler answers a body over 1 MiB with 413 on a connection it keeps, and text/plain with 415", async () => {
+  const env = envelopes[0].envelope;
+  const verifier = new Verifier({ publicKey: vectors.publicKeyPem, now: () => env.timestamp });
+  const srv = createServer(partnerHandler(verifier, () => ({ ok: true }), { feeRate: 0, log: false }));
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${srv.address().port}/`;
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const ok = await post(url, agent, JSON.stringify(env));
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    // 2 MiB: read to the end and refused in the failure envelope, the connection kept (the
+    // next request reuses its socket), as the battery's "2 MiB body" check wants.
+    const big = await post(url, agent, JSON.stringify({ ...env, args: { query: "a".repeat(2 << 20) } }));
+    assert.deepEqual([big.status, big.body.error.code, big.reused], [413, "PAYLOAD_TOO_LARGE", true]);
+    const after = await post(url, agent, JSON.stringify(env));
+    assert.deepEqual([after.status, after.reused], [200, true]);
+    // text/plain (and any non-JSON type) is 415; a charset parameter on application/json is fine.
+    const plain = await post(url, agent, JSON.stringify(env), { "content-type": "text/plain" });
+    assert.deepEqual([plain.status, plain.body.error.code], [415, "UNSUPPORTED_MEDIA_TYPE"]);
+    assert.equal((await post(url, agent, JSON.stringify(env), { "content-type": "Application/JSON; charset=utf-8" })).status, 200);
+    // Declared far over the limit: refused before it is read, and the connection closed.
+    const huge = await new Promise((resolve, reject) => {
+      const req = request(url, { method: "POST", headers: { "content-type": "application/json", "content-length": String(64 << 20) } }, (res) => {
+        res.resume().on("end", () => resolve({ status: res.statusCode, connection: res.headers.connection }));
+      });
+      req.on("error", reject);
+      req.write("{");
+    });
+    assert.deepEqual(huge, { status: 413, connection: "close" });
+  } finally {
+    agent.destroy();
+    srv.closeAllConnections();
+    await new Promise((r) => srv.close(r));
+  }
+});
+
+test("checkContentType lets application/json and no Content-Type through", () => {
+  for (const ct of [undefined, "application/json", "application/json; charset=utf-8", " APPLICATION/JSON "]) checkContentType(ct === undefined ? {} : { "content-type": ct });
+  for (const ct of ["text/plain", "application/x-www-form-urlencoded", "application/jsonx", "multipart/form-data; boundary=x"]) {
+    assert.throws(() => checkContentType(new Headers({ "content-type": ct })), (e) => e instanceof VerificationError && e.status === 415, ct);
+  }
 });

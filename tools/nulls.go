@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -376,4 +377,27 @@ func answerFiller[Out any]() func(Out) Out {
 		}
 		return v.Interface().(Out)
 	}
+}
+
+// CheckingAnswers returns copies of list whose every answer (not an error) is checked
+// against its tool's output schema as the doors will write it; report is called with each
+// that breaks it. Tests run the whole service this way (apptest), so every call a test makes
+// checks what a strict client (the TypeScript MCP SDK) would check.
+func CheckingAnswers(list []*Tool, report func(tool string, err error)) []*Tool {
+	out := make([]*Tool, len(list))
+	for i, t := range list {
+		w := *t
+		run := t.run
+		w.run = func(ctx context.Context, c *Caller, args []byte) (any, error) {
+			answer, err := run(ctx, c, args)
+			if err == nil {
+				if verr := t.ValidateOutput(answer); verr != nil {
+					report(t.Name, verr)
+				}
+			}
+			return answer, err
+		}
+		out[i] = &w
+	}
+	return out
 }

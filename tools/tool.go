@@ -244,6 +244,11 @@ func schemaFor(t reflect.Type, name string) (json.RawMessage, *jsonschema.Schema
 	if raw, err = strictSchema(raw); err != nil {
 		return nil, nil, fmt.Errorf("%s %w", name, err)
 	}
+	if name == "output" {
+		if raw, err = describeOnce(raw); err != nil {
+			return nil, nil, fmt.Errorf("%s schema: %w", name, err)
+		}
+	}
 	compiled, err := CompileSchema(raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("compile %s schema: %w", name, err)

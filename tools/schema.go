@@ -135,16 +135,21 @@ func normalize(s any) any {
 }
 
 // foldNullable turns invopop's {"oneOf": [X, {"type":"null"}]} into the anyOf strict clients
-// accept (null matches only its own branch, so the meaning is the same).
+// accept (null matches only its own branch, so the meaning is the same). X's description
+// moves beside the anyOf, where readers of the field (generated types, hosts) look for it.
 func foldNullable(m map[string]any) {
 	branches, ok := m["oneOf"].([]any)
 	if !ok || len(branches) != 2 {
 		return
 	}
-	for _, b := range branches {
+	for i, b := range branches {
 		if bm, _ := b.(map[string]any); len(bm) == 1 && bm["type"] == "null" {
 			delete(m, "oneOf")
 			m["anyOf"] = branches
+			if x, _ := branches[1-i].(map[string]any); x != nil && x["description"] != nil && m["description"] == nil {
+				m["description"] = x["description"]
+				delete(x, "description")
+			}
 			return
 		}
 	}

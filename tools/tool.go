@@ -203,6 +203,7 @@ func New[In, Out any](def Def, h Handler[In, Out]) *Tool {
 	if t.OutputSchema, t.output, err = schemaFor(reflect.TypeFor[Out](), "output"); err != nil {
 		panic(fmt.Sprintf("tool %s: %v", def.Name, err))
 	}
+	filled := answerFiller[Out]() // no list in an answer is null (nulls.go)
 	t.run = func(ctx context.Context, c *Caller, args []byte) (any, error) {
 		var in In
 		dec := json.NewDecoder(bytes.NewReader(args))
@@ -210,12 +211,16 @@ func New[In, Out any](def Def, h Handler[In, Out]) *Tool {
 		if err := dec.Decode(&in); err != nil {
 			return nil, Errorf(CodeBadInput, "arguments do not fit the input schema: %v", err)
 		}
-		return h(ctx, c, in)
+		out, err := h(ctx, c, in)
+		if err != nil {
+			return out, err
+		}
+		return filled(out), nil
 	}
 	t.decode = func(raw []byte) (any, error) {
 		var out Out
 		err := json.Unmarshal(raw, &out)
-		return out, err
+		return filled(out), err
 	}
 	return t
 }
@@ -226,6 +231,9 @@ func schemaFor(t reflect.Type, name string) (json.RawMessage, *jsonschema.Schema
 	r := &invopop.Reflector{ExpandedStruct: true, Anonymous: true, DoNotReference: true, Mapper: mapType}
 	s := r.ReflectFromType(t)
 	s.Version = ""
+	if name == "output" {
+		markNullable(t, s) // what an answer may write as null, its schema admits (nulls.go)
+	}
 	if s.Type != "object" {
 		return nil, nil, fmt.Errorf("%s schema has type %q, want \"object\"", name, s.Type)
 	}
@@ -235,6 +243,11 @@ func schemaFor(t reflect.Type, name string) (json.RawMessage, *jsonschema.Schema
 	}
 	if raw, err = strictSchema(raw); err != nil {
 		return nil, nil, fmt.Errorf("%s %w", name, err)
+	}
+	if name == "output" {
+		if raw, err = describeOnce(raw); err != nil {
+			return nil, nil, fmt.Errorf("%s schema: %w", name, err)
+		}
 	}
 	compiled, err := CompileSchema(raw)
 	if err != nil {

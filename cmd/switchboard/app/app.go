@@ -74,6 +74,9 @@ type Deps struct {
 	// Metadata, when set, fetches client metadata documents instead of the guarded client
 	// (tests serve documents on loopback, which the guard refuses whatever the settings).
 	Metadata *http.Client
+	// CheckAnswers, when set, is told of every answer that breaks its tool's output schema
+	// (tests: tools.CheckingAnswers).
+	CheckAnswers func(tool string, err error)
 }
 
 // App is a built service: the HTTP front, the operator's metrics handler, the background work
@@ -447,6 +450,10 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	}
 	if all, err = idem.Wrap(all, rest.PostTools()); err != nil {
 		return nil, err
+	}
+
+	if deps.CheckAnswers != nil {
+		all = tools.CheckingAnswers(all, deps.CheckAnswers)
 	}
 
 	// Who a caller is: an API key, or, where people can sign in, an MCP host's OAuth access token.

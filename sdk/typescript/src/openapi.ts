@@ -1308,11 +1308,13 @@ export interface operations {
                                 calls: number;
                                 lastProbeAt: string | null;
                                 lastProbeResult: string;
+                                /** @description share of results that matched the outputSchema; null when none was checked */
                                 outputSchemaConformance: number | null;
                                 p50LatencyMs: number | null;
                                 p95LatencyMs: number | null;
                                 /** @description re-probes failed in a row */
                                 probeFailures: number;
+                                /** @description share of calls the partner answered successfully (0 to 1); null with no calls */
                                 successRate: number | null;
                             };
                             verificationStatus: string;
@@ -2151,6 +2153,7 @@ export interface operations {
                             isActive: boolean;
                             isCoreIntent: boolean;
                             name: string;
+                            /** @description the result's JSON Schema, as published */
                             outputSchema: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
@@ -2163,6 +2166,7 @@ export interface operations {
                             payoutAddresses: {
                                 [key: string]: string;
                             } | null;
+                            /** @description a delegation intent's pricing, as published */
                             pricingShape: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
@@ -2176,6 +2180,7 @@ export interface operations {
                             updatedAt: string;
                             verificationStatus: string;
                         }[];
+                        /** @description the read-only Partner profile, created on the first publish; null before it */
                         partner: {
                             /** Format: date-time */
                             createdAt: string;
@@ -2282,6 +2287,7 @@ export interface operations {
                     feeRateUnit?: "usd_per_call" | "bps" | "flat_usdc" | "flat_stablecoin";
                     /** @description display label */
                     name: string;
+                    /** @description JSON Schema the result should match; optional. Max 64 KiB, inline only. Immutable */
                     outputSchema?: ({
                         /** @description member name -> the JSON Schema of that member */
                         properties?: {
@@ -2311,9 +2317,11 @@ export interface operations {
                     } & {
                         [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                     };
+                    /** @description chain key -> receiver address. Keys: evm, svm, or namespace:chain (e.g. evm:8453); EVM values 0x + 40 hex (EIP-55 or lowercase), Solana values base58 of 32 bytes. Required when feeRate > 0 (an evm entry for flat-fee units). Immutable */
                     payoutAddresses?: {
                         [key: string]: string;
                     } | null;
+                    /** @description required for tier delegation, must be absent for one_shot. Immutable */
                     pricingShape?: {
                         /** @description whether performance fees use a high-water mark */
                         highWaterMark?: boolean;
@@ -2373,6 +2381,7 @@ export interface operations {
                         isActive: boolean;
                         isCoreIntent: boolean;
                         name: string;
+                        /** @description the result's JSON Schema, as published */
                         outputSchema: {
                             [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                         } | null;
@@ -2385,6 +2394,7 @@ export interface operations {
                         payoutAddresses: {
                             [key: string]: string;
                         } | null;
+                        /** @description a delegation intent's pricing, as published */
                         pricingShape: {
                             [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                         } | null;
@@ -2521,6 +2531,7 @@ export interface operations {
                         isActive: boolean;
                         isCoreIntent: boolean;
                         name: string;
+                        /** @description the result's JSON Schema, as published */
                         outputSchema: {
                             [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                         } | null;
@@ -2533,6 +2544,7 @@ export interface operations {
                         payoutAddresses: {
                             [key: string]: string;
                         } | null;
+                        /** @description a delegation intent's pricing, as published */
                         pricingShape: {
                             [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                         } | null;
@@ -2738,6 +2750,7 @@ export interface operations {
                             isActive: boolean;
                             isCoreIntent: boolean;
                             name: string;
+                            /** @description the result's JSON Schema, as published */
                             outputSchema: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
@@ -2750,6 +2763,7 @@ export interface operations {
                             payoutAddresses: {
                                 [key: string]: string;
                             } | null;
+                            /** @description a delegation intent's pricing, as published */
                             pricingShape: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
@@ -2764,6 +2778,7 @@ export interface operations {
                             verificationStatus: string;
                         };
                         notice?: string;
+                        /** @description the negative-auth probe against the new endpoint of an active intent; null when none ran */
                         probe: {
                             reason: string;
                             steps: {
@@ -2927,6 +2942,7 @@ export interface operations {
                             isActive: boolean;
                             isCoreIntent: boolean;
                             name: string;
+                            /** @description the result's JSON Schema, as published */
                             outputSchema: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
@@ -2939,6 +2955,7 @@ export interface operations {
                             payoutAddresses: {
                                 [key: string]: string;
                             } | null;
+                            /** @description a delegation intent's pricing, as published */
                             pricingShape: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
@@ -2952,6 +2969,7 @@ export interface operations {
                             updatedAt: string;
                             verificationStatus: string;
                         };
+                        /** @description the probe run for this activation; null when none ran (deactivation, or already active) */
                         probe: {
                             reason: string;
                             steps: {
@@ -3103,6 +3121,7 @@ export interface operations {
                         feeRateUnit?: "usd_per_call" | "bps" | "flat_usdc" | "flat_stablecoin";
                         /** @description display label */
                         name: string;
+                        /** @description JSON Schema the result should match; optional. Max 64 KiB, inline only. Immutable */
                         outputSchema?: ({
                             /** @description member name -> the JSON Schema of that member */
                             properties?: {
@@ -3132,9 +3151,11 @@ export interface operations {
                         } & {
                             [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                         };
+                        /** @description chain key -> receiver address. Keys: evm, svm, or namespace:chain (e.g. evm:8453); EVM values 0x + 40 hex (EIP-55 or lowercase), Solana values base58 of 32 bytes. Required when feeRate > 0 (an evm entry for flat-fee units). Immutable */
                         payoutAddresses?: {
                             [key: string]: string;
                         } | null;
+                        /** @description required for tier delegation, must be absent for one_shot. Immutable */
                         pricingShape?: {
                             /** @description whether performance fees use a high-water mark */
                             highWaterMark?: boolean;
@@ -3196,6 +3217,7 @@ export interface operations {
                             isActive: boolean;
                             isCoreIntent: boolean;
                             name: string;
+                            /** @description the result's JSON Schema, as published */
                             outputSchema: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
@@ -3208,6 +3230,7 @@ export interface operations {
                             payoutAddresses: {
                                 [key: string]: string;
                             } | null;
+                            /** @description a delegation intent's pricing, as published */
                             pricingShape: {
                                 [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
                             } | null;
@@ -3503,6 +3526,7 @@ export interface operations {
                             /** @description why the answer is not a response envelope */
                             parseError?: string;
                             requestId: string;
+                            /** @description the parsed response envelope */
                             response: {
                                 /** @description the failure (success false) */
                                 error?: {
@@ -3678,26 +3702,20 @@ export interface operations {
                             }[];
                             /** @description never allowed, whatever else says */
                             deny?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
                             /** @description only what allow names may be called */
                             denyByDefault?: boolean;
                             /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
                             perCallMaxUsd?: string;
-                        };
+                        } | null;
                         /** @description the allow list of each governing policy that denies by default, in the order of governing: a call must be named (by its @handle, its publisher or its category) in every one */
                         allowOnly: {
                             allow: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
                             /** @description whose policy: account, or key <id> */
@@ -3705,94 +3723,56 @@ export interface operations {
                         }[];
                         /** @description every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, every approval rule, and denyByDefault when any says so; its allow is always empty, as allow lists do not combine into one: see allowOnly */
                         effective: {
-                            /** @description with denyByDefault: only these are allowed */
                             allow?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
-                            /** @description calls a human approves first, in the portal */
                             approval?: {
-                                /** @description calls whose worst case is above this many USD */
                                 aboveUsd?: string;
-                                /** @description calls of these categories */
                                 categories?: string[];
-                                /** @description the account's first call of each @handle */
                                 firstCallToPartner?: boolean;
                             };
-                            /** @description spend caps per rolling window: at most one per window */
                             caps?: {
-                                /** @description the most the window's calls may cost, in USD (more than 0) */
                                 usd: string;
-                                /**
-                                 * @description the rolling window: the last hour, day (24 h) or 30 days
-                                 * @enum {string}
-                                 */
+                                /** @enum {string} */
                                 window: "hour" | "day" | "30d";
                             }[];
-                            /** @description never allowed, whatever else says */
                             deny?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
-                            /** @description only what allow names may be called */
                             denyByDefault?: boolean;
-                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
                             perCallMaxUsd?: string;
                         };
                         /** @description whose policies govern the calls: account, then keys from the root down */
                         governing: string[];
                         /** @description the key's own policy (null: none, or the portal's view of the account) */
                         key: {
-                            /** @description with denyByDefault: only these are allowed */
                             allow?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
-                            /** @description calls a human approves first, in the portal */
                             approval?: {
-                                /** @description calls whose worst case is above this many USD */
                                 aboveUsd?: string;
-                                /** @description calls of these categories */
                                 categories?: string[];
-                                /** @description the account's first call of each @handle */
                                 firstCallToPartner?: boolean;
                             };
-                            /** @description spend caps per rolling window: at most one per window */
                             caps?: {
-                                /** @description the most the window's calls may cost, in USD (more than 0) */
                                 usd: string;
-                                /**
-                                 * @description the rolling window: the last hour, day (24 h) or 30 days
-                                 * @enum {string}
-                                 */
+                                /** @enum {string} */
                                 window: "hour" | "day" | "30d";
                             }[];
-                            /** @description never allowed, whatever else says */
                             deny?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
-                            /** @description only what allow names may be called */
                             denyByDefault?: boolean;
-                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
                             perCallMaxUsd?: string;
-                        };
+                        } | null;
                         keyId?: string;
                         windows: {
                             /** @description what the tightest cap on it leaves (absent when no policy caps the window) */
@@ -3886,6 +3866,7 @@ export interface operations {
                 "application/json": {
                     /** @description a key you act on (yours, or one minted under it); default: the calling key (on the portal: the account) */
                     keyId?: string;
+                    /** @description the whole new policy; null removes it. A key may only narrow (never loosen) its own policy and its descendants' */
                     policy: {
                         /** @description with denyByDefault: only these are allowed */
                         allow?: {
@@ -3972,26 +3953,20 @@ export interface operations {
                             }[];
                             /** @description never allowed, whatever else says */
                             deny?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
                             /** @description only what allow names may be called */
                             denyByDefault?: boolean;
                             /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
                             perCallMaxUsd?: string;
-                        };
+                        } | null;
                         /** @description the allow list of each governing policy that denies by default, in the order of governing: a call must be named (by its @handle, its publisher or its category) in every one */
                         allowOnly: {
                             allow: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
                             /** @description whose policy: account, or key <id> */
@@ -3999,94 +3974,56 @@ export interface operations {
                         }[];
                         /** @description every policy that governs the key's calls, combined: the lowest caps and per-call maximum, every deny, every approval rule, and denyByDefault when any says so; its allow is always empty, as allow lists do not combine into one: see allowOnly */
                         effective: {
-                            /** @description with denyByDefault: only these are allowed */
                             allow?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
-                            /** @description calls a human approves first, in the portal */
                             approval?: {
-                                /** @description calls whose worst case is above this many USD */
                                 aboveUsd?: string;
-                                /** @description calls of these categories */
                                 categories?: string[];
-                                /** @description the account's first call of each @handle */
                                 firstCallToPartner?: boolean;
                             };
-                            /** @description spend caps per rolling window: at most one per window */
                             caps?: {
-                                /** @description the most the window's calls may cost, in USD (more than 0) */
                                 usd: string;
-                                /**
-                                 * @description the rolling window: the last hour, day (24 h) or 30 days
-                                 * @enum {string}
-                                 */
+                                /** @enum {string} */
                                 window: "hour" | "day" | "30d";
                             }[];
-                            /** @description never allowed, whatever else says */
                             deny?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
-                            /** @description only what allow names may be called */
                             denyByDefault?: boolean;
-                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
                             perCallMaxUsd?: string;
                         };
                         /** @description whose policies govern the calls: account, then keys from the root down */
                         governing: string[];
                         /** @description the key's own policy (null: none, or the portal's view of the account) */
                         key: {
-                            /** @description with denyByDefault: only these are allowed */
                             allow?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
-                            /** @description calls a human approves first, in the portal */
                             approval?: {
-                                /** @description calls whose worst case is above this many USD */
                                 aboveUsd?: string;
-                                /** @description calls of these categories */
                                 categories?: string[];
-                                /** @description the account's first call of each @handle */
                                 firstCallToPartner?: boolean;
                             };
-                            /** @description spend caps per rolling window: at most one per window */
                             caps?: {
-                                /** @description the most the window's calls may cost, in USD (more than 0) */
                                 usd: string;
-                                /**
-                                 * @description the rolling window: the last hour, day (24 h) or 30 days
-                                 * @enum {string}
-                                 */
+                                /** @enum {string} */
                                 window: "hour" | "day" | "30d";
                             }[];
-                            /** @description never allowed, whatever else says */
                             deny?: {
-                                /** @description categories, e.g. QUERY, SWAP */
                                 categories?: string[];
-                                /** @description @handles */
                                 handles?: string[];
-                                /** @description publishers, by partnerId */
                                 publishers?: string[];
                             };
-                            /** @description only what allow names may be called */
                             denyByDefault?: boolean;
-                            /** @description the most one call may cost, in USD (its worst case: fees, gas, or a flat fee) */
                             perCallMaxUsd?: string;
-                        };
+                        } | null;
                         keyId?: string;
                         windows: {
                             /** @description what the tightest cap on it leaves (absent when no policy caps the window) */

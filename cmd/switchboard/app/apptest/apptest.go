@@ -87,6 +87,30 @@ type Options struct {
 // clock at the real time, and serves it on a loopback httptest server.
 func Start(t testing.TB, o Options) *Env {
 	t.Helper()
+	// Every answer any call of the test gets is checked against its tool's output schema, as
+	// strict clients check it; the mismatches are reported when the test ends (registered
+	// first, this runs after the server has closed).
+	var (
+		badMu   sync.Mutex
+		bad     []string
+		badSeen = map[string]bool{}
+	)
+	t.Cleanup(func() {
+		badMu.Lock()
+		defer badMu.Unlock()
+		for _, b := range bad {
+			t.Errorf("%s", b)
+		}
+	})
+	checkAnswer := func(tool string, err error) {
+		badMu.Lock()
+		defer badMu.Unlock()
+		msg := fmt.Sprintf("%s answered what its output schema refuses (strict MCP clients reject it): %v", tool, err)
+		if !badSeen[msg] {
+			badSeen[msg] = true
+			bad = append(bad, msg)
+		}
+	}
 	if o.Dialect == "" {
 		o.Dialect = "sqlite"
 	}
@@ -121,7 +145,7 @@ func Start(t testing.TB, o Options) *Env {
 		w = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(w, nil))
-	a, err := app.BuildOn(context.Background(), cfg, app.Deps{Now: clock.Now, Log: log, Metadata: o.Metadata}, st)
+	a, err := app.BuildOn(context.Background(), cfg, app.Deps{Now: clock.Now, Log: log, Metadata: o.Metadata, CheckAnswers: checkAnswer}, st)
 	if err != nil {
 		t.Fatalf("build app: %v", err)
 	}

@@ -75,6 +75,10 @@ type Options struct {
 	OpenAPI      []byte           // the OpenAPI document the docs' API reference is rendered from
 	Now          func() time.Time // nil: time.Now
 	BaseURL      string
+	// StdioDataDir is the data directory a `switchboard stdio` on the server's machine opens
+	// to share its accounts: the issued key's Claude Desktop snippet runs stdio with it. Empty
+	// (hosted, production, PostgreSQL): the snippet adds the server by its URL instead.
+	StdioDataDir string
 	CSRFKey      []byte         // keys the per-session form tokens
 	Ceiling      keys.Limits    // the account's own ceiling, shown beside the key form
 	OAuth        *oauth.Service // MCP authorization; nil: hosts connect with pasted keys only

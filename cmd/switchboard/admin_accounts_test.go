@@ -26,8 +26,8 @@ func TestOperatorLetsTheFirstPersonIn(t *testing.T) {
 			if dialect == "postgres" {
 				dsn = storetest.DSN(t, dialect)
 			}
-			env := []string{"SWITCHBOARD_ENV=production", "SWITCHBOARD_DATA_DIR=" + t.TempDir(), "SWITCHBOARD_DATABASE_URL=" + dsn,
-				"SWITCHBOARD_SMTP_URL=", "SWITCHBOARD_OIDC_PROVIDERS=", "SWITCHBOARD_API_KEY=", "SWITCHBOARD_REDIS_URL="}
+			env := append(productionSecrets(t), "SWITCHBOARD_ENV=production", "SWITCHBOARD_DATA_DIR="+t.TempDir(), "SWITCHBOARD_DATABASE_URL="+dsn,
+				"SWITCHBOARD_SMTP_URL=", "SWITCHBOARD_OIDC_PROVIDERS=", "SWITCHBOARD_API_KEY=", "SWITCHBOARD_REDIS_URL=")
 			admin := func(args ...string) (string, string, error) {
 				cmd := exec.Command(bin, append([]string{"admin"}, args...)...)
 				cmd.Env = append(os.Environ(), env...)

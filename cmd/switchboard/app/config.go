@@ -398,9 +398,13 @@ func (c *Config) CheckSecrets() error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("production never generates its secrets, and %d of them are not set:\n  %s\n"+
+	what := "this one is"
+	if len(missing) > 1 {
+		what = fmt.Sprintf("these %d are", len(missing))
+	}
+	return fmt.Errorf("production never generates its secrets, and %s not set:\n  %s\n"+
 		"Keep them in your secret store and give every replica of one database the same values (docs/operations.md, Running N replicas)",
-		len(missing), strings.Join(missing, "\n  "))
+		what, strings.Join(missing, "\n  "))
 }
 
 // CheckLocalEndpoints refuses SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS in a production process that

@@ -452,6 +452,8 @@ type keysData struct {
 	Issued  map[string]any
 	Flash   string
 	Ceiling struct{ Spend, Rate string }
+	// StdioDataDir is Options.StdioDataDir as a JSON string, for the stdio snippet; empty: none.
+	StdioDataDir string
 }
 
 func (p *portal) keysView(r *http.Request, pr *tools.Principal) (keysData, *tools.Error) {
@@ -460,6 +462,10 @@ func (p *portal) keysView(r *http.Request, pr *tools.Principal) (keysData, *tool
 		return keysData{}, e
 	}
 	d := keysData{Scopes: tools.ScopeNames()}
+	if p.o.StdioDataDir != "" {
+		dir, _ := json.Marshal(p.o.StdioDataDir) // a path with a backslash or a quote stays one JSON string
+		d.StdioDataDir = string(dir)
+	}
 	d.Keys, _ = list["keys"].([]any)
 	countMintedUnder(d.Keys)
 	d.Ceiling.Spend = tools.USD(p.o.Ceiling.SpendMicro).String()

@@ -194,3 +194,29 @@ func TestDefaultRateLimitBound(t *testing.T) {
 		}
 	}
 }
+
+// Issue 46 item 7: the portal's stdio snippet names the data directory only where a pasted
+// stdio entry shares this server's data: the test environment, SQLite in the data directory,
+// reached on a loopback address.
+func TestLocalStdioDataDir(t *testing.T) {
+	for _, c := range []struct {
+		tweak    func(*Config)
+		postgres bool
+		want     bool
+	}{
+		{func(c *Config) {}, false, true},
+		{func(c *Config) { c.BaseURL = "http://127.0.0.1:8080" }, false, true},
+		{func(c *Config) { c.BaseURL = "http://[::1]:8080" }, false, true},
+		{func(c *Config) { c.BaseURL = "https://sandbox.switchboard.example.com" }, false, false},
+		{func(c *Config) {}, true, false},
+		{func(c *Config) { c.DatabaseURL = "/var/lib/other.db" }, false, false},
+		{func(c *Config) { c.Env = "production" }, false, false},
+	} {
+		cfg := Defaults()
+		cfg.Addr, cfg.DataDir = "127.0.0.1:8080", "/home/u/.local/share/switchboard/test"
+		c.tweak(&cfg)
+		if got := cfg.LocalStdioDataDir(c.postgres); (got == cfg.DataDir) != c.want || (!c.want && got != "") {
+			t.Errorf("%+v postgres=%v: %q", cfg.BaseURL+" "+cfg.Env+" "+cfg.DatabaseURL, c.postgres, got)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -94,6 +95,17 @@ func TestOperatorLetsTheFirstPersonIn(t *testing.T) {
 			}
 			if w, _ := json.Marshal(acct["wallets"]); !strings.Contains(string(w), created.Wallets.EVM) || !strings.Contains(string(w), created.Wallets.SVM) {
 				t.Errorf("account_get's wallets %s, want the ones account create made (%+v)", w, created.Wallets)
+			}
+			// The quickstart's next step (issue 46 item 7): a production account starts at 0
+			// credit; the operator's credit is what the key then spends.
+			if c, _ := acct["credit"].(map[string]any); fmt.Sprint(c["availableUsd"]) != "0" {
+				t.Errorf("a production account's credit before the operator's: %v", acct["credit"])
+			}
+			if out, stderr, err := admin("credit", "ops@example.com", "25"); err != nil || !strings.Contains(out, `"availableUsd": 25`) {
+				t.Fatalf("admin credit by e-mail: %v %s\n%s", err, out, stderr)
+			}
+			if _, acct := s.do("GET", "/v1/account", secret, nil); fmt.Sprint(acct["credit"].(map[string]any)["availableUsd"]) != "25" {
+				t.Errorf("the key's account after admin credit: %v", acct["credit"])
 			}
 			st, keys := s.do("GET", "/v1/keys", secret, nil)
 			if list, _ := keys["keys"].([]any); st != 200 || len(list) != 1 || list[0].(map[string]any)["name"] != "first" {

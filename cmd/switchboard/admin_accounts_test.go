@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools/keys"
 )
 
 // TestOperatorLetsTheFirstPersonIn is production without a mailer, as the issue found it: the
@@ -65,7 +67,7 @@ func TestOperatorLetsTheFirstPersonIn(t *testing.T) {
 				{"--email", "ops@example.com"},                           // no scopes
 				{"--email", "ops@example.com", "--scopes", "read,admin"}, // unknown scope
 				{"--email", "ops@example.com", "--scopes", "read", "--spend-limit-usd", "-1"},
-				{"--email", "ops@example.com", "--scopes", "read", "--rate-limit-per-minute", "100000"},
+				{"--email", "ops@example.com", "--scopes", "read", "--rate-limit-per-minute", strconv.Itoa(keys.MaxRatePerMinute + 1)},
 			} {
 				if stdout, stderr, err := admin(append([]string{"key", "issue"}, bad...)...); err == nil || stdout != "" || !strings.Contains(stderr, "switchboard:") {
 					t.Errorf("key issue %v: %v, stdout %q\n%s", bad, err, stdout, stderr)

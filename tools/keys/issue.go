@@ -8,10 +8,12 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// MaxRatePerMinute is the highest rate limit a key may have: the operator's keys are checked
-// against it, and so is the agent default (SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE) at start.
-// CreateInput's schema says the same (maximum=10000).
-const MaxRatePerMinute = 10_000
+// MaxRatePerMinute is the highest rate limit the operator may give a key (admin key issue)
+// and the agent default (SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE, checked at start) may be:
+// one bound, so that serve never starts on a default the operator's keys are refused. It is
+// above what one replica serves (16,666 calls a second), so it never stands in for capacity
+// planning; a key made with api_key_create is held to its calling key's limit and its schema's.
+const MaxRatePerMinute = 1_000_000
 
 // IssueInput is an operator's key for an account (switchboard admin key issue): a root key,
 // as agent_verify's, with the scopes and limits the operator names.

@@ -133,7 +133,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
 		{env: "SWITCHBOARD_TOOLSETS", flag: "toolsets", usage: "the toolsets `switchboard stdio` lists (onboarding, agent, partner, owner; comma-separated); empty: what the key may call, or onboarding and agent without a key (docs/mcp-hosts.md)", str: &c.Toolsets},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
-		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one (1 to " + strconv.Itoa(keys.MaxRatePerMinute) + ", the most any key may have)", integer: &c.DefaultRateLimit},
+		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one (1 to " + strconv.Itoa(keys.MaxRatePerMinute) + ", the most admin key issue gives a key)", integer: &c.DefaultRateLimit},
 		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it", str: &c.Failpoint},
 		{env: "SWITCHBOARD_BODY_READ_TIMEOUT", flag: "body-read-timeout", usage: "how long reading one request body may take (Go duration); 20s reads the 1 MiB maximum at 64 KiB/s (512 kbit/s) with 4 s to spare. A slower body is cut off and its connection closed", str: &c.BodyReadTimeout},
 		{env: "SWITCHBOARD_MAX_CONNS_PER_CLIENT", flag: "max-conns-per-client", usage: "connections open at once from one client address (an IPv4 address, an IPv6 /64); one more is answered 429 and closed. 0: no cap (behind a proxy that connects from its own address, every caller is one client: raise it or use 0)", integer: &c.MaxConnsPerClient},
@@ -268,10 +268,10 @@ func (c *Config) validateValues() error {
 	if c.Env != "test" && c.Env != "production" {
 		return fmt.Errorf("SWITCHBOARD_ENV=%q: want test or production", c.Env)
 	}
-	// The same bound as every key's: a default that `admin key issue` or agent_verify would
-	// refuse is refused at start, not at the first key.
+	// The bound admin key issue holds keys to: a default it would refuse is refused at start,
+	// not at the first key the operator issues without limits.
 	if c.DefaultRateLimit < 1 || c.DefaultRateLimit > keys.MaxRatePerMinute {
-		return fmt.Errorf("SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE=%d: want 1 to %d requests per minute, the most any key may have", c.DefaultRateLimit, keys.MaxRatePerMinute)
+		return fmt.Errorf("SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE=%d: want 1 to %d requests per minute, the most the operator may give a key (admin key issue)", c.DefaultRateLimit, keys.MaxRatePerMinute)
 	}
 	switch {
 	case c.Failpoint == "":

@@ -75,6 +75,10 @@ type Options struct {
 	OpenAPI      []byte           // the OpenAPI document the docs' API reference is rendered from
 	Now          func() time.Time // nil: time.Now
 	BaseURL      string
+	// StdioDataDir is the data directory a `switchboard stdio` on the server's machine opens
+	// to share its accounts: the issued key's Claude Desktop snippet runs stdio with it. Empty
+	// (hosted, production, PostgreSQL): the snippet adds the server by its URL instead.
+	StdioDataDir string
 	CSRFKey      []byte         // keys the per-session form tokens
 	Ceiling      keys.Limits    // the account's own ceiling, shown beside the key form
 	OAuth        *oauth.Service // MCP authorization; nil: hosts connect with pasted keys only
@@ -448,6 +452,8 @@ type keysData struct {
 	Issued  map[string]any
 	Flash   string
 	Ceiling struct{ Spend, Rate string }
+	// StdioDataDir is Options.StdioDataDir as a JSON string, for the stdio snippet; empty: none.
+	StdioDataDir string
 }
 
 func (p *portal) keysView(r *http.Request, pr *tools.Principal) (keysData, *tools.Error) {
@@ -456,6 +462,10 @@ func (p *portal) keysView(r *http.Request, pr *tools.Principal) (keysData, *tool
 		return keysData{}, e
 	}
 	d := keysData{Scopes: tools.ScopeNames()}
+	if p.o.StdioDataDir != "" {
+		dir, _ := json.Marshal(p.o.StdioDataDir) // a path with a backslash or a quote stays one JSON string
+		d.StdioDataDir = string(dir)
+	}
 	d.Keys, _ = list["keys"].([]any)
 	countMintedUnder(d.Keys)
 	d.Ceiling.Spend = tools.USD(p.o.Ceiling.SpendMicro).String()

@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools/keys"
 )
 
 // TestOperatorLetsTheFirstPersonIn is production without a mailer, as the issue found it: the
@@ -26,8 +29,8 @@ func TestOperatorLetsTheFirstPersonIn(t *testing.T) {
 			if dialect == "postgres" {
 				dsn = storetest.DSN(t, dialect)
 			}
-			env := []string{"SWITCHBOARD_ENV=production", "SWITCHBOARD_DATA_DIR=" + t.TempDir(), "SWITCHBOARD_DATABASE_URL=" + dsn,
-				"SWITCHBOARD_SMTP_URL=", "SWITCHBOARD_OIDC_PROVIDERS=", "SWITCHBOARD_API_KEY=", "SWITCHBOARD_REDIS_URL="}
+			env := append(productionSecrets(t), "SWITCHBOARD_ENV=production", "SWITCHBOARD_DATA_DIR="+t.TempDir(), "SWITCHBOARD_DATABASE_URL="+dsn,
+				"SWITCHBOARD_SMTP_URL=", "SWITCHBOARD_OIDC_PROVIDERS=", "SWITCHBOARD_API_KEY=", "SWITCHBOARD_REDIS_URL=")
 			admin := func(args ...string) (string, string, error) {
 				cmd := exec.Command(bin, append([]string{"admin"}, args...)...)
 				cmd.Env = append(os.Environ(), env...)
@@ -64,7 +67,7 @@ func TestOperatorLetsTheFirstPersonIn(t *testing.T) {
 				{"--email", "ops@example.com"},                           // no scopes
 				{"--email", "ops@example.com", "--scopes", "read,admin"}, // unknown scope
 				{"--email", "ops@example.com", "--scopes", "read", "--spend-limit-usd", "-1"},
-				{"--email", "ops@example.com", "--scopes", "read", "--rate-limit-per-minute", "100000"},
+				{"--email", "ops@example.com", "--scopes", "read", "--rate-limit-per-minute", strconv.Itoa(keys.MaxRatePerMinute + 1)},
 			} {
 				if stdout, stderr, err := admin(append([]string{"key", "issue"}, bad...)...); err == nil || stdout != "" || !strings.Contains(stderr, "switchboard:") {
 					t.Errorf("key issue %v: %v, stdout %q\n%s", bad, err, stdout, stderr)
@@ -94,6 +97,17 @@ func TestOperatorLetsTheFirstPersonIn(t *testing.T) {
 			}
 			if w, _ := json.Marshal(acct["wallets"]); !strings.Contains(string(w), created.Wallets.EVM) || !strings.Contains(string(w), created.Wallets.SVM) {
 				t.Errorf("account_get's wallets %s, want the ones account create made (%+v)", w, created.Wallets)
+			}
+			// The quickstart's next step (issue 46 item 7): a production account starts at 0
+			// credit; the operator's credit is what the key then spends.
+			if c, _ := acct["credit"].(map[string]any); fmt.Sprint(c["availableUsd"]) != "0" {
+				t.Errorf("a production account's credit before the operator's: %v", acct["credit"])
+			}
+			if out, stderr, err := admin("credit", "ops@example.com", "25"); err != nil || !strings.Contains(out, `"availableUsd": 25`) {
+				t.Fatalf("admin credit by e-mail: %v %s\n%s", err, out, stderr)
+			}
+			if _, acct := s.do("GET", "/v1/account", secret, nil); fmt.Sprint(acct["credit"].(map[string]any)["availableUsd"]) != "25" {
+				t.Errorf("the key's account after admin credit: %v", acct["credit"])
 			}
 			st, keys := s.do("GET", "/v1/keys", secret, nil)
 			if list, _ := keys["keys"].([]any); st != 200 || len(list) != 1 || list[0].(map[string]any)["name"] != "first" {

@@ -39,6 +39,12 @@ func TestAdminListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Production is given its secrets: that key's file, a master key and a server secret.
+	for _, kv := range productionSecrets(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("SWITCHBOARD_SIGNING_KEY_FILE", filepath.Join(dir, "signing-key.pem"))
 	p := partnertest.Example(t, key.Public().(ed25519.PublicKey), partnerexample.DefaultHandle)
 	caFile := filepath.Join(dir, "partner-ca.pem")
 	os.WriteFile(caFile, partnertest.CAPEM(p.Server), 0o600)

@@ -25,8 +25,8 @@ func TestStdioFindsServesDatabaseFromAnotherDirectory(t *testing.T) {
 
 	s := startServeIn(t, bin, freeAddr(t), serveDir, env)
 	key := s.onboard("desk@example.com")
-	if _, err := os.Stat(filepath.Join(xdg, "switchboard", "switchboard.db")); err != nil {
-		t.Fatalf("serve's database is not in $XDG_DATA_HOME/switchboard: %v", err)
+	if _, err := os.Stat(filepath.Join(xdg, "switchboard", "test", "switchboard.db")); err != nil {
+		t.Fatalf("serve's database is not in $XDG_DATA_HOME/switchboard/test (the test environment's folder): %v", err)
 	}
 
 	cmd := exec.Command(bin, "stdio")

@@ -69,7 +69,7 @@ func TestFreshInstallHasSomethingToCall(t *testing.T) {
 // The demo partner is never offered in production, even with SWITCHBOARD_DEMO_PARTNER=true.
 func TestNoDemoPartnerInProduction(t *testing.T) {
 	bin := buildBinary(t)
-	env := []string{"SWITCHBOARD_ENV=production", "SWITCHBOARD_DEMO_PARTNER=true"}
+	env := append(productionSecrets(t), "SWITCHBOARD_ENV=production", "SWITCHBOARD_DEMO_PARTNER=true")
 	s := startFresh(t, bin, append(env, "SWITCHBOARD_BASE_URL=https://switchboard.example.com"))
 	admin := func(args ...string) string {
 		cmd := exec.Command(bin, append([]string{"admin"}, args...)...)

@@ -12,11 +12,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -94,6 +96,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// Logs go to stderr always: in stdio mode stdout carries the protocol.
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level(cfg.LogLevel)}))
+	if note := cfg.DataDirNote(); note != "" {
+		log.Warn(note, "data_dir", cfg.DataDir)
+	}
 	switch cmd {
 	case "migrate":
 		st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
@@ -114,6 +119,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.APIKey == "" {
 			log.Warn("SWITCHBOARD_API_KEY is not set: only the onboarding tools will work")
 		}
+		if db, fresh := newDatabase(cfg); fresh {
+			log.Warn("switchboard stdio: this data directory holds no database yet, so stdio starts an empty one: it has no accounts, and any SWITCHBOARD_API_KEY is unknown to it. "+
+				"Point SWITCHBOARD_DATA_DIR at the directory `switchboard serve` logs as data_dir (or SWITCHBOARD_DATABASE_URL at serve's database), with the same SWITCHBOARD_ENV",
+				"data_dir", cfg.DataDir, "database", db)
+		}
 		a, err := app.Build(ctx, cfg, app.Deps{Log: log})
 		if err != nil {
 			return err
@@ -123,6 +133,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		return serve(ctx, cfg, log)
 	}
+}
+
+// newDatabase reports whether the SQLite database this configuration opens does not exist yet
+// (PostgreSQL: never), and its path.
+func newDatabase(cfg app.Config) (string, bool) {
+	if strings.HasPrefix(cfg.DatabaseURL, "postgres://") || strings.HasPrefix(cfg.DatabaseURL, "postgresql://") ||
+		strings.HasPrefix(cfg.DatabaseURL, "file:") || strings.Contains(cfg.DatabaseURL, "?") {
+		return "", false
+	}
+	path := strings.TrimPrefix(cfg.DatabaseURL, "sqlite://")
+	if path == "" {
+		path = filepath.Join(cfg.DataDir, "switchboard.db")
+	}
+	_, err := os.Stat(path)
+	return path, errors.Is(err, fs.ErrNotExist)
 }
 
 func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {

@@ -8,6 +8,13 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
+// MaxRatePerMinute is the highest rate limit the operator may give a key (admin key issue)
+// and the agent default (SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE, checked at start) may be:
+// one bound, so that serve never starts on a default the operator's keys are refused. It is
+// above what one replica serves (16,666 calls a second), so it never stands in for capacity
+// planning; a key made with api_key_create is held to its calling key's limit and its schema's.
+const MaxRatePerMinute = 1_000_000
+
 // IssueInput is an operator's key for an account (switchboard admin key issue): a root key,
 // as agent_verify's, with the scopes and limits the operator names.
 type IssueInput struct {
@@ -41,8 +48,8 @@ func (s *Service) Issue(ctx context.Context, in IssueInput) (CreateOutput, error
 	if lim.SpendMicro < 0 || lim.SpendMicro > tools.MaxUSDMicro {
 		return CreateOutput{}, tools.Errorf(tools.CodeBadInput, "the spend limit must be between 0 and %s USD", tools.USD(tools.MaxUSDMicro))
 	}
-	if lim.RatePerMinute < 1 || lim.RatePerMinute > 10_000 {
-		return CreateOutput{}, tools.Errorf(tools.CodeBadInput, "the rate limit must be 1 to 10000 requests per minute, got %d", lim.RatePerMinute)
+	if lim.RatePerMinute < 1 || lim.RatePerMinute > MaxRatePerMinute {
+		return CreateOutput{}, tools.Errorf(tools.CodeBadInput, "the rate limit must be 1 to %d requests per minute, got %d", MaxRatePerMinute, lim.RatePerMinute)
 	}
 	name := strings.TrimSpace(in.Name)
 	if name == "" {

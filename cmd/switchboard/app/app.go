@@ -304,6 +304,10 @@ func (a *App) Stop() {
 // Build opens the store, runs migrations, loads (or on first start creates) the keys, and
 // assembles the tools and both doors.
 func Build(ctx context.Context, cfg Config, deps Deps) (*App, error) {
+	// Before the store opens: a production process without its secrets leaves nothing behind.
+	if err := cfg.CheckSecrets(); err != nil {
+		return nil, err
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -744,7 +748,8 @@ func humanDoors(d humanDeps) (humanDoor, error) {
 	popts := portal.Options{Kernel: d.kernel, Sessions: h.sessions, SignIn: signIn, CodesInLog: codesInLog, OpenAPI: apiDoc,
 		AccountForEmail: d.ob.AccountForEmail, OIDC: h.providers, Integrations: h.integ, Now: now,
 		BaseURL: cfg.PublicBaseURL(), CSRFKey: derive(d.serverSecret, "switchboard portal forms v1"), Ceiling: h.ceiling,
-		OAuth: h.oauth, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession, Limiter: d.limiter}
+		OAuth: h.oauth, Log: d.deps.Log, Marketplace: d.disc, TryAs: d.keySvc.ForSession, Limiter: d.limiter,
+		StdioDataDir: cfg.LocalStdioDataDir(d.deps.Store.Postgres())}
 	handler, err := portal.New(popts)
 	if err != nil {
 		return humanDoor{}, err
@@ -759,9 +764,13 @@ type secrets struct {
 	sealer       *wallets.Sealer
 }
 
-// loadSecrets reads (or, in development, creates) the signing key, the wallet master keys and
-// the server secret.
+// loadSecrets reads (or, in the test environment, creates) the signing key, the wallet master
+// keys and the server secret. Production supplies all three (Config.CheckSecrets) and never
+// writes a secret file.
 func loadSecrets(cfg Config, log *slog.Logger) (secrets, error) {
+	if err := cfg.CheckSecrets(); err != nil {
+		return secrets{}, err
+	}
 	signingKey, err := loadSigningKey(cfg, log)
 	if err != nil {
 		return secrets{}, err
@@ -907,6 +916,17 @@ func chooseMailer(cfg Config, deps Deps, log *slog.Logger) (onboarding.Mailer, e
 
 func loadSigningKey(cfg Config, log *slog.Logger) (ed25519.PrivateKey, error) {
 	path := cfg.SigningKeyFile
+	if cfg.Env == "production" { // the file must be there: production generates no key
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("SWITCHBOARD_SIGNING_KEY_FILE: %w (production never generates its signing key: make it with `openssl genpkey -algorithm ed25519 -out signing-key.pem`)", err)
+		}
+		key, err := signing.ParsePrivateKeyPEM(data)
+		if err != nil {
+			return nil, fmt.Errorf("SWITCHBOARD_SIGNING_KEY_FILE %s: %w", path, err)
+		}
+		return key, nil
+	}
 	if path == "" {
 		path = filepath.Join(cfg.DataDir, "signing-key.pem")
 	}
@@ -915,7 +935,7 @@ func loadSigningKey(cfg Config, log *slog.Logger) (ed25519.PrivateKey, error) {
 		return nil, err
 	}
 	if created {
-		log.Warn("generated a new Ed25519 signing key; production must supply its own (SWITCHBOARD_SIGNING_KEY_FILE)", "path", path)
+		log.Warn("generated a new Ed25519 signing key for the test environment; production refuses to start without its own (SWITCHBOARD_SIGNING_KEY_FILE)", "path", path)
 	}
 	return key, nil
 }
@@ -955,7 +975,7 @@ func loadKeys(env, value, path, what string, log *slog.Logger) ([][]byte, error)
 	if cerr := f.Close(); werr != nil || cerr != nil {
 		return nil, fmt.Errorf("write %s: %w", what, errors.Join(werr, cerr))
 	}
-	log.Warn("generated a new "+what+"; production must supply its own ("+env+")", "path", path)
+	log.Warn("generated a new "+what+" for the test environment; production refuses to start without its own ("+env+")", "path", path)
 	return [][]byte{key}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
@@ -69,6 +70,11 @@ type Config struct {
 	Tokens              tokens.Config // token lookups: RPC endpoints, price providers
 	FlatFee             FlatFeeConfig // the network flat-fee intents are paid on
 	Failpoint           string        // tests only: the invoke step at which this process kills itself
+
+	// The default data directory (SWITCHBOARD_DATA_DIR empty): the per-user root it is under,
+	// the directory Validate chose for the environment (so a flag that changes the environment
+	// changes it too), and what to tell the operator about that choice.
+	dataRoot, dataDirAuto, dataDirNote string
 }
 
 type setting struct {
@@ -85,15 +91,15 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_METRICS_ADDR", flag: "metrics-addr", usage: "listen address for the operator's /metrics (Prometheus) and /debug/pprof/, e.g. 127.0.0.1:9090; keep it off the public network; empty: off", str: &c.MetricsAddr, common: true},
 		{env: "SWITCHBOARD_BASE_URL", flag: "base-url", usage: "public base URL (https, required in production), used in llms.txt, OpenAPI and links; empty in test: derived from the listen address", str: &c.BaseURL, common: true},
 		{env: "SWITCHBOARD_TEST_BASE_URL", flag: "test-base-url", usage: "base URL of this deployment's test environment, listed in OpenAPI servers beside the base URL", str: &c.TestBaseURL},
-		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database, generated keys and the journal of write outcomes; empty: $XDG_DATA_HOME/switchboard, else ~/.local/share/switchboard, so serve, stdio and admin find the same database from any directory", str: &c.DataDir, common: true},
+		{env: "SWITCHBOARD_DATA_DIR", flag: "data-dir", usage: "embedded database, generated keys (test environment) and the journal of write outcomes; empty: a folder per environment, test or production, under $XDG_DATA_HOME/switchboard, else ~/.local/share/switchboard, so serve, stdio and admin of one environment find the same database from any directory", str: &c.DataDir, common: true},
 		{env: "SWITCHBOARD_DATABASE_URL", flag: "database-url", usage: "postgres://... selects PostgreSQL; a path selects another SQLite file; empty: SQLite in the data dir", str: &c.DatabaseURL, common: true},
 		{env: "SWITCHBOARD_DATABASE_MAX_CONNS", flag: "database-max-conns", usage: "PostgreSQL connections this process keeps open at most (all kept when idle); N replicas use up to N times this", integer: &c.DatabaseMaxConns},
 		{env: "SWITCHBOARD_ENV", flag: "env", usage: "test or production (key prefixes sb_test_ and sb_live_, publishing rules)", str: &c.Env, common: true},
 		{env: "SWITCHBOARD_SMTP_URL", flag: "smtp-url", usage: "smtp://user:pass@host:port (STARTTLS when offered) or smtps://; empty: development mailer logs codes (test env only)", str: &c.SMTPURL, common: true},
 		{env: "SWITCHBOARD_MAIL_FROM", flag: "mail-from", usage: "sender of code e-mails", str: &c.MailFrom},
-		{env: "SWITCHBOARD_SIGNING_KEY_FILE", flag: "signing-key-file", usage: "PEM (PKCS#8) Ed25519 private key for envelopes; empty: <data dir>/signing-key.pem, generated when absent", str: &c.SigningKeyFile},
-		{env: "SWITCHBOARD_MASTER_KEY", flag: "master-key", usage: "base64 32-byte key(s) sealing wallet keys, current first, comma-separated (rotation); empty: <data dir>/master.key, generated", str: &c.MasterKey},
-		{env: "SWITCHBOARD_SERVER_SECRET", flag: "server-secret", usage: "base64 32-byte secret keying e-mail code hashes and partner pseudonyms (userId); never rotate it; empty: <data dir>/server-secret.key, generated", str: &c.ServerSecret},
+		{env: "SWITCHBOARD_SIGNING_KEY_FILE", flag: "signing-key-file", usage: "PEM (PKCS#8) Ed25519 private key for envelopes (openssl genpkey -algorithm ed25519 -out signing-key.pem); required in production; empty (test environment): <data dir>/signing-key.pem, generated when absent", str: &c.SigningKeyFile},
+		{env: "SWITCHBOARD_MASTER_KEY", flag: "master-key", usage: "base64 32-byte key(s) sealing wallet keys, current first, comma-separated (rotation; openssl rand -base64 32); required in production; empty (test environment): <data dir>/master.key, generated", str: &c.MasterKey},
+		{env: "SWITCHBOARD_SERVER_SECRET", flag: "server-secret", usage: "base64 32-byte secret keying e-mail code hashes and partner pseudonyms (userId; openssl rand -base64 32); the same on every replica, never rotated; required in production; empty (test environment): <data dir>/server-secret.key, generated", str: &c.ServerSecret},
 		{env: "SWITCHBOARD_DEMO_PARTNER", flag: "demo-partner", usage: "test environment only: offer @demo_echo, a partner served inside the process (signed, verified, billed in test credit) so discover → invoke works on a fresh install; never offered in production", boolean: &c.DemoPartner},
 		{env: "SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS", flag: "allow-local-endpoints", usage: "development only (production refuses to start with it): partner endpoints may be http and local addresses; client metadata documents never may", boolean: &c.AllowLocalEndpoints},
 		{env: "SWITCHBOARD_INFRA_COST_USD", flag: "infra-cost-usd", usage: "infrastructure cost reserved at the start of each invocation, consumed on success, refunded on failure", str: &c.InfraCostUSD},
@@ -127,7 +133,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_API_KEY", flag: "api-key", usage: "the key `switchboard stdio` acts with", str: &c.APIKey},
 		{env: "SWITCHBOARD_TOOLSETS", flag: "toolsets", usage: "the toolsets `switchboard stdio` lists (onboarding, agent, partner, owner; comma-separated); empty: what the key may call, or onboarding and agent without a key (docs/mcp-hosts.md)", str: &c.Toolsets},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
-		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
+		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one (1 to " + strconv.Itoa(keys.MaxRatePerMinute) + ", the most admin key issue gives a key)", integer: &c.DefaultRateLimit},
 		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it", str: &c.Failpoint},
 		{env: "SWITCHBOARD_BODY_READ_TIMEOUT", flag: "body-read-timeout", usage: "how long reading one request body may take (Go duration); 20s reads the 1 MiB maximum at 64 KiB/s (512 kbit/s) with 4 s to spare. A slower body is cut off and its connection closed", str: &c.BodyReadTimeout},
 		{env: "SWITCHBOARD_MAX_CONNS_PER_CLIENT", flag: "max-conns-per-client", usage: "connections open at once from one client address (an IPv4 address, an IPv6 /64); one more is answered 429 and closed. 0: no cap (behind a proxy that connects from its own address, every caller is one client: raise it or use 0)", integer: &c.MaxConnsPerClient},
@@ -202,13 +208,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	if c.DataDir == "" {
-		dir, err := DefaultDataDir(getenv)
+		root, err := DefaultDataDir(getenv)
 		if err != nil {
 			return c, err
 		}
-		c.DataDir = dir
+		c.dataRoot = root
 	}
-	return c, c.Validate()
+	// The data directory is chosen by Validate, once the flags have said the environment.
+	return c, c.validateValues()
 }
 
 // RegisterFlags adds the settings as flags of fs, defaulting to their current values. all
@@ -230,13 +237,41 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, all bool) {
 	}
 }
 
-// Validate checks values that have a closed set.
+// Validate checks values that have a closed set and, when SWITCHBOARD_DATA_DIR is empty,
+// chooses the environment's data directory. Commands call it once their flags are parsed.
 func (c *Config) Validate() error {
+	if err := c.validateValues(); err != nil {
+		return err
+	}
+	return c.chooseDataDir()
+}
+
+// chooseDataDir sets DataDir to the environment's default when the operator named none (or
+// named none since the last choice: a flag may have changed the environment).
+func (c *Config) chooseDataDir() error {
+	if c.dataRoot == "" || (c.DataDir != "" && c.DataDir != c.dataDirAuto) {
+		return nil
+	}
+	dir, note, err := environmentDataDir(c.dataRoot, c.Env)
+	if err != nil {
+		return err
+	}
+	c.DataDir, c.dataDirAuto, c.dataDirNote = dir, dir, note
+	return nil
+}
+
+// DataDirNote is what the operator should know about the default data directory chosen
+// (the test environment still on data from an earlier release); empty otherwise.
+func (c *Config) DataDirNote() string { return c.dataDirNote }
+
+func (c *Config) validateValues() error {
 	if c.Env != "test" && c.Env != "production" {
 		return fmt.Errorf("SWITCHBOARD_ENV=%q: want test or production", c.Env)
 	}
-	if c.DefaultRateLimit < 1 {
-		return fmt.Errorf("SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE must be at least 1")
+	// The bound admin key issue holds keys to: a default it would refuse is refused at start,
+	// not at the first key the operator issues without limits.
+	if c.DefaultRateLimit < 1 || c.DefaultRateLimit > keys.MaxRatePerMinute {
+		return fmt.Errorf("SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE=%d: want 1 to %d requests per minute, the most the operator may give a key (admin key issue)", c.DefaultRateLimit, keys.MaxRatePerMinute)
 	}
 	switch {
 	case c.Failpoint == "":
@@ -303,6 +338,27 @@ func (c *Config) PublicBaseURL() string {
 	return c.BaseURL
 }
 
+// LocalStdioDataDir is the data directory a `switchboard stdio` on this machine must open to
+// share this server's accounts, for the portal's stdio snippet: only where that snippet can
+// work as pasted (the test environment on SQLite in its data directory, reached on a loopback
+// address, so the browser is on the server's machine); empty elsewhere (production stdio needs
+// the deployment's secrets, PostgreSQL its password, a hosted server's path is no use to a
+// visitor), where the portal offers the URL instead.
+func (c *Config) LocalStdioDataDir(postgres bool) string {
+	if c.Env != "test" || postgres || c.DatabaseURL != "" {
+		return ""
+	}
+	u, err := url.Parse(c.PublicBaseURL())
+	if err != nil {
+		return ""
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return ""
+	}
+	return c.DataDir
+}
+
 // CheckServe is what serving needs beyond Validate: in production a public https base URL,
 // since llms.txt, OpenAPI and every link a caller follows are built from it.
 func (c *Config) CheckServe() error {
@@ -316,7 +372,39 @@ func (c *Config) CheckServe() error {
 	if c.BaseURL == "" || err != nil || u.Scheme != "https" || u.Host == "" {
 		return fmt.Errorf("SWITCHBOARD_BASE_URL=%q: production needs the public https URL callers use, e.g. SWITCHBOARD_BASE_URL=https://switchboard.example.com", c.BaseURL)
 	}
-	return nil
+	return c.CheckSecrets()
+}
+
+// CheckSecrets refuses a production process whose signing key, master key or server secret
+// is not supplied: generated ones would differ from every other replica's (partner userIds,
+// e-mail codes, sealed wallets) and, left in a data directory, be picked up again by whatever
+// runs there next. The error names each one missing and the command that makes it.
+// Build calls it before it opens anything; serve, stdio and every admin command that builds
+// the service stop on it. migrate and tokens refresh touch no secret and run without them.
+func (c *Config) CheckSecrets() error {
+	if c.Env != "production" {
+		return nil
+	}
+	var missing []string
+	if c.SigningKeyFile == "" {
+		missing = append(missing, "SWITCHBOARD_SIGNING_KEY_FILE: the path of a PEM Ed25519 private key; make one with `openssl genpkey -algorithm ed25519 -out signing-key.pem` (chmod 600)")
+	}
+	if c.MasterKey == "" {
+		missing = append(missing, "SWITCHBOARD_MASTER_KEY: `openssl rand -base64 32` (it seals the wallet keys: keep it with the database's backups)")
+	}
+	if c.ServerSecret == "" {
+		missing = append(missing, "SWITCHBOARD_SERVER_SECRET: `openssl rand -base64 32` (set it once and never change it)")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	what := "this one is"
+	if len(missing) > 1 {
+		what = fmt.Sprintf("these %d are", len(missing))
+	}
+	return fmt.Errorf("production never generates its secrets, and %s not set:\n  %s\n"+
+		"Keep them in your secret store and give every replica of one database the same values (docs/operations.md, Running N replicas)",
+		what, strings.Join(missing, "\n  "))
 }
 
 // CheckLocalEndpoints refuses SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS in a production process that

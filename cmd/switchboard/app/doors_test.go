@@ -108,6 +108,9 @@ func TestBaseURL(t *testing.T) {
 	} {
 		cfg := app.Defaults()
 		cfg.Env, cfg.BaseURL, cfg.Addr = tc.env, tc.base, tc.addr
+		if tc.env == "production" { // supplied, as production needs them (TestProductionBuildNeedsItsSecrets)
+			apptest.SupplySecrets(t, &cfg)
+		}
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ func secretsToCopy(cfg Config, err error) error {
 	}
 	mine := "SWITCHBOARD_MASTER_KEY"
 	if cfg.MasterKey == "" {
-		mine = filepath.Join(cfg.DataDir, "master.key") + " (SWITCHBOARD_MASTER_KEY is empty, so this replica read or generated that file)"
+		mine = filepath.Join(cfg.DataDir, "master.key") + " (SWITCHBOARD_MASTER_KEY is empty, so this test-environment replica read or generated that file; production is always given it)"
 	}
 	return fmt.Errorf("%w: this database's service signing key is sealed under master key %s, which this replica does not hold; its master key comes from %s. "+
 		"Every replica of one database needs the first replica's secrets: on the first replica, take the value of SWITCHBOARD_MASTER_KEY "+

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -30,6 +33,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
+	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -140,6 +144,9 @@ func Start(t testing.TB, o Options) *Env {
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
+	if cfg.Env == "production" {
+		SupplySecrets(t, &cfg)
+	}
 	w := o.Log
 	if w == nil {
 		w = io.Discard
@@ -155,6 +162,31 @@ func Start(t testing.TB, o Options) *Env {
 	p := a.Parts()
 	return &Env{App: &App{App: a, Config: cfg, Store: st, Log: log, Handler: a.Handler(), Metrics: a.Metrics(),
 		Kernel: p.Kernel, Billing: p.Billing, Payments: p.Payments, Webhooks: p.Webhooks, Keys: p.Keys, SigningKey: p.SigningKey}, Server: srv, URL: srv.URL, Inbox: inbox, Clock: clock}
+}
+
+// SupplySecrets sets the production secrets a configuration leaves empty, as an operator
+// supplies them (production generates none): a signing key file written to a directory of the
+// test's own, a master key and a server secret.
+func SupplySecrets(t testing.TB, cfg *app.Config) {
+	t.Helper()
+	if cfg.SigningKeyFile == "" {
+		cfg.SigningKeyFile = filepath.Join(t.TempDir(), "supplied-signing-key.pem")
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		pemBytes, err := signing.MarshalPrivateKeyPEM(priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cfg.SigningKeyFile, pemBytes, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range []*string{&cfg.MasterKey, &cfg.ServerSecret} {
+		if *v == "" {
+			key := make([]byte, 32)
+			rand.Read(key)
+			*v = base64.StdEncoding.EncodeToString(key)
+		}
+	}
 }
 
 // App is the built service (its methods: Sweep, Settled, Admin, ...) with what tests reach

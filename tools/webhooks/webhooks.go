@@ -66,6 +66,9 @@ type Config struct {
 	Retention    time.Duration // 0: DefaultRetention
 	// Listeners is told when an account's endpoints change here (nil: nobody is).
 	Listeners *Listeners
+	// Slots, PerEndpoint and PerAccount are the sender's shares (0: DefaultSlots,
+	// DefaultPerEndpoint, DefaultPerAccount).
+	Slots, PerEndpoint, PerAccount int
 }
 
 // Service manages endpoints and delivers events.
@@ -97,6 +100,15 @@ func NewService(cfg Config, d service.Deps) (*Service, error) {
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = DefaultRetention
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = DefaultSlots
+	}
+	if cfg.PerEndpoint <= 0 {
+		cfg.PerEndpoint = DefaultPerEndpoint
+	}
+	if cfg.PerAccount <= 0 {
+		cfg.PerAccount = DefaultPerAccount
 	}
 	return &Service{cfg: cfg, store: d.Store, outbox: outbox.New(d.Store), now: d.Now, log: d.Log}, nil
 }

@@ -69,7 +69,7 @@ func summarize(err error, timeout time.Duration) string {
 			return "TLS handshake failed: the certificate has expired (or is not yet valid)"
 		}
 		return "TLS handshake failed: the certificate is not valid"
-	case errors.As(err, &record):
+	case errors.As(err, &record), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		return "TLS handshake failed: the endpoint does not speak TLS on this port"
 	case errors.As(err, &alert):
 		return "TLS handshake failed: the endpoint refused it (" + alert.Error() + ")"

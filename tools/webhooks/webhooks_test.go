@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -76,7 +77,7 @@ func newWorld(t *testing.T, s *store.Store, o worldOptions) *world {
 	d := service.Deps{Store: s, Now: w.clock.Now, Log: quiet}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	w.signer = signing.NewSigner(priv)
-	out, err := outbound.New(outbound.Options{AllowLocal: o.allowLocal, ExtraCAPEM: o.caPEM, Log: quiet})
+	out, err := outbound.New(outbound.Options{AllowLocal: o.allowLocal, ExtraCAPEM: o.caPEM, Log: quiet, Resolver: loopbackResolver{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +107,17 @@ func newWorld(t *testing.T, s *store.Store, o worldOptions) *world {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// loopbackResolver resolves localhost to loopback and no other name, as a deployment's
+// resolver (named in its error) answers for a name that does not exist: no test asks DNS.
+type loopbackResolver struct{}
+
+func (loopbackResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if host == "localhost" {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, Server: "10.0.0.2:53", IsNotFound: true}
 }
 
 func (w *world) call(key, tool string, args any) (any, *tools.Error) {
@@ -357,6 +369,8 @@ func TestBadInputIsRefusedClearly(t *testing.T) {
 		}{
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "http://example.com/hook"}, tools.CodeBadInput, "must be https://"},
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://127.0.0.1/hook"}, tools.CodeBadInput, "loopback"},
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://127.0.0.1:6379/hook"}, tools.CodeBadInput, "port 6379 is not allowed; webhook endpoints take port 443 (the https default: write no port) or 8443"},
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://hooks.invalid/hook"}, tools.CodeBadInput, `the host "hooks.invalid" does not resolve; check its spelling`},
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "ftp://example.com/hook"}, tools.CodeBadInput, "use an https:// URL"},
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://93.184.215.14/hook", "eventTypes": []string{"call.succeeded", "call.exploded"}}, tools.CodeBadInput, `unknown event type "call.exploded"; the event types are call.succeeded`},
 			{w.child, "webhook_endpoint_create", map[string]any{"url": "https://93.184.215.14/hook"}, tools.CodeForbidden, "manage webhooks with a root key"},
@@ -365,7 +379,7 @@ func TestBadInputIsRefusedClearly(t *testing.T) {
 			{w.root, "webhook_delivery_replay", map[string]any{"deliveryId": "wd_nope"}, tools.CodeNotFound, "webhook_delivery_list shows"},
 		} {
 			_, e := w.call(tc.key, tc.tool, tc.args)
-			if e == nil || e.Code != tc.code || !strings.Contains(e.Message, tc.says) {
+			if e == nil || e.Code != tc.code || !strings.Contains(e.Message, tc.says) || strings.Contains(e.Message, "10.0.0.2") {
 				t.Errorf("%s %v: got %v, want %s saying %q", tc.tool, tc.args, e, tc.code, tc.says)
 			}
 		}

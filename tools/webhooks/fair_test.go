@@ -25,7 +25,7 @@ type silent struct {
 	conns    []net.Conn
 }
 
-func newSilent(t *testing.T) *silent {
+func newSilent(t testing.TB) *silent {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -43,21 +43,25 @@ func newSilent(t *testing.T) *silent {
 			s.accepted <- struct{}{}
 		}
 	}()
-	t.Cleanup(func() {
-		l.Close()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, c := range s.conns {
-			c.Close()
-		}
-	})
+	t.Cleanup(s.close)
 	return s
+}
+
+// close stops listening and drops the connections held: the attempts blocked on them end.
+func (s *silent) close() {
+	s.l.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
 }
 
 func (s *silent) URL() string { return "https://" + s.l.Addr().String() + "/events" }
 
 // emit writes an event for accountID as the money seam does (in a store transaction).
-func emit(t *testing.T, st *store.Store, accountID, requestID string, at time.Time) {
+func emit(t testing.TB, st *store.Store, accountID, requestID string, at time.Time) {
 	t.Helper()
 	if err := st.InTx(context.Background(), func(ctx context.Context, q *store.Q) error {
 		return webhooks.Emit(ctx, q, webhooks.CallSucceeded, accountID, at, webhooks.CallData{RequestID: requestID})
@@ -67,7 +71,7 @@ func emit(t *testing.T, st *store.Store, accountID, requestID string, at time.Ti
 }
 
 // attemptsOf counts the attempts recorded for an account's deliveries.
-func attemptsOf(t *testing.T, st *store.Store, accountID string) int {
+func attemptsOf(t testing.TB, st *store.Store, accountID string) int {
 	t.Helper()
 	n, err := st.DB().NewSelect().Model((*outbox.Attempt)(nil)).
 		Where("delivery_id IN (SELECT id FROM webhook_deliveries WHERE account_id = ?)", accountID).Count(context.Background())
@@ -77,91 +81,127 @@ func attemptsOf(t *testing.T, st *store.Store, accountID string) int {
 	return int(n)
 }
 
+// attack is issue 46's: ten endpoints of one account ("acct") that accept TCP and never
+// answer, three events of that account waiting for them (30 deliveries, more than a
+// replica's slots), and a healthy receiver of another account ("healthy"), with the worker
+// running as serve runs it (a round every interval). It returns once the attacked account's share of silent attempts
+// is in flight.
+type attack struct {
+	w       *world
+	st      *store.Store
+	healthy *receiver
+	got     chan time.Time // when the healthy receiver got an event
+	stop    func()         // ends the worker and the silent attempts
+}
+
+func startAttack(t testing.TB, st *store.Store, timeout, every time.Duration) *attack {
+	ctx := context.Background()
+	a := &attack{st: st, healthy: newReceiver(t), got: make(chan time.Time, 1)}
+	a.w = newWorld(t, st, worldOptions{allowLocal: true, caPEM: partnertest.CAPEM(a.healthy.srv), timeout: timeout})
+	silents := make([]*silent, webhooks.MaxEndpoints)
+	for i := range silents {
+		silents[i] = newSilent(t)
+		a.w.mustCall(a.w.root, "webhook_endpoint_create", map[string]any{"url": silents[i].URL()})
+	}
+	storetest.Account(t, st, "healthy")
+	if err := outbox.New(st).CreateWebhookEndpoint(ctx, &outbox.Endpoint{ID: "we_healthy", AccountID: "healthy", URL: a.healthy.URL(),
+		SecretSalt: []byte("salt"), CreatedAt: a.w.clock.Now()}, webhooks.MaxEndpoints); err != nil {
+		t.Fatal(err)
+	}
+	a.healthy.answer = func(int) int {
+		select {
+		case a.got <- time.Now():
+		default:
+		}
+		return http.StatusOK
+	}
+	for i := range 3 {
+		emit(t, st, "acct", fmt.Sprintf("silent-%d", i), a.w.clock.Now())
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); a.w.hooks.Run(runCtx, every) }()
+	a.stop = func() {
+		stop()
+		for _, sl := range silents {
+			sl.close()
+		}
+		<-done
+	}
+	accepted := make(chan struct{}, 100)
+	for _, sl := range silents {
+		go func() {
+			for range sl.accepted {
+				accepted <- struct{}{}
+			}
+		}()
+	}
+	deadline := time.After(timeout)
+	for inFlight := 0; inFlight < webhooks.DefaultPerAccount; inFlight++ {
+		select {
+		case <-accepted:
+		case <-deadline:
+			a.stop()
+			t.Fatalf("only %d silent attempts started within %s", inFlight, timeout)
+		}
+	}
+	return a
+}
+
 // Ten endpoints of one account that accept TCP and never answer, with more deliveries waiting
-// for them than the replica has slots, never hold another account's event: the worker
-// running as serve runs it, the healthy account's event (written after the silent attempts
-// are in flight) is delivered while every one of those attempts is still blocked, none of
-// them having timed out or been recorded. The timeout is long, so the order cannot flake:
-// before this sender, that event waited for a whole round of silent attempts (four waves of
-// the timeout here) before it was even fanned out.
+// for them than the replica has slots, never hold another account's event: the healthy
+// account's event (written after the silent attempts are in flight) is delivered while every
+// one of those attempts is still blocked, none of them having timed out or been recorded.
+// The timeout is long, so the order cannot flake: before this sender, that event waited for
+// a whole round of silent attempts (four waves of the timeout here) before it was even fanned
+// out, and this test failed after the timeout.
 func TestSilentEndpointsNeverStallAnotherAccount(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		healthy := newReceiver(t)
 		const timeout = 30 * time.Second
-		w := newWorld(t, s, worldOptions{allowLocal: true, caPEM: partnertest.CAPEM(healthy.srv), timeout: timeout})
-		silents := make([]*silent, webhooks.MaxEndpoints)
-		for i := range silents {
-			silents[i] = newSilent(t)
-			w.mustCall(w.root, "webhook_endpoint_create", map[string]any{"url": silents[i].URL()})
-		}
-		storetest.Account(t, s, "healthy")
-		if err := outbox.New(s).CreateWebhookEndpoint(ctx, &outbox.Endpoint{ID: "we_healthy", AccountID: "healthy", URL: healthy.URL(),
-			SecretSalt: []byte("salt"), CreatedAt: w.clock.Now()}, webhooks.MaxEndpoints); err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan struct{}, 1)
-		healthy.answer = func(int) int {
-			select {
-			case got <- struct{}{}:
-			default:
-			}
-			return http.StatusOK
-		}
-
-		// Three events of the attacked account: 30 deliveries that can only time out.
-		for i := range 3 {
-			emit(t, s, "acct", fmt.Sprintf("silent-%d", i), w.clock.Now())
-		}
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); w.hooks.Run(runCtx, 20*time.Millisecond) }()
-		t.Cleanup(func() {
-			stop()
-			for _, sl := range silents { // the blocked attempts end, and Run returns
-				sl.l.Close()
-				sl.mu.Lock()
-				for _, c := range sl.conns {
-					c.Close()
-				}
-				sl.mu.Unlock()
-			}
-			<-done
-		})
-
-		// Wait for the account's share of silent attempts to be in flight.
-		deadline := time.After(timeout)
-		for inFlight := 0; inFlight < webhooks.DefaultPerAccount; inFlight++ {
-			select {
-			case <-silents[0].accepted:
-			case <-silents[1].accepted:
-			case <-silents[2].accepted:
-			case <-silents[3].accepted:
-			case <-silents[4].accepted:
-			case <-silents[5].accepted:
-			case <-silents[6].accepted:
-			case <-silents[7].accepted:
-			case <-silents[8].accepted:
-			case <-silents[9].accepted:
-			case <-deadline:
-				t.Fatalf("only %d silent attempts started within %s", inFlight, timeout)
-			}
-		}
-		emit(t, s, "healthy", "healthy-1", w.clock.Now())
+		a := startAttack(t, s, timeout, 20*time.Millisecond)
+		defer a.stop()
+		emit(t, s, "healthy", "healthy-1", a.w.clock.Now())
 		select {
-		case <-got:
+		case <-a.got:
 		case <-time.After(timeout):
 			t.Fatalf("the healthy account's event was not delivered within the %s the silent attempts are blocked for", timeout)
 		}
 		if n := attemptsOf(t, s, "acct"); n != 0 {
 			t.Fatalf("%d silent attempts ended before the healthy event was delivered: it waited for them", n)
 		}
-		healthy.mu.Lock()
-		defer healthy.mu.Unlock()
-		if len(healthy.ok) != 1 {
-			t.Fatalf("the healthy receiver got %d events", len(healthy.ok))
+		a.healthy.mu.Lock()
+		defer a.healthy.mu.Unlock()
+		if len(a.healthy.ok) != 1 {
+			t.Fatalf("the healthy receiver got %d events", len(a.healthy.ok))
 		}
 	})
+}
+
+// How long the healthy account's event waits under the attack, from its write to its
+// arrival, with the default attempt timeout and serve's interval (docs/webhooks.md quotes it).
+func BenchmarkHealthyEventBesideSilentEndpoints(b *testing.B) {
+	for _, dialect := range storetest.Dialects() {
+		b.Run(dialect, func(b *testing.B) {
+			var waited time.Duration
+			for range b.N {
+				b.StopTimer()
+				st := storetest.Open(b, dialect)
+				a := startAttack(b, st, webhooks.DefaultTimeout, time.Second) // serve's interval
+				b.StartTimer()
+				at := time.Now()
+				emit(b, st, "healthy", "healthy-1", a.w.clock.Now())
+				select {
+				case got := <-a.got:
+					waited += got.Sub(at)
+				case <-time.After(10 * time.Minute):
+					b.Fatal("the healthy event waited more than 10 minutes")
+				}
+				b.StopTimer()
+				a.stop()
+			}
+			b.ReportMetric(float64(waited.Microseconds())/1000/float64(b.N), "healthy-wait-ms")
+		})
+	}
 }
 
 // An endpoint whose attempts time out is paused: the attempts in flight when it happened are

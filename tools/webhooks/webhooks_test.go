@@ -52,7 +52,7 @@ func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 // world is an account with a root key, the key and webhook services behind one kernel, and a
 // TLS receiver the outbound client trusts.
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	st      *store.Store
 	clock   *clock
 	kernel  *tools.Kernel
@@ -70,7 +70,7 @@ type worldOptions struct {
 	timeout    time.Duration
 }
 
-func newWorld(t *testing.T, s *store.Store, o worldOptions) *world {
+func newWorld(t testing.TB, s *store.Store, o worldOptions) *world {
 	ctx := context.Background()
 	w := &world{t: t, st: s, clock: &clock{now: time.Now().UTC().Truncate(time.Second)}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -147,7 +147,7 @@ func (w *world) run() webhooks.Round {
 // receiver is a TLS endpoint on a fixed loopback address that can fail, go down (connection
 // refused) and come back, recording what it received and checking both signatures.
 type receiver struct {
-	t        *testing.T
+	t        testing.TB
 	addr     string
 	mu       sync.Mutex
 	srv      *httptest.Server
@@ -160,7 +160,7 @@ type receiver struct {
 	pubOnly  *signing.WebhookVerifier
 }
 
-func newReceiver(t *testing.T) *receiver {
+func newReceiver(t testing.TB) *receiver {
 	r := &receiver{t: t, ok: map[string]int{}, bodies: map[string]string{}, answer: func(int) int { return 200 }}
 	r.up()
 	t.Cleanup(r.down)

@@ -48,10 +48,13 @@ func summarize(err error, timeout time.Duration) string {
 		invalid x509.CertificateInvalidError
 		record  tls.RecordHeaderError
 		alert   tls.AlertError
+		dial    *net.OpError
 	)
 	switch {
 	case errors.As(err, &status):
 		return status.Error()
+	case timedOut(err) && errors.As(err, &dial) && dial.Op == "dial":
+		return "timed out connecting: nothing answered the connection"
 	case timedOut(err):
 		return "timed out after " + seconds(timeout) + " without an answer"
 	case errors.As(err, &dns), strings.Contains(err.Error(), ": no addresses"):

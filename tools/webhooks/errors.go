@@ -53,6 +53,8 @@ func summarize(err error, timeout time.Duration) string {
 	switch {
 	case errors.As(err, &status):
 		return status.Error()
+	case strings.Contains(err.Error(), "TLS handshake timeout"):
+		return "TLS handshake timed out: the endpoint accepted the connection and did not answer"
 	case timedOut(err) && errors.As(err, &dial) && dial.Op == "dial":
 		return "timed out connecting: nothing answered the connection"
 	case timedOut(err):

@@ -58,7 +58,10 @@ func (s *silent) close() {
 	s.conns = nil
 }
 
-func (s *silent) URL() string { return "https://" + s.l.Addr().String() + "/events" }
+// URL is the listener's as an http URL (development's SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS
+// takes it), so that an attempt is blocked for exactly the attempt timeout: over https the
+// client's 10 s TLS handshake timeout would end it first.
+func (s *silent) URL() string { return "http://" + s.l.Addr().String() + "/events" }
 
 // emit writes an event for accountID as the money seam does (in a store transaction).
 func emit(t testing.TB, st *store.Store, accountID, requestID string, at time.Time) {

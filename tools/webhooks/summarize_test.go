@@ -23,6 +23,7 @@ func TestSummarizeWhatLoopbackCannotShow(t *testing.T) {
 		{post(fmt.Errorf("resolve hooks.example: no addresses")), "the host does not resolve"},
 		{post(&net.DNSError{Err: "server misbehaving", Name: "hooks.example", Server: "10.0.0.2:53", IsTemporary: true}), "the host does not resolve"},
 		{post(context.DeadlineExceeded), "timed out after 15 s without an answer"},
+		{post(errors.New("net/http: TLS handshake timeout")), "TLS handshake timed out: the endpoint accepted the connection and did not answer"},
 	} {
 		if got := summarize(tc.err, 15*time.Second); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.err, got, tc.want)

@@ -302,9 +302,9 @@ func Pick(cands []Candidate, busy InFlight, caps Caps) []string {
 }
 
 // ClaimWebhookDeliveries leases the due deliveries that fit caps (Outbox). The candidates are
-// ranked in SQL, per endpoint and then per account, so that what one claim reads is bounded by
-// the shares and not by any one endpoint's backlog; Pick then applies the shares beside the
-// deliveries already in flight.
+// each endpoint's oldest due, ranked per account in SQL, so that what one claim reads is
+// bounded by the endpoints and their shares, not by any one endpoint's backlog; Pick then
+// applies the shares beside the deliveries already in flight.
 func (s *queries) ClaimWebhookDeliveries(ctx context.Context, owner string, now, leaseUntil time.Time, caps Caps) ([]string, error) {
 	if caps.Limit <= 0 {
 		return nil, nil
@@ -336,6 +336,17 @@ func (s *queries) ClaimWebhookDeliveries(ctx context.Context, owner string, now,
 			AccountID  string `bun:"account_id"`
 			Trial      bool   `bun:"trial"`
 		}
+		// Each endpoint's oldest due deliveries are read through its own index range (the
+		// endpoint_due index), so a backlog costs its endpoint's share of rows, not a scan:
+		// a LATERAL join on PostgreSQL, which SQLite lacks and whose planner takes the IN form
+		// the same way (PostgreSQL would run that subquery for every delivery).
+		due := `SELECT h.id, h.endpoint_id, h.account_id, h.next_attempt_at FROM webhook_deliveries AS h
+			WHERE h.endpoint_id = e.id AND h.state = ?0 AND h.next_attempt_at <= ?1 AND (h.lease_until IS NULL OR h.lease_until <= ?1)
+			ORDER BY h.next_attempt_at LIMIT ?2`
+		from := "webhook_endpoints AS e JOIN webhook_deliveries AS d ON d.id IN (SELECT id FROM (" + due + ") AS h)"
+		if s.postgres {
+			from = "webhook_endpoints AS e CROSS JOIN LATERAL (" + due + ") AS d"
+		}
 		err := tx.NewRaw(`SELECT id, endpoint_id, account_id, trial FROM (
 			SELECT id, endpoint_id, account_id, trial, n, next_attempt_at,
 				ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY n, next_attempt_at, id) AS m
@@ -343,12 +354,11 @@ func (s *queries) ClaimWebhookDeliveries(ctx context.Context, owner string, now,
 				SELECT d.id, d.endpoint_id, d.account_id, d.next_attempt_at,
 					CASE WHEN e.paused_until IS NULL THEN 0 ELSE 1 END AS trial,
 					ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS n
-				FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
-				WHERE d.state = ? AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?)
-					AND e.disabled_at IS NULL AND (e.paused_until IS NULL OR e.paused_until <= ?)
-			) AS by_endpoint WHERE n <= ?
-		) AS by_account WHERE m <= ? ORDER BY m, n, next_attempt_at, id LIMIT ?`,
-			DeliveryPending, now, now, now, perEndpoint, perAccount, limit).Scan(ctx, &cands)
+				FROM `+from+`
+				WHERE e.disabled_at IS NULL AND (e.paused_until IS NULL OR e.paused_until <= ?1)
+			) AS by_endpoint
+		) AS by_account WHERE m <= ?3 ORDER BY m, n, next_attempt_at, id LIMIT ?4`,
+			DeliveryPending, now, perEndpoint, perAccount, limit).Scan(ctx, &cands)
 		if err != nil {
 			return err
 		}

@@ -217,6 +217,8 @@ func TestTimedOutEndpointIsPausedThenTriedOneAtATime(t *testing.T) {
 		var mu sync.Mutex
 		answering, requests := false, 0
 		rcv := newReceiver(t)
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) }) // before the receiver closes: it waits for its handlers
 		const timeout = 200 * time.Millisecond
 		w := newWorld(t, s, worldOptions{allowLocal: true, caPEM: partnertest.CAPEM(rcv.srv), timeout: timeout})
 		rcv.srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -225,9 +227,9 @@ func TestTimedOutEndpointIsPausedThenTriedOneAtATime(t *testing.T) {
 			ok := answering
 			mu.Unlock()
 			if !ok {
-				select { // silent until the client gives up
+				select { // silent until the client gives up, or the test ends
 				case <-r.Context().Done():
-				case <-time.After(10 * timeout):
+				case <-release:
 				}
 				return
 			}

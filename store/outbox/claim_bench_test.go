@@ -68,3 +68,41 @@ func BenchmarkClaimBesideABacklog(b *testing.B) {
 		}
 	}
 }
+
+// What a claim costs among many endpoints with nothing due: each is looked up in its index
+// range once per claim.
+func BenchmarkClaimAmongIdleEndpoints(b *testing.B) {
+	for _, dialect := range storetest.Dialects() {
+		b.Run(dialect, func(b *testing.B) {
+			ctx := context.Background()
+			st := storetest.Open(b, dialect)
+			o := outbox.New(st)
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			const endpoints = 5_000
+			storetest.Account(b, st, "y")
+			eps := make([]*outbox.Endpoint, 0, endpoints)
+			for i := range endpoints {
+				eps = append(eps, &outbox.Endpoint{ID: fmt.Sprintf("e%d", i), AccountID: "y", URL: "https://y.example/h", EventTypes: []string{}, SecretSalt: []byte("s"), CreatedAt: now.Add(-time.Hour)})
+			}
+			if _, err := st.DB().NewInsert().Model(&eps).Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+			ev := &store.WebhookEvent{ID: "ev-y", AccountID: "y", Type: "key.created", Body: "{}", CreatedAt: now, FannedAt: &now}
+			if err := st.AddWebhookEvents(ctx, ev); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.DB().NewInsert().Model(&outbox.Delivery{ID: "dy", EventID: "ev-y", EndpointID: "e0", AccountID: "y", State: outbox.DeliveryPending, NextAttemptAt: now, CreatedAt: now}).Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+			caps := outbox.Caps{Limit: 8, PerEndpoint: 2, PerAccount: 4}
+			b.ResetTimer()
+			for i := range b.N {
+				at := now.Add(time.Duration(i) * time.Minute)
+				ids, err := o.ClaimWebhookDeliveries(ctx, "r", at, at.Add(time.Second), caps)
+				if err != nil || len(ids) != 1 {
+					b.Fatalf("claimed %v (%v)", ids, err)
+				}
+			}
+		})
+	}
+}

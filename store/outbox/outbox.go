@@ -345,7 +345,10 @@ func (s *queries) ClaimWebhookDeliveries(ctx context.Context, owner string, now,
 			ORDER BY h.next_attempt_at LIMIT ?2`
 		from := "webhook_endpoints AS e JOIN webhook_deliveries AS d ON d.id IN (SELECT id FROM (" + due + ") AS h)"
 		if s.postgres {
-			from = "webhook_endpoints AS e CROSS JOIN LATERAL (" + due + ") AS d"
+			// Only the endpoints with something due are looked up: PostgreSQL hashes that set
+			// from the due rows, where one lookup per endpoint of the deployment would cost more.
+			from = `(SELECT * FROM webhook_endpoints WHERE id IN (SELECT endpoint_id FROM webhook_deliveries
+				WHERE state = ?0 AND next_attempt_at <= ?1)) AS e CROSS JOIN LATERAL (` + due + ") AS d"
 		}
 		err := tx.NewRaw(`SELECT id, endpoint_id, account_id, trial FROM (
 			SELECT id, endpoint_id, account_id, trial, n, next_attempt_at,

@@ -30,10 +30,11 @@ type Outbox interface {
 	// takes its type (match decides). Replicas skip each other's rows (SKIP LOCKED); SQLite's write
 	// transaction is exclusive. It returns how many events it fanned out.
 	FanOutWebhookEvents(ctx context.Context, now time.Time, limit int, newID func() string, match func(ep *Endpoint, eventType string) bool) (int, error)
-	// ClaimWebhookDeliveries leases up to limit pending deliveries due at now, of endpoints not
-	// disabled, to owner until leaseUntil: another replica claims them only once the lease has
-	// run out (a replica that died mid-send), so two never send one at once.
-	ClaimWebhookDeliveries(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]string, error)
+	// ClaimWebhookDeliveries leases up to caps.Limit pending deliveries due at now, of endpoints
+	// neither disabled nor paused, to owner until leaseUntil, within the shares of caps counted
+	// with every delivery in flight (leased, by any replica): another replica claims them only
+	// once the lease has run out (a replica that died mid-send), so two never send one at once.
+	ClaimWebhookDeliveries(ctx context.Context, owner string, now, leaseUntil time.Time, caps Caps) ([]string, error)
 	// WebhookSendOf reads a claimed delivery with its event and endpoint.
 	WebhookSendOf(ctx context.Context, deliveryID string) (*Send, error)
 	// RecordWebhookAttempt writes an attempt and its outcome in one transaction, if owner still
@@ -94,6 +95,9 @@ type Endpoint struct {
 	FailingSince   *time.Time `bun:"failing_since"`
 	DisabledAt     *time.Time `bun:"disabled_at"`
 	DisabledReason string     `bun:"disabled_reason,notnull"`
+	// PausedUntil: an attempt timed out, and none is made before this time (nil: not paused);
+	// once it has passed, the endpoint is on trial (one attempt at a time) until one succeeds.
+	PausedUntil *time.Time `bun:"paused_until"`
 }
 
 // Delivery is one event on its way to one endpoint.
@@ -225,8 +229,12 @@ func (s *queries) FanOutWebhookEvents(ctx context.Context, now time.Time, limit 
 				if ep.CreatedAt.After(ev.CreatedAt) || !match(ep, ev.Type) {
 					continue
 				}
+				due := now
+				if ep.PausedUntil != nil && ep.PausedUntil.After(now) {
+					due = *ep.PausedUntil // not sent to a paused endpoint before its pause ends
+				}
 				ds = append(ds, &Delivery{ID: newID(), EventID: ev.ID, EndpointID: ep.ID, AccountID: ev.AccountID,
-					State: DeliveryPending, NextAttemptAt: now, CreatedAt: now})
+					State: DeliveryPending, NextAttemptAt: due, CreatedAt: now})
 			}
 		}
 		if len(ds) > 0 {
@@ -240,27 +248,151 @@ func (s *queries) FanOutWebhookEvents(ctx context.Context, now time.Time, limit 
 	return n, err
 }
 
-// ClaimWebhookDeliveries leases up to limit pending deliveries due at now, of endpoints not
-// disabled, to owner until leaseUntil: another replica claims them only once the lease has
-// run out (a replica that died mid-send), so two never send one at once.
-func (s *queries) ClaimWebhookDeliveries(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]string, error) {
+// Caps bound a claim: at most Limit deliveries, and no more in flight (leased by any replica,
+// this claim's included) than PerEndpoint to one endpoint (1 to an endpoint whose pause has
+// ended: it is on trial) and PerAccount to one account's endpoints. 0 is no bound.
+type Caps struct {
+	Limit       int
+	PerEndpoint int
+	PerAccount  int
+}
+
+// Candidate is a due delivery a claim may take, in the order it is offered.
+type Candidate struct {
+	ID, EndpointID, AccountID string
+	// Trial: its endpoint's pause has ended and no attempt has succeeded since.
+	Trial bool
+}
+
+// InFlight counts the deliveries leased now, by endpoint and by account.
+type InFlight struct {
+	Endpoint map[string]int
+	Account  map[string]int
+}
+
+// Pick chooses from candidates, in their order, those that fit caps beside what is already
+// in flight: the fairness rules of a claim. The candidates come round-robin (every account's
+// oldest due first, then every account's second, ...), so one account's backlog never hides
+// another's delivery.
+func Pick(cands []Candidate, busy InFlight, caps Caps) []string {
+	ep, acct := map[string]int{}, map[string]int{}
+	for k, v := range busy.Endpoint {
+		ep[k] = v
+	}
+	for k, v := range busy.Account {
+		acct[k] = v
+	}
+	var out []string
+	for _, c := range cands {
+		if caps.Limit > 0 && len(out) >= caps.Limit {
+			break
+		}
+		perEndpoint := caps.PerEndpoint
+		if c.Trial {
+			perEndpoint = 1
+		}
+		if perEndpoint > 0 && ep[c.EndpointID] >= perEndpoint || caps.PerAccount > 0 && acct[c.AccountID] >= caps.PerAccount {
+			continue
+		}
+		ep[c.EndpointID]++
+		acct[c.AccountID]++
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+// ClaimWebhookDeliveries leases the due deliveries that fit caps (Outbox). The candidates are
+// each endpoint's oldest due, ranked per account in SQL, so that what one claim reads is
+// bounded by the endpoints and their shares, not by any one endpoint's backlog; Pick then
+// applies the shares beside the deliveries already in flight.
+func (s *queries) ClaimWebhookDeliveries(ctx context.Context, owner string, now, leaseUntil time.Time, caps Caps) ([]string, error) {
+	if caps.Limit <= 0 {
+		return nil, nil
+	}
 	var ids []string
 	err := s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		ids = nil
-		due := tx.NewSelect().TableExpr("webhook_deliveries AS d").Column("d.id").
-			Join("JOIN webhook_endpoints AS e ON e.id = d.endpoint_id").
-			Where("d.state = ? AND d.next_attempt_at <= ?", DeliveryPending, now).
-			Where("(d.lease_until IS NULL OR d.lease_until <= ?)", now).
-			Where("e.disabled_at IS NULL").
-			OrderExpr("d.next_attempt_at ASC").Limit(int64(limit))
+		var leased []struct {
+			EndpointID string `bun:"endpoint_id"`
+			AccountID  string `bun:"account_id"`
+			N          int    `bun:"n"`
+		}
+		if err := tx.NewSelect().TableExpr("webhook_deliveries").ColumnExpr("endpoint_id, account_id, COUNT(*) AS n").
+			Where("lease_until > ? AND state = ?", now, DeliveryPending).GroupExpr("endpoint_id, account_id").Scan(ctx, &leased); err != nil {
+			return err
+		}
+		busy := InFlight{Endpoint: map[string]int{}, Account: map[string]int{}}
+		for _, l := range leased {
+			busy.Endpoint[l.EndpointID] += l.N
+			busy.Account[l.AccountID] += l.N
+		}
+		perEndpoint, perAccount := bound(caps.PerEndpoint), bound(caps.PerAccount)
+		// Enough candidates that the ones a busy endpoint or account must skip never leave
+		// the claim short.
+		limit := caps.Limit + perAccount*len(busy.Account) + perEndpoint*len(busy.Endpoint)
+		var cands []struct {
+			ID         string `bun:"id"`
+			EndpointID string `bun:"endpoint_id"`
+			AccountID  string `bun:"account_id"`
+			Trial      bool   `bun:"trial"`
+		}
+		// Each endpoint's oldest due deliveries are read through its own index range (the
+		// endpoint_due index), so a backlog costs its endpoint's share of rows, not a scan:
+		// a LATERAL join on PostgreSQL, which SQLite lacks and whose planner takes the IN form
+		// the same way (PostgreSQL would run that subquery for every delivery).
+		due := `SELECT h.id, h.endpoint_id, h.account_id, h.next_attempt_at FROM webhook_deliveries AS h
+			WHERE h.endpoint_id = e.id AND h.state = ?0 AND h.next_attempt_at <= ?1 AND (h.lease_until IS NULL OR h.lease_until <= ?1)
+			ORDER BY h.next_attempt_at LIMIT ?2`
+		from := "webhook_endpoints AS e JOIN webhook_deliveries AS d ON d.id IN (SELECT id FROM (" + due + ") AS h)"
 		if s.postgres {
-			due = due.For("UPDATE OF d SKIP LOCKED")
+			// Only the endpoints with something due are looked up: PostgreSQL hashes that set
+			// from the due rows, where one lookup per endpoint of the deployment would cost more.
+			from = `(SELECT * FROM webhook_endpoints WHERE id IN (SELECT endpoint_id FROM webhook_deliveries
+				WHERE state = ?0 AND next_attempt_at <= ?1)) AS e CROSS JOIN LATERAL (` + due + ") AS d"
+		}
+		err := tx.NewRaw(`SELECT id, endpoint_id, account_id, trial FROM (
+			SELECT id, endpoint_id, account_id, trial, n, next_attempt_at,
+				ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY n, next_attempt_at, id) AS m
+			FROM (
+				SELECT d.id, d.endpoint_id, d.account_id, d.next_attempt_at,
+					CASE WHEN e.paused_until IS NULL THEN 0 ELSE 1 END AS trial,
+					ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS n
+				FROM `+from+`
+				WHERE e.disabled_at IS NULL AND (e.paused_until IS NULL OR e.paused_until <= ?1)
+			) AS by_endpoint
+		) AS by_account WHERE m <= ?3 ORDER BY m, n, next_attempt_at, id LIMIT ?4`,
+			DeliveryPending, now, perEndpoint, perAccount, limit).Scan(ctx, &cands)
+		if err != nil {
+			return err
+		}
+		offered := make([]Candidate, len(cands))
+		for i, c := range cands {
+			offered[i] = Candidate{ID: c.ID, EndpointID: c.EndpointID, AccountID: c.AccountID, Trial: c.Trial}
+		}
+		picked := Pick(offered, busy, caps)
+		if len(picked) == 0 {
+			return nil
+		}
+		// The lease is taken only if nobody took it since the read: a row another replica holds
+		// (or is claiming) is skipped, never waited for.
+		take := tx.NewSelect().TableExpr("webhook_deliveries").Column("id").
+			Where("id IN (?) AND state = ? AND (lease_until IS NULL OR lease_until <= ?)", bun.List(picked), DeliveryPending, now)
+		if s.postgres {
+			take = take.For("UPDATE SKIP LOCKED")
 		}
 		return tx.NewUpdate().Model((*Delivery)(nil)).
 			Set("lease_until = ?", leaseUntil).Set("leased_by = ?", owner).
-			Where("id IN (?)", due).Returning("id").Scan(ctx, &ids)
+			Where("id IN (?)", take).Returning("id").Scan(ctx, &ids)
 	})
 	return ids, dberr.Normalize(err)
+}
+
+// bound is a cap as SQL takes it: 0 (no bound) is the most a query could rank.
+func bound(n int) int {
+	if n <= 0 {
+		return 1 << 30
+	}
+	return n
 }
 
 // Send is what one attempt needs: the delivery, its event and its endpoint.
@@ -293,6 +425,9 @@ type Outcome struct {
 	Next time.Time
 	// Disable disables the endpoint with this reason ("" leaves it enabled).
 	Disable string
+	// Pause pauses the endpoint until then (zero: not paused): its pending deliveries not in
+	// flight, and those fanned out meanwhile, wait until then.
+	Pause time.Time
 }
 
 // ErrLeaseLost says a delivery's lease passed to another replica before the attempt was
@@ -331,11 +466,24 @@ func (s *queries) RecordWebhookAttempt(ctx context.Context, owner string, send *
 		}
 		ep := tx.NewUpdate().Model((*Endpoint)(nil)).Where("id = ?", d.EndpointID)
 		if out.Delivered {
-			_, err = ep.Set("failing_since = NULL").Exec(ctx)
+			_, err = ep.Set("failing_since = NULL").Set("paused_until = NULL").Exec(ctx)
 			return err
 		}
 		if _, err := ep.Set("failing_since = COALESCE(failing_since, ?)", at).Exec(ctx); err != nil {
 			return err
+		}
+		if !out.Pause.IsZero() {
+			if _, err := tx.NewUpdate().Model((*Endpoint)(nil)).Where("id = ? AND (paused_until IS NULL OR paused_until < ?)", d.EndpointID, out.Pause).
+				Set("paused_until = ?", out.Pause).Exec(ctx); err != nil {
+				return err
+			}
+			// What waits for the endpoint waits for the pause too (not what another replica
+			// is sending now): the claims' scans stay clear of it, and listings show when.
+			if _, err := tx.NewUpdate().Model((*Delivery)(nil)).Set("next_attempt_at = ?", out.Pause).
+				Where("endpoint_id = ? AND state = ? AND next_attempt_at < ?", d.EndpointID, DeliveryPending, out.Pause).
+				Where("(lease_until IS NULL OR lease_until <= ?)", at).Exec(ctx); err != nil {
+				return err
+			}
 		}
 		if out.Disable == "" {
 			return nil
@@ -432,6 +580,21 @@ func (s *queries) ReplayWebhookDelivery(ctx context.Context, accountID, id strin
 		}
 		n, _ := res.RowsAffected()
 		reenabled = n > 0
+		// The owner says the receiver works again: its pause ends with the replay, and what
+		// waited for the pause is due now.
+		ep := new(Endpoint)
+		if err := tx.NewSelect().Model(ep).Column("paused_until").Where("id = ?", d.EndpointID).Scan(ctx); err != nil {
+			return err
+		}
+		if ep.PausedUntil != nil {
+			if _, err := tx.NewUpdate().Model((*Endpoint)(nil)).Where("id = ?", d.EndpointID).Set("paused_until = NULL").Exec(ctx); err != nil {
+				return err
+			}
+			if _, err := tx.NewUpdate().Model((*Delivery)(nil)).Set("next_attempt_at = ?", now).
+				Where("endpoint_id = ? AND state = ? AND next_attempt_at > ? AND next_attempt_at <= ?", d.EndpointID, DeliveryPending, now, *ep.PausedUntil).Exec(ctx); err != nil {
+				return err
+			}
+		}
 		// A new window and backoff from its first step: a delivery given up after 24 hours is
 		// otherwise given up again after one attempt, and retried at the cap.
 		d.State, d.NextAttemptAt, d.DeliveredAt, d.Attempts, d.RetryFrom = DeliveryPending, now, nil, 0, &now

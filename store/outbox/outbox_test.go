@@ -77,11 +77,11 @@ func TestOutboxFanOutClaimAndAttempt(t *testing.T) {
 		}
 
 		// One replica claims them; another finds nothing to claim while the lease runs.
-		ids, err := o.ClaimWebhookDeliveries(ctx, "r1", now, now.Add(45*time.Second), 10)
+		ids, err := o.ClaimWebhookDeliveries(ctx, "r1", now, now.Add(45*time.Second), outbox.Caps{Limit: 10})
 		if err != nil || len(ids) != 3 {
 			t.Fatalf("r1 claimed %v (%v), want 3", ids, err)
 		}
-		if ids2, err := o.ClaimWebhookDeliveries(ctx, "r2", now.Add(time.Second), now.Add(46*time.Second), 10); err != nil || len(ids2) != 0 {
+		if ids2, err := o.ClaimWebhookDeliveries(ctx, "r2", now.Add(time.Second), now.Add(46*time.Second), outbox.Caps{Limit: 10}); err != nil || len(ids2) != 0 {
 			t.Fatalf("r2 claimed %v (%v) under r1's lease", ids2, err)
 		}
 		send, err := o.WebhookSendOf(ctx, ids[0])

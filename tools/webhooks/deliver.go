@@ -18,16 +18,25 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// A round of the worker handles at most this many events and deliveries, sending up to
-// sendConcurrency at once; a claimed delivery is leased for the attempt's timeout plus a
-// margin, after which another replica may claim it (this one died mid-send).
+// A fan-out takes at most batchSize events at a time; a claimed delivery is leased for the
+// attempt's timeout plus a margin, after which another replica may claim it (this one died
+// mid-send).
 const (
-	batchSize       = 64
-	sendConcurrency = 8
-	leaseMargin     = 30 * time.Second
+	batchSize   = 64
+	leaseMargin = 30 * time.Second
 )
 
-// Round is what one round of the worker did.
+// Default shares of the sender (Config.Slots, PerEndpoint, PerAccount): a replica sends at
+// most DefaultSlots at once, at most DefaultPerEndpoint to one endpoint and DefaultPerAccount
+// to one account's endpoints, counted with what every replica has in flight. An account's
+// silent endpoints then hold at most its share, and the other slots keep moving.
+const (
+	DefaultSlots       = 8
+	DefaultPerEndpoint = 2
+	DefaultPerAccount  = 4
+)
+
+// Round is what the worker did (RunOnce: in one call).
 type Round struct {
 	FannedOut int // events given their deliveries
 	Attempts  int // deliveries attempted
@@ -35,26 +44,123 @@ type Round struct {
 	Disabled  int // endpoints disabled
 }
 
-// Run delivers until ctx ends, a round every interval (every replica runs it: leases keep two
-// from sending one delivery at once).
+// sender keeps the attempts in flight: a slot is taken by each, and given back when it is
+// recorded, which wakes the loop to claim what fits in it.
+type sender struct {
+	s        *Service
+	freed    chan struct{} // a slot was given back (buffered: one wake-up is enough)
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	inFlight int
+	round    Round
+	err      error // the first attempt's error since the last take
+}
+
+func (s *Service) newSender() *sender { return &sender{s: s, freed: make(chan struct{}, 1)} }
+
+// step fans out the events waiting and starts an attempt for every due delivery that fits in
+// the free slots and the shares; it returns how many it started. It never waits for an
+// attempt: slow ones hold their slots, and the next step fills the others.
+func (sn *sender) step(ctx context.Context) (int, error) {
+	s := sn.s
+	fanOut, due, err := s.outbox.WebhookWork(ctx, s.clock())
+	if err != nil {
+		return 0, err
+	}
+	for fanOut {
+		n, err := s.outbox.FanOutWebhookEvents(ctx, s.clock(), batchSize, func() string { return "wd_" + NewID()[4:] }, subscribed)
+		if err != nil {
+			return 0, fmt.Errorf("fan out webhook events: %w", err)
+		}
+		sn.mu.Lock()
+		sn.round.FannedOut += n
+		sn.mu.Unlock()
+		fanOut = n == batchSize
+		due = due || n > 0
+	}
+	sn.mu.Lock()
+	free := s.cfg.Slots - sn.inFlight
+	sn.mu.Unlock()
+	if !due || free <= 0 {
+		return 0, nil
+	}
+	now := s.clock()
+	ids, err := s.outbox.ClaimWebhookDeliveries(ctx, s.cfg.Replica, now, now.Add(s.cfg.Timeout+leaseMargin),
+		outbox.Caps{Limit: free, PerEndpoint: s.cfg.PerEndpoint, PerAccount: s.cfg.PerAccount})
+	if err != nil {
+		return 0, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	sn.mu.Lock()
+	sn.inFlight += len(ids)
+	sn.mu.Unlock()
+	for _, id := range ids {
+		sn.wg.Go(func() {
+			delivered, disabled, err := s.attempt(ctx, id)
+			sn.mu.Lock()
+			sn.inFlight--
+			sn.round.Attempts++
+			if delivered {
+				sn.round.Delivered++
+			}
+			if disabled {
+				sn.round.Disabled++
+			}
+			if err != nil && sn.err == nil {
+				sn.err = err
+			}
+			sn.mu.Unlock()
+			select {
+			case sn.freed <- struct{}{}:
+			default:
+			}
+		})
+	}
+	return len(ids), nil
+}
+
+// idle reports whether nothing is in flight.
+func (sn *sender) idle() bool {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	return sn.inFlight == 0
+}
+
+// takeErr returns (and forgets) the first attempt's error since the last call.
+func (sn *sender) takeErr() error {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	err := sn.err
+	sn.err = nil
+	return err
+}
+
+// Run delivers until ctx ends (every replica runs it: leases keep two from sending one
+// delivery at once). It fans out and claims every interval and whenever an attempt ends, while
+// slow attempts are still in flight; on the way out it waits for those in flight.
 func (s *Service) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	sn := s.newSender()
+	defer sn.wg.Wait()
 	var pruned time.Time
 	for {
+		if _, err := sn.step(ctx); err != nil && ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "webhook deliveries", "err", err)
+		}
+		if err := sn.takeErr(); err != nil && ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "webhook delivery", "err", err)
+		}
+		if now := s.clock(); now.Sub(pruned) >= pruneEvery {
+			pruned = now
+			if _, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
+				s.log.ErrorContext(ctx, "prune webhook events", "err", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
-				s.log.ErrorContext(ctx, "webhook deliveries", "err", err)
-			}
-			if now := s.clock(); now.Sub(pruned) >= pruneEvery {
-				pruned = now
-				if _, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
-					s.log.ErrorContext(ctx, "prune webhook events", "err", err)
-				}
-			}
+		case <-sn.freed:
 		}
 	}
 }
@@ -76,59 +182,42 @@ func (s *Service) Prune(ctx context.Context) (int, error) {
 	}
 }
 
-// RunOnce fans out the events written since the last round and attempts every delivery due
-// now (by the service's clock), once each.
+// RunOnce fans out the events written so far and attempts every delivery due now (by the
+// service's clock), once each, within the shares, as Run does; it returns once nothing due
+// fits and nothing is in flight.
 func (s *Service) RunOnce(ctx context.Context) (Round, error) {
-	var r Round
-	fanOut, due, err := s.outbox.WebhookWork(ctx, s.clock())
-	if err != nil || !fanOut && !due {
-		return r, err
-	}
-	for fanOut {
-		n, err := s.outbox.FanOutWebhookEvents(ctx, s.clock(), batchSize, func() string { return "wd_" + NewID()[4:] }, subscribed)
-		if err != nil {
-			return r, fmt.Errorf("fan out webhook events: %w", err)
-		}
-		r.FannedOut += n
-		fanOut = n == batchSize
-	}
+	sn := s.newSender()
 	for {
-		now := s.clock()
-		ids, err := s.outbox.ClaimWebhookDeliveries(ctx, s.cfg.Replica, now, now.Add(s.cfg.Timeout+leaseMargin), batchSize)
+		// Idle before the step, not after: an attempt ending during the claim (which counted
+		// it in flight) has signalled freed, and the loop claims again.
+		wasIdle := sn.idle()
+		n, err := sn.step(ctx)
+		if err == nil {
+			err = sn.takeErr()
+		}
 		if err != nil {
-			return r, fmt.Errorf("claim webhook deliveries: %w", err)
+			sn.wg.Wait()
+			return sn.result(), err
 		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, sendConcurrency)
-		var firstErr error
-		for _, id := range ids {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				delivered, disabled, err := s.attempt(ctx, id)
-				mu.Lock()
-				defer mu.Unlock()
-				r.Attempts++
-				if delivered {
-					r.Delivered++
-				}
-				if disabled {
-					r.Disabled++
-				}
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-			})
+		if n > 0 {
+			continue
 		}
-		wg.Wait()
-		if firstErr != nil {
-			return r, firstErr
+		if wasIdle {
+			return sn.result(), nil
 		}
-		if len(ids) < batchSize {
-			return r, nil
+		select {
+		case <-sn.freed:
+		case <-ctx.Done():
+			sn.wg.Wait()
+			return sn.result(), ctx.Err()
 		}
 	}
+}
+
+func (sn *sender) result() Round {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	return sn.round
 }
 
 // subscribed reports whether an endpoint takes events of type t (none listed: every type).
@@ -159,10 +248,18 @@ func (s *Service) attempt(ctx context.Context, id string) (delivered, disabled b
 		DurationMs: s.clock().Sub(at).Milliseconds()}
 	out := outbox.Outcome{Attempt: a, Delivered: sendErr == nil}
 	if sendErr != nil {
-		// The text holds the receiver's status line, which may be any bytes: PostgreSQL would
-		// refuse invalid UTF-8, and the attempt, never recorded, would be sent again forever.
-		a.Error = tools.Clip(sendErr.Error(), 500, "…")
+		// The owner reads a summary; the whole error (TLS details, addresses) is the operator's.
+		a.Error = summarize(sendErr, s.cfg.Timeout)
+		s.log.DebugContext(ctx, "webhook attempt failed", "delivery", id, "endpoint", send.Endpoint.ID, "err", sendErr)
 		out.Next, out.Disable = s.afterFailure(send, at, status)
+		if timedOut(sendErr) {
+			// A silent receiver holds a slot for the whole timeout: it is paused, and its
+			// deliveries wait, so it stops occupying slots.
+			out.Pause = s.pauseAfterTimeout(send, s.clock())
+			if !out.Next.IsZero() && out.Next.Before(out.Pause) {
+				out.Next = out.Pause
+			}
+		}
 	}
 	disabled, err = s.outbox.RecordWebhookAttempt(ctx, s.cfg.Replica, send, out, func() string { return NewID()[4:] })
 	if errors.Is(err, outbox.ErrLeaseLost) {
@@ -198,6 +295,17 @@ func (s *Service) afterFailure(send *outbox.Send, at time.Time, status int) (nex
 		return time.Time{}, disable
 	}
 	return at.Add(Backoff(send.Delivery.Attempts+1, rand.Float64())), disable
+}
+
+// pauseAfterTimeout is when an endpoint whose attempt timed out (ending at end) may be tried
+// again: after as long as it has been failing (so the pauses double while it stays silent),
+// at least the attempt timeout and at most the longest backoff step.
+func (s *Service) pauseAfterTimeout(send *outbox.Send, end time.Time) time.Time {
+	since := end
+	if send.Endpoint.FailingSince != nil {
+		since = *send.Endpoint.FailingSince
+	}
+	return end.Add(min(max(end.Sub(since), s.cfg.Timeout), maxRetryDelay))
 }
 
 // Backoff is the delay after the n-th failed attempt (n >= 1), with jitter in [0, 1) spreading
@@ -236,7 +344,9 @@ func (s *Service) post(ctx context.Context, send *outbox.Send, at time.Time) (in
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, fmt.Errorf("the endpoint answered %s; only 2xx counts as delivered", resp.Status)
+		// The status line is the receiver's and may be any bytes: PostgreSQL would refuse
+		// invalid UTF-8, and the attempt, never recorded, would be sent again forever.
+		return resp.StatusCode, &statusError{status: tools.Clip(resp.Status, maxStatusLine, "…")}
 	}
 	return resp.StatusCode, nil
 }

@@ -66,6 +66,9 @@ type Config struct {
 	Retention    time.Duration // 0: DefaultRetention
 	// Listeners is told when an account's endpoints change here (nil: nobody is).
 	Listeners *Listeners
+	// Slots, PerEndpoint and PerAccount are the sender's shares (0: DefaultSlots,
+	// DefaultPerEndpoint, DefaultPerAccount).
+	Slots, PerEndpoint, PerAccount int
 }
 
 // Service manages endpoints and delivers events.
@@ -97,6 +100,15 @@ func NewService(cfg Config, d service.Deps) (*Service, error) {
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = DefaultRetention
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = DefaultSlots
+	}
+	if cfg.PerEndpoint <= 0 {
+		cfg.PerEndpoint = DefaultPerEndpoint
+	}
+	if cfg.PerAccount <= 0 {
+		cfg.PerAccount = DefaultPerAccount
 	}
 	return &Service{cfg: cfg, store: d.Store, outbox: outbox.New(d.Store), now: d.Now, log: d.Log}, nil
 }
@@ -335,12 +347,18 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 func endpointID(callID string) string { return "we_" + strings.ReplaceAll(callID, "-", "") }
 
 // checkURL checks an endpoint URL as partner endpoints are checked (the same guard checks
-// every dial again): https, a host resolving only to public addresses; http and local
-// addresses only on a development server (SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS).
+// every dial again): https on port 443 or 8443, a host resolving only to public addresses;
+// http, local addresses and any port only on a development server
+// (SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS).
 func (s *Service) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if scheme, _, ok := strings.Cut(raw, "://"); ok && strings.EqualFold(scheme, "http") && !s.cfg.AllowLocal {
 		return nil, tools.Errorf(tools.CodeBadInput, "url must be https:// (webhooks carry account events; http is allowed only on a development server with SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS)")
+	}
+	if p, err := url.Parse(raw); err == nil && !s.cfg.AllowLocal {
+		if err := outbound.CheckPort(p); err != nil {
+			return nil, tools.Errorf(tools.CodeBadInput, "url: %s", strings.ReplaceAll(err.Error(), "endpoints take", "webhook endpoints take"))
+		}
 	}
 	u, err := s.cfg.Client.Guard().CheckURL(ctx, raw)
 	var urlErr *outbound.URLError
@@ -350,7 +368,8 @@ func (s *Service) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	case outbound.IsBlocked(err):
 		return nil, tools.Errorf(tools.CodeBadInput, "url: %s", strings.ReplaceAll(err.Error(), "partner endpoints", "webhook endpoints"))
 	case err != nil:
-		return nil, tools.Errorf(tools.CodeBadInput, "url: the host %q does not resolve (%v); use a public https URL", hostOf(raw), err)
+		// Not the resolver's error: it names the deployment's resolver address.
+		return nil, tools.Errorf(tools.CodeBadInput, "url: the host %q does not resolve; check its spelling and DNS, or use a public https URL", hostOf(raw))
 	}
 	return u, nil
 }

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -51,7 +52,7 @@ func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 // world is an account with a root key, the key and webhook services behind one kernel, and a
 // TLS receiver the outbound client trusts.
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	st      *store.Store
 	clock   *clock
 	kernel  *tools.Kernel
@@ -69,14 +70,14 @@ type worldOptions struct {
 	timeout    time.Duration
 }
 
-func newWorld(t *testing.T, s *store.Store, o worldOptions) *world {
+func newWorld(t testing.TB, s *store.Store, o worldOptions) *world {
 	ctx := context.Background()
 	w := &world{t: t, st: s, clock: &clock{now: time.Now().UTC().Truncate(time.Second)}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := service.Deps{Store: s, Now: w.clock.Now, Log: quiet}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	w.signer = signing.NewSigner(priv)
-	out, err := outbound.New(outbound.Options{AllowLocal: o.allowLocal, ExtraCAPEM: o.caPEM, Log: quiet})
+	out, err := outbound.New(outbound.Options{AllowLocal: o.allowLocal, ExtraCAPEM: o.caPEM, Log: quiet, Resolver: loopbackResolver{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +109,17 @@ func newWorld(t *testing.T, s *store.Store, o worldOptions) *world {
 	return w
 }
 
+// loopbackResolver resolves localhost to loopback and no other name, as a deployment's
+// resolver (named in its error) answers for a name that does not exist: no test asks DNS.
+type loopbackResolver struct{}
+
+func (loopbackResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if host == "localhost" {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, Server: "10.0.0.2:53", IsNotFound: true}
+}
+
 func (w *world) call(key, tool string, args any) (any, *tools.Error) {
 	raw, _ := json.Marshal(args)
 	return w.kernel.Call(context.Background(), tools.Request{Tool: tool, Args: raw, APIKey: key})
@@ -135,7 +147,7 @@ func (w *world) run() webhooks.Round {
 // receiver is a TLS endpoint on a fixed loopback address that can fail, go down (connection
 // refused) and come back, recording what it received and checking both signatures.
 type receiver struct {
-	t        *testing.T
+	t        testing.TB
 	addr     string
 	mu       sync.Mutex
 	srv      *httptest.Server
@@ -148,7 +160,7 @@ type receiver struct {
 	pubOnly  *signing.WebhookVerifier
 }
 
-func newReceiver(t *testing.T) *receiver {
+func newReceiver(t testing.TB) *receiver {
 	r := &receiver{t: t, ok: map[string]int{}, bodies: map[string]string{}, answer: func(int) int { return 200 }}
 	r.up()
 	t.Cleanup(r.down)
@@ -357,6 +369,8 @@ func TestBadInputIsRefusedClearly(t *testing.T) {
 		}{
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "http://example.com/hook"}, tools.CodeBadInput, "must be https://"},
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://127.0.0.1/hook"}, tools.CodeBadInput, "loopback"},
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://127.0.0.1:6379/hook"}, tools.CodeBadInput, "port 6379 is not allowed; webhook endpoints take port 443 (the https default: write no port) or 8443"},
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://hooks.invalid/hook"}, tools.CodeBadInput, `the host "hooks.invalid" does not resolve; check its spelling`},
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "ftp://example.com/hook"}, tools.CodeBadInput, "use an https:// URL"},
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://93.184.215.14/hook", "eventTypes": []string{"call.succeeded", "call.exploded"}}, tools.CodeBadInput, `unknown event type "call.exploded"; the event types are call.succeeded`},
 			{w.child, "webhook_endpoint_create", map[string]any{"url": "https://93.184.215.14/hook"}, tools.CodeForbidden, "manage webhooks with a root key"},
@@ -365,7 +379,7 @@ func TestBadInputIsRefusedClearly(t *testing.T) {
 			{w.root, "webhook_delivery_replay", map[string]any{"deliveryId": "wd_nope"}, tools.CodeNotFound, "webhook_delivery_list shows"},
 		} {
 			_, e := w.call(tc.key, tc.tool, tc.args)
-			if e == nil || e.Code != tc.code || !strings.Contains(e.Message, tc.says) {
+			if e == nil || e.Code != tc.code || !strings.Contains(e.Message, tc.says) || strings.Contains(e.Message, "10.0.0.2") {
 				t.Errorf("%s %v: got %v, want %s saying %q", tc.tool, tc.args, e, tc.code, tc.says)
 			}
 		}
@@ -524,7 +538,7 @@ func TestResponseBodyIsBoundedAndSlowReceiversTimeOut(t *testing.T) {
 		if d := states["/big"]; d.State != outbox.DeliveryDelivered {
 			t.Fatalf("the big answer's delivery: %+v", d)
 		}
-		if d := states["/hang"]; d.State != outbox.DeliveryPending || len(d.Attempts) != 1 || !strings.Contains(d.Attempts[0].Error, "deadline") {
+		if d := states["/hang"]; d.State != outbox.DeliveryPending || len(d.Attempts) != 1 || d.Attempts[0].Error != "timed out after 300 ms without an answer" {
 			t.Fatalf("the hanging receiver's delivery: %+v", d)
 		}
 		mu.Lock()

@@ -77,4 +77,3 @@ func members(size int, key, value string) string {
 	}
 	return b.String()
 }
-

@@ -350,7 +350,7 @@ func (s *Service) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	case outbound.IsBlocked(err):
 		return nil, tools.Errorf(tools.CodeBadInput, "url: %s", strings.ReplaceAll(err.Error(), "partner endpoints", "webhook endpoints"))
 	case err != nil:
-		return nil, tools.Errorf(tools.CodeBadInput, "url: the host %q does not resolve (%v); use a public https URL", hostOf(raw), err)
+		return nil, tools.Errorf(tools.CodeBadInput, "url: %s; use a public https URL", outbound.Summary(err))
 	}
 	return u, nil
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -60,5 +62,58 @@ func TestBadBodiesCostBoundedMemory(t *testing.T) {
 	t.Logf("16 bodies of %d bytes of bad items at once: peak RSS %.1f MB above idle", len(body), float64(peak)/1024)
 	if peak > peakMax {
 		t.Errorf("peak RSS %d kB above idle; want under %d", peak, peakMax)
+	}
+}
+
+// TestPlainAnswersAreTheErrorModel sends serve, built as it ships, the requests that were
+// answered in plain text outside the error model (issue 46 item 4), over raw TCP: a path with
+// a bad percent-escape and a header net/http cannot parse (400 from net/http itself, before
+// any handler), a 100 KB query (431, likewise), and a POST to /mcp without a Content-Type (415
+// from the go-sdk). Each is {"error":{"code","message"}} with the same status and a message
+// that says what to do; an answer of a handler is left as it was.
+func TestPlainAnswersAreTheErrorModel(t *testing.T) {
+	bin := buildBinary(t)
+	env := []string{"SWITCHBOARD_DATA_DIR=" + t.TempDir(), "SWITCHBOARD_DATABASE_URL=", "SWITCHBOARD_SMTP_URL=", "SWITCHBOARD_API_KEY="}
+	s := startServe(t, bin, freeAddr(t), env)
+	key := s.onboard("plain@example.com")
+	addr := strings.TrimPrefix(s.url, "http://")
+	for _, c := range []struct {
+		name, request string
+		status        int
+		code, says    string
+	}{
+		{"a bad percent-escape in the path", "GET /v1/keys/%ZZ HTTP/1.1\r\nHost: x\r\n\r\n", 400, "BAD_INPUT", "percent-escape"},
+		{"a header net/http cannot parse", "GET /v1/keys HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n", 400, "BAD_INPUT", "invalid header name"},
+		{"a 100 KB query", "GET /v1/keys?q=" + strings.Repeat("a", 100<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n", 431, "PAYLOAD_TOO_LARGE", "64 KiB"},
+		{"POST /mcp without a Content-Type", "POST /mcp HTTP/1.1\r\nHost: x\r\nx-api-key: " + key + "\r\nAccept: application/json, text/event-stream\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", 415, "BAD_INPUT", "Content-Type: application/json"},
+		{"a handler's own answer", "GET /v1/nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "NOT_FOUND", "no route"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(conn, c.request); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var out struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			if resp.StatusCode != c.status || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(raw, &out) != nil ||
+				out.Error.Code != c.code || !strings.Contains(out.Error.Message, c.says) {
+				t.Fatalf("HTTP %d %s %q; want %d with the error model's %s saying %q", resp.StatusCode, resp.Header.Get("Content-Type"), raw, c.status, c.code, c.says)
+			}
+			if c.status == 404 && resp.Header.Get("X-Request-Id") == "" {
+				t.Fatalf("a handler's answer lost its headers: %v", resp.Header)
+			}
+		})
 	}
 }

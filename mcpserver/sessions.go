@@ -144,7 +144,7 @@ func HTTPHandler(srv *mcp.Server, o HTTPOptions) *Door {
 }
 
 func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	withToolsets(http.HandlerFunc(d.serve)).ServeHTTP(w, r)
+	jsonBodiesOnly(withToolsets(http.HandlerFunc(d.serve))).ServeHTTP(w, r)
 }
 
 func (d *Door) serve(w http.ResponseWriter, r *http.Request) {

@@ -34,7 +34,18 @@ type Kernel struct {
 	settled Settled
 	log     *slog.Logger
 	now     func() time.Time
+	large   chan struct{} // a slot per large input being validated (maxLargeValidations)
 }
+
+// Inputs of more than largeInput items (array elements and object members) are validated at
+// most maxLargeValidations at a time per kernel: the schema validator builds its whole tree
+// of errors before any is reported (about 450 bytes a problem: 15 MB for a 100 KB body of
+// 34,000 bad items, and 16 such bodies at once took 259 MB), so however many arrive at once,
+// the replica holds at most that many trees. Smaller inputs are never held up.
+const (
+	largeInput          = 4096
+	maxLargeValidations = 2
+)
 
 // Settled returns once the account's writes that this replica left to a batch writer have
 // committed ("": every account's): every read-only call sees its own account's earlier calls.
@@ -43,7 +54,7 @@ type Settled func(ctx context.Context, accountID string) error
 // NewKernel registers tools. Duplicate names, unknown scopes, missing titles and undecided
 // hints are refused. settled (nil: nothing is ever pending) runs before every read-only call.
 func NewKernel(auth Authenticator, limiter Limiter, settled Settled, log *slog.Logger, now func() time.Time, tools ...*Tool) (*Kernel, error) {
-	k := &Kernel{byName: make(map[string]*Tool), auth: auth, limiter: limiter, settled: settled, log: log, now: now}
+	k := &Kernel{byName: make(map[string]*Tool), auth: auth, limiter: limiter, settled: settled, log: log, now: now, large: make(chan struct{}, maxLargeValidations)}
 	for _, t := range tools {
 		if _, dup := k.byName[t.Name]; dup {
 			return nil, fmt.Errorf("tool %s registered twice", t.Name)
@@ -218,9 +229,49 @@ func (k *Kernel) call(ctx context.Context, caller *Caller, req Request) (any, er
 	if err != nil {
 		return nil, Errorf(CodeBadInput, "arguments are not valid JSON: %v", err)
 	}
-	if e := Validate(t.input, v, "arguments"); e != nil {
+	if e := k.validate(ctx, t, v); e != nil {
 		e.Message += fmt.Sprintf(". The input schema of %s lists the fields it takes", t.Name)
 		return nil, e
 	}
 	return t.run(ctx, caller, args)
+}
+
+// validate checks v against t's input schema, taking one of the kernel's slots for large
+// inputs first when v has more than largeInput items.
+func (k *Kernel) validate(ctx context.Context, t *Tool, v any) *Error {
+	if items(v, largeInput) > largeInput {
+		select {
+		case k.large <- struct{}{}:
+			defer func() { <-k.large }()
+		case <-ctx.Done():
+			return Errorf(CodeUnavailable, "the call was cancelled while waiting to check its %d+ items of arguments; send fewer items, or retry", largeInput).Wrap(ctx.Err())
+		}
+	}
+	return Validate(t.input, v, "arguments")
+}
+
+// items counts v's array elements and object members at every depth, stopping past limit.
+func items(v any, limit int) int {
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case []any:
+			for _, x := range v {
+				if n++; n > limit {
+					return
+				}
+				walk(x)
+			}
+		case map[string]any:
+			for _, x := range v {
+				if n++; n > limit {
+					return
+				}
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	return n
 }

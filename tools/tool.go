@@ -289,7 +289,9 @@ func DecodeJSON(raw []byte) (any, error) {
 }
 
 // Validate checks a decoded JSON value against s and turns failures into a BAD_INPUT error
-// listing every problem with where it is.
+// naming the first MaxProblems problems, each with where it is, and how many there are in all:
+// the answer's size is bounded whatever the input's shape (one 100 KB body of bad items once
+// answered 5.1 MB).
 func Validate(s *jsonschema.Schema, v any, what string) *Error {
 	err := s.Validate(v)
 	if err == nil {
@@ -297,25 +299,61 @@ func Validate(s *jsonschema.Schema, v any, what string) *Error {
 	}
 	ve, ok := err.(*jsonschema.ValidationError)
 	if !ok {
-		return Errorf(CodeBadInput, "%s: %v", what, err)
+		return Errorf(CodeBadInput, "%s: %s", what, Clip(err.Error(), MaxProblemLen, "…"))
 	}
-	var problems []string
-	collect(ve, &problems)
-	return Errorf(CodeBadInput, "%s do not match the schema: %s", what, strings.Join(problems, "; ")).
-		WithDetails(map[string]any{"problems": problems})
+	var ps problemList
+	ps.collect(ve)
+	return ProblemsError(fmt.Sprintf("%s do not match the schema", what), ps.first, ps.total, nil)
 }
 
-func collect(ve *jsonschema.ValidationError, out *[]string) {
+// MaxProblems is how many problems a BAD_INPUT error names; MaxProblemLen bounds each one, in
+// characters (an additionalProperties problem names every extra member).
+const (
+	MaxProblems   = 10
+	MaxProblemLen = 200
+)
+
+// ProblemsError is the one BAD_INPUT answer listing problems: the first MaxProblems of
+// problems (each clipped to MaxProblemLen characters) in the message and in details.problems, and, when
+// total is more than it names, how many there are in all (details.problemCount is always the
+// total). details may carry more for a program; nil for none.
+func ProblemsError(prefix string, problems []string, total int, details map[string]any) *Error {
+	shown := make([]string, 0, min(len(problems), MaxProblems))
+	for _, p := range problems[:min(len(problems), MaxProblems)] {
+		shown = append(shown, Clip(p, MaxProblemLen, "…"))
+	}
+	total = max(total, len(problems))
+	msg := prefix + ": " + strings.Join(shown, "; ")
+	if total > len(shown) {
+		msg = fmt.Sprintf("%s (%d problems; the first %d): %s; fix these and send it again to see the rest", prefix, total, len(shown), strings.Join(shown, "; "))
+	}
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["problems"], details["problemCount"] = shown, total
+	return Errorf(CodeBadInput, "%s", msg).WithDetails(details)
+}
+
+// problemList keeps the first MaxProblems leaf problems of a validation error and counts them all.
+type problemList struct {
+	first []string
+	total int
+}
+
+func (ps *problemList) collect(ve *jsonschema.ValidationError) {
 	if len(ve.Causes) == 0 {
-		loc := ve.InstanceLocation
-		if loc == "" {
-			loc = "/"
+		ps.total++
+		if len(ps.first) < MaxProblems {
+			loc := ve.InstanceLocation
+			if loc == "" {
+				loc = "/"
+			}
+			ps.first = append(ps.first, "at "+Clip(loc, MaxProblemLen/3, "…")+": "+ve.Message)
 		}
-		*out = append(*out, fmt.Sprintf("at %s: %s", loc, ve.Message))
 		return
 	}
 	for _, c := range ve.Causes {
-		collect(c, out)
+		ps.collect(c)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/mcpserver"
+	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/store"
 )
 
@@ -267,7 +268,7 @@ func httpServer(addr string, h http.Handler) *http.Server {
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      5 * time.Minute, // partner calls may take up to their timeoutMs; pprof profiles run for seconds
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    rest.MaxHeaderBytes,
 	}
 }
 

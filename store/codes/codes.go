@@ -24,11 +24,13 @@ type Codes interface {
 	CodeByEmail(ctx context.Context, email string) (*EmailCode, error)
 	// TakeGuess counts one guess before it is compared, under each budget: for the source across
 	// e-mails (PerWindow in a window starting at its first guess and lasting window) and, when
-	// codeHash is not empty, for the source at that e-mail's code (PerCode). Each is a conditional
-	// increment in one transaction, so parallel guesses can never pass a cap, and a guess refused
-	// by any budget counts under none. Only the guessing client's own sources are touched: no one
-	// outside them can spend their budgets.
-	TakeGuess(ctx context.Context, email, codeHash string, budgets []GuessBudget, window time.Duration, now time.Time) (Guesses, error)
+	// code.Hash is not empty, for the source at that e-mail's code (PerCode) and at the code
+	// from all sources together (code.Ceiling, which a source the code was sent for passes).
+	// Each is a conditional increment in one transaction, so parallel guesses can never pass a
+	// cap, and a guess refused by any budget counts under none. Only the guessing client's own
+	// sources, and the code's overall count, are touched: no stranger can spend the budgets of
+	// the sources the code was sent for.
+	TakeGuess(ctx context.Context, email string, code CodeGuess, budgets []GuessBudget, window time.Duration, now time.Time) (Guesses, error)
 	// ReturnGuess gives each source back the guess a right code took from its window, so signing
 	// in does not use up an address or network shared by many people.
 	ReturnGuess(ctx context.Context, sources ...string) error
@@ -57,7 +59,7 @@ type EmailCode struct {
 	Email     string    `bun:"email,pk"`
 	CodeHash  string    `bun:"code_hash,notnull"`
 	Seed      string    `bun:"code_seed,notnull"` // the code is derived from it under the server secret, to re-send it
-	Attempts  int       `bun:"attempts,notnull"`  // unused since guesses are counted per source address
+	Attempts  int       `bun:"attempts,notnull"`  // guesses at this code from all sources (CodeGuess.Ceiling)
 	ExpiresAt time.Time `bun:"expires_at,notnull"`
 	CreatedAt time.Time `bun:"created_at,notnull"`
 }
@@ -156,7 +158,19 @@ type EmailCodeSource struct {
 var (
 	ErrPairGuesses   = errors.New("this source used all its guesses at this code")
 	ErrSourceGuesses = errors.New("this source used all its guesses in this window")
+	ErrCodeGuesses   = errors.New("this code took all the guesses it takes from sources it was not sent for")
 )
+
+// CodeGuess is the code a guess is at: its hash ("" when the e-mail has no live code: the
+// guess counts for its source only), the guesses it takes from all sources together
+// (Ceiling; 0: no ceiling), and whether the guessing source is one the code was sent for
+// (Requester), whose guesses the ceiling does not stop: no stranger can close the code to the
+// owner who asked for it.
+type CodeGuess struct {
+	Hash      string
+	Ceiling   int
+	Requester bool
+}
 
 // GuessBudget is what one source may guess: an address, or a network holding many (an IPv6
 // /64 or /48). A guess is counted under every budget of its client at once.
@@ -167,23 +181,27 @@ type GuessBudget struct {
 }
 
 // Guesses are the counts after a guess TakeGuess allowed. Pair and Source are the first
-// budget's counts; LeftAtCode is the fewest guesses any budget has left at this code. After a
-// refusal, Refused is the index of the budget that refused it and, after ErrSourceGuesses,
+// budget's counts; AtCode is the code's count from all sources; LeftAtCode is the fewest
+// guesses any budget has left at this code, the ceiling's included when it applies to the
+// guesser (LeftAtCeiling says that one is the fewest). After a refusal, Refused is the index of
+// the budget that refused it (-1 for the ceiling, ErrCodeGuesses) and, after ErrSourceGuesses,
 // SourceWindow is when that budget's full window started.
 type Guesses struct {
-	Pair, Source int
-	LeftAtCode   int
-	Refused      int
-	SourceWindow time.Time
+	Pair, Source  int
+	AtCode        int
+	LeftAtCode    int
+	LeftAtCeiling bool
+	Refused       int
+	SourceWindow  time.Time
 }
 
-func (s *queries) TakeGuess(ctx context.Context, email, codeHash string, budgets []GuessBudget, window time.Duration, now time.Time) (Guesses, error) {
+func (s *queries) TakeGuess(ctx context.Context, email string, code CodeGuess, budgets []GuessBudget, window time.Duration, now time.Time) (Guesses, error) {
 	var g Guesses
 	err := s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		g = Guesses{LeftAtCode: -1}
 		for i, b := range budgets {
 			g.Refused = i
-			c, err := takeGuess(ctx, tx, email, codeHash, b, window, now)
+			c, err := takeGuess(ctx, tx, email, code.Hash, b, window, now)
 			if err != nil {
 				g.SourceWindow = c.windowStart
 				return err
@@ -191,14 +209,51 @@ func (s *queries) TakeGuess(ctx context.Context, email, codeHash string, budgets
 			if i == 0 {
 				g.Pair, g.Source = c.pair, c.source
 			}
-			if codeHash != "" && (g.LeftAtCode < 0 || b.PerCode-c.pair < g.LeftAtCode) {
+			if code.Hash != "" && (g.LeftAtCode < 0 || b.PerCode-c.pair < g.LeftAtCode) {
 				g.LeftAtCode = b.PerCode - c.pair
 			}
 		}
 		g.Refused = -1
+		if code.Hash == "" {
+			return nil
+		}
+		n, err := countAtCode(ctx, tx, email, code)
+		if err != nil {
+			return err
+		}
+		g.AtCode = n
+		if left := code.Ceiling - n; code.Ceiling > 0 && !code.Requester && left < g.LeftAtCode {
+			g.LeftAtCode, g.LeftAtCeiling = left, true
+		}
 		return nil
 	})
 	return g, err
+}
+
+// countAtCode counts a guess at the e-mail's code from all sources, in tx: refused with
+// ErrCodeGuesses once it has code.Ceiling unless the guesser is one it was sent for. A code
+// gone meanwhile (used by a concurrent verify) counts nothing: the comparison finds it used.
+func countAtCode(ctx context.Context, tx bun.Tx, email string, code CodeGuess) (int, error) {
+	var counts []int
+	q := tx.NewUpdate().Model((*EmailCode)(nil)).Set("attempts = attempts + 1").
+		Where("email = ?", email).Where("code_hash = ?", code.Hash)
+	if code.Ceiling > 0 && !code.Requester {
+		q = q.Where("attempts < ?", code.Ceiling)
+	}
+	if _, err := q.Returning("attempts").Exec(ctx, &counts); err != nil {
+		return 0, err
+	}
+	if len(counts) == 1 {
+		return counts[0], nil
+	}
+	live, err := tx.NewSelect().Model((*EmailCode)(nil)).Where("email = ?", email).Where("code_hash = ?", code.Hash).Exists(ctx)
+	switch {
+	case err != nil:
+		return 0, err
+	case live:
+		return code.Ceiling, ErrCodeGuesses
+	}
+	return 0, nil
 }
 
 type guessCounts struct {

@@ -30,6 +30,11 @@ import (
 // inbox can neither void the owner's code nor keep the owner from using it: nothing ends a live
 // code but its use or its expiry, and every guess limit counts the guessing address's own
 // guesses only (docs/decisions.md, "E-mail codes", has the arithmetic behind the figures).
+// Over all sources, a code takes GuessesPerCodeAll guesses; past them only the sources it was
+// sent for (whoever asked for it: agent_signup's or the sign-in page's client) still guess,
+// each within its own budgets, so however many networks a stranger holds it can neither guess
+// more nor close the code to the owner who asked for it (docs/decisions.md, "A ceiling on
+// e-mail code guesses").
 type Config struct {
 	CodeSecret       []byte        // HMAC key for stored code hashes and for deriving codes from their seeds
 	CodeTTL          time.Duration // 10 minutes
@@ -39,6 +44,7 @@ type Config struct {
 	// /64s buys no more guesses than this.
 	GuessesPerCodeNet   int           // guesses one IPv6 /48 may make at one e-mail's code: 25
 	GuessesPerSourceNet int           // guesses one IPv6 /48 may make at any codes per GuessWindow: 100
+	GuessesPerCodeAll   int           // guesses one code takes from all sources together, past which only the sources it was sent for guess: 100
 	GuessWindow         time.Duration // 10 minutes
 	SendsPerPair        int           // code e-mails to one address from one client per SendWindow: 5
 	SendsPerClient      int           // code e-mails from one client address per SendWindow: 20
@@ -57,7 +63,7 @@ const codeDigits = 8
 // DefaultConfig returns the documented limits.
 func DefaultConfig(codeSecret []byte) Config {
 	return Config{CodeSecret: codeSecret, CodeTTL: 10 * time.Minute, GuessesPerCode: 5, GuessesPerSource: 20,
-		GuessesPerCodeNet: 25, GuessesPerSourceNet: 100, GuessWindow: 10 * time.Minute, SendsPerPair: 5, SendsPerClient: 20, FreeSends: 3, MaxSendGap: 5 * time.Minute,
+		GuessesPerCodeNet: 25, GuessesPerSourceNet: 100, GuessesPerCodeAll: 100, GuessWindow: 10 * time.Minute, SendsPerPair: 5, SendsPerClient: 20, FreeSends: 3, MaxSendGap: 5 * time.Minute,
 		SendWindow: time.Hour, ServiceName: "Switchboard"}
 }
 
@@ -320,12 +326,23 @@ func (s *Service) guessBudgets(clientAddr string) []codes.GuessBudget {
 	return out
 }
 
-// guesser names budget i of guessBudgets in a refusal.
+// guesser names budget i of guessBudgets in a refusal (-1: the code's ceiling).
 func guesser(i int) string {
-	if i == 0 {
+	switch i {
+	case -1:
+		return "the addresses this code was not sent to (all together)"
+	case 0:
 		return "this client address"
 	}
 	return "this client's network (its IPv6 /48)"
+}
+
+// sentHere reports whether a send of rec was recorded for clientAddr's source: that source
+// asked for this very code (a send a second before it was made counts too: the clocks of
+// the code and its first send are one reading, stored at each database's precision).
+func (s *Service) sentHere(ctx context.Context, email string, rec *codes.EmailCode, clientAddr string) (bool, error) {
+	st, err := s.codes.Sends(ctx, s.hash("send", email), Source(clientAddr), rec.CreatedAt.Add(-time.Second))
+	return st.Pair > 0, err
 }
 
 func (s *Service) verify(ctx context.Context, c *tools.Caller, in VerifyInput) (Account, error) {
@@ -387,12 +404,15 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 		return err
 	}
 	live := err == nil && now.Before(rec.ExpiresAt)
-	codeHash := ""
+	at := codes.CodeGuess{Ceiling: s.cfg.GuessesPerCodeAll}
 	if live {
-		codeHash = rec.CodeHash
+		at.Hash = rec.CodeHash
+		if at.Requester, err = s.sentHere(ctx, email, rec, clientAddr); err != nil {
+			return err
+		}
 	}
 	// Guesses at e-mails without a live code count for the source too: spraying is bounded.
-	g, err := s.codes.TakeGuess(ctx, email, codeHash, budgets, s.cfg.GuessWindow, now)
+	g, err := s.codes.TakeGuess(ctx, email, at, budgets, s.cfg.GuessWindow, now)
 	switch {
 	case errors.Is(err, codes.ErrSourceGuesses):
 		wait := max(g.SourceWindow.Add(s.cfg.GuessWindow).Sub(now).Round(time.Second), time.Second)
@@ -404,6 +424,14 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 		wait := max(rec.ExpiresAt.Sub(now).Round(time.Second), time.Second)
 		e := tools.Errorf(tools.CodeRateLimited, "%s has used its %d guesses at this e-mail's current code; the code stays valid for whoever reads the inbox until %s. "+
 			"After that, agent_signup e-mails a new code (retry in %d s)", guesser(g.Refused), budgets[g.Refused].PerCode, rec.ExpiresAt.Format("15:04:05 MST"), int(wait.Seconds()))
+		e.RetryAfter = wait
+		return e
+	case errors.Is(err, codes.ErrCodeGuesses):
+		wait := max(rec.ExpiresAt.Sub(now).Round(time.Second), time.Second)
+		e := tools.Errorf(tools.CodeRateLimited, "this e-mail's current code has taken its %d guesses from addresses it was not sent to, so it now takes guesses only from "+
+			"the client addresses that asked for it. If you read the inbox, call agent_signup (or the sign-in page) from this address: it re-sends the same code here "+
+			"when the spacing of sends allows, and this address may then enter it; or after %s agent_signup e-mails a new code (retry in %d s)",
+			at.Ceiling, rec.ExpiresAt.Format("15:04:05 MST"), int(wait.Seconds()))
 		e.RetryAfter = wait
 		return e
 	case err != nil:
@@ -418,10 +446,17 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 	if !hmac.Equal([]byte(s.hash("code", email, code)), []byte(rec.CodeHash)) {
 		if g.LeftAtCode > 0 {
 			who := guesser(0)
-			if g.LeftAtCode < budgets[0].PerCode-g.Pair { // the network's budget is the smaller
+			switch {
+			case g.LeftAtCeiling:
+				who = guesser(-1)
+			case g.LeftAtCode < budgets[0].PerCode-g.Pair: // the network's budget is the smaller
 				who = guesser(1)
 			}
 			return tools.Errorf(tools.CodeUnauthenticated, "wrong code; %d guesses left from %s. Check the latest e-mail", g.LeftAtCode, who)
+		}
+		if g.LeftAtCeiling {
+			return tools.Errorf(tools.CodeUnauthenticated, "wrong code, and that was the last of the %d guesses this code takes from addresses it was not sent to; it stays valid until %s "+
+				"for the addresses that asked for it (agent_signup from this address re-sends it here), then agent_signup e-mails a new one", at.Ceiling, rec.ExpiresAt.Format("15:04:05 MST"))
 		}
 		who, of := guesser(0), budgets[0].PerCode
 		if g.Pair < of { // the network's budget ran out first

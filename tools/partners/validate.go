@@ -102,7 +102,7 @@ func (v *Validator) Endpoint(ctx context.Context, raw string) *Problem {
 		case errors.As(err, &ue), outbound.IsBlocked(err):
 			return &Problem{"toolEndpoint", err.Error()}
 		default:
-			return &Problem{"toolEndpoint", fmt.Sprintf("the host does not resolve (%v); publish a URL whose host has public DNS records", err)}
+			return &Problem{"toolEndpoint", outbound.Summary(err) + "; publish a URL whose host has public DNS records"}
 		}
 	}
 	return nil

@@ -368,17 +368,9 @@ func (s *Service) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	case outbound.IsBlocked(err):
 		return nil, tools.Errorf(tools.CodeBadInput, "url: %s", strings.ReplaceAll(err.Error(), "partner endpoints", "webhook endpoints"))
 	case err != nil:
-		// Not the resolver's error: it names the deployment's resolver address.
-		return nil, tools.Errorf(tools.CodeBadInput, "url: the host %q does not resolve; check its spelling and DNS, or use a public https URL", hostOf(raw))
+		return nil, tools.Errorf(tools.CodeBadInput, "url: %s; use a public https URL", outbound.Summary(err))
 	}
 	return u, nil
-}
-
-func hostOf(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Hostname()
-	}
-	return raw
 }
 
 func (s *Service) listEndpoints(ctx context.Context, c *tools.Caller, _ ListEndpointsInput) (ListEndpointsOutput, error) {

@@ -11,20 +11,23 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/tools/onboarding"
 )
 
 // Listen opens the public listener on addr, with at most SWITCHBOARD_MAX_CONNS_PER_CLIENT
-// connections open at once from one client address (0: no cap).
+// connections open at once from one client address (0: no cap), whose answers net/http
+// writes before any handler are the error model (rest.ErrorModelListener).
 func (a *App) Listen(ctx context.Context, addr string) (net.Listener, error) {
 	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	if a.cfg.MaxConnsPerClient <= 0 {
-		return l, nil
+	if a.cfg.MaxConnsPerClient > 0 {
+		l = LimitConnsPerClient(l, a.cfg.MaxConnsPerClient, a.log)
 	}
-	return LimitConnsPerClient(l, a.cfg.MaxConnsPerClient, a.log), nil
+	// What net/http refuses before any handler is answered in the error model too.
+	return rest.ErrorModelListener(l), nil
 }
 
 // LimitConnsPerClient caps the connections open at once from one client address (an IPv4
@@ -117,6 +120,15 @@ type counted struct {
 	net.Conn
 	once    sync.Once
 	release func()
+}
+
+// CloseWrite half-closes the connection, so net/http's answer to a request it refused unread
+// (431) reaches the client before the connection is dropped.
+func (c *counted) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (c *counted) Close() error {

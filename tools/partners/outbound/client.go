@@ -150,7 +150,7 @@ func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
-		return nil, err
+		return nil, safe(err)
 	}
 	resp.Body = &cappedBody{rc: resp.Body, left: t.max}
 	return resp, nil
@@ -168,14 +168,14 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		if n > 0 {
 			return 0, ErrBodyTooLarge
 		}
-		return 0, err
+		return 0, safe(err)
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
 	}
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
-	return n, err
+	return n, safe(err)
 }
 
 func (b *cappedBody) Close() error { return b.rc.Close() }

@@ -81,8 +81,7 @@ const MaxURLLength = 2048
 
 // CheckURL parses an endpoint URL and checks it: absolute https (http too with
 // AllowLocal), a host, no user info or fragment, and — unless AllowLocal — a host that
-// resolves only to public addresses. Errors are *URLError, *BlockedError, or a resolution
-// failure.
+// resolves only to public addresses. Errors are *URLError, *BlockedError, or *ResolveError.
 func (g *Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	if len(raw) > MaxURLLength {
 		return nil, &URLError{fmt.Sprintf("the URL is longer than %d characters", MaxURLLength)}
@@ -138,10 +137,10 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	} else {
 		addrs, err = g.resolver().LookupNetIP(ctx, "ip", host)
 		if err != nil {
-			return nil, fmt.Errorf("resolve %s: %w", host, err)
+			return nil, resolveError(host, err)
 		}
 		if len(addrs) == 0 {
-			return nil, fmt.Errorf("resolve %s: no addresses", host)
+			return nil, resolveError(host, errors.New("no addresses"))
 		}
 	}
 	if g.AllowLocal {

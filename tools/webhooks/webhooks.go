@@ -355,11 +355,6 @@ func (s *Service) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	if scheme, _, ok := strings.Cut(raw, "://"); ok && strings.EqualFold(scheme, "http") && !s.cfg.AllowLocal {
 		return nil, tools.Errorf(tools.CodeBadInput, "url must be https:// (webhooks carry account events; http is allowed only on a development server with SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS)")
 	}
-	if p, err := url.Parse(raw); err == nil && !s.cfg.AllowLocal {
-		if err := outbound.CheckPort(p); err != nil {
-			return nil, tools.Errorf(tools.CodeBadInput, "url: %s", strings.ReplaceAll(err.Error(), "endpoints take", "webhook endpoints take"))
-		}
-	}
 	u, err := s.cfg.Client.Guard().CheckURL(ctx, raw)
 	var urlErr *outbound.URLError
 	switch {
@@ -368,7 +363,7 @@ func (s *Service) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	case outbound.IsBlocked(err):
 		return nil, tools.Errorf(tools.CodeBadInput, "url: %s", strings.ReplaceAll(err.Error(), "partner endpoints", "webhook endpoints"))
 	case err != nil:
-		return nil, tools.Errorf(tools.CodeBadInput, "url: %s; use a public https URL", outbound.Summary(err))
+		return nil, tools.Errorf(tools.CodeBadInput, "url: %s; check its spelling and DNS, or use a public https URL", outbound.Summary(err))
 	}
 	return u, nil
 }

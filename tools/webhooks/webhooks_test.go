@@ -369,8 +369,8 @@ func TestBadInputIsRefusedClearly(t *testing.T) {
 		}{
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "http://example.com/hook"}, tools.CodeBadInput, "must be https://"},
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://127.0.0.1/hook"}, tools.CodeBadInput, "loopback"},
-			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://127.0.0.1:6379/hook"}, tools.CodeBadInput, "port 6379 is not allowed; webhook endpoints take port 443 (the https default: write no port) or 8443"},
-			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://hooks.invalid/hook"}, tools.CodeBadInput, `the host "hooks.invalid" does not resolve; check its spelling`},
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://127.0.0.1:6379/hook"}, tools.CodeBadInput, "port 6379 is not allowed; endpoints take port 443 (the https default: write no port) or 8443"},
+			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://hooks.invalid/hook"}, tools.CodeBadInput, `hooks.invalid does not resolve; check its spelling`},
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "ftp://example.com/hook"}, tools.CodeBadInput, "use an https:// URL"},
 			{w.root, "webhook_endpoint_create", map[string]any{"url": "https://93.184.215.14/hook", "eventTypes": []string{"call.succeeded", "call.exploded"}}, tools.CodeBadInput, `unknown event type "call.exploded"; the event types are call.succeeded`},
 			{w.child, "webhook_endpoint_create", map[string]any{"url": "https://93.184.215.14/hook"}, tools.CodeForbidden, "manage webhooks with a root key"},

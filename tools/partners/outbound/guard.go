@@ -80,8 +80,8 @@ func (g *Guard) resolver() Resolver {
 const MaxURLLength = 2048
 
 // CheckURL parses an endpoint URL and checks it: absolute https (http too with
-// AllowLocal), a host, no user info or fragment, and — unless AllowLocal — a host that
-// resolves only to public addresses. Errors are *URLError, *BlockedError, or *ResolveError.
+// AllowLocal), a host, port 443 or 8443 (any with AllowLocal), no user info or fragment,
+// and — unless AllowLocal — a host that resolves only to public addresses. Errors are *URLError, *BlockedError, or *ResolveError.
 func (g *Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	if len(raw) > MaxURLLength {
 		return nil, &URLError{fmt.Sprintf("the URL is longer than %d characters", MaxURLLength)}
@@ -110,6 +110,11 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return nil, &URLError{fmt.Sprintf("port %q is not a valid port", p)}
+		}
+	}
+	if !g.AllowLocal {
+		if err := CheckPort(u); err != nil {
+			return nil, err
 		}
 	}
 	// The in-process host is dialled on 443 alone (DialContext): another port resolves, and is

@@ -20,13 +20,13 @@ import (
 // every later step reads it instead of asking again. Its ticket is the call's money and
 // record, for its caller: priced, admitted, held and concluded through it (billing.Ticket).
 type call struct {
-	bill    *billing.Ticket
-	intent  *store.PartnerIntent
-	rule    partners.Rule // the category's rule
-	write   bool          // a write category: quoted and confirmed first, never retried
-	flat    bool          // paid by a flat on-chain fee before dispatch
-	durable bool          // write or flat: answered only once its outcome has committed
-	tries   int           // partner attempts: 2 for idempotent categories (one retry), 1 for writes
+	bill       *billing.Ticket
+	intent     *store.PartnerIntent
+	rule       partners.Rule      // the category's rule
+	write      bool               // a write category: quoted and confirmed first, never retried
+	flat       bool               // paid by a flat on-chain fee before dispatch
+	durability billing.Durability // billing's, from write and flat: how surely its outcome commits before it is answered
+	tries      int                // partner attempts: 2 for idempotent categories (one retry), 1 for writes
 
 	target     outbound.Target // the partner's endpoint and binding, with the per-attempt timeout
 	userID     string          // the pseudonym the partner knows the caller by (its envelope's and receipt's)
@@ -64,7 +64,7 @@ func (s *Service) plan(intent *store.PartnerIntent, accountID string) *call {
 		target: partners.Target(intent), userID: s.cfg.UserID(accountID, intent.PartnerID),
 		feeRate: feeRate(intent), payoutBook: s.payoutBook(intent), schemas: s.schemasOf(intent)}
 	cl.write = cl.rule.Write
-	cl.durable = cl.write || cl.flat
+	cl.durability = billing.DurabilityOf(cl.write, cl.flat)
 	if cl.write {
 		cl.tries = 1
 	}

@@ -1,0 +1,14 @@
+package billing
+
+import "context"
+
+// alone is the recorder of a call whose start committed before dispatch and whose outcome
+// commits in its own transaction before its caller is answered: a replica without a batch
+// writer, and the sweeper's conclusions.
+type alone struct{}
+
+func (alone) conclude(ctx context.Context, t *Ticket, c ended) error {
+	return t.svc.store.InTx(ctx, t.svc.outcomeOf(&c))
+}
+
+func (alone) kept(error) string { return sweeperKeeps }

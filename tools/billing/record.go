@@ -69,8 +69,8 @@ func DurabilityOf(write, paidOnChain bool) Durability {
 
 // A recorder writes one call's ending the way its regime says.
 type recorder interface {
-	// conclude writes t's ending c; an unavailable database is returned as such.
-	conclude(ctx context.Context, t *Ticket, c ended) error
+	// conclude writes t's ending e; an unavailable database is returned as such.
+	conclude(ctx context.Context, t *Ticket, e Ending) error
 	// kept says what becomes of an outcome the database did not take (err, from conclude).
 	kept(err error) string
 }
@@ -94,16 +94,9 @@ func (s *Service) recorderOf(p *tools.Principal, c Call, policed bool) recorder 
 	return alone{}
 }
 
-// ended is a call's ending made ready for its recorder: its record carrying the outcome, and
-// the webhook events written with it, in the same transaction or merged write.
-type ended struct {
-	Ending
-	inv    store.Invocation
-	events []*store.WebhookEvent
-}
-
-// end is t's ending e made ready for its recorder.
-func (t *Ticket) end(ctx context.Context, e Ending) (ended, error) {
+// end is what every recorder writes of t's ending e: the call's record carrying its outcome,
+// and the webhook events written with it, in the same transaction or merged write.
+func (t *Ticket) end(ctx context.Context, e Ending) (store.Invocation, []*store.WebhookEvent, error) {
 	inv := t.record
 	inv.Outcome = e.Outcome
 	inv.Attempts = len(e.Attempts)
@@ -111,7 +104,7 @@ func (t *Ticket) end(ctx context.Context, e Ending) (ended, error) {
 		inv.PayoutBook = st.PartnerBook
 	}
 	events, err := callEvents(&inv, e, t.hold == nil, t.svc.listens(ctx))
-	return ended{Ending: e, inv: inv, events: events}, err
+	return inv, events, err
 }
 
 // settleAhead is how long before its hold's deadline an outcome may still be left to the
@@ -179,11 +172,6 @@ func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st 
 		}
 		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, *inv.FinishedAt)
 	}
-}
-
-// outcomeOf is c's outcome transaction.
-func (s *Service) outcomeOf(c *ended) func(ctx context.Context, q *store.Q) error {
-	return s.outcomeIn(&c.inv, c.Attempts, c.Settlement, c.Detail, c.events)
 }
 
 // insertEvents writes a call's webhook events into the outbox inside q's transaction (a copy

@@ -8,12 +8,16 @@ import "context"
 // hold under the settlement, so the outcome commits alone, before the answer.
 type afterAnswer struct{}
 
-func (afterAnswer) conclude(ctx context.Context, t *Ticket, c ended) error {
+func (afterAnswer) conclude(ctx context.Context, t *Ticket, e Ending) error {
 	s := t.svc
 	if !s.now().Add(settleAhead).Before(t.hold.Deadline()) {
-		return alone{}.conclude(ctx, t, c)
+		return alone{}.conclude(ctx, t, e)
 	}
-	s.rec.Batch.Add(c.inv.AccountID, s.outcomeOf(&c), s.queued(ctx, c.inv.RequestID))
+	inv, events, err := t.end(ctx, e)
+	if err != nil {
+		return err
+	}
+	s.rec.Batch.Add(inv.AccountID, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail, events), s.queued(ctx, inv.RequestID))
 	return nil
 }
 

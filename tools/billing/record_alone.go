@@ -7,8 +7,12 @@ import "context"
 // writer, and the sweeper's conclusions.
 type alone struct{}
 
-func (alone) conclude(ctx context.Context, t *Ticket, c ended) error {
-	return t.svc.store.InTx(ctx, t.svc.outcomeOf(&c))
+func (alone) conclude(ctx context.Context, t *Ticket, e Ending) error {
+	inv, events, err := t.end(ctx, e)
+	if err != nil {
+		return err
+	}
+	return t.svc.store.InTx(ctx, t.svc.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail, events))
 }
 
 func (alone) kept(error) string { return sweeperKeeps }

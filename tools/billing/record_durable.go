@@ -15,9 +15,18 @@ import (
 // while the database refuses it.
 type durable struct{}
 
-func (durable) conclude(ctx context.Context, t *Ticket, c ended) error {
-	return t.svc.commitDurable(ctx, journaled{Invocation: c.inv, Attempts: c.Attempts, Settlement: c.Settlement, RefundReason: c.Detail,
-		Detail: c.Detail, Partner: c.Partner, Paid: c.Paid, Swept: t.hold == nil}, c.events)
+func (durable) conclude(ctx context.Context, t *Ticket, e Ending) error {
+	s := t.svc
+	inv, events, err := t.end(ctx, e)
+	if err != nil {
+		return err
+	}
+	entry := journaled{Invocation: inv, Attempts: e.Attempts, Settlement: e.Settlement, RefundReason: e.Detail,
+		Detail: e.Detail, Partner: e.Partner, Paid: e.Paid, Swept: t.hold == nil}
+	return s.commitDurable(ctx, inv.RequestID, entry, func() func(ctx context.Context, q *store.Q) error {
+		row := inv // each attempt writes from the record as it was concluded
+		return s.outcomeIn(&row, e.Attempts, e.Settlement, e.Detail, events)
+	})
 }
 
 func (durable) kept(err error) string {
@@ -53,22 +62,21 @@ func (e journaled) events(listens func(string) bool) ([]*store.WebhookEvent, err
 	return callEvents(&inv, Ending{Settlement: e.Settlement, Partner: e.Partner, Paid: e.Paid}, e.Swept, listens)
 }
 
-// commitDurable commits a durable call's outcome before its caller is answered. When the
-// database cannot take it, the outcome goes to the journal (fsynced) before anything else, so
+// commitDurable commits a durable call's outcome (a transaction of outcome's, one for each
+// attempt) before its caller is answered. When the database cannot take it, the outcome (as
+// entry) goes to the journal (fsynced) before anything else, so
 // neither the outage nor a crash during it loses what the partner answered: the entry stays
 // while the database is away, for ReplayJournal, and leaves once the database has the outcome
 // (or another process's conclusion). The database is retried for up to recordWait before the
 // caller is told it is not recorded yet. (A crash between the partner's answer and the first
 // commit attempt loses the answer, as one before the journal's fsync would: its caller was
 // told nothing, and the sweeper concludes the call outcome_unknown.)
-func (s *Service) commitDurable(ctx context.Context, e journaled, events []*store.WebhookEvent) error {
-	id := e.Invocation.RequestID
+func (s *Service) commitDurable(ctx context.Context, id string, entry journaled, outcome func() func(ctx context.Context, q *store.Q) error) error {
 	journal := s.rec.Journal
 	deadline := time.Now().Add(recordWait)
 	inJournal := false
 	for attempt := 1; ; attempt++ {
-		inv := e.Invocation
-		err := s.store.InTx(ctx, s.outcomeIn(&inv, e.Attempts, e.Settlement, e.Detail, events))
+		err := s.store.InTx(ctx, outcome())
 		if !store.IsUnavailable(err) {
 			if inJournal {
 				if derr := journal.Delete(id); derr != nil {
@@ -78,7 +86,7 @@ func (s *Service) commitDurable(ctx context.Context, e journaled, events []*stor
 			return err
 		}
 		if !inJournal && journal != nil {
-			if jerr := journal.Put(id, e); jerr != nil {
+			if jerr := journal.Put(id, entry); jerr != nil {
 				s.log.ErrorContext(ctx, "journal a write's outcome", "request_id", id, "err", jerr)
 			} else {
 				inJournal = true

@@ -13,14 +13,18 @@ import (
 // other calls' by the batch writer and committed before its caller is answered.
 type onLease struct{}
 
-func (onLease) conclude(ctx context.Context, t *Ticket, c ended) error {
-	s, inv := t.svc, c.inv
+func (onLease) conclude(ctx context.Context, t *Ticket, e Ending) error {
+	inv, events, err := t.end(ctx, e)
+	if err != nil {
+		return err
+	}
+	s := t.svc
 	logged := s.queued(ctx, inv.RequestID)
 	done := make(chan error, 1)
-	if !t.hold.ConcludeOnLease(ctx, Conclusion{Settlement: c.Settlement, Reason: c.Detail}, *inv.FinishedAt, wholeRecord(inv, c.Ending, c.events), func(err error) { logged(err); done <- err }) {
+	if !t.hold.ConcludeOnLease(ctx, Conclusion{Settlement: e.Settlement, Reason: e.Detail}, *inv.FinishedAt, wholeRecord(inv, e, events), func(err error) { logged(err); done <- err }) {
 		return ErrAlreadyFinished // concluded once already
 	}
-	err := awaitRecord(done)
+	err = awaitRecord(done)
 	if err != nil && !store.IsUnavailable(err) {
 		// A batch whose commit landed but whose answer the connection lost is sent again,
 		// and then fails on the rows it wrote the first time: the call's row is its

@@ -186,10 +186,7 @@ func (s *Service) Reopen(inv *store.Invocation, d Durability) *Ticket {
 // unavailable database is returned as such (Kept says what becomes of the outcome). A paid
 // call's escrow is concluded by the outcome that committed.
 func (t *Ticket) Conclude(ctx context.Context, e Ending) error {
-	c, err := t.end(ctx, e)
-	if err == nil {
-		err = t.rec.conclude(ctx, t, c)
-	}
+	err := t.rec.conclude(ctx, t, e)
 	if t.escrow != nil {
 		t.pay(ctx, e, err)
 	}

@@ -67,8 +67,11 @@ func TestOpenChoosesOneRecorderPerCall(t *testing.T) {
 		}
 		quoted := newCall(p, "from-quote")
 		quoted.State = store.InvAwaitingConfirmation
-		if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error { return q.InsertInvocation(ctx, quoted) }); err != nil {
+		if err := r.lease.For(p, billing.Spend{}).Ask(ctx, quoted, "quoted; waiting for the caller's confirmation"); err != nil {
 			t.Fatal(err)
+		}
+		if s, n := stateOf(t, st, p, "from-quote"), reservationRows(t, st, "from-quote"); s != store.InvAwaitingConfirmation || n != 0 {
+			t.Fatalf("a quote asked: %q, %d reservation rows, want its row alone", s, n)
 		}
 		for _, tc := range []struct {
 			id, regime string

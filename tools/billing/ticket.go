@@ -148,6 +148,14 @@ func (t *Ticket) Open(ctx context.Context, c Call) error {
 	return nil
 }
 
+// Ask records a call that holds nothing yet, in its record's state, with detail as its first
+// event and also's rows beside it, in one transaction: a quote waiting for its caller's
+// confirmation or payment, a call its owner's policy sent for approval. Its money moves only
+// once it is opened (Open) from that state.
+func (t *Ticket) Ask(ctx context.Context, record *store.Invocation, detail string, also ...func(ctx context.Context, q *store.Q) error) error {
+	return t.svc.store.CreateInvocation(ctx, record, detail, also...)
+}
+
 // Close ends a call that holds nothing, in the state its record was read in (a quote its
 // caller declined, a call paid but never dispatched), with outcome o and, as its last event, detail: the record's move, its
 // outcome and its event in one transaction. closed is false, with nothing written, when

@@ -2,12 +2,10 @@ package dispatch
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -62,7 +60,7 @@ type schemaKey struct {
 func (s *Service) plan(intent *store.PartnerIntent, accountID string) *call {
 	cl := &call{intent: intent, rule: partners.RuleOf(intent.Category), flat: partners.IsFlatFee(intent.FeeRateUnit), tries: 2,
 		target: partners.Target(intent), userID: s.cfg.UserID(accountID, intent.PartnerID),
-		feeRate: feeRate(intent), payoutBook: s.payoutBook(intent), schemas: s.schemasOf(intent)}
+		feeRate: feeRate(intent), payoutBook: billing.PayoutBook(intent.PartnerID, intent.PayoutAddresses, s.cfg.SettlementChain), schemas: s.schemasOf(intent)}
 	cl.write = cl.rule.Write
 	cl.durability = billing.DurabilityOf(cl.write, cl.flat)
 	if cl.write {
@@ -110,17 +108,4 @@ func feeRate(intent *store.PartnerIntent) decimal.Decimal {
 		return decimal.Zero
 	}
 	return d
-}
-
-// payoutBook picks the ledger book of the partner's payout address: the settlement chain's
-// namespace:chain entry first, then the bare namespace.
-func (s *Service) payoutBook(intent *store.PartnerIntent) string {
-	key := s.cfg.SettlementChain
-	ns, _, _ := strings.Cut(key, ":")
-	for _, k := range []string{key, ns} {
-		if addr, ok := intent.PayoutAddresses[k]; ok && addr != "" {
-			return ledger.PartnerPayable(intent.PartnerID, k+":"+addr)
-		}
-	}
-	return ledger.PartnerPayable(intent.PartnerID, "unassigned")
 }

@@ -39,6 +39,19 @@ const (
 	BookGas           = ledger.BookGas
 )
 
+// PayoutBook is the ledger book a partner's fees are owed in: the book of its payout address
+// on settlementChain (the namespace:chain entry first, e.g. "evm:base", then the bare
+// namespace), or its "unassigned" book when it has neither.
+func PayoutBook(partnerID string, payoutAddresses map[string]string, settlementChain string) string {
+	ns, _, _ := strings.Cut(settlementChain, ":")
+	for _, k := range []string{settlementChain, ns} {
+		if addr, ok := payoutAddresses[k]; ok && addr != "" {
+			return ledger.PartnerPayable(partnerID, k+":"+addr)
+		}
+	}
+	return ledger.PartnerPayable(partnerID, "unassigned")
+}
+
 // Config prices invocations. All amounts are micro-USD.
 type Config struct {
 	InfraCostMicro     int64            // reserved at the start of every invocation, consumed on success

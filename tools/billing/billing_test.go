@@ -280,3 +280,21 @@ func reserve(ctx context.Context, s *billing.Service, _ *store.Store, requestID 
 }
 
 func noRecord(context.Context, *store.Q, *billing.Hold) error { return nil }
+
+// A partner's fees are owed in the book of its payout address on the settlement chain: the
+// chain's own entry first, then its namespace's, else the partner's unassigned book.
+func TestPayoutBook(t *testing.T) {
+	for _, tc := range []struct {
+		addrs map[string]string
+		want  string
+	}{
+		{map[string]string{"evm:base": "0xbase", "evm": "0xany"}, ledger.PartnerPayable("p1", "evm:base:0xbase")},
+		{map[string]string{"evm": "0xany", "solana": "So1"}, ledger.PartnerPayable("p1", "evm:0xany")},
+		{map[string]string{"evm:base": "", "solana": "So1"}, ledger.PartnerPayable("p1", "unassigned")},
+		{nil, ledger.PartnerPayable("p1", "unassigned")},
+	} {
+		if got := billing.PayoutBook("p1", tc.addrs, "evm:base"); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.addrs, got, tc.want)
+		}
+	}
+}

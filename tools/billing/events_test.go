@@ -79,7 +79,7 @@ func open(t *testing.T, svc *billing.Service, p *tools.Principal, id string, dur
 	if err := tk.Admit(context.Background(), callQuote.WorstMicro()); err != nil { // as dispatch does: admitted, then held
 		t.Fatal(err)
 	}
-	if err := tk.Open(context.Background(), billing.Call{Record: inv, Quote: callQuote, Runs: 10 * time.Second, Durable: durable}); err != nil {
+	if err := tk.Open(context.Background(), billing.Call{Record: inv, Quote: callQuote, Runs: 10 * time.Second, Durability: billing.DurabilityOf(durable, false)}); err != nil {
 		t.Fatal(err)
 	}
 	return tk
@@ -212,7 +212,7 @@ func TestCallEventsLandOncePerCallOnEveryPath(t *testing.T) {
 			if id == "swept-ok" {
 				state = store.InvSucceeded // sent again with the same requestId: it answered
 			}
-			conclude(r.alone.Reopen(inv, durable), ending(state, false))
+			conclude(r.alone.Reopen(inv, billing.DurabilityOf(durable, false)), ending(state, false))
 		}
 		// The sweeper finds a call concluded meanwhile by its own process: nothing more.
 		inv, err := st.Invocation(ctx, p.AccountID, "alone")
@@ -220,7 +220,7 @@ func TestCallEventsLandOncePerCallOnEveryPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		inv.State = store.InvDispatching
-		if err := r.alone.Reopen(inv, false).Conclude(ctx, ending(store.InvOutcomeUnknown, false)); !errors.Is(err, billing.ErrAlreadyFinished) {
+		if err := r.alone.Reopen(inv, billing.Durability{}).Conclude(ctx, ending(store.InvOutcomeUnknown, false)); !errors.Is(err, billing.ErrAlreadyFinished) {
 			t.Fatalf("the sweeper concluded a concluded call: %v", err)
 		}
 

@@ -16,9 +16,9 @@ type Plan struct {
 	// Runs is how long the call may take (its tries times their timeout): the hold's
 	// deadline, past which the sweeper refunds it, is that plus Config.SweepMargin.
 	Runs time.Duration
-	// MayLease lets the hold be drawn from its key's budget lease when this replica holds
-	// leases (Recording.Leases): written after the call goes out. Never a write's or a paid call's,
-	// whose holds commit before they are dispatched.
+	// MayLease lets Hold draw the hold from its key's budget lease when the lease's recorder
+	// would take the call (Service.leasable): written after the call goes out. Ticket.Open
+	// ignores it: the call's recorder decides.
 	MayLease bool
 	// Spend is the call as spend policies see it; nil: the call was admitted already (a flat
 	// fee, whose payment was checked before it was collected).
@@ -53,14 +53,21 @@ func (h *Hold) Deadline() time.Time { return h.r.ExpiresAt }
 func (h *Hold) OnLease() bool { return h.leaseID != "" }
 
 // Hold holds plan's worst case for p's call. Without a lease the hold and record commit in
-// one transaction before Hold returns; on a lease (plan.MayLease, leases in use, an API key,
-// a call short enough to be recorded before its lease's deadline: Leases.outlasts)
-// the worst case is taken from the key's lease in memory, and nothing is written until the
-// call concludes: the whole call is then one write (ConcludeOnLease), so a call costs the
-// database one row set, merged with other calls' by the batch writer. A call whose worst case
-// does not fit is refused (SPEND_LIMIT, INSUFFICIENT_CREDITS) with nothing written; an error
-// of record's aborts the write and is returned.
+// one transaction before Hold returns; on a lease (plan.MayLease and a call the lease's
+// recorder takes: Service.leasable) the worst case is taken from the key's lease in memory,
+// and nothing is written until the call concludes: the whole call is then one write
+// (ConcludeOnLease), so a call costs the database one row set, merged with other calls' by
+// the batch writer. A call whose worst case does not fit is refused (SPEND_LIMIT,
+// INSUFFICIENT_CREDITS) with nothing written; an error of record's aborts the write and is
+// returned.
 func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, record Record) (*Hold, error) {
+	admit := s.heldCheck(p, plan.Spend) // under a policy: judged where every held call is seen
+	return s.hold(ctx, p, plan, admit, plan.MayLease && s.leasable(p, plan.Runs, admit != nil), record)
+}
+
+// hold is Hold with the policies' check admit (nil: none) and its lease decided (Ticket.Open
+// decides it with the call's recorder).
+func (s *Service) hold(ctx context.Context, p *tools.Principal, plan Plan, admit func(ctx context.Context, q *store.Q) error, onLease bool, record Record) (*Hold, error) {
 	now := s.now().UTC()
 	limits, chain := limitsOf(p)
 	h := &Hold{svc: s, limits: limits, r: &store.Reservation{
@@ -68,11 +75,7 @@ func (s *Service) Hold(ctx context.Context, p *tools.Principal, plan Plan, recor
 		ReservedMicro: plan.Quote.ReserveMicro, WorstMicro: plan.Quote.WorstMicro(),
 		ExpiresAt: now.Add(plan.Runs + s.cfg.SweepMargin), CreatedAt: now,
 	}}
-	admit := s.heldCheck(p, plan.Spend)
-	if admit != nil { // under a policy: judged where every held call is seen
-		plan.MayLease = false
-	}
-	if plan.MayLease && s.leases != nil && p.KeyID != "" && s.leases.outlasts(plan.Runs) {
+	if onLease {
 		if err := s.leases.draw(ctx, p, h); err != nil {
 			return nil, err
 		}

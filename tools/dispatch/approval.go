@@ -54,7 +54,7 @@ func (s *Service) admit(ctx context.Context, cl *call, inv *store.Invocation, wo
 		return webhooks.EmitApprovalRequested(ctx, q, a.AccountID, a.CreatedAt, webhooks.ApprovalRequestedData{RequestID: a.RequestID, KeyID: a.KeyID,
 			Handle: a.Handle, Category: a.Category, Rule: a.Rule, Charge: itemized, MaxChargeUsd: tools.USD(worst).String(), ExpiresAt: a.ExpiresAt})
 	})
-	if err := s.store.CreateInvocation(ctx, inv, "sent to the account's owner for approval ("+ask.Rule+")", record...); err != nil {
+	if err := cl.bill.Ask(ctx, inv, "sent to the account's owner for approval ("+ask.Rule+")", record...); err != nil {
 		return err
 	}
 	s.tellOwner(ctx, a)

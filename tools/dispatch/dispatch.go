@@ -125,7 +125,7 @@ func (s *Service) dispatch(ctx context.Context, cl *call, inv *store.Invocation,
 	// Records and money must land even when the caller has gone.
 	bg := context.WithoutCancel(ctx)
 	err := cl.bill.Open(bg, billing.Call{Record: inv, From: from, Quote: cl.quote,
-		Runs: time.Duration(cl.tries) * cl.target.Timeout, Durable: cl.durable, Escrow: cl.escrow})
+		Runs: time.Duration(cl.tries) * cl.target.Timeout, Durability: cl.durability, Escrow: cl.escrow})
 	if errors.Is(err, billing.ErrMoved) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}

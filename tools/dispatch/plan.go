@@ -2,12 +2,10 @@ package dispatch
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -20,13 +18,13 @@ import (
 // every later step reads it instead of asking again. Its ticket is the call's money and
 // record, for its caller: priced, admitted, held and concluded through it (billing.Ticket).
 type call struct {
-	bill    *billing.Ticket
-	intent  *store.PartnerIntent
-	rule    partners.Rule // the category's rule
-	write   bool          // a write category: quoted and confirmed first, never retried
-	flat    bool          // paid by a flat on-chain fee before dispatch
-	durable bool          // write or flat: answered only once its outcome has committed
-	tries   int           // partner attempts: 2 for idempotent categories (one retry), 1 for writes
+	bill       *billing.Ticket
+	intent     *store.PartnerIntent
+	rule       partners.Rule      // the category's rule
+	write      bool               // a write category: quoted and confirmed first, never retried
+	flat       bool               // paid by a flat on-chain fee before dispatch
+	durability billing.Durability // billing's, from write and flat: how surely its outcome commits before it is answered
+	tries      int                // partner attempts: 2 for idempotent categories (one retry), 1 for writes
 
 	target     outbound.Target // the partner's endpoint and binding, with the per-attempt timeout
 	userID     string          // the pseudonym the partner knows the caller by (its envelope's and receipt's)
@@ -63,9 +61,9 @@ type schemaKey struct {
 func (s *Service) plan(intent *store.PartnerIntent, accountID string) *call {
 	cl := &call{intent: intent, rule: partners.RuleOf(intent.Category), flat: partners.IsFlatFee(intent.FeeRateUnit), tries: 2,
 		target: partners.Target(intent), userID: s.cfg.UserID(accountID, intent.PartnerID),
-		feeRate: feeRate(intent), payoutBook: s.payoutBook(intent), schemas: s.schemasOf(intent)}
+		feeRate: feeRate(intent), payoutBook: billing.PayoutBook(intent.PartnerID, intent.PayoutAddresses, s.cfg.SettlementChain), schemas: s.schemasOf(intent)}
 	cl.write = cl.rule.Write
-	cl.durable = cl.write || cl.flat
+	cl.durability = billing.DurabilityOf(cl.write, cl.flat)
 	if cl.write {
 		cl.tries = 1
 	}
@@ -111,17 +109,4 @@ func feeRate(intent *store.PartnerIntent) decimal.Decimal {
 		return decimal.Zero
 	}
 	return d
-}
-
-// payoutBook picks the ledger book of the partner's payout address: the settlement chain's
-// namespace:chain entry first, then the bare namespace.
-func (s *Service) payoutBook(intent *store.PartnerIntent) string {
-	key := s.cfg.SettlementChain
-	ns, _, _ := strings.Cut(key, ":")
-	for _, k := range []string{key, ns} {
-		if addr, ok := intent.PayoutAddresses[k]; ok && addr != "" {
-			return ledger.PartnerPayable(intent.PartnerID, k+":"+addr)
-		}
-	}
-	return ledger.PartnerPayable(intent.PartnerID, "unassigned")
 }

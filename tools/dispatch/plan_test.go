@@ -7,8 +7,12 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/ledger"
+	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/service"
 )
+
+// durable reports whether billing made cl's call durable.
+func durable(cl *call) bool { return cl.durability == billing.DurabilityOf(true, false) }
 
 // The plan decides once what an intent means for a call: its rule, endpoint, pseudonym, fee
 // rate and payout book, and its schemas, compiled once per revision (a schema that does not
@@ -24,8 +28,8 @@ func TestPlanDecidesWhatTheIntentMeans(t *testing.T) {
 		PayoutAddresses: map[string]string{"evm": "0xabc"}}
 
 	cl := s.plan(intent, "acct")
-	if cl.write || cl.flat || cl.durable || cl.tries != 2 || cl.escrow != nil {
-		t.Fatalf("a read: write %v flat %v durable %v tries %d escrow %v", cl.write, cl.flat, cl.durable, cl.tries, cl.escrow)
+	if cl.write || cl.flat || durable(cl) || cl.tries != 2 || cl.escrow != nil {
+		t.Fatalf("a read: write %v flat %v durable %v tries %d escrow %v", cl.write, cl.flat, durable(cl), cl.tries, cl.escrow)
 	}
 	if cl.target.Endpoint != intent.ToolEndpoint || cl.target.Timeout != 1500*time.Millisecond || cl.userID != "u-acct-p1" {
 		t.Fatalf("target %+v, user %q", cl.target, cl.userID)
@@ -48,8 +52,8 @@ func TestPlanDecidesWhatTheIntentMeans(t *testing.T) {
 	next := *intent
 	next.Revision, next.Category, next.ParametersSchema, next.OutputSchema, next.PayoutAddresses = 2, "SWAP", `{"type":12}`, &bad, nil
 	cl = s.plan(&next, "acct")
-	if !cl.write || !cl.durable || cl.tries != 1 {
-		t.Fatalf("a write: write %v durable %v tries %d", cl.write, cl.durable, cl.tries)
+	if !cl.write || !durable(cl) || cl.tries != 1 {
+		t.Fatalf("a write: write %v durable %v tries %d", cl.write, durable(cl), cl.tries)
 	}
 	if cl.schemas.paramsErr == nil || !strings.Contains(cl.schemas.paramsErr.Error(), "@a parametersSchema") {
 		t.Fatalf("a parametersSchema that does not compile: %v", cl.schemas.paramsErr)
@@ -64,7 +68,7 @@ func TestPlanDecidesWhatTheIntentMeans(t *testing.T) {
 	// A flat fee with no payment path on this deployment holds no escrow.
 	flat := *intent
 	flat.Revision, flat.FeeRateUnit = 3, "flat_usdc"
-	if cl = s.plan(&flat, "acct"); !cl.flat || !cl.durable || cl.escrow != nil {
-		t.Fatalf("a flat fee without payments: flat %v durable %v escrow %v", cl.flat, cl.durable, cl.escrow)
+	if cl = s.plan(&flat, "acct"); !cl.flat || !durable(cl) || cl.escrow != nil {
+		t.Fatalf("a flat fee without payments: flat %v durable %v escrow %v", cl.flat, durable(cl), cl.escrow)
 	}
 }

@@ -120,7 +120,7 @@ func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, rest
 		}
 		inv.State, detail, asked = store.InvAwaitingPayment, "flat fee quoted; waiting for the caller's authorization", s.paymentRequired(cl.intent, q, rest)
 	}
-	if err := s.store.CreateInvocation(ctx, inv, detail, also...); err != nil {
+	if err := cl.bill.Ask(ctx, inv, detail, also...); err != nil {
 		return err
 	}
 	return asked

@@ -56,7 +56,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	}
 	cl := s.plan(intent, inv.AccountID)
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
-	cl.bill = s.billing.Reopen(inv, cl.durable)
+	cl.bill = s.billing.Reopen(inv, cl.durability)
 	age := s.now().UTC().Sub(*inv.DispatchedAt)
 	if cl.write || age > RecoveryHorizon {
 		return s.unknown(ctx, inv, cl, age)

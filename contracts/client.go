@@ -316,7 +316,7 @@ func (c *Client) Call(ctx context.Context, at common.Address, ct Contract, metho
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.eth.ethCall(ctx, callMsg{From: c.from, To: &at, Input: input})
+	out, err := c.eth.ethCall(ctx, callMsg{To: &at, Input: input}) // from the zero address, as bind called
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -75,6 +76,12 @@ func TestLegacyChain(t *testing.T) {
 	}
 	if b, err := c.BalanceOf(ctx, token, holder); err != nil || b.Int64() != 42 {
 		t.Fatalf("balance %v (%v), want 42", b, err)
+	}
+	// A call the chain refuses fails before it is sent, with the node's reason as it gave it.
+	_, err = c.Transact(ctx, token, contracts.TestUSDC, "transferWithAuthorization", holder, c.From(), big.NewInt(1), big.NewInt(0),
+		big.NewInt(1<<40), [32]byte{1}, uint8(27), [32]byte{}, [32]byte{})
+	if !errors.Is(err, contracts.ErrReverted) || !strings.HasPrefix(err.Error(), "the transaction reverted: execution reverted") {
+		t.Fatalf("a forged authorization: %v, want ErrReverted with the node's message", err)
 	}
 }
 

@@ -55,6 +55,10 @@ func (n *node) call(ctx context.Context, result any, method string, params ...an
 	if err := n.rpc.Batch(ctx, c); err != nil {
 		return err
 	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(c.Err, &rpcErr) {
+		return &nodeError{rpcErr}
+	}
 	if c.Err != nil {
 		return c.Err
 	}
@@ -69,6 +73,13 @@ func (n *node) call(ctx context.Context, result any, method string, params ...an
 	}
 	return nil
 }
+
+// nodeError is the node's JSON-RPC error, read as its message alone ("execution reverted:
+// reason", "nonce too low"), as go-ethereum's client showed it.
+type nodeError struct{ err *jsonrpc.Error }
+
+func (e *nodeError) Error() string { return e.err.Message }
+func (e *nodeError) Unwrap() error { return e.err }
 
 func (n *node) close() { n.http.CloseIdleConnections() }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -131,7 +132,11 @@ func (td TypedMessage) encodeValue(typ string, v any) ([]byte, error) {
 		default:
 			return nil, fmt.Errorf("want an integer string, got %T", v)
 		}
-		if n.Sign() < 0 || n.BitLen() > 256 {
+		bits, err := strconv.Atoi(strings.TrimPrefix(typ, "uint"))
+		if err != nil || bits%8 != 0 || bits < 8 || bits > 256 {
+			return nil, fmt.Errorf("type %s is not supported", typ)
+		}
+		if n.Sign() < 0 || n.BitLen() > bits {
 			return nil, fmt.Errorf("%s is out of range for %s", n, typ)
 		}
 		n.FillBytes(word)

@@ -261,6 +261,11 @@ func TestTypedMessageMatchesGoEthereum(t *testing.T) {
 			t.Errorf("%s = %v hashed", field, bad)
 		}
 	}
+	narrow := TypedMessage{Types: map[string][]TypedField{"EIP712Domain": td.Types["EIP712Domain"], "T": {{Name: "v", Type: "uint8"}}},
+		PrimaryType: "T", Domain: td.Domain, Message: map[string]any{"v": "256"}}
+	if _, err := narrow.Hash(); err == nil {
+		t.Error("a uint8 of 256 hashed")
+	}
 	if _, _, _, _, err := Signer(td, append(make([]byte, 64), 31)); err == nil {
 		t.Error("recovery id 4 accepted")
 	}
@@ -276,7 +281,7 @@ func TestKeysMatchGoEthereum(t *testing.T) {
 		hexKey := hex.EncodeToString(crypto.FromECDSA(gk))
 		for _, s := range []string{hexKey, "0x" + hexKey} {
 			k, err := ParseKey(s)
-			if err != nil || k.D.Cmp(gk.D) != 0 || AddressOf(&k.PublicKey) != crypto.PubkeyToAddress(gk.PublicKey) {
+			if err != nil || !bytes.Equal(crypto.FromECDSA(k), crypto.FromECDSA(gk)) || AddressOf(&k.PublicKey) != crypto.PubkeyToAddress(gk.PublicKey) {
 				t.Fatalf("ParseKey(%s): %v", s, err)
 			}
 		}

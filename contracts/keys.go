@@ -54,7 +54,9 @@ func KeyFromBytes(raw []byte) (*ecdsa.PrivateKey, error) {
 // uncompressed coordinates.
 func AddressOf(pub *ecdsa.PublicKey) common.Address {
 	var xy [64]byte
+	//lint:ignore SA1019 crypto/ecdsa has no other accessor for a secp256k1 key (Bytes takes NIST curves only)
 	pub.X.FillBytes(xy[:32])
+	//lint:ignore SA1019 as above
 	pub.Y.FillBytes(xy[32:])
 	return common.BytesToAddress(Keccak256(xy[:]).Bytes()[12:])
 }
@@ -66,6 +68,7 @@ func signHash(hash []byte, key *ecdsa.PrivateKey) ([]byte, error) {
 		return nil, fmt.Errorf("the hash is %d bytes, not 32", len(hash))
 	}
 	var d secp256k1.ModNScalar
+	//lint:ignore SA1019 crypto/ecdsa has no other accessor for a secp256k1 key (Bytes takes NIST curves only)
 	if overflow := d.SetByteSlice(key.D.Bytes()); overflow || d.IsZero() {
 		return nil, errors.New("invalid private key")
 	}

@@ -20,8 +20,8 @@ import (
 // The node's JSON-RPC, the few methods the relayer uses, over chain/jsonrpc; transactions are
 // EIP-1559 (or EIP-155 legacy on a chain without a base fee), encoded with go-ethereum's rlp
 // and signed here. This stands in for go-ethereum's ethclient and bind, which import
-// core/types and with it KZG, BLS12-381 and the cgo libsecp256k1: a third of the service's
-// cold build for eleven RPC methods.
+// core/types and with it KZG, BLS12-381 and the cgo libsecp256k1: an eighth of the service's
+// cold build (docs/performance.md, "The first build") for twelve RPC methods.
 
 // maxBody bounds one RPC answer (a receipt or a block range's logs).
 const maxBody = 32 << 20
@@ -218,8 +218,8 @@ func (n *node) filterLogs(ctx context.Context, address common.Address, from uint
 	return out, nil
 }
 
-// tx is a signed transaction. GasPrice set: legacy (EIP-155); else EIP-1559 with tip and
-// fee cap.
+// tx is a signed transaction: dynamic, EIP-1559 with tip and fee cap; else EIP-155 legacy at
+// gasPrice.
 type tx struct {
 	chainID           *big.Int
 	nonce             uint64

@@ -7,9 +7,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"strings"
 
-	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 )
 
@@ -18,7 +16,7 @@ var builds embed.FS
 
 // Contract is a compiled contract.
 type Contract struct {
-	ABI      abi.ABI
+	ABI      ABI
 	Bytecode []byte
 }
 
@@ -34,7 +32,7 @@ func load(name string) Contract {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		panic(fmt.Sprintf("contracts/build/%s.json: %v", name, err))
 	}
-	parsed, err := abi.JSON(strings.NewReader(string(b.ABI)))
+	parsed, err := parseABI(b.ABI)
 	if err != nil {
 		panic(fmt.Sprintf("contracts/build/%s.json: %v", name, err))
 	}

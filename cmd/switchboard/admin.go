@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
@@ -280,7 +279,7 @@ func deployPayer(ctx context.Context, cfg app.Config, testToken bool) (any, erro
 	if f.RPCURL == "" || f.ChainID == 0 {
 		return nil, errors.New("deploy-payer needs SWITCHBOARD_FLATFEE_RPC_URL and SWITCHBOARD_FLATFEE_CHAIN_ID")
 	}
-	key, err := crypto.HexToECDSA(strings.TrimPrefix(f.RelayerKey, "0x"))
+	key, err := contracts.ParseKey(f.RelayerKey)
 	if err != nil {
 		return nil, fmt.Errorf("SWITCHBOARD_FLATFEE_RELAYER_KEY: want a hex secp256k1 private key: %w", err)
 	}

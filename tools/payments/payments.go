@@ -16,8 +16,6 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
-	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/signer/core/apitypes"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
@@ -120,9 +118,9 @@ type TypedDomain struct {
 	VerifyingContract string `json:"verifyingContract"`
 }
 
-func typedDataOf(td apitypes.TypedData, chainID int64) TypedData {
-	out := TypedData{Types: map[string][]TypedField{}, PrimaryType: td.PrimaryType, Message: map[string]any(td.Message),
-		Domain: TypedDomain{Name: td.Domain.Name, Version: td.Domain.Version, ChainID: chainID, VerifyingContract: td.Domain.VerifyingContract}}
+func typedDataOf(td contracts.TypedMessage) TypedData {
+	out := TypedData{Types: map[string][]TypedField{}, PrimaryType: td.PrimaryType, Message: td.Message,
+		Domain: TypedDomain{Name: td.Domain.Name, Version: td.Domain.Version, ChainID: td.Domain.ChainID, VerifyingContract: td.Domain.VerifyingContract}}
 	for name, fields := range td.Types {
 		for _, f := range fields {
 			out.Types[name] = append(out.Types[name], TypedField{Name: f.Name, Type: f.Type})
@@ -181,7 +179,7 @@ func (s *Service) QuoteOf(p *store.FlatPayment) Quote {
 		RequestID: p.RequestID, ChainID: p.ChainID, Network: fmt.Sprintf("eip155:%d", p.ChainID), Token: p.Token, PayTo: p.PayerContract,
 		Amount: fmt.Sprint(p.AmountAtomic), AmountUsd: tools.USD(p.AmountAtomic),
 		Split:      Split{Partner: fmt.Sprint(p.PartnerAtomic), Platform: fmt.Sprint(p.PlatformAtomic), Gas: "0", PartnerAddress: p.PartnerAddress},
-		ValidAfter: p.ValidAfter, ValidBefore: p.ValidBefore, Nonce: p.Nonce, TypedData: typedDataOf(td, p.ChainID),
+		ValidAfter: p.ValidAfter, ValidBefore: p.ValidBefore, Nonce: p.Nonce, TypedData: typedDataOf(td),
 		ExpiresAt: time.Unix(p.ValidBefore, 0).UTC(),
 	}
 }
@@ -671,7 +669,7 @@ func (s *Service) WalletPayment(ctx context.Context, requestID, accountID string
 		}
 		return nil, err
 	}
-	key, err := crypto.ToECDSA(raw)
+	key, err := contracts.KeyFromBytes(raw)
 	clear(raw)
 	if err != nil {
 		return nil, fmt.Errorf("embedded wallet key: %w", err)

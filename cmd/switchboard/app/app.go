@@ -24,11 +24,11 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/metrics"
+	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/mcpserver"
 	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/portal/oauthapi"
@@ -998,7 +998,7 @@ func flatFee(ctx context.Context, cfg Config, d service.Deps, bill *billing.Serv
 			return nil, fmt.Errorf("%s=%q: want a 0x address (switchboard admin deploy-payer prints it)", name, v)
 		}
 	}
-	key, err := crypto.HexToECDSA(strings.TrimPrefix(f.RelayerKey, "0x"))
+	key, err := contracts.ParseKey(f.RelayerKey)
 	if err != nil {
 		return nil, fmt.Errorf("SWITCHBOARD_FLATFEE_RELAYER_KEY: want a hex secp256k1 private key: %w", err)
 	}

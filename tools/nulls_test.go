@@ -43,6 +43,7 @@ func TestAnswersHoldNullOnlyWhereTheirSchemaSaysSo(t *testing.T) {
 	answer.List = shared
 	answer.Ptrs = []*nullsInner{nil, {}}
 	answer.Nested = [][]string{nil}
+	answer.private = []string{"kept"} // unexported: neither encoded nor touched
 	tool := tools.New(tools.Def{Name: "nulls_tool", Annotations: tools.Annotations{ReadOnly: tools.Bool(true)}},
 		func(context.Context, *tools.Caller, struct{}) (nullsOut, error) { return answer, nil })
 	k, err := tools.NewKernel(nil, nil, nil, quiet, time.Now, withOpenWorld(tool))
@@ -52,6 +53,9 @@ func TestAnswersHoldNullOnlyWhereTheirSchemaSaysSo(t *testing.T) {
 	out, e := k.Call(context.Background(), tools.Request{Tool: "nulls_tool"})
 	if e != nil {
 		t.Fatal(e)
+	}
+	if len(answer.private) != 1 || answer.private[0] != "kept" {
+		t.Errorf("the handler's unexported field was changed: %v", answer.private)
 	}
 	raw, _ := json.Marshal(out)
 	want := `{"promoted":[],"policy":null,"value":{"tags":[],"extra":{}},"list":[{"tags":[],"extra":{}}],` +

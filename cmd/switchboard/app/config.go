@@ -121,6 +121,9 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_FLATFEE_TREASURY", flag: "flatfee-treasury", usage: "the platform's address its share of flat fees settles to (fixed in the contract at deploy-payer)", str: &c.FlatFee.Treasury},
 		{env: "SWITCHBOARD_FLATFEE_CONFIRMATIONS", flag: "flatfee-confirmations", usage: "blocks a payment waits for before the partner is called", integer: &c.FlatFee.Confirmations},
 		{env: "SWITCHBOARD_FLATFEE_PLATFORM_USD", flag: "flatfee-platform-usd", usage: "the platform's share added to each flat fee", str: &c.FlatFee.PlatformUSD},
+		{env: "SWITCHBOARD_TOPUP_MIN_USD", flag: "topup-min-usd", usage: "the least credit one credit_topup buys (paid on the flat-fee network, to the treasury)", str: &c.FlatFee.TopupMinUSD},
+		{env: "SWITCHBOARD_TOPUP_MAX_USD", flag: "topup-max-usd", usage: "the most credit one credit_topup buys", str: &c.FlatFee.TopupMaxUSD},
+		{env: "SWITCHBOARD_TOPUP_BALANCE_CAP_USD", flag: "topup-balance-cap-usd", usage: "a credit_topup that would bring an account's available + reserved credit over this is refused", str: &c.FlatFee.TopupCapUSD},
 		{env: "SWITCHBOARD_PAYOUT_INTERVAL", flag: "payout-interval", usage: "how often serve pays partners' accrued per-call fees on chain (Go duration; 0 disables; needs the flat-fee network)", str: &c.FlatFee.PayoutInterval},
 		{env: "SWITCHBOARD_REPROBE_INTERVAL", flag: "reprobe-interval", usage: "how often serve probes each active intent again (negative-auth probe, plus a signed health call for idempotent categories; Go duration, jittered ±10%; 0 disables)", str: &c.ReprobeInterval},
 		{env: "SWITCHBOARD_REPROBE_FAILURES", flag: "reprobe-failures", usage: "re-probes in a row that may fail (timeouts, 5xx, unclear refusals) before an intent is deactivated as unhealthy", integer: &c.ReprobeFailures},
@@ -159,7 +162,7 @@ func Defaults() Config {
 		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
-		FlatFee: FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h"},
+		FlatFee: FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h", TopupMinUSD: "1", TopupMaxUSD: "1000", TopupCapUSD: "10000"},
 	}
 }
 
@@ -174,6 +177,9 @@ type FlatFeeConfig struct {
 	Confirmations  int
 	PlatformUSD    string
 	PayoutInterval string
+	TopupMinUSD    string // credit_topup's bounds, decimal USD
+	TopupMaxUSD    string
+	TopupCapUSD    string
 }
 
 // FromEnv returns the defaults overridden by the environment (getenv, normally os.Getenv).

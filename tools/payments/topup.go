@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
+	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Buying credit (credit_topup): x402 with Switchboard as the payee. The first call answers
@@ -46,9 +47,6 @@ type Topups struct {
 	pay   *Service
 	store *store.Store
 	now   func() time.Time
-	// Credited, when set, hears of each top-up credited (the credit.topped_up webhook), after
-	// its transaction committed.
-	Credited func(ctx context.Context, t *store.CreditTopup, creditMicro int64)
 }
 
 // NewTopups builds credit_topup's service.
@@ -494,8 +492,6 @@ func (t *Topups) follow(ctx context.Context, row *store.CreditTopup) (TopupOutpu
 // happened to the balance meanwhile.
 func (t *Topups) credit(ctx context.Context, row *store.CreditTopup, tx string) (TopupOutput, error) {
 	now := t.now().UTC()
-	var credited bool
-	var balance int64
 	err := t.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		row.State, row.PayTx, row.UpdatedAt = store.TopupCredited, tx, now
 		moved, err := q.MoveTopup(ctx, row, store.TopupSubmitted)
@@ -509,16 +505,17 @@ func (t *Topups) credit(ctx context.Context, row *store.CreditTopup, tx string) 
 		if err := q.AdjustCredit(ctx, row.AccountID, store.CreditDelta{Available: row.AmountAtomic}, now); err != nil {
 			return err
 		}
-		credited, balance = true, ca.AvailableMicro+row.AmountAtomic
-		return q.Post(ctx, row.RequestID, "top-up "+tx, now,
+		if err := q.Post(ctx, row.RequestID, "top-up "+tx, now,
 			store.Posting{Book: BookTreasury, Micro: -row.AmountAtomic, Kind: "topup"},
-			store.Posting{Book: ledger.UserAvailable(row.AccountID), Micro: row.AmountAtomic, Kind: "topup"})
+			store.Posting{Book: ledger.UserAvailable(row.AccountID), Micro: row.AmountAtomic, Kind: "topup"}); err != nil {
+			return err
+		}
+		return webhooks.Emit(ctx, q, webhooks.CreditToppedUp, row.AccountID, now, webhooks.TopupData{RequestID: row.RequestID,
+			CreditedUsd: tools.USD(row.AmountAtomic).String(), CreditUsd: tools.USD(ca.AvailableMicro + row.AmountAtomic).String(),
+			Network: fmt.Sprintf("eip155:%d", row.ChainID), Payer: row.PayerAddress, TxHash: tx})
 	})
 	if err != nil {
 		return TopupOutput{}, fmt.Errorf("credit top-up %s: %w", row.RequestID, err)
-	}
-	if credited && t.Credited != nil {
-		t.Credited(context.WithoutCancel(ctx), row, balance)
 	}
 	return t.answer(ctx, row)
 }

@@ -238,3 +238,56 @@ func balancesOf(t *testing.T, a *apptest.App) map[string]int64 {
 	}
 	return out
 }
+
+// TestTopupFromTheEmbeddedWallet: payWithWallet buys credit from the account's embedded EVM
+// wallet only once the account's signing is on (before: FORBIDDEN naming the setting, nothing
+// signed or taken), on both databases; the credit is announced once by credit.topped_up,
+// written with the credit.
+func TestTopupFromTheEmbeddedWallet(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newTopupWorld(t, dialect)
+			_, acct := w.env.REST(t, "GET", "/v1/account", w.key, nil)
+			if scopes := fmt.Sprint(acct["scopes"]); !strings.Contains(scopes, "wallet") {
+				t.Fatalf("the agent's key has scopes %s; this test needs wallet", scopes)
+			}
+			wallet := common.HexToAddress(acct["wallets"].(map[string]any)["evm"].(string))
+			w.chain.Mint(t, wallet, 10_000_000)
+
+			status, _, out := apptest.Do(t, "POST", w.env.URL+"/v1/credit/topup", w.key, map[string]any{"amountUsd": 4, "payWithWallet": true})
+			if status != 403 || code(out) != "FORBIDDEN" || !strings.Contains(message(out), "signingEnabled") {
+				t.Fatalf("payWithWallet with signing off: %d %v; want FORBIDDEN naming the setting", status, out)
+			}
+			if w.chain.Balance(t, wallet) != 10_000_000 || w.credit(t) != "10" {
+				t.Fatalf("signing off took %d from the wallet, credit %s", 10_000_000-w.chain.Balance(t, wallet), w.credit(t))
+			}
+
+			if err := w.env.App.Store.SetSigning(context.Background(), w.userID, true); err != nil {
+				t.Fatal(err)
+			}
+			status, _, out = apptest.Do(t, "POST", w.env.URL+"/v1/credit/topup", w.key, map[string]any{"amountUsd": 4, "payWithWallet": true})
+			if status != 200 || fmt.Sprint(out["creditedUsd"]) != "4" || fmt.Sprint(out["creditUsd"]) != "14" {
+				t.Fatalf("payWithWallet with signing on: %d %v", status, out)
+			}
+			if w.chain.Balance(t, wallet) != 6_000_000 || w.chain.Balance(t, w.chain.Treasury) != 4_000_000 {
+				t.Fatalf("on chain: wallet %d, treasury %d", w.chain.Balance(t, wallet), w.chain.Balance(t, w.chain.Treasury))
+			}
+
+			if err := w.env.App.Settled(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var bodies []string
+			if err := w.env.App.Store.DB().NewRaw("SELECT body FROM webhook_events WHERE account_id = ? AND type = ?", w.userID, "credit.topped_up").
+				Scan(context.Background(), &bodies); err != nil {
+				t.Fatal(err)
+			}
+			if len(bodies) != 1 || !strings.Contains(bodies[0], `"creditedUsd":"4"`) || !strings.Contains(bodies[0], `"creditUsd":"14"`) ||
+				!strings.Contains(bodies[0], out["txHash"].(string)) {
+				t.Fatalf("credit.topped_up events %v: want one, of 4 USD, credit 14, with the transaction", bodies)
+			}
+			if err := ledger.Check(context.Background(), w.env.App.Store); err != nil {
+				t.Fatalf("ledger-check: %v", err)
+			}
+		})
+	}
+}

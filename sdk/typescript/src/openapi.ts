@@ -5311,7 +5311,7 @@ export interface operations {
             content: {
                 "application/json": {
                     description?: string;
-                    /** @description event types to receive (call.succeeded, call.failed, call.refunded, approval.requested, approval.decided, policy.denied, intent.activated, intent.deactivated, payout.settled, key.created, key.revoked, wallet.exported); omit for every type */
+                    /** @description event types to receive (call.succeeded, call.failed, call.refunded, approval.requested, approval.decided, policy.denied, intent.activated, intent.deactivated, payout.settled, key.created, key.revoked, wallet.exported, credit.topped_up); omit for every type */
                     eventTypes?: string[];
                     /** @description https URL the events are POSTed to */
                     url: string;

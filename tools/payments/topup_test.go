@@ -291,3 +291,55 @@ func TestTopupFromTheEmbeddedWallet(t *testing.T) {
 		})
 	}
 }
+
+// TestTopupLeftSubmittedIsCreditedByTheSweeper: a process that claimed an authorization and
+// sent its transfer, then died before crediting it (the row left submitted, the money at the
+// treasury), loses nothing: the sweeper credits it once, and the client's retry with the same
+// proof then answers that top-up without crediting again. On both databases.
+func TestTopupLeftSubmittedIsCreditedByTheSweeper(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newTopupWorld(t, dialect)
+			payer := w.chain.NewKey(t)
+			from := crypto.PubkeyToAddress(payer.PublicKey)
+			w.chain.Mint(t, from, 10_000_000)
+			accepts, rid := w.required(t, 3)
+			header, auth := w.signed(t, accepts, payer)
+
+			// The dead process's state: the claim written, the transfer sent, no credit.
+			ctx := context.Background()
+			rc, err := w.chain.Client.Transact(ctx, w.chain.Token, contracts.TestUSDC, "transferWithAuthorization",
+				auth.From, w.chain.Treasury, auth.Value, auth.ValidAfter, auth.ValidBefore, auth.Nonce, auth.V, auth.R, auth.S)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.env.App.Store.DB().NewRaw(`UPDATE credit_topups SET state = 'submitted', payer_address = ?, nonce = ?, auth_before = ?, pay_tx = ? WHERE request_id = ?`,
+				from.Hex(), hexutil.Encode(auth.Nonce[:]), auth.ValidBefore.Int64(), rc.TxHash.Hex(), rid).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if w.credit(t) != "10" {
+				t.Fatalf("credit %s before the sweep, want 10", w.credit(t))
+			}
+
+			w.env.Clock.Advance(2 * time.Minute)
+			for range 2 { // a second sweep finds nothing left to do
+				if _, _, err := w.env.App.Sweep(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := w.credit(t); got != "13" {
+				t.Fatalf("credit %s after the sweeps, want 13 (credited once)", got)
+			}
+			status, out, _ := w.pay(t, 3, header, nil)
+			if status != 200 || out["txHash"] != rc.TxHash.Hex() || fmt.Sprint(out["creditUsd"]) != "13" {
+				t.Fatalf("the client's retry after the sweep: %d %v", status, out)
+			}
+			if err := w.env.App.Settled(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := ledger.Check(ctx, w.env.App.Store); err != nil {
+				t.Fatalf("ledger-check: %v", err)
+			}
+		})
+	}
+}

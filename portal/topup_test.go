@@ -22,8 +22,8 @@ func TestDashboardAddsCredit(t *testing.T) {
 	chain := anviltest.Start(t)
 	env := apptest.Start(t, apptest.Options{Config: func(c *app.Config) {
 		c.FlatFee = app.FlatFeeConfig{RPCURL: chain.URL, ChainID: anviltest.ChainID, Token: chain.Token.Hex(), Payer: chain.Payer.Hex(),
-			RelayerKey: hexutil.Encode(crypto.FromECDSA(chain.Relayer)), Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "0",
-			TopupMinUSD: "1", TopupMaxUSD: "100", TopupCapUSD: "1000"}
+			RelayerKey: hexutil.Encode(crypto.FromECDSA(chain.Relayer)), Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "0"}
+		c.TopupMinUSD, c.TopupMaxUSD, c.TopupCapUSD = "1", "100", "1000"
 	}})
 	const email = "owner@example.com"
 	h := newHuman(t, env)

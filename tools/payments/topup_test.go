@@ -39,8 +39,8 @@ func newTopupWorld(t *testing.T, dialect string) *topupWorld {
 	env := apptest.Start(t, apptest.Options{Dialect: dialect, Config: func(c *app.Config) {
 		// No treasury setting: top-ups are paid to the payer contract's treasury.
 		c.FlatFee = app.FlatFeeConfig{RPCURL: chain.URL, ChainID: anviltest.ChainID, Token: chain.Token.Hex(), Payer: chain.Payer.Hex(),
-			RelayerKey: hexutil.Encode(crypto.FromECDSA(chain.Relayer)), Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "0",
-			TopupMinUSD: "1", TopupMaxUSD: "10", TopupCapUSD: "20"}
+			RelayerKey: hexutil.Encode(crypto.FromECDSA(chain.Relayer)), Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "0"}
+		c.TopupMinUSD, c.TopupMaxUSD, c.TopupCapUSD = "1", "10", "20"
 	}})
 	acct := env.Onboard(t, "buyer@example.com")
 	return &topupWorld{env: env, chain: chain, key: acct["apiKey"].(string), userID: acct["userId"].(string)}

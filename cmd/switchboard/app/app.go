@@ -968,7 +968,15 @@ func derive(serverSecret []byte, purpose string) []byte {
 func topupConfig(cfg Config) (payments.TopupConfig, error) {
 	var c payments.TopupConfig
 	var err error
-	f := cfg.FlatFee
+	f, def := cfg, Defaults() // unset (a configuration built without Defaults): the defaults
+	for _, v := range []struct {
+		got *string
+		def string
+	}{{&f.TopupMinUSD, def.TopupMinUSD}, {&f.TopupMaxUSD, def.TopupMaxUSD}, {&f.TopupCapUSD, def.TopupCapUSD}} {
+		if *v.got == "" {
+			*v.got = v.def
+		}
+	}
 	if c.MinMicro, err = usdMicro("SWITCHBOARD_TOPUP_MIN_USD", f.TopupMinUSD, tools.MaxUSDMicro); err != nil {
 		return c, err
 	}

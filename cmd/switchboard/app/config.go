@@ -46,29 +46,31 @@ type Config struct {
 	PlatformFloorUSD    string // platform fee of a call that routes no value, decimal USD
 	GasMarginBps        int    // held over a gas estimate for the worst case
 	StartingCreditUSD   string // credit of a new account (test environment only)
-	SettlementChain     string
-	SweepMargin         string // Go duration added to a call's timeout before the sweeper may conclude it
-	SweepInterval       string // Go duration between sweeps of a serving process
-	DrainDelay          string // Go duration serve keeps accepting after SIGTERM, readiness off
-	ShutdownTimeout     string // Go duration serve waits for in-flight calls after it stops accepting
-	SettleAfterAnswer   bool   // a finished invocation commits in a batch after its caller is answered
-	BudgetLeases        bool   // new non-write calls reserve from per-key budget leases (needs SettleAfterAnswer)
-	SessionIdle         string // portal sessions end after this long unused
-	SessionMaxAge       string // portal sessions end this long after sign-in
-	OIDCProviders       string // label=...,issuer=...,client_id=...,client_secret=... entries separated by ;
-	APIKey              string
-	Toolsets            string // the toolsets `switchboard stdio` lists, comma-separated; empty: the key's default
-	DefaultSpendLimit   string // USD, decimal
-	DefaultRateLimit    int
-	LogLevel            string
-	BodyReadTimeout     string        // Go duration reading one request body may take
-	MaxConnsPerClient   int           // connections open at once from one client address; 0: no cap
-	RedisURL            string        // shared rate limits for several replicas; empty: in this process
-	ReprobeInterval     string        // Go duration between re-probes of each active intent; 0 disables
-	ReprobeFailures     int           // re-probes in a row that may fail before an intent is deactivated
-	Tokens              tokens.Config // token lookups: RPC endpoints, price providers
-	FlatFee             FlatFeeConfig // the network flat-fee intents are paid on
-	Failpoint           string        // tests only: the invoke step at which this process kills itself
+	// credit_topup's bounds, decimal USD: per top-up, and the balance it may bring an account to.
+	TopupMinUSD, TopupMaxUSD, TopupCapUSD string
+	SettlementChain                       string
+	SweepMargin                           string // Go duration added to a call's timeout before the sweeper may conclude it
+	SweepInterval                         string // Go duration between sweeps of a serving process
+	DrainDelay                            string // Go duration serve keeps accepting after SIGTERM, readiness off
+	ShutdownTimeout                       string // Go duration serve waits for in-flight calls after it stops accepting
+	SettleAfterAnswer                     bool   // a finished invocation commits in a batch after its caller is answered
+	BudgetLeases                          bool   // new non-write calls reserve from per-key budget leases (needs SettleAfterAnswer)
+	SessionIdle                           string // portal sessions end after this long unused
+	SessionMaxAge                         string // portal sessions end this long after sign-in
+	OIDCProviders                         string // label=...,issuer=...,client_id=...,client_secret=... entries separated by ;
+	APIKey                                string
+	Toolsets                              string // the toolsets `switchboard stdio` lists, comma-separated; empty: the key's default
+	DefaultSpendLimit                     string // USD, decimal
+	DefaultRateLimit                      int
+	LogLevel                              string
+	BodyReadTimeout                       string        // Go duration reading one request body may take
+	MaxConnsPerClient                     int           // connections open at once from one client address; 0: no cap
+	RedisURL                              string        // shared rate limits for several replicas; empty: in this process
+	ReprobeInterval                       string        // Go duration between re-probes of each active intent; 0 disables
+	ReprobeFailures                       int           // re-probes in a row that may fail before an intent is deactivated
+	Tokens                                tokens.Config // token lookups: RPC endpoints, price providers
+	FlatFee                               FlatFeeConfig // the network flat-fee intents are paid on
+	Failpoint                             string        // tests only: the invoke step at which this process kills itself
 }
 
 type setting struct {
@@ -121,9 +123,9 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_FLATFEE_TREASURY", flag: "flatfee-treasury", usage: "the platform's address its share of flat fees settles to (fixed in the contract at deploy-payer)", str: &c.FlatFee.Treasury},
 		{env: "SWITCHBOARD_FLATFEE_CONFIRMATIONS", flag: "flatfee-confirmations", usage: "blocks a payment waits for before the partner is called", integer: &c.FlatFee.Confirmations},
 		{env: "SWITCHBOARD_FLATFEE_PLATFORM_USD", flag: "flatfee-platform-usd", usage: "the platform's share added to each flat fee", str: &c.FlatFee.PlatformUSD},
-		{env: "SWITCHBOARD_TOPUP_MIN_USD", flag: "topup-min-usd", usage: "the least credit one credit_topup buys (paid on the flat-fee network, to the treasury)", str: &c.FlatFee.TopupMinUSD},
-		{env: "SWITCHBOARD_TOPUP_MAX_USD", flag: "topup-max-usd", usage: "the most credit one credit_topup buys", str: &c.FlatFee.TopupMaxUSD},
-		{env: "SWITCHBOARD_TOPUP_BALANCE_CAP_USD", flag: "topup-balance-cap-usd", usage: "a credit_topup that would bring an account's available + reserved credit over this is refused", str: &c.FlatFee.TopupCapUSD},
+		{env: "SWITCHBOARD_TOPUP_MIN_USD", flag: "topup-min-usd", usage: "the least credit one credit_topup buys (paid on the flat-fee network, to the treasury)", str: &c.TopupMinUSD},
+		{env: "SWITCHBOARD_TOPUP_MAX_USD", flag: "topup-max-usd", usage: "the most credit one credit_topup buys", str: &c.TopupMaxUSD},
+		{env: "SWITCHBOARD_TOPUP_BALANCE_CAP_USD", flag: "topup-balance-cap-usd", usage: "a credit_topup that would bring an account's available + reserved credit over this is refused", str: &c.TopupCapUSD},
 		{env: "SWITCHBOARD_PAYOUT_INTERVAL", flag: "payout-interval", usage: "how often serve pays partners' accrued per-call fees on chain (Go duration; 0 disables; needs the flat-fee network)", str: &c.FlatFee.PayoutInterval},
 		{env: "SWITCHBOARD_REPROBE_INTERVAL", flag: "reprobe-interval", usage: "how often serve probes each active intent again (negative-auth probe, plus a signed health call for idempotent categories; Go duration, jittered ±10%; 0 disables)", str: &c.ReprobeInterval},
 		{env: "SWITCHBOARD_REPROBE_FAILURES", flag: "reprobe-failures", usage: "re-probes in a row that may fail (timeouts, 5xx, unclear refusals) before an intent is deactivated as unhealthy", integer: &c.ReprobeFailures},
@@ -162,7 +164,8 @@ func Defaults() Config {
 		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
-		FlatFee: FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h", TopupMinUSD: "1", TopupMaxUSD: "1000", TopupCapUSD: "10000"},
+		FlatFee:     FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h"},
+		TopupMinUSD: "1", TopupMaxUSD: "1000", TopupCapUSD: "10000",
 	}
 }
 
@@ -177,9 +180,6 @@ type FlatFeeConfig struct {
 	Confirmations  int
 	PlatformUSD    string
 	PayoutInterval string
-	TopupMinUSD    string // credit_topup's bounds, decimal USD
-	TopupMaxUSD    string
-	TopupCapUSD    string
 }
 
 // FromEnv returns the defaults overridden by the environment (getenv, normally os.Getenv).

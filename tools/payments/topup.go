@@ -136,7 +136,7 @@ func (t *Topups) topup(ctx context.Context, c *tools.Caller, in TopupInput) (Top
 		if err := t.bounds(ctx, acct, in.AmountUsd.Micro()); err != nil {
 			return TopupOutput{}, err
 		}
-		if row == nil || row.State != store.TopupQuoted {
+		if row == nil || row.State != store.TopupQuoted || t.now().Unix() > row.ValidBefore {
 			var err error
 			if row, err = t.quote(ctx, acct, in.AmountUsd.Micro(), c.RequestID); err != nil {
 				return TopupOutput{}, err
@@ -322,6 +322,10 @@ func (t *Topups) collect(ctx context.Context, row *store.CreditTopup, pay *Payme
 		row = claimed
 	case !errors.Is(err, store.ErrNotFound):
 		return TopupOutput{}, err
+	case row.State == store.TopupSubmitted:
+		// Another authorization is on its way for this top-up: this one is not taken (it would
+		// move money the claim does not account for).
+		return TopupOutput{}, refuse(tools.CodeConflict, "invalid_payment_requirements", "top-up %s is being paid by another authorization (from %s); call again with that payment, or without confirmRequestId to buy more", row.RequestID, row.PayerAddress)
 	}
 	if row.State == store.TopupCredited {
 		return TopupOutput{}, refuse(tools.CodeConflict, "invalid_payment_requirements", "top-up %s was paid already by another authorization; call without confirmRequestId to buy more", row.RequestID)

@@ -343,3 +343,33 @@ func TestTopupLeftSubmittedIsCreditedByTheSweeper(t *testing.T) {
 		})
 	}
 }
+
+// TestTopupTakesOneAuthorizationPerQuote: a quote whose authorization is on its way refuses a
+// second authorization (it would move money the quote's claim does not account for), and that
+// second one stays unused on chain.
+func TestTopupTakesOneAuthorizationPerQuote(t *testing.T) {
+	w := newTopupWorld(t, "sqlite")
+	payer := w.chain.NewKey(t)
+	from := crypto.PubkeyToAddress(payer.PublicKey)
+	w.chain.Mint(t, from, 10_000_000)
+	accepts, rid := w.required(t, 3)
+	_, first := w.signed(t, accepts, payer)
+	ctx := context.Background()
+	if _, err := w.env.App.Store.DB().NewRaw(`UPDATE credit_topups SET state = 'submitted', payer_address = ?, nonce = ?, auth_before = ? WHERE request_id = ?`,
+		from.Hex(), hexutil.Encode(first.Nonce[:]), first.ValidBefore.Int64(), rid).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, auth := w.signed(t, accepts, payer)
+	status, out, _ := w.pay(t, 3, second, nil)
+	if status != 409 || !strings.Contains(message(out), "being paid by another authorization") {
+		t.Fatalf("a second authorization for a quote being paid: %d %v", status, out)
+	}
+	used, err := contracts.Dial(ctx, w.chain.URL, anviltest.ChainID, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer used.Close()
+	if u, err := used.AuthorizationUsed(ctx, w.chain.Token, from, auth.Nonce); err != nil || u || w.chain.Balance(t, from) != 10_000_000 {
+		t.Fatalf("the refused authorization: used %v (%v), payer holds %d", u, err, w.chain.Balance(t, from))
+	}
+}

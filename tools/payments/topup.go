@@ -34,6 +34,9 @@ type TopupConfig struct {
 	MinMicro int64 // the least one top-up buys
 	MaxMicro int64 // the most one top-up buys
 	CapMicro int64 // the most an account's available + reserved credit may be after a top-up
+	// Failpoint, when set, is told "topup" when a transfer is confirmed, before it is credited
+	// (the crash tests kill the process there).
+	Failpoint func(step string)
 }
 
 // DefaultTopupConfig is 1 USD to 1,000 USD per top-up, up to a 10,000 USD balance.
@@ -388,6 +391,9 @@ func (t *Topups) collect(ctx context.Context, row *store.CreditTopup, pay *Payme
 		e := tools.Errorf(tools.CodeUnavailable, "the transfer was submitted but is not confirmed yet (%v); call again with the same payment (or confirmRequestId %s): it credits once", err, row.RequestID)
 		e.RetryAfter = 5 * time.Second
 		return TopupOutput{}, e
+	}
+	if t.cfg.Failpoint != nil {
+		t.cfg.Failpoint("topup")
 	}
 	return t.credit(ctx, row, rc.TxHash.Hex())
 }

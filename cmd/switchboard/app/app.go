@@ -412,6 +412,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	if err != nil {
 		return nil, err
 	}
+	topupCfg.Failpoint = failpoint
 	all = append(all, payments.NewTopups(topupCfg, d, paySvc).Tools()...)
 	// Rate limits: in this process by default; shared by every replica through Redis when
 	// one is configured.

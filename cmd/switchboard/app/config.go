@@ -22,7 +22,7 @@ import (
 // Config is every setting, read from SWITCHBOARD_* environment variables; the common ones are
 // also flags of `switchboard serve`.
 // Failpoints are the steps SWITCHBOARD_FAILPOINT may name (the crash-consistency tests).
-var Failpoints = []string{"reserve", "answered", "batch"}
+var Failpoints = []string{"reserve", "answered", "batch", "topup"}
 
 type Config struct {
 	Addr                string
@@ -133,7 +133,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_TOOLSETS", flag: "toolsets", usage: "the toolsets `switchboard stdio` lists (onboarding, agent, partner, owner; comma-separated); empty: what the key may call, or onboarding and agent without a key (docs/mcp-hosts.md)", str: &c.Toolsets},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one", integer: &c.DefaultRateLimit},
-		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it", str: &c.Failpoint},
+		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it; topup: the first credit_topup whose transfer is confirmed, before it is credited (TestTopupCrashAfterTransfer)", str: &c.Failpoint},
 		{env: "SWITCHBOARD_BODY_READ_TIMEOUT", flag: "body-read-timeout", usage: "how long reading one request body may take (Go duration); 20s reads the 1 MiB maximum at 64 KiB/s (512 kbit/s) with 4 s to spare. A slower body is cut off and its connection closed", str: &c.BodyReadTimeout},
 		{env: "SWITCHBOARD_MAX_CONNS_PER_CLIENT", flag: "max-conns-per-client", usage: "connections open at once from one client address (an IPv4 address, an IPv6 /64); one more is answered 429 and closed. 0: no cap (behind a proxy that connects from its own address, every caller is one client: raise it or use 0)", integer: &c.MaxConnsPerClient},
 		{env: "SWITCHBOARD_LOG_LEVEL", flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},

@@ -98,6 +98,9 @@ func (t *Topups) Tools() []*tools.Tool {
 			"the answer has creditedUsd, the new creditUsd and the transaction hash.",
 		Access:      tools.AnyKey,
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(true)},
+		// Money in is the owner's decision, and its definition (the x402 payment's schema) is
+		// large: listed when a host asks for the owner toolset, callable by any key always.
+		Toolset: tools.ToolsetOwner,
 	}, t.topup)}
 }
 

@@ -373,3 +373,35 @@ func TestTopupTakesOneAuthorizationPerQuote(t *testing.T) {
 		t.Fatalf("the refused authorization: used %v (%v), payer holds %d", u, err, w.chain.Balance(t, from))
 	}
 }
+
+// TestTopupPaidWithVersion1Header: x402 version 1's X-PAYMENT echoes no requirement and names
+// no quote: the top-up is quoted and paid in the same call when the authorization pays exactly
+// amountUsd to the treasury; one paying another amount is refused with nothing taken.
+func TestTopupPaidWithVersion1Header(t *testing.T) {
+	w := newTopupWorld(t, "sqlite")
+	payer := w.chain.NewKey(t)
+	from := crypto.PubkeyToAddress(payer.PublicKey)
+	w.chain.Mint(t, from, 10_000_000)
+	accepts, _ := w.required(t, 2)
+	v1 := func(header string) string { // the same payload without `accepted`, as version 1 sends it
+		raw, _ := base64.StdEncoding.DecodeString(header)
+		var pp map[string]any
+		json.Unmarshal(raw, &pp)
+		delete(pp, "accepted")
+		pp["x402Version"], pp["scheme"], pp["network"] = 1, "exact", accepts["network"]
+		out, _ := json.Marshal(pp)
+		return base64.StdEncoding.EncodeToString(out)
+	}
+	header, _ := w.signed(t, accepts, payer)
+	st, _, out := apptest.DoWith(t, "POST", w.env.URL+"/v1/credit/topup", w.key, map[string]any{"amountUsd": 3}, map[string]string{"X-PAYMENT": v1(header)})
+	if st != 400 || !strings.Contains(message(out), "not the quoted 3000000") {
+		t.Fatalf("a version 1 payment of 2 USD for a top-up of 3: %d %v", st, out)
+	}
+	st, _, out = apptest.DoWith(t, "POST", w.env.URL+"/v1/credit/topup", w.key, map[string]any{"amountUsd": 2}, map[string]string{"X-PAYMENT": v1(header)})
+	if st != 200 || fmt.Sprint(out["creditedUsd"]) != "2" || fmt.Sprint(out["creditUsd"]) != "12" {
+		t.Fatalf("a version 1 payment: %d %v", st, out)
+	}
+	if w.chain.Balance(t, from) != 8_000_000 {
+		t.Fatalf("the payer holds %d, want 8000000", w.chain.Balance(t, from))
+	}
+}

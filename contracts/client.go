@@ -548,3 +548,20 @@ func Sign(td TypedMessage, key *ecdsa.PrivateKey) ([]byte, error) {
 func Nonce(chainID int64, payer common.Address, requestID string) [32]byte {
 	return Keccak256([]byte(fmt.Sprintf("switchboard/flat-fee/%d/%s/%s", chainID, strings.ToLower(payer.Hex()), requestID)))
 }
+
+// Confirmed reports whether the transaction hash is mined, succeeded and has the configured
+// confirmations (a transfer found on chain, not sent by this client's wait).
+func (c *Client) Confirmed(ctx context.Context, hash common.Hash) (bool, error) {
+	rc, ok, err := c.Receipt(ctx, hash)
+	if err != nil || !ok {
+		return false, err
+	}
+	if rc.Status != ReceiptStatusSuccessful {
+		return false, fmt.Errorf("%w: %s", ErrReverted, hash.Hex())
+	}
+	n, err := c.eth.blockNumber(ctx)
+	if err != nil {
+		return false, err
+	}
+	return n+1 >= rc.BlockNumber+c.confirmations, nil
+}

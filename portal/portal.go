@@ -13,15 +13,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/portal/present"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/discover"
@@ -141,6 +144,7 @@ func New(o Options) (http.Handler, error) {
 	mux.Handle("GET /developer/settings", p.authed(p.settings))
 	mux.Handle("POST /developer/sessions/{id}/revoke", p.authed(p.revokeSession))
 	mux.Handle("POST /developer/settings/signing", p.authed(p.setSigning))
+	mux.Handle("POST /developer/credit/topup", p.authed(p.topup))
 	mux.Handle("GET /developer/settings/wallet-export", p.authed(p.exportPage))
 	mux.Handle("POST /developer/settings/wallet-export", p.authed(p.exportAction))
 	mux.Handle("GET /developer/intents", p.authed(p.intents))
@@ -443,7 +447,26 @@ func (p *portal) account(w http.ResponseWriter, r *http.Request, pr *tools.Princ
 		p.fail(w, r, e)
 		return
 	}
+	if v, err := decimal.NewFromString(r.URL.Query().Get("topped")); err == nil && v.IsPositive() {
+		acct["toppedUp"] = v.String()
+	}
 	p.render(w, http.StatusOK, "account", p.page(pr, "Account", acct))
+}
+
+// topup buys credit from the embedded wallet (credit_topup with payWithWallet: the account's
+// signing must be on), and shows the account with what was bought.
+func (p *portal) topup(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	amount, err := decimal.NewFromString(strings.TrimSpace(r.PostFormValue("amountUsd")))
+	if err != nil {
+		p.fail(w, r, tools.Errorf(tools.CodeBadInput, "the amount %q is not a number of USD; enter e.g. 5", r.PostFormValue("amountUsd")))
+		return
+	}
+	out, e := p.call(r, pr, "credit_topup", map[string]any{"amountUsd": json.Number(amount.String()), "payWithWallet": true})
+	if e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	http.Redirect(w, r, "/developer?topped="+url.QueryEscape(fmt.Sprint(out["creditedUsd"])), http.StatusSeeOther)
 }
 
 type keysData struct {

@@ -51,6 +51,7 @@ var Routes = []Route{
 	{Method: http.MethodGet, Path: "/v1/keys", Tool: "api_key_list"},
 	{Method: http.MethodDelete, Path: "/v1/keys/{key_id}", Tool: "api_key_revoke", Params: map[string]string{"key_id": "keyId"}, Errors: []tools.Code{notFound}},
 	{Method: http.MethodGet, Path: "/v1/account", Tool: "account_get"},
+	{Method: http.MethodPost, Path: "/v1/credit/topup", Tool: "credit_topup", Errors: []tools.Code{notFound, conflict, payment, upstream}, X402: true},
 	{Method: http.MethodGet, Path: "/v1/tokens/resolve", Tool: "resolve_token", Errors: []tools.Code{upstream}},
 	{Method: http.MethodGet, Path: "/v1/tokens/price", Tool: "get_price", Errors: []tools.Code{notFound, upstream}},
 	{Method: http.MethodGet, Path: "/v1/balances", Tool: "get_balances", Errors: []tools.Code{upstream}},

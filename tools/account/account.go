@@ -65,6 +65,7 @@ type GetOutput struct {
 	KeyID          string             `json:"keyId" jsonschema_description:"id of the key making this call"`
 	Scopes         []string           `json:"scopes" jsonschema_description:"scopes of the key making this call"`
 	Limits         Limits             `json:"limits"`
+	CreditUsd      tools.USD          `json:"creditUsd" jsonschema_description:"credit free to spend (credit.availableUsd); buy more with credit_topup"`
 	Credit         Credit             `json:"credit"`
 	Keys           []keys.Meta        `json:"keys" jsonschema_description:"the keys this key may act on: itself and the keys minted under it (on the portal, every key of the account)"`
 	Recent         []Invocation       `json:"recentInvocations" jsonschema_description:"the account's latest 10 partner calls"`
@@ -118,6 +119,7 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 		SigningEnabled: acct.SigningEnabled, KeyID: c.Principal.KeyID, Scopes: c.Principal.Scopes,
 		Limits: Limits{SpendLimitUsd: tools.USD(c.Principal.SpendLimitMicro), RateLimitPerMinute: c.Principal.RateLimitPerMinute,
 			DefaultSpendLimitUsd: tools.USD(def.SpendMicro), DefaultRateLimitPerMinute: def.RatePerMinute},
+		CreditUsd: tools.USD(credit.AvailableMicro),
 		Credit: Credit{AvailableUsd: tools.USD(credit.AvailableMicro), ReservedUsd: tools.USD(credit.ReservedMicro), KeySpentUsd: tools.USD(spend.SpentMicro),
 			MonthSpentUsd: tools.USD(monthSpent)},
 		Keys:   make([]keys.Meta, 0, len(ks)),

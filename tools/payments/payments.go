@@ -31,6 +31,7 @@ type Config struct {
 	ChainID       int64
 	Token         common.Address // an EIP-3009 stablecoin with 6 decimals (USDC on a test network)
 	Payer         common.Address // the FlatFeePayer contract
+	Treasury      common.Address // where top-ups are paid (credit_topup); zero: the payer contract's treasury
 	RelayerKey    *ecdsa.PrivateKey
 	Confirmations int
 	PlatformMicro int64         // the platform's share of each flat-fee call, in the stablecoin's atomic units (= micro-USD)
@@ -49,6 +50,7 @@ type Service struct {
 	chain   *contracts.Client
 	now     func() time.Time
 	log     *slog.Logger
+	topups  *Topups // credit_topup on this network (NewTopups), followed by Reconcile
 }
 
 // New dials the chain and checks its id.
@@ -60,6 +62,14 @@ func New(ctx context.Context, cfg Config, d service.Deps, bill *billing.Service)
 	c, err := contracts.Dial(ctx, cfg.RPCURL, cfg.ChainID, cfg.RelayerKey, cfg.Confirmations)
 	if err != nil {
 		return nil, fmt.Errorf("flat-fee chain: %w", err)
+	}
+	if cfg.Treasury == (common.Address{}) && cfg.Payer != (common.Address{}) {
+		out, err := c.Call(ctx, cfg.Payer, contracts.FlatFeePayer, "treasury")
+		if err != nil || len(out) != 1 {
+			c.Close()
+			return nil, fmt.Errorf("the payer contract %s's treasury: %v", cfg.Payer.Hex(), err)
+		}
+		cfg.Treasury, _ = out[0].(common.Address)
 	}
 	return &Service{cfg: cfg, store: d.Store, billing: bill, chain: c, now: d.Now, log: d.Log}, nil
 }
@@ -197,6 +207,16 @@ type Required struct {
 	// MaxTimeoutSeconds is how long a client's authorization may be valid (the quote's TTL).
 	BaseURL           string
 	MaxTimeoutSeconds int64
+	// Resource, when set, is what is paid for when it is not a partner call (a top-up).
+	Resource *PaidResource
+}
+
+// PaidResource is a paid call other than invoke_partner_message, for x402's resource and its
+// bazaar extension: its REST path, its MCP tool, the body the paid retry sends again and its
+// schema.
+type PaidResource struct {
+	HTTPPath, Tool   string
+	Body, BodySchema map[string]any
 }
 
 // RequiredKey is where a PAYMENT_REQUIRED error's details hold its *Required.

@@ -77,6 +77,13 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		}
 		n++
 	}
+	if s.topups != nil {
+		followed, err := s.topups.ReconcileTopups(ctx)
+		n += followed
+		if err != nil {
+			return n, err
+		}
+	}
 	orphans, err := s.refundOrphans(ctx)
 	return n + orphans, err
 }

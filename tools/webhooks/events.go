@@ -27,11 +27,12 @@ const (
 	KeyCreated        = "key.created"
 	KeyRevoked        = "key.revoked"
 	WalletExported    = "wallet.exported"
+	CreditToppedUp    = "credit.topped_up"
 )
 
 // Types are every event type, in the order the docs list them.
 var Types = []string{CallSucceeded, CallFailed, CallRefunded, ApprovalRequested, ApprovalDecided, PolicyDenied,
-	IntentActivated, IntentDeactivated, PayoutSettled, KeyCreated, KeyRevoked, WalletExported}
+	IntentActivated, IntentDeactivated, PayoutSettled, KeyCreated, KeyRevoked, WalletExported, CreditToppedUp}
 
 // Known reports whether t is an event type.
 func Known(t string) bool { return slices.Contains(Types, t) }
@@ -126,6 +127,17 @@ type PayoutData struct {
 	Address      string `json:"address"`
 	AmountAtomic string `json:"amountAtomic"` // the stablecoin's smallest unit, a decimal string
 	Tx           string `json:"tx"`
+}
+
+// TopupData is credit.topped_up's data: credit bought on chain (credit_topup) was credited,
+// written in the credit's own transaction. Amounts are decimal USD strings.
+type TopupData struct {
+	RequestID   string `json:"requestId"`
+	CreditedUsd string `json:"creditedUsd"`
+	CreditUsd   string `json:"creditUsd"` // the available credit after it
+	Network     string `json:"network"`
+	Payer       string `json:"payer"`
+	TxHash      string `json:"txHash"`
 }
 
 // KeyData is key.created's data (never the secret).

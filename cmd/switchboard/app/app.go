@@ -415,6 +415,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 		return nil, err
 	}
 	undo = append(undo, func() { shutdown(paySvc) })
+	topupCfg, err := topupConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	topupCfg.Failpoint = failpoint
+	all = append(all, payments.NewTopups(topupCfg, d, paySvc).Tools()...)
 	// Rate limits: in this process by default; shared by every replica through Redis when
 	// one is configured.
 	limiter, rdb, err := rateLimiter(ctx, cfg, now)
@@ -986,6 +992,34 @@ func derive(serverSecret []byte, purpose string) []byte {
 	return m.Sum(nil)
 }
 
+// topupConfig reads credit_topup's bounds.
+func topupConfig(cfg Config) (payments.TopupConfig, error) {
+	var c payments.TopupConfig
+	var err error
+	f, def := cfg, Defaults() // unset (a configuration built without Defaults): the defaults
+	for _, v := range []struct {
+		got *string
+		def string
+	}{{&f.TopupMinUSD, def.TopupMinUSD}, {&f.TopupMaxUSD, def.TopupMaxUSD}, {&f.TopupCapUSD, def.TopupCapUSD}} {
+		if *v.got == "" {
+			*v.got = v.def
+		}
+	}
+	if c.MinMicro, err = usdMicro("SWITCHBOARD_TOPUP_MIN_USD", f.TopupMinUSD, tools.MaxUSDMicro); err != nil {
+		return c, err
+	}
+	if c.MaxMicro, err = usdMicro("SWITCHBOARD_TOPUP_MAX_USD", f.TopupMaxUSD, tools.MaxUSDMicro); err != nil {
+		return c, err
+	}
+	if c.CapMicro, err = usdMicro("SWITCHBOARD_TOPUP_BALANCE_CAP_USD", f.TopupCapUSD, billing.MaxBalanceMicro); err != nil {
+		return c, err
+	}
+	if c.MinMicro <= 0 || c.MinMicro > c.MaxMicro || c.MaxMicro > c.CapMicro {
+		return c, fmt.Errorf("SWITCHBOARD_TOPUP_MIN_USD (%s), SWITCHBOARD_TOPUP_MAX_USD (%s), SWITCHBOARD_TOPUP_BALANCE_CAP_USD (%s): want 0 < min <= max <= cap", f.TopupMinUSD, f.TopupMaxUSD, f.TopupCapUSD)
+	}
+	return c, nil
+}
+
 // flatFee connects the flat-fee network when one is configured.
 func flatFee(ctx context.Context, cfg Config, d service.Deps, bill *billing.Service,
 	walletKey func(context.Context, string) ([]byte, string, error)) (*payments.Service, error) {
@@ -1006,8 +1040,15 @@ func flatFee(ctx context.Context, cfg Config, d service.Deps, bill *billing.Serv
 	if err != nil {
 		return nil, err
 	}
+	var treasury common.Address // unset: the payer contract's (top-ups are paid to it)
+	if f.Treasury != "" {
+		if !common.IsHexAddress(f.Treasury) {
+			return nil, fmt.Errorf("SWITCHBOARD_FLATFEE_TREASURY=%q: want a 0x address", f.Treasury)
+		}
+		treasury = common.HexToAddress(f.Treasury)
+	}
 	return payments.New(ctx, payments.Config{RPCURL: f.RPCURL, ChainID: int64(f.ChainID), Token: common.HexToAddress(f.Token),
-		Payer: common.HexToAddress(f.Payer), RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey, BaseURL: cfg.PublicBaseURL()}, d, bill)
+		Payer: common.HexToAddress(f.Payer), Treasury: treasury, RelayerKey: key, Confirmations: f.Confirmations, PlatformMicro: platform, WalletKey: walletKey, BaseURL: cfg.PublicBaseURL()}, d, bill)
 }
 
 // failpointOf is the tests' failpoint: the process kills itself (SIGKILL, no cleanup) at the

@@ -23,7 +23,7 @@ import (
 // Config is every setting, read from SWITCHBOARD_* environment variables; the common ones are
 // also flags of `switchboard serve`.
 // Failpoints are the steps SWITCHBOARD_FAILPOINT may name (the crash-consistency tests).
-var Failpoints = []string{"reserve", "answered", "batch"}
+var Failpoints = []string{"reserve", "answered", "batch", "topup"}
 
 type Config struct {
 	Addr                string
@@ -47,29 +47,31 @@ type Config struct {
 	PlatformFloorUSD    string // platform fee of a call that routes no value, decimal USD
 	GasMarginBps        int    // held over a gas estimate for the worst case
 	StartingCreditUSD   string // credit of a new account (test environment only)
-	SettlementChain     string
-	SweepMargin         string // Go duration added to a call's timeout before the sweeper may conclude it
-	SweepInterval       string // Go duration between sweeps of a serving process
-	DrainDelay          string // Go duration serve keeps accepting after SIGTERM, readiness off
-	ShutdownTimeout     string // Go duration serve waits for in-flight calls after it stops accepting
-	SettleAfterAnswer   bool   // a finished invocation commits in a batch after its caller is answered
-	BudgetLeases        bool   // new non-write calls reserve from per-key budget leases (needs SettleAfterAnswer)
-	SessionIdle         string // portal sessions end after this long unused
-	SessionMaxAge       string // portal sessions end this long after sign-in
-	OIDCProviders       string // label=...,issuer=...,client_id=...,client_secret=... entries separated by ;
-	APIKey              string
-	Toolsets            string // the toolsets `switchboard stdio` lists, comma-separated; empty: the key's default
-	DefaultSpendLimit   string // USD, decimal
-	DefaultRateLimit    int
-	LogLevel            string
-	BodyReadTimeout     string        // Go duration reading one request body may take
-	MaxConnsPerClient   int           // connections open at once from one client address; 0: no cap
-	RedisURL            string        // shared rate limits for several replicas; empty: in this process
-	ReprobeInterval     string        // Go duration between re-probes of each active intent; 0 disables
-	ReprobeFailures     int           // re-probes in a row that may fail before an intent is deactivated
-	Tokens              tokens.Config // token lookups: RPC endpoints, price providers
-	FlatFee             FlatFeeConfig // the network flat-fee intents are paid on
-	Failpoint           string        // tests only: the invoke step at which this process kills itself
+	// credit_topup's bounds, decimal USD: per top-up, and the balance it may bring an account to.
+	TopupMinUSD, TopupMaxUSD, TopupCapUSD string
+	SettlementChain                       string
+	SweepMargin                           string // Go duration added to a call's timeout before the sweeper may conclude it
+	SweepInterval                         string // Go duration between sweeps of a serving process
+	DrainDelay                            string // Go duration serve keeps accepting after SIGTERM, readiness off
+	ShutdownTimeout                       string // Go duration serve waits for in-flight calls after it stops accepting
+	SettleAfterAnswer                     bool   // a finished invocation commits in a batch after its caller is answered
+	BudgetLeases                          bool   // new non-write calls reserve from per-key budget leases (needs SettleAfterAnswer)
+	SessionIdle                           string // portal sessions end after this long unused
+	SessionMaxAge                         string // portal sessions end this long after sign-in
+	OIDCProviders                         string // label=...,issuer=...,client_id=...,client_secret=... entries separated by ;
+	APIKey                                string
+	Toolsets                              string // the toolsets `switchboard stdio` lists, comma-separated; empty: the key's default
+	DefaultSpendLimit                     string // USD, decimal
+	DefaultRateLimit                      int
+	LogLevel                              string
+	BodyReadTimeout                       string        // Go duration reading one request body may take
+	MaxConnsPerClient                     int           // connections open at once from one client address; 0: no cap
+	RedisURL                              string        // shared rate limits for several replicas; empty: in this process
+	ReprobeInterval                       string        // Go duration between re-probes of each active intent; 0 disables
+	ReprobeFailures                       int           // re-probes in a row that may fail before an intent is deactivated
+	Tokens                                tokens.Config // token lookups: RPC endpoints, price providers
+	FlatFee                               FlatFeeConfig // the network flat-fee intents are paid on
+	Failpoint                             string        // tests only: the invoke step at which this process kills itself
 
 	// The default data directory (SWITCHBOARD_DATA_DIR empty): the per-user root it is under,
 	// the directory Validate chose for the environment (so a flag that changes the environment
@@ -127,6 +129,9 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_FLATFEE_TREASURY", flag: "flatfee-treasury", usage: "the platform's address its share of flat fees settles to (fixed in the contract at deploy-payer)", str: &c.FlatFee.Treasury},
 		{env: "SWITCHBOARD_FLATFEE_CONFIRMATIONS", flag: "flatfee-confirmations", usage: "blocks a payment waits for before the partner is called", integer: &c.FlatFee.Confirmations},
 		{env: "SWITCHBOARD_FLATFEE_PLATFORM_USD", flag: "flatfee-platform-usd", usage: "the platform's share added to each flat fee", str: &c.FlatFee.PlatformUSD},
+		{env: "SWITCHBOARD_TOPUP_MIN_USD", flag: "topup-min-usd", usage: "the least credit one credit_topup buys (paid on the flat-fee network, to the treasury)", str: &c.TopupMinUSD},
+		{env: "SWITCHBOARD_TOPUP_MAX_USD", flag: "topup-max-usd", usage: "the most credit one credit_topup buys", str: &c.TopupMaxUSD},
+		{env: "SWITCHBOARD_TOPUP_BALANCE_CAP_USD", flag: "topup-balance-cap-usd", usage: "a credit_topup that would bring an account's available + reserved credit over this is refused", str: &c.TopupCapUSD},
 		{env: "SWITCHBOARD_PAYOUT_INTERVAL", flag: "payout-interval", usage: "how often serve pays partners' accrued per-call fees on chain (Go duration; 0 disables; needs the flat-fee network)", str: &c.FlatFee.PayoutInterval},
 		{env: "SWITCHBOARD_REPROBE_INTERVAL", flag: "reprobe-interval", usage: "how often serve probes each active intent again (negative-auth probe, plus a signed health call for idempotent categories; Go duration, jittered ±10%; 0 disables)", str: &c.ReprobeInterval},
 		{env: "SWITCHBOARD_REPROBE_FAILURES", flag: "reprobe-failures", usage: "re-probes in a row that may fail (timeouts, 5xx, unclear refusals) before an intent is deactivated as unhealthy", integer: &c.ReprobeFailures},
@@ -134,7 +139,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_TOOLSETS", flag: "toolsets", usage: "the toolsets `switchboard stdio` lists (onboarding, agent, partner, owner; comma-separated); empty: what the key may call, or onboarding and agent without a key (docs/mcp-hosts.md)", str: &c.Toolsets},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one (1 to " + strconv.Itoa(keys.MaxRatePerMinute) + ", the most admin key issue gives a key)", integer: &c.DefaultRateLimit},
-		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it", str: &c.Failpoint},
+		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it; topup: the first credit_topup whose transfer is confirmed, before it is credited (TestTopupCrashAfterTransfer)", str: &c.Failpoint},
 		{env: "SWITCHBOARD_BODY_READ_TIMEOUT", flag: "body-read-timeout", usage: "how long reading one request body may take (Go duration); 20s reads the 1 MiB maximum at 64 KiB/s (512 kbit/s) with 4 s to spare. A slower body is cut off and its connection closed", str: &c.BodyReadTimeout},
 		{env: "SWITCHBOARD_MAX_CONNS_PER_CLIENT", flag: "max-conns-per-client", usage: "connections open at once from one client address (an IPv4 address, an IPv6 /64); one more is answered 429 and closed. 0: no cap (behind a proxy that connects from its own address, every caller is one client: raise it or use 0)", integer: &c.MaxConnsPerClient},
 		{env: "SWITCHBOARD_LOG_LEVEL", flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
@@ -165,7 +170,8 @@ func Defaults() Config {
 		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
-		FlatFee: FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h"},
+		FlatFee:     FlatFeeConfig{Confirmations: 1, PlatformUSD: "0.01", PayoutInterval: "24h"},
+		TopupMinUSD: "1", TopupMaxUSD: "1000", TopupCapUSD: "10000",
 	}
 }
 

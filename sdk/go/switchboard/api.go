@@ -498,6 +498,31 @@ func (c *Client) Account(ctx context.Context) (*AccountInfo, error) {
 	return callT[AccountInfo](ctx, c, "account_get", nil, nil, nil)
 }
 
+// TopupInput is POST /v1/credit/topup's body. Amounts are exact decimals (json.Number).
+type TopupInput struct {
+	AmountUSD        json.Number     `json:"amountUsd"`
+	PayWithWallet    bool            `json:"payWithWallet,omitempty"`
+	Payment          json.RawMessage `json:"payment,omitempty"` // {signature, authorization} of a TransferWithAuthorization to the treasury
+	ConfirmRequestID string          `json:"confirmRequestId,omitempty"`
+}
+
+// Topup is what a top-up credited.
+type Topup struct {
+	CreditedUSD json.Number `json:"creditedUsd"`
+	CreditUSD   json.Number `json:"creditUsd"`
+	Network     string      `json:"network"`
+	TxHash      string      `json:"txHash"`
+	RequestID   string      `json:"requestId"`
+}
+
+// Topup buys credit (POST /v1/credit/topup). Without a payment it answers a PAYMENT_REQUIRED
+// *Error whose details carry the x402 requirement (details.x402); pay it and call again with
+// Payment and ConfirmRequestID, or with PayWithWallet. A retry with the same payment credits
+// once.
+func (c *Client) Topup(ctx context.Context, in TopupInput) (*Topup, error) {
+	return callT[Topup](ctx, c, "credit_topup", nil, nil, in)
+}
+
 // ResolveToken looks a token up by ticker or address (GET /v1/tokens/resolve).
 func (c *Client) ResolveToken(ctx context.Context, q TokenQuery) (*Tokens, error) {
 	return callT[Tokens](ctx, c, "resolve_token", nil, q.values(), nil)

@@ -206,6 +206,7 @@ var operations = map[string]operation{
 	"api_key_list":                  {"GET", "/v1/keys", 200, true},
 	"api_key_revoke":                {"DELETE", "/v1/keys/{key_id}", 200, true},
 	"account_get":                   {"GET", "/v1/account", 200, true},
+	"credit_topup":                  {"POST", "/v1/credit/topup", 200, true},
 	"resolve_token":                 {"GET", "/v1/tokens/resolve", 200, true},
 	"get_price":                     {"GET", "/v1/tokens/price", 200, true},
 	"get_balances":                  {"GET", "/v1/balances", 200, true},

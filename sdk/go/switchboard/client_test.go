@@ -29,6 +29,7 @@ var Coverage = map[string]string{
 	"api_key_list":                  "ListKeys",
 	"api_key_revoke":                "RevokeKey",
 	"account_get":                   "Account",
+	"credit_topup":                  "Topup",
 	"resolve_token":                 "ResolveToken",
 	"get_price":                     "Price",
 	"get_balances":                  "Balances",

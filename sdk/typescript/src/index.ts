@@ -19,6 +19,8 @@ export type ResponseBody<K extends keyof operations> = operations[K] extends { r
 
 export type Account = ResponseBody<"agent_verify">;
 export type AccountInfo = ResponseBody<"account_get">;
+export type TopupInput = RequestBody<"credit_topup">;
+export type Topup = ResponseBody<"credit_topup">;
 export type CreateKeyInput = RequestBody<"api_key_create">;
 export type CreatedKey = ResponseBody<"api_key_create">;
 export type Key = ResponseBody<"api_key_revoke">;
@@ -153,6 +155,7 @@ export const OPERATIONS = {
   api_key_list: { method: "GET", path: "/v1/keys", idempotent: true },
   api_key_revoke: { method: "DELETE", path: "/v1/keys/{key_id}", idempotent: true },
   account_get: { method: "GET", path: "/v1/account", idempotent: true },
+  credit_topup: { method: "POST", path: "/v1/credit/topup", idempotent: true },
   resolve_token: { method: "GET", path: "/v1/tokens/resolve", idempotent: true },
   get_price: { method: "GET", path: "/v1/tokens/price", idempotent: true },
   get_balances: { method: "GET", path: "/v1/balances", idempotent: true },
@@ -259,6 +262,15 @@ export class Client {
   /** GET /v1/account: wallets, keys, limits, credit. */
   account(opts?: CallOptions): Promise<AccountInfo> {
     return this.call("account_get", {}, opts);
+  }
+
+  /**
+   * POST /v1/credit/topup: buy credit. Without payment it throws PAYMENT_REQUIRED with the
+   * x402 requirement (details.x402; any x402 client pays it); with payment and
+   * confirmRequestId, or payWithWallet, it answers what was credited, once per payment.
+   */
+  topup(input: TopupInput, opts?: CallOptions): Promise<Topup> {
+    return this.call("credit_topup", { body: input }, opts);
   }
 
   /** GET /v1/tokens/resolve: token metadata by ticker or address ("usdc on base"). */

@@ -122,6 +122,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/credit/topup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Buy credit
+         * @description Buy credit with the stablecoin, over x402. Call with amountUsd: the answer is PAYMENT_REQUIRED with an x402 exact requirement payable to Switchboard's treasury (the PAYMENT-REQUIRED header over REST; structuredContent over MCP). Pay it with any x402 client (the same request again with PAYMENT-SIGNATURE, or _meta["x402/payment"]), or send payment {signature, authorization} with confirmRequestId, or payWithWallet: true to pay from the embedded wallet. The credit lands once the transfer is confirmed, once per authorization; the answer has creditedUsd, the new creditUsd and the transaction hash.
+         */
+        post: operations["credit_topup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/discover": {
         parameters: {
             query?: never;
@@ -598,6 +618,8 @@ export interface operations {
                             /** @description reserved by invocations in flight */
                             reservedUsd: number;
                         };
+                        /** @description credit free to spend (credit.availableUsd); buy more with credit_topup */
+                        creditUsd: number;
                         email: string;
                         /** @description id of the key making this call */
                         keyId: string;
@@ -1210,6 +1232,188 @@ export interface operations {
             };
             /** @description Forbidden: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: UPSTREAM */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    credit_topup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description how much credit to buy, in USD; paid as the same amount of the stablecoin */
+                    amountUsd: number;
+                    /**
+                     * Format: uuid
+                     * @description the requestId of the PAYMENT_REQUIRED answer being paid (x402 clients echo it in accepted.extra.requestId)
+                     */
+                    confirmRequestId?: string;
+                    /** @description the signed EIP-3009 TransferWithAuthorization of the PAYMENT-REQUIRED requirement (x402 exact-scheme payload: signature + authorization); x402 clients send it as the PAYMENT-SIGNATURE header or _meta["x402/payment"] */
+                    payment?: {
+                        /** @description x402 clients: the accepts[] entry paid, as offered */
+                        accepted?: {
+                            amount?: string;
+                            asset?: string;
+                            extra?: {
+                                [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
+                            };
+                            maxTimeoutSeconds?: number;
+                            network?: string;
+                            payTo?: string;
+                            scheme?: string;
+                        };
+                        authorization: {
+                            from: string;
+                            nonce: string;
+                            to: string;
+                            validAfter: string;
+                            validBefore: string;
+                            value: string;
+                        };
+                        /**
+                         * @description which authorization was signed; default ReceiveWithAuthorization (x402 clients sign TransferWithAuthorization)
+                         * @enum {string}
+                         */
+                        primaryType?: "ReceiveWithAuthorization" | "TransferWithAuthorization";
+                        /** @description the 65-byte EIP-712 signature, hex */
+                        signature: string;
+                    };
+                    /** @description pay from the account's embedded EVM wallet (the account's signing must be on, and the key needs the wallet scope) instead of sending payment */
+                    payWithWallet?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the credit this top-up bought */
+                        creditedUsd: number;
+                        /** @description the account's available credit now */
+                        creditUsd: number;
+                        /** @description CAIP-2 chain id the transfer was made on */
+                        network: string;
+                        requestId: string;
+                        /** @description the transfer's transaction */
+                        txHash: string;
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payment Required: PAYMENT_REQUIRED */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: CONFLICT */
+            409: {
+                headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5044,7 +5248,7 @@ export interface operations {
             content: {
                 "application/json": {
                     description?: string;
-                    /** @description event types to receive (call.succeeded, call.failed, call.refunded, approval.requested, approval.decided, policy.denied, intent.activated, intent.deactivated, payout.settled, key.created, key.revoked, wallet.exported); omit for every type */
+                    /** @description event types to receive (call.succeeded, call.failed, call.refunded, approval.requested, approval.decided, policy.denied, intent.activated, intent.deactivated, payout.settled, key.created, key.revoked, wallet.exported, credit.topped_up); omit for every type */
                     eventTypes?: string[];
                     /** @description https URL the events are POSTed to */
                     url: string;

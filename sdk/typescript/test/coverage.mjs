@@ -7,6 +7,7 @@ export const COVERAGE = {
   api_key_list: "listKeys",
   api_key_revoke: "revokeKey",
   account_get: "account",
+  credit_topup: "topup",
   resolve_token: "resolveToken",
   get_price: "price",
   get_balances: "balances",

@@ -3,11 +3,16 @@ package x402
 // x402's bazaar discovery extension (specs/extensions/bazaar.md) describes how the paid call
 // is made, for x402 catalogs: the HTTP endpoint or the MCP tool.
 
-// bazaarHTTP is x402's bazaar discovery extension for a flat-fee intent called over REST.
-func bazaarHTTP(message string) map[string]any {
+// messageSchema is invoke's body: the message naming the partner.
+var messageSchema = map[string]any{"type": "object", "required": []string{"message"},
+	"properties": map[string]any{"message": map[string]any{"type": "string", "description": "the request, naming the partner by its @handle"}}}
+
+// bazaarHTTP is x402's bazaar discovery extension for a paid call over REST: body is the
+// request sent again when paid, bodySchema its schema.
+func bazaarHTTP(body, bodySchema map[string]any) map[string]any {
 	return map[string]any{
 		"info": map[string]any{
-			"input":  map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": map[string]any{"message": message}},
+			"input":  map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": body},
 			"output": map[string]any{"type": "json"},
 		},
 		"schema": map[string]any{
@@ -17,9 +22,8 @@ func bazaarHTTP(message string) map[string]any {
 					"properties": map[string]any{
 						"type": map[string]any{"type": "string", "const": "http"}, "method": map[string]any{"type": "string", "enum": []string{"POST"}},
 						"bodyType": map[string]any{"type": "string", "enum": []string{"json"}},
-						"body": map[string]any{"type": "object", "required": []string{"message"},
-							"properties": map[string]any{"message": map[string]any{"type": "string", "description": "the request, naming the partner by its @handle"}}},
-						"headers": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+						"body":     bodySchema,
+						"headers":  map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
 					}},
 				"output": bazaarOutputSchema,
 			},
@@ -27,15 +31,14 @@ func bazaarHTTP(message string) map[string]any {
 	}
 }
 
-// bazaarMCP is x402's bazaar discovery extension for a flat-fee intent called as the MCP tool
-// invoke_partner_message.
-func bazaarMCP(message, desc string) map[string]any {
+// bazaarMCP is x402's bazaar discovery extension for a paid call of the MCP tool `tool`:
+// example is its arguments, inputSchema their schema.
+func bazaarMCP(tool, desc string, example, inputSchema map[string]any) map[string]any {
 	return map[string]any{
 		"info": map[string]any{
-			"input": map[string]any{"type": "mcp", "tool": "invoke_partner_message", "description": desc, "transport": "streamable-http",
-				"inputSchema": map[string]any{"type": "object", "required": []string{"message"},
-					"properties": map[string]any{"message": map[string]any{"type": "string", "description": "the request, naming the partner by its @handle"}}},
-				"example": map[string]any{"message": message}},
+			"input": map[string]any{"type": "mcp", "tool": tool, "description": desc, "transport": "streamable-http",
+				"inputSchema": inputSchema,
+				"example":     example},
 			"output": map[string]any{"type": "json"},
 		},
 		"schema": map[string]any{

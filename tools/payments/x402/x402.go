@@ -71,9 +71,13 @@ type Extra struct {
 // maxTimeoutSeconds (ReceiveWithAuthorization, the spec's path, is accepted too).
 func PaymentRequiredOf(r *payments.Required, t Transport) PaymentRequired {
 	q := r.Quote
-	path, bazaar := httpPath, bazaarHTTP(r.Message)
+	route, tool, body, schema := httpPath, "invoke_partner_message", map[string]any{"message": r.Message}, messageSchema
+	if p := r.Resource; p != nil {
+		route, tool, body, schema = p.HTTPPath, p.Tool, p.Body, p.BodySchema
+	}
+	path, bazaar := route, bazaarHTTP(body, schema)
 	if t == MCP {
-		path, bazaar = mcpPath, bazaarMCP(r.Message, r.Description)
+		path, bazaar = mcpPath, bazaarMCP(tool, r.Description, body, schema)
 	}
 	return PaymentRequired{
 		X402Version: 2,

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Top-up states: quoted (the caller has a requirement to pay), submitted (an authorization is
+// claimed for it and on its way to the chain), credited (the transfer has its confirmations
+// and the credit is booked), failed (the authorization never reached the chain: nothing was
+// taken).
+const (
+	TopupQuoted    = "quoted"
+	TopupSubmitted = "submitted"
+	TopupCredited  = "credited"
+	TopupFailed    = "failed"
+)
+
+// CreditTopup is one purchase of credit with an EIP-3009 transfer to the treasury.
+type CreditTopup struct {
+	bun.BaseModel `bun:"table:credit_topups"`
+
+	RequestID    string    `bun:"request_id,pk"`
+	AccountID    string    `bun:"account_id,notnull"`
+	ChainID      int64     `bun:"chain_id,notnull"`
+	Token        string    `bun:"token,notnull"`
+	PayTo        string    `bun:"pay_to,notnull"`
+	AmountAtomic int64     `bun:"amount_atomic,notnull"` // = micro-USD: the stablecoin has 6 decimals
+	ValidBefore  int64     `bun:"valid_before,notnull"`  // the quote's expiry (unix seconds)
+	State        string    `bun:"state,notnull"`
+	PayerAddress string    `bun:"payer_address,notnull"`
+	Nonce        string    `bun:"nonce,notnull"`
+	PayTx        string    `bun:"pay_tx,notnull"`
+	AuthBefore   int64     `bun:"auth_before,notnull"` // the claimed authorization's validBefore: unused after it, it can never land
+	Reason       string    `bun:"reason,notnull"`
+	CreatedAt    time.Time `bun:"created_at,notnull"`
+	UpdatedAt    time.Time `bun:"updated_at,notnull"`
+}
+
+// InsertTopup writes a quoted top-up.
+func (s *Store) InsertTopup(ctx context.Context, t *CreditTopup) error {
+	_, err := s.db.NewInsert().Model(t).Exec(ctx)
+	return normalize(err)
+}
+
+// Topup returns a top-up by its request id.
+func (s *Store) Topup(ctx context.Context, requestID string) (*CreditTopup, error) {
+	t := new(CreditTopup)
+	if err := s.db.NewSelect().Model(t).Where("request_id = ?", requestID).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return t, nil
+}
+
+// TopupByAuthorization returns the top-up that claimed the authorization (payer, nonce) on
+// chainID (ErrNotFound: none did).
+func (s *Store) TopupByAuthorization(ctx context.Context, chainID int64, payer, nonce string) (*CreditTopup, error) {
+	t := new(CreditTopup)
+	if err := s.db.NewSelect().Model(t).Where("chain_id = ? AND payer_address = ? AND nonce = ?", chainID, payer, nonce).Scan(ctx); err != nil {
+		return nil, normalize(err)
+	}
+	return t, nil
+}
+
+// MoveTopup moves a top-up from one of `from` to t.State, writing its chain fields; moved is
+// false when it was in none of them (another process moved it first). A second top-up
+// claiming an authorization already claimed is ErrConflict.
+func (q *Q) MoveTopup(ctx context.Context, t *CreditTopup, from ...string) (moved bool, _ error) {
+	if err := q.flush(ctx); err != nil {
+		return false, err
+	}
+	res, err := q.tx.NewUpdate().Model(t).Column("state", "payer_address", "nonce", "pay_tx", "auth_before", "reason", "updated_at").
+		WherePK().Where("state IN (?)", bun.List(from)).Exec(ctx)
+	if err != nil {
+		return false, normalize(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// TopupsIn lists top-ups in a state last changed before `before`, oldest first.
+func (s *Store) TopupsIn(ctx context.Context, state string, before time.Time, limit int) ([]*CreditTopup, error) {
+	var out []*CreditTopup
+	err := s.db.NewSelect().Model(&out).Where("state = ? AND updated_at < ?", state, before).
+		OrderExpr("updated_at ASC").Limit(int64(limit)).Scan(ctx)
+	return out, normalize(err)
+}

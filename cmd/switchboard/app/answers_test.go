@@ -29,6 +29,7 @@ var answeredElsewhere = map[string]string{
 	"session_revoke":    "a second portal sign-in: portal's TestSessionOnlyToolsAreThePortals",
 	"connection_revoke": "an MCP host's OAuth grant: portal's TestSessionOnlyToolsAreThePortals",
 	"wallet_export":     "the code mailed to a signed-in human: portal's TestSessionOnlyToolsAreThePortals",
+	"credit_topup":      "a payment settled on a chain (anvil): tools/payments' TestTopupBuysCreditOncePerAuthorization",
 }
 
 // answers drives a whole service's tools for TestEveryToolAnswersWithinItsOutputSchema.

@@ -467,7 +467,6 @@ func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment)
 	bad := func(reason, format string, a ...any) error {
 		return refuse(tools.CodeBadInput, reason, "payment: "+format+"; sign the quote's typedData or pay the PAYMENT-REQUIRED requirement as offered, and send it again", a...)
 	}
-	a := pay.Authorization
 	primary := pay.PrimaryType
 	if primary == "" {
 		primary = contracts.ReceiveWithAuthorization
@@ -475,18 +474,41 @@ func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment)
 	if primary != contracts.ReceiveWithAuthorization && primary != contracts.TransferWithAuthorization {
 		return contracts.Authorization{}, bad("invalid_payload", "primaryType %q is neither ReceiveWithAuthorization nor TransferWithAuthorization", primary)
 	}
-	if err := checkAccepted(p, pay.Accepted, bad); err != nil {
+	req := requirement{what: "quote", chainID: p.ChainID, token: p.Token, payTo: p.PayerContract, payToName: "the payer contract", amount: p.AmountAtomic, requestID: p.RequestID}
+	window := func(after, before int64) error { return s.checkWindow(ctx, p, after, before, bad) }
+	return verifyAuthorization(req, primary, pay, window, bad)
+}
+
+// requirement is what an EIP-3009 payment must match, whoever is paid: a flat fee's payer
+// contract or a top-up's treasury.
+type requirement struct {
+	what         string // "quote", "top-up": named in refusals
+	chainID      int64
+	token, payTo string
+	payToName    string // "the payer contract", "the treasury"
+	amount       int64  // token units
+	requestID    string // checked against accepted.extra.requestId when echoed
+}
+
+type refusal func(reason, format string, a ...any) error
+
+// verifyAuthorization checks a payment off chain against its requirement: the echoed x402
+// requirement (accepted), the recipient, the exact value, a 32-byte nonce, the validity window
+// (window, when not nil, judges it) and a signature by from over primary's typed data.
+func verifyAuthorization(req requirement, primary string, pay *Payment, window func(after, before int64) error, bad refusal) (contracts.Authorization, error) {
+	if err := checkAccepted(req, pay.Accepted, bad); err != nil {
 		return contracts.Authorization{}, err
 	}
+	a := pay.Authorization
 	if !common.IsHexAddress(a.From) || !common.IsHexAddress(a.To) {
 		return contracts.Authorization{}, bad("invalid_payload", "from and to must be addresses")
 	}
-	if common.HexToAddress(a.To) != common.HexToAddress(p.PayerContract) {
-		return contracts.Authorization{}, bad("invalid_exact_evm_payload_recipient_mismatch", "to is %s, not the payer contract %s", a.To, p.PayerContract)
+	if common.HexToAddress(a.To) != common.HexToAddress(req.payTo) {
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_recipient_mismatch", "to is %s, not %s %s", a.To, req.payToName, req.payTo)
 	}
 	value, ok := new(big.Int).SetString(a.Value, 10)
-	if !ok || value.Cmp(big.NewInt(p.AmountAtomic)) != 0 {
-		return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_value_mismatch", "value is %s, not the quoted %d", a.Value, p.AmountAtomic)
+	if !ok || value.Cmp(big.NewInt(req.amount)) != 0 {
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_authorization_value_mismatch", "value is %s, not the quoted %d", a.Value, req.amount)
 	}
 	nonceBytes, err := hexutil.Decode(a.Nonce)
 	if err != nil || len(nonceBytes) != 32 {
@@ -497,8 +519,10 @@ func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment)
 	if !ok1 || !ok2 || !after.IsInt64() || !before.IsInt64() {
 		return contracts.Authorization{}, bad("invalid_payload", "validAfter and validBefore must be unix seconds")
 	}
-	if err := s.checkWindow(ctx, p, after.Int64(), before.Int64(), bad); err != nil {
-		return contracts.Authorization{}, err
+	if window != nil {
+		if err := window(after.Int64(), before.Int64()); err != nil {
+			return contracts.Authorization{}, err
+		}
 	}
 	sig, err := hexutil.Decode(pay.Signature)
 	if err != nil {
@@ -507,37 +531,37 @@ func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment)
 	var nonce [32]byte
 	copy(nonce[:], nonceBytes)
 	from := common.HexToAddress(a.From)
-	td := contracts.TypedData(primary, p.ChainID, common.HexToAddress(p.Token), from, common.HexToAddress(p.PayerContract), value, after.Int64(), before.Int64(), nonce)
+	td := contracts.TypedData(primary, req.chainID, common.HexToAddress(req.token), from, common.HexToAddress(req.payTo), value, after.Int64(), before.Int64(), nonce)
 	signer, v, r, sv, err := contracts.Signer(td, sig)
 	if err != nil {
 		return contracts.Authorization{}, bad("invalid_exact_evm_payload_signature", "%v", err)
 	}
 	if signer != from {
-		return contracts.Authorization{}, bad("invalid_exact_evm_payload_signature", "the signature is by %s, not by from (%s): sign with the paying wallet, for chain %d and token %s", signer.Hex(), from.Hex(), p.ChainID, p.Token)
+		return contracts.Authorization{}, bad("invalid_exact_evm_payload_signature", "the signature is by %s, not by from (%s): sign with the paying wallet, for chain %d and token %s", signer.Hex(), from.Hex(), req.chainID, req.token)
 	}
 	return contracts.Authorization{From: from, Value: value, ValidAfter: after, ValidBefore: before, Nonce: nonce, V: v, R: r, S: sv,
 		ViaReceive: primary == contracts.ReceiveWithAuthorization}, nil
 }
 
 // checkAccepted compares the requirement a stock x402 client echoes (accepted) with the
-// quote; nil when there is none (the spec's own path).
-func checkAccepted(p *store.FlatPayment, acc *Accepted, bad func(reason, format string, a ...any) error) error {
+// one offered; nil when there is none (the spec's own path).
+func checkAccepted(req requirement, acc *Accepted, bad refusal) error {
 	if acc == nil {
 		return nil
 	}
 	switch {
 	case acc.Scheme != "" && acc.Scheme != "exact":
-		return bad("invalid_scheme", "scheme %q: this quote is paid with scheme exact", acc.Scheme)
-	case acc.Network != "" && acc.Network != fmt.Sprintf("eip155:%d", p.ChainID):
-		return bad("invalid_network", "network %s: this quote is paid on eip155:%d", acc.Network, p.ChainID)
-	case acc.Asset != "" && (!common.IsHexAddress(acc.Asset) || common.HexToAddress(acc.Asset) != common.HexToAddress(p.Token)):
-		return bad("invalid_payment_requirements", "asset %s: this quote is paid in the token %s", acc.Asset, p.Token)
-	case acc.Amount != "" && acc.Amount != fmt.Sprint(p.AmountAtomic):
-		return bad("invalid_exact_evm_payload_authorization_value_mismatch", "amount %s: the quote is %d", acc.Amount, p.AmountAtomic)
-	case acc.PayTo != "" && (!common.IsHexAddress(acc.PayTo) || common.HexToAddress(acc.PayTo) != common.HexToAddress(p.PayerContract)):
-		return bad("invalid_exact_evm_payload_recipient_mismatch", "payTo %s: the quote is paid to %s", acc.PayTo, p.PayerContract)
-	case acc.Extra["requestId"] != nil && acc.Extra["requestId"] != p.RequestID:
-		return bad("invalid_payment_requirements", "the requirement paid is quote %v, not %s", acc.Extra["requestId"], p.RequestID)
+		return bad("invalid_scheme", "scheme %q: this %s is paid with scheme exact", acc.Scheme, req.what)
+	case acc.Network != "" && acc.Network != fmt.Sprintf("eip155:%d", req.chainID):
+		return bad("invalid_network", "network %s: this %s is paid on eip155:%d", acc.Network, req.what, req.chainID)
+	case acc.Asset != "" && (!common.IsHexAddress(acc.Asset) || common.HexToAddress(acc.Asset) != common.HexToAddress(req.token)):
+		return bad("invalid_payment_requirements", "asset %s: this %s is paid in the token %s", acc.Asset, req.what, req.token)
+	case acc.Amount != "" && acc.Amount != fmt.Sprint(req.amount):
+		return bad("invalid_exact_evm_payload_authorization_value_mismatch", "amount %s: the %s is %d", acc.Amount, req.what, req.amount)
+	case acc.PayTo != "" && (!common.IsHexAddress(acc.PayTo) || common.HexToAddress(acc.PayTo) != common.HexToAddress(req.payTo)):
+		return bad("invalid_exact_evm_payload_recipient_mismatch", "payTo %s: the %s is paid to %s", acc.PayTo, req.what, req.payTo)
+	case req.requestID != "" && acc.Extra["requestId"] != nil && acc.Extra["requestId"] != req.requestID:
+		return bad("invalid_payment_requirements", "the requirement paid is %s %v, not %s", req.what, acc.Extra["requestId"], req.requestID)
 	}
 	return nil
 }

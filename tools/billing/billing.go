@@ -34,6 +34,7 @@ const (
 // Ledger books of the platform. Amounts are signed micro-USD: positive grows the book.
 const (
 	BookGrants        = "external:grants"
+	BookTreasury      = "chain:treasury" // credit bought on chain (credit_topup) is paid into it
 	BookPlatformFees  = ledger.BookPlatformFees
 	BookPlatformInfra = ledger.BookPlatformInfra
 	BookGas           = ledger.BookGas
@@ -553,20 +554,36 @@ func (s *Service) StartingGrant() store.CreateOption {
 // credit), refusing with nothing written when available plus reserved credit would pass
 // MaxBalanceMicro.
 func (s *Service) GrantIn(ctx context.Context, q *store.Q, accountID string, micro int64, memo string, now time.Time) error {
+	_, err := s.creditIn(ctx, q, accountID, micro, "", memo, BookGrants, "grant", now, true)
+	return err
+}
+
+// TopUpIn books credit bought on chain (credit_topup) inside q's transaction: the treasury's
+// book to the account's available credit, in the ledger transaction txnID (the top-up's
+// requestId, so it is posted once). It is never refused for the balance cap: the transfer is
+// paid, and the top-up judged its cap before submitting it. It answers the new available credit.
+func (s *Service) TopUpIn(ctx context.Context, q *store.Q, accountID string, micro int64, txnID, memo string, now time.Time) (int64, error) {
+	return s.creditIn(ctx, q, accountID, micro, txnID, memo, BookTreasury, "topup", now, false)
+}
+
+// creditIn is money entering an account, whoever sent it: under the balance lock, the account's
+// available credit grows by micro and the ledger moves it from the book it came from.
+func (s *Service) creditIn(ctx context.Context, q *store.Q, accountID string, micro int64, txnID, memo, from, kind string, now time.Time, capped bool) (int64, error) {
 	ca, err := q.LockCredit(ctx, accountID, now)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// Under the balance lock, in integers that cannot overflow (both terms are bounded).
-	if ca.AvailableMicro+ca.ReservedMicro > s.cfg.MaxBalanceMicro-micro {
-		return tools.Errorf(tools.CodeBadInput, "this grant would bring the account's credit over the %s USD cap; nothing was credited", tools.USD(s.cfg.MaxBalanceMicro))
+	if capped && ca.AvailableMicro+ca.ReservedMicro > s.cfg.MaxBalanceMicro-micro {
+		return 0, tools.Errorf(tools.CodeBadInput, "this grant would bring the account's credit over the %s USD cap; nothing was credited", tools.USD(s.cfg.MaxBalanceMicro))
 	}
 	if err := q.AdjustCredit(ctx, accountID, store.CreditDelta{Available: micro}, now); err != nil {
-		return err
+		return 0, err
 	}
-	return q.Post(ctx, "", memo, now,
-		store.Posting{Book: BookGrants, Micro: -micro, Kind: "grant"},
-		store.Posting{Book: ledger.UserAvailable(accountID), Micro: micro, Kind: "grant"})
+	err = q.Post(ctx, txnID, memo, now,
+		store.Posting{Book: from, Micro: -micro, Kind: kind},
+		store.Posting{Book: ledger.UserAvailable(accountID), Micro: micro, Kind: kind})
+	return ca.AvailableMicro + micro, err
 }
 
 // Sweep refunds every reservation whose deadline passed (settles a budget lease: Refund) and

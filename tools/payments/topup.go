@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
@@ -103,9 +102,6 @@ func (t *Topups) Tools() []*tools.Tool {
 		Toolset: tools.ToolsetOwner,
 	}, t.topup)}
 }
-
-// BookTreasury is the platform's treasury on chain.
-const BookTreasury = "chain:treasury"
 
 func (t *Topups) topup(ctx context.Context, c *tools.Caller, in TopupInput) (TopupOutput, error) {
 	if t.pay == nil {
@@ -466,20 +462,12 @@ func (t *Topups) credit(ctx context.Context, row *store.CreditTopup, tx string) 
 		if err != nil || !moved {
 			return err
 		}
-		ca, err := q.LockCredit(ctx, row.AccountID, now)
+		available, err := t.pay.billing.TopUpIn(ctx, q, row.AccountID, row.AmountAtomic, row.RequestID, "top-up "+tx, now)
 		if err != nil {
 			return err
 		}
-		if err := q.AdjustCredit(ctx, row.AccountID, store.CreditDelta{Available: row.AmountAtomic}, now); err != nil {
-			return err
-		}
-		if err := q.Post(ctx, row.RequestID, "top-up "+tx, now,
-			store.Posting{Book: BookTreasury, Micro: -row.AmountAtomic, Kind: "topup"},
-			store.Posting{Book: ledger.UserAvailable(row.AccountID), Micro: row.AmountAtomic, Kind: "topup"}); err != nil {
-			return err
-		}
 		return webhooks.Emit(ctx, q, webhooks.CreditToppedUp, row.AccountID, now, webhooks.TopupData{RequestID: row.RequestID,
-			CreditedUsd: tools.USD(row.AmountAtomic).String(), CreditUsd: tools.USD(ca.AvailableMicro + row.AmountAtomic).String(),
+			CreditedUsd: tools.USD(row.AmountAtomic).String(), CreditUsd: tools.USD(available).String(),
 			Network: fmt.Sprintf("eip155:%d", row.ChainID), Payer: row.PayerAddress, TxHash: tx})
 	})
 	if err != nil {

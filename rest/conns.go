@@ -59,12 +59,21 @@ func (c *modelConn) CloseWrite() error {
 	return nil
 }
 
+// maxPreHandlerAnswer bounds net/http's pre-handler answers: a status line (with a short fixed
+// phrase), the two fixed headers, the status line again.
+const maxPreHandlerAnswer = 512
+
 // netHTTPErrorHeaders are the headers of every answer net/http writes before any handler.
 const netHTTPErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
 // preHandlerAnswer is the error-model answer replacing p when p is one of net/http's
 // pre-handler answers, whole.
 func preHandlerAnswer(p []byte) ([]byte, bool) {
+	// Those answers are a few dozen bytes; a handler's answer is rarely that short, so most
+	// writes are passed on without a scan.
+	if len(p) > maxPreHandlerAnswer {
+		return nil, false
+	}
 	rest, ok := bytes.CutPrefix(p, []byte("HTTP/1.1 "))
 	if !ok {
 		return nil, false

@@ -516,7 +516,7 @@ func spendLimitError(committed, worst, limit int64, ancestor bool) *tools.Error 
 }
 
 func creditError(free, worst int64) *tools.Error {
-	return tools.Errorf(tools.CodeInsufficientCredits, "this call may cost up to %s USD and the account has %s USD of credit free; add credit, or wait for calls in flight to finish",
+	return tools.Errorf(tools.CodeInsufficientCredits, "this call may cost up to %s USD and the account has %s USD of credit free; buy credit with credit_topup (POST /v1/credit/topup, any x402 payer), or wait for calls in flight to finish",
 		tools.USD(worst), tools.USD(max(free, 0))).
 		WithDetails(map[string]any{"creditUsd": tools.USD(max(free, 0)), "maxChargeUsd": tools.USD(worst)})
 }

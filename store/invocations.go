@@ -77,6 +77,15 @@ type Outcome struct {
 	FinishedAt        *time.Time `bun:"finished_at"`
 }
 
+// The kinds of money movement an invocation row records.
+const (
+	KindCall     = "call"     // a partner intent's call
+	KindTopup    = "topup"    // credit bought with an x402 payment to the treasury
+	KindX402     = "x402"     // an x402 resource paid from the embedded wallet (x402_fetch)
+	KindSend     = "send"     // a wallet_send
+	KindProposed = "proposed" // a transaction a partner proposed, signed by the embedded wallet
+)
+
 // Invocation is one call of a partner intent, from quote to outcome.
 type Invocation struct {
 	bun.BaseModel `bun:"table:invocations"`
@@ -92,6 +101,13 @@ type Invocation struct {
 	// MessageHash is the hex SHA-256 of the message (without its handle) a call waiting for its
 	// caller or owner was asked with: its confirmation must send the same. nil: not kept.
 	MessageHash *string `bun:"message_hash"`
+	// Kind is what moved the money (KindCall, KindTopup, KindX402, KindSend, KindProposed);
+	// Network and TxHash name an on-chain movement's transaction (nil: none, or not yet), and
+	// ValueMicro is its USD value when it was judged (0 for a call: its charge is its fees).
+	Kind       string  `bun:"kind,notnull,nullzero,default:'call'"`
+	Network    *string `bun:"network"`
+	TxHash     *string `bun:"tx_hash"`
+	ValueMicro int64   `bun:"value_micro,notnull"`
 	Price
 	Outcome
 	// A call recorded whole in one row (a read on a budget lease) carries its history here, as

@@ -68,7 +68,7 @@ func (s *Service) approved(ctx context.Context, cl *call, inv *store.Invocation,
 		e.RetryAfter = approvalRetry
 		return InvokeOutput{}, e
 	case policies.Expired, policies.Declined, policies.Lapsed:
-		return InvokeOutput{}, s.closeUnapproved(ctx, inv, a.State)
+		return InvokeOutput{}, s.closeUnapproved(ctx, cl, inv, a.State)
 	}
 	if cl.intent.Revision != inv.IntentRevision {
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the call was approved; call without confirmRequestId for a new one", cl.intent.PublicIdentifier)
@@ -85,8 +85,8 @@ func (s *Service) approved(ctx context.Context, cl *call, inv *store.Invocation,
 
 // closeUnapproved ends a call its approval does not let out (policies.Approvals.Close), or,
 // when another call moved it first, answers by that call's record.
-func (s *Service) closeUnapproved(ctx context.Context, inv *store.Invocation, how string) error {
-	closed, answer, err := s.approvals.Close(ctx, inv, how)
+func (s *Service) closeUnapproved(ctx context.Context, cl *call, inv *store.Invocation, how string) error {
+	closed, answer, err := s.approvals.Close(ctx, cl.bill, inv, how)
 	if err != nil {
 		return err
 	}

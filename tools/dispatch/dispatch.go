@@ -113,7 +113,7 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 		cfg.Failpoint = func(string) {}
 	}
 	if cfg.Approvals == nil {
-		cfg.Approvals = policies.NewApprovals(d, bill, nil)
+		cfg.Approvals = policies.NewApprovals(d, nil)
 	}
 	return &Service{cfg: cfg, store: st, approvals: cfg.Approvals, client: client, billing: bill, tokens: tok, now: now, log: log,
 		schemas: map[schemaKey]*intentSchemas{}}

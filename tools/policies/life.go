@@ -46,17 +46,16 @@ type Notify func(ctx context.Context, accountID, subject, text string) error
 type Approvals struct {
 	store    *store.Store
 	spending spending.Queries
-	billing  *billing.Service
 	notify   Notify // nil: the portal's inbox and the approval.requested event tell the owner
 	now      func() time.Time
 	log      *slog.Logger
 }
 
-// NewApprovals builds an approval's life on d's store; bill closes the calls that will not go
-// out; notify (nil: none) e-mails the owner that a call waits.
-func NewApprovals(d service.Deps, bill *billing.Service, notify Notify) *Approvals {
+// NewApprovals builds an approval's life on d's store; notify (nil: none) e-mails the owner
+// that a call waits. The call's record is written by its ticket (Ask, Close).
+func NewApprovals(d service.Deps, notify Notify) *Approvals {
 	d = d.WithDefaults()
-	return &Approvals{store: d.Store, spending: spending.New(d.Store), billing: bill, notify: notify, now: d.Now, log: d.Log}
+	return &Approvals{store: d.Store, spending: spending.New(d.Store), notify: notify, now: d.Now, log: d.Log}
 }
 
 // Ask is a call billing's judge sent to the account's owner.
@@ -164,12 +163,12 @@ func (l *Approvals) Standing(ctx context.Context, inv *store.Invocation) (Standi
 	return st, nil
 }
 
-// Close ends inv, a call its approval does not let out (how: Declined, Expired or Lapsed):
-// nothing was sent or held; its record is closed with answer (the CONFLICT returned), replayed
+// Close ends inv, a call its approval does not let out (how: Declined, Expired or Lapsed),
+// through its ticket t: nothing was sent or held; its record is closed with answer (the CONFLICT returned), replayed
 // to anyone who asks again, and an expiry is told as approval.decided beside it (a decision
 // the owner made was told when it was made). closed is false, with nothing written, when
 // another call moved the record first: its record answers.
-func (l *Approvals) Close(ctx context.Context, inv *store.Invocation, how string) (closed bool, answer *tools.Error, err error) {
+func (l *Approvals) Close(ctx context.Context, t *billing.Ticket, inv *store.Invocation, how string) (closed bool, answer *tools.Error, err error) {
 	what := map[string]string{Declined: "the account's owner declined it", Expired: "the account's owner did not approve it in time",
 		Lapsed: fmt.Sprintf("it was approved, but not called again within %d hours of being asked for", int(Lag.Hours()))}[how]
 	e := tools.Errorf(tools.CodeConflict, "request %s (%s) is closed: %s. Nothing was sent, held or charged. Ask the user before asking again",
@@ -184,7 +183,7 @@ func (l *Approvals) Close(ctx context.Context, inv *store.Invocation, how string
 				Decision: Expired, DecidedAt: now})
 		})
 	}
-	closed, err = l.billing.Close(ctx, inv, store.Outcome{State: store.InvDeclined, Answer: &stored, FinishedAt: &now,
+	closed, err = t.Close(ctx, inv, store.Outcome{State: store.InvDeclined, Answer: &stored, FinishedAt: &now,
 		OutcomeCode: string(e.Code), OutcomeMessage: "approval " + how}, "approval "+how+"; nothing was sent", also...)
 	if err != nil || !closed {
 		return closed, nil, err

@@ -39,7 +39,7 @@ func newLife(t *testing.T, st *store.Store) *life {
 	}
 	d := service.Deps{Store: st, Now: l.clock}
 	l.bill = billing.NewService(billing.DefaultConfig(), d, billing.Recording{})
-	l.approvals = policies.NewApprovals(d, l.bill, func(_ context.Context, accountID, subject, text string) error {
+	l.approvals = policies.NewApprovals(d, func(_ context.Context, accountID, subject, text string) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.mails = append(l.mails, accountID+": "+subject, text)
@@ -227,7 +227,7 @@ func TestCloseLapsedApprovals(t *testing.T) {
 			if err != nil || s.State != how {
 				t.Fatalf("%s stands %+v (%v), want %s", inv.RequestID, s, err, how)
 			}
-			closed, answer, err := l.approvals.Close(ctx, inv, s.State)
+			closed, answer, err := l.approvals.Close(ctx, l.ticket, inv, s.State)
 			if err != nil || !closed || answer.Code != tools.CodeConflict || answer.Details["approval"] != how ||
 				!strings.Contains(answer.Message, "Nothing was sent, held or charged") {
 				t.Fatalf("close %s: %v %+v %v", how, closed, answer, err)
@@ -237,7 +237,7 @@ func TestCloseLapsedApprovals(t *testing.T) {
 				!strings.Contains(*row.Answer, answer.Message) || row.DispatchedAt != nil {
 				t.Fatalf("the closed record of %s: %+v %v", how, row, err)
 			}
-			if again, answer, err := l.approvals.Close(ctx, inv, how); again || answer != nil || err != nil {
+			if again, answer, err := l.approvals.Close(ctx, l.ticket, inv, how); again || answer != nil || err != nil {
 				t.Fatalf("closed twice (%s): %v %v %v", how, again, answer, err)
 			}
 		}

@@ -35,7 +35,7 @@ func TestCapAboveWhatIsHeld(t *testing.T) {
 		}
 		d := service.Deps{Store: st}
 		bill := billing.NewService(billing.DefaultConfig(), d, billing.Recording{})
-		svc := policies.NewService(d, bill, keys.NewService(keys.Config{Env: "test"}, d), policies.NewApprovals(d, bill, nil))
+		svc := policies.NewService(d, bill, keys.NewService(keys.Config{Env: "test"}, d), policies.NewApprovals(d, nil))
 		low := &billing.Policy{Caps: []billing.Cap{{Window: "hour", USD: "0.004"}}}
 		_, err := svc.SetAs(ctx, "acct", "", low, "admin")
 		var te *tools.Error

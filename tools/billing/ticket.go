@@ -182,6 +182,12 @@ func (s *Service) Close(ctx context.Context, record *store.Invocation, o store.O
 	return closed, err
 }
 
+// Close is Service.Close for the ticket's call: a quote its caller declined, a call its
+// owner's approval does not let out.
+func (t *Ticket) Close(ctx context.Context, record *store.Invocation, o store.Outcome, detail string, also ...func(ctx context.Context, q *store.Q) error) (closed bool, err error) {
+	return t.svc.Close(ctx, record, o, detail, also...)
+}
+
 // Reopen is the ticket of a call left dispatching by a process that did not conclude it
 // (the sweeper's): its hold is in the database, and its outcome commits before anything else.
 func (s *Service) Reopen(inv *store.Invocation, d Durability) *Ticket {

@@ -23,7 +23,7 @@ func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (Invoke
 	intent := cl.intent
 	inv, err := s.quoted(ctx, cl.bill.Caller(), intent, in.ConfirmRequestID)
 	if in.Decline {
-		return InvokeOutput{}, s.decline(ctx, intent, in.ConfirmRequestID, inv, err)
+		return InvokeOutput{}, s.decline(ctx, cl, in.ConfirmRequestID, inv, err)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account; call without confirmRequestId for a new quote", in.ConfirmRequestID, intent.PublicIdentifier)

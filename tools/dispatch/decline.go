@@ -10,13 +10,14 @@ import (
 )
 
 // decline closes a quoted write the user refused (awaiting_confirmation -> declined), with
-// the answer every later confirmation of it replays. inv and err are the quote as read for
-// requestID (confirm.go's quoted). A quote holds no reservation (only the confirmation
+// the answer every later confirmation of it replays, through cl's ticket. inv and err are the
+// quote as read for requestID (confirm.go's quoted). A quote holds no reservation (only the confirmation
 // reserves), so nothing is refunded: nothing was held. The answer is the returned error.
-func (s *Service) decline(ctx context.Context, intent *store.PartnerIntent, requestID string, inv *store.Invocation, err error) error {
+func (s *Service) decline(ctx context.Context, cl *call, requestID string, inv *store.Invocation, err error) error {
 	if requestID == "" {
 		return tools.Errorf(tools.CodeBadInput, "decline needs confirmRequestId: the requestId of the CONFIRMATION_REQUIRED answer the user declined")
 	}
+	intent := cl.intent
 	if errors.Is(err, store.ErrNotFound) {
 		return tools.Errorf(tools.CodeNotFound, "no quote %s for %s in this account", requestID, intent.PublicIdentifier)
 	}
@@ -35,7 +36,7 @@ func (s *Service) decline(ctx context.Context, intent *store.PartnerIntent, requ
 	}
 	raw, _ := json.Marshal(tools.Body{Error: declined})
 	answer, now := string(raw), s.now().UTC()
-	closed, err := s.billing.Close(ctx, inv, store.Outcome{State: store.InvDeclined, Answer: &answer, FinishedAt: &now,
+	closed, err := cl.bill.Close(ctx, inv, store.Outcome{State: store.InvDeclined, Answer: &answer, FinishedAt: &now,
 		OutcomeCode: string(declined.Code), OutcomeMessage: "declined by the user"}, "declined by the user; nothing was sent")
 	if err != nil {
 		return err

@@ -21,11 +21,11 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
-	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/payments"
+	"github.com/switchboard-hq/switchboard/tools/policies"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
@@ -54,9 +54,10 @@ type Config struct {
 	// written, not committed; "answered": the partner answered, nothing is recorded yet); the
 	// crash-consistency tests kill the process there.
 	Failpoint func(step string)
-	// Notify e-mails an account's owner (a call waits for their approval); nil: the portal's
-	// inbox and the approval.requested event tell them.
-	Notify func(ctx context.Context, accountID, subject, text string) error
+	// Approvals is where a call a policy sends to its owner is asked for, read and closed
+	// (the one the owner decides with: policies.Service's); nil: one on the same store that
+	// e-mails nobody (the portal's inbox and the approval.requested event tell the owner).
+	Approvals *policies.Approvals
 }
 
 // OutcomeCancelled is an Observation's outcome when the caller went away mid-call.
@@ -88,14 +89,14 @@ func outcomeOf(ctx context.Context, answer *outbound.Result, err error) string {
 
 // Service dispatches invocations.
 type Service struct {
-	cfg      Config
-	store    *store.Store
-	spending spending.Queries // approvals
-	client   *outbound.Client
-	billing  *billing.Service
-	tokens   *tokens.Service // nil: no token resolution before writes
-	now      func() time.Time
-	log      *slog.Logger
+	cfg       Config
+	store     *store.Store
+	approvals *policies.Approvals
+	client    *outbound.Client
+	billing   *billing.Service
+	tokens    *tokens.Service // nil: no token resolution before writes
+	now       func() time.Time
+	log       *slog.Logger
 
 	mu      sync.Mutex
 	schemas map[schemaKey]*intentSchemas // by intent revision
@@ -111,7 +112,10 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	if cfg.Failpoint == nil {
 		cfg.Failpoint = func(string) {}
 	}
-	return &Service{cfg: cfg, store: st, spending: spending.New(st), client: client, billing: bill, tokens: tok, now: now, log: log,
+	if cfg.Approvals == nil {
+		cfg.Approvals = policies.NewApprovals(d, nil)
+	}
+	return &Service{cfg: cfg, store: st, approvals: cfg.Approvals, client: client, billing: bill, tokens: tok, now: now, log: log,
 		schemas: map[schemaKey]*intentSchemas{}}
 }
 

@@ -13,10 +13,10 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts"
-	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
+	"github.com/switchboard-hq/switchboard/tools/policies"
 )
 
 // A key's policy caps its hour at 0.05 USD; 100 calls of 0.003 USD each go out at once. At
@@ -310,7 +310,7 @@ func TestApprovalByTheOwner(t *testing.T) {
 
 // A call counts in the spend windows from when it goes out, not from when it was asked for:
 // approved calls dispatched an hour after they were asked for still meet the hour cap, and an
-// approved call asked for again after spending.Lag is closed, nothing sent.
+// approved call asked for again after policies.Lag is closed, nothing sent.
 func TestApprovedCallCountsWhenItGoesOut(t *testing.T) {
 	for _, dialect := range storetest.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
@@ -343,7 +343,7 @@ func TestApprovedCallCountsWhenItGoesOut(t *testing.T) {
 			if status != 403 || errCode(out) != "POLICY_DENIED" || details(out)["rule"] != "caps.hour" {
 				t.Fatalf("the second approved call, over the hour's cap with the first gone out this hour: %d %v", status, out)
 			}
-			w.env.Clock.Advance(spending.Lag)
+			w.env.Clock.Advance(policies.Lag)
 			status, out = w.invoke(t, w.caller, map[string]any{"message": msg, "confirmRequestId": ids[2]})
 			if status != 409 || errCode(out) != "CONFLICT" || details(out)["approval"] != "lapsed" {
 				t.Fatalf("an approved call asked for again too late: %d %v", status, out)

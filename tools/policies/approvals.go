@@ -10,7 +10,6 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Approval is a call a policy sent to the account's owner.
@@ -32,7 +31,7 @@ func (s *Service) approvalOf(a *spending.Approval) Approval {
 	out := Approval{RequestID: a.RequestID, KeyID: a.KeyID, Handle: a.Handle, Category: a.Category, Rule: a.Rule,
 		MaxUsd: tools.USD(a.WorstMicro).String(), State: a.StateAt(s.now()),
 		CreatedAt: a.CreatedAt.UTC(), ExpiresAt: a.ExpiresAt.UTC()}
-	_ = json.Unmarshal([]byte(a.Charge), &out.Charge) // written by dispatch from the same shape
+	_ = json.Unmarshal([]byte(a.Charge), &out.Charge) // written by Approvals.Ask from the same shape
 	if a.DecidedAt != nil {
 		t := a.DecidedAt.UTC()
 		out.DecidedAt = &t
@@ -117,26 +116,11 @@ func (s *Service) visible(ctx context.Context, c *tools.Caller) ([]string, error
 	return ids, nil
 }
 
-// Decide records the owner's decision on a pending approval. Nothing is sent or charged by
-// it: an approved call is dispatched when its agent asks again with its requestId.
+// Decide records the owner's decision on a pending approval (Approvals.Decide). Nothing is
+// sent or charged by it: an approved call is dispatched when its agent asks again with its
+// requestId.
 func (s *Service) Decide(ctx context.Context, c *tools.Caller, in DecideInput) (Approval, error) {
-	now := s.now().UTC()
-	state := spending.ApprovalDeclined
-	if in.Approve {
-		state = spending.ApprovalApproved
-	}
-	var decided bool
-	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) (err error) {
-		decided, err = spending.DecideApproval(ctx, q, c.AccountID(), in.RequestID, state, "portal", now)
-		if err != nil || !decided {
-			return err
-		}
-		a, err := spending.ApprovalIn(ctx, q, c.AccountID(), in.RequestID)
-		if err != nil {
-			return err
-		}
-		return webhooks.EmitApprovalDecided(ctx, q, c.AccountID(), now, webhooks.ApprovalDecidedData{RequestID: in.RequestID, Handle: a.Handle, Decision: state, DecidedAt: now})
-	})
+	decided, err := s.approvals.Decide(ctx, c.AccountID(), in.RequestID, in.Approve, "portal")
 	if err != nil {
 		return Approval{}, err
 	}

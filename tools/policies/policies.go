@@ -1,7 +1,8 @@
 // Package policies is the owner's side of spend policies and approvals: reading and setting
 // the account's and its keys' policies (policy_get, policy_set), and the calls waiting for a
-// human (approval_list, approval_get; approval_decide, the portal's alone). What a policy
-// means for a call is billing's (billing.Policy, decided in the money seam).
+// human (approval_list, approval_get; approval_decide, the portal's alone), and an approval's
+// whole life (Approvals, life.go: asked, decided, read and closed; dispatch calls it). What a
+// policy means for a call is billing's (billing.Policy, decided in the money seam).
 package policies
 
 import (
@@ -25,17 +26,19 @@ import (
 
 // Service serves the policy and approval tools.
 type Service struct {
-	store    *store.Store
-	spending spending.Queries
-	billing  *billing.Service
-	keys     *keys.Service
-	now      func() time.Time
+	store     *store.Store
+	spending  spending.Queries
+	billing   *billing.Service
+	keys      *keys.Service
+	approvals *Approvals
+	now       func() time.Time
 }
 
-// NewService builds the service.
-func NewService(d service.Deps, bill *billing.Service, ks *keys.Service) *Service {
+// NewService builds the service; approvals is where the owner's decisions are recorded (the
+// one dispatch asks with).
+func NewService(d service.Deps, bill *billing.Service, ks *keys.Service, approvals *Approvals) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, spending: spending.New(d.Store), billing: bill, keys: ks, now: d.Now}
+	return &Service{store: d.Store, spending: spending.New(d.Store), billing: bill, keys: ks, approvals: approvals, now: d.Now}
 }
 
 // GetInput names whose policy to read.

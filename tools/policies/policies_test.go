@@ -34,7 +34,8 @@ func TestCapAboveWhatIsHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := service.Deps{Store: st}
-		svc := policies.NewService(d, billing.NewService(billing.DefaultConfig(), d, billing.Recording{}), keys.NewService(keys.Config{Env: "test"}, d))
+		bill := billing.NewService(billing.DefaultConfig(), d, billing.Recording{})
+		svc := policies.NewService(d, bill, keys.NewService(keys.Config{Env: "test"}, d), policies.NewApprovals(d, nil))
 		low := &billing.Policy{Caps: []billing.Cap{{Window: "hour", USD: "0.004"}}}
 		_, err := svc.SetAs(ctx, "acct", "", low, "admin")
 		var te *tools.Error

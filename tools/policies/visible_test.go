@@ -43,7 +43,8 @@ func newTree(t *testing.T, st *store.Store) *tree {
 	}
 	d := service.Deps{Store: st}
 	ks := keys.NewService(keys.Config{Env: "test"}, d)
-	svc := policies.NewService(d, billing.NewService(billing.DefaultConfig(), d, billing.Recording{}), ks)
+	bill := billing.NewService(billing.DefaultConfig(), d, billing.Recording{})
+	svc := policies.NewService(d, bill, ks, policies.NewApprovals(d, nil))
 	k, err := tools.NewKernel(keys.NewAuthenticator(d, nil), tools.NewRateLimiter(time.Now), nil, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now, svc.Tools()...)
 	if err != nil {
 		t.Fatal(err)

@@ -430,10 +430,12 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	undo = append(undo, func() { closeRedis(rdb) })
 	// Always measured (it is cheap); served only when SWITCHBOARD_METRICS_ADDR is set.
 	mx := metrics.New(st, rdb, log)
+	// One approval life: dispatch asks and reads, the owner decides through the policy tools.
+	approvals := policies.NewApprovals(d, notifier(d, mailer))
 	dispatchSvc := dispatch.NewService(dispatch.Config{UserID: partnerSvc.UserID, SettlementChain: cfg.SettlementChain,
-		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint, Notify: notifier(d, mailer)}, d, partnerOut, billSvc, tokenSvc)
+		Payments: paySvc, Signer: signer, Observe: mx.ObserveInvoke, Intents: rows.Intent, Failpoint: failpoint, Approvals: approvals}, d, partnerOut, billSvc, tokenSvc)
 	all = append(all, dispatchSvc.Tools()...)
-	policySvc := policies.NewService(d, billSvc, keySvc)
+	policySvc := policies.NewService(d, billSvc, keySvc, approvals)
 	all = append(all, policySvc.Tools()...)
 
 	disc, err := discover.NewService(ctx, discover.Config{Registered: all, InfraCostMicro: billCfg.InfraCostMicro}, d)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/payments/x402"
 )
 
 // Options configure the server.
@@ -35,6 +34,9 @@ type Options struct {
 	// Middleware wraps every request the server receives, outside the toolsets' list filter
 	// (the first given is the outermost): the app's metrics.
 	Middleware []mcp.Middleware
+	// Wraps run around every tool call, in order (tools.Wrap: what travels in _meta rather
+	// than in the arguments, such as a payment).
+	Wraps []tools.Wrap
 }
 
 // stdioKeyHelp is how a key reaches the stdio door; the kernel puts it in UNAUTHENTICATED.
@@ -53,7 +55,7 @@ func New(k *tools.Kernel, opts Options) *mcp.Server {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "Switchboard", Version: opts.Version, Icons: Icons}, so)
 	for _, t := range k.Tools() {
-		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio, opts.Asking))
+		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio, opts.Asking, opts.Wraps))
 	}
 	srv.AddReceivingMiddleware(listFilter(k, key, opts.Toolsets))
 	srv.AddReceivingMiddleware(opts.Middleware...)
@@ -107,10 +109,13 @@ func describe(t *tools.Tool) *mcp.Tool {
 	}
 }
 
-func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking context.Context) mcp.ToolHandler {
+func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking context.Context, wraps []tools.Wrap) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		call := tools.Request{Tool: name, Args: req.Params.Arguments, APIKey: defaultKey}
-		call.Args = x402.FromMeta(req.Params.Meta, call.Args)
+		x, e := wrapIn(k, wraps, req, &call)
+		if e != nil {
+			return errorResult(e), nil
+		}
 		if stdio {
 			call.KeyHelp = stdioKeyHelp
 		}
@@ -187,10 +192,8 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking contex
 				}
 			}
 		}
-		if e != nil {
-			res := errorResult(x402.Render(e))
-			x402.MCPError(res, e)
-			return res, nil
+		if e = tools.WrapOut(wraps, x, out, e); e != nil {
+			return replied(errorResult(e), x), nil
 		}
 		raw, err := json.Marshal(out)
 		if err != nil {
@@ -200,8 +203,7 @@ func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking contex
 			StructuredContent: json.RawMessage(raw),
 			Content:           []mcp.Content{&mcp.TextContent{Text: string(raw)}},
 		}
-		x402.MCPAnswer(res, out)
-		return res, nil
+		return replied(res, x), nil
 	}
 }
 

@@ -87,7 +87,7 @@ func TestSessionOnlyToolsAreThePortals(t *testing.T) {
 		if slices.Contains(listed, name) {
 			t.Errorf("tools/list over MCP shows %s", name)
 		}
-		for _, rt := range rest.Routes {
+		for _, rt := range rest.Routes() {
 			if rt.Tool == name {
 				t.Errorf("REST routes %s %s to %s", rt.Method, rt.Path, name)
 			}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/idempotency"
 )
 
 // llmsTxt renders the onboarding instructions for agents. It lists exactly the onboarding
@@ -67,7 +66,7 @@ func llmsTxt(o Docs) string {
 func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 	paths := map[string]map[string]any{}
 	tagsUsed := map[string]bool{}
-	for _, rt := range Routes {
+	for _, rt := range Routes() {
 		t := k.Tool(rt.Tool)
 		if t == nil {
 			continue
@@ -98,13 +97,13 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 			params = append(params, map[string]any{"name": param, "in": "path", "required": true, "schema": property(in, field)})
 		}
 		props, _ := in["properties"].(map[string]any)
-		idem := rt.Method == http.MethodPost && props[idempotency.Property] != nil
+		idem := t.TakesIdempotencyKey && props[tools.IdempotencyKeyProperty] != nil
 		if idem { // the header carries it (the body may too)
-			pathFields[idempotency.Property] = true
+			pathFields[tools.IdempotencyKeyProperty] = true
 			params = append(params, map[string]any{"name": IdempotencyHeader, "in": "header", "required": false,
 				"description": "a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; " +
 					"the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After",
-				"schema": property(in, idempotency.Property)})
+				"schema": property(in, tools.IdempotencyKeyProperty)})
 		}
 		body := withoutFields(in, pathFields)
 		if rt.Method == http.MethodGet || rt.Method == http.MethodDelete {

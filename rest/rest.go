@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/idempotency"
-	"github.com/switchboard-hq/switchboard/tools/payments/x402"
 )
 
 // MaxBody bounds every request body, REST and MCP.
@@ -36,17 +34,32 @@ type Docs struct {
 // Handler serves the /v1 routes onto the kernel's tools; an unknown route answers the error
 // model's NOT_FOUND. The HTTP front that mounts it (and /mcp, the portal, the public
 // documents) lives with the app.
-func Handler(k *tools.Kernel) http.Handler {
+func Handler(k *tools.Kernel, opts ...Option) http.Handler {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	mux := http.NewServeMux()
-	for _, rt := range Routes {
+	for _, rt := range Routes() {
 		t := k.Tool(rt.Tool)
 		if t == nil {
 			continue
 		}
-		mux.Handle(rt.Method+" "+rt.Path, toolHandler(k, rt, t))
+		mux.Handle(rt.Method+" "+rt.Path, toolHandler(k, rt, t, o.wraps))
 	}
 	mux.HandleFunc("/", NotFound)
 	return mux
+}
+
+// Option configures Handler.
+type Option func(*options)
+
+type options struct{ wraps []tools.Wrap }
+
+// WithWrap runs w around every call (tools.Wrap: what travels in the headers rather than the
+// body, such as a payment); wraps run in the order given.
+func WithWrap(w tools.Wrap) Option {
+	return func(o *options) { o.wraps = append(o.wraps, w) }
 }
 
 // NotFound answers a route that does not exist, saying where the routes are.
@@ -57,8 +70,9 @@ func NotFound(w http.ResponseWriter, r *http.Request) {
 // LLMsTxt renders /llms.txt.
 func LLMsTxt(d Docs) string { return llmsTxt(d) }
 
-func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
+func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool, wraps []tools.Wrap) http.Handler {
 	types := propertyTypes(t.InputSchema)
+	idem := takesIdempotencyKey(t, types)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, e := tools.KeyFromHeader(r.Header)
 		if e != nil {
@@ -66,29 +80,25 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 			return
 		}
 		args, e := buildArgs(r, rt, types)
-		if e == nil && takesIdempotencyKey(rt, types) {
+		if e == nil && idem {
 			args, e = withIdempotencyKey(r.Header, args)
 		}
-		if e == nil && rt.X402 {
-			args, e = x402.FromHeaders(r.Header, args)
+		call := tools.Request{
+			Tool: rt.Tool, Args: args, APIKey: key,
+			ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID),
+		}
+		x := &tools.Exchange{Door: tools.DoorREST, Tool: t, Header: r.Header, Reply: tools.Reply{Header: w.Header()}}
+		if e == nil {
+			e = tools.WrapIn(wraps, x, &call)
 		}
 		if e != nil {
 			WriteError(w, e)
 			return
 		}
-		out, e := k.Call(r.Context(), tools.Request{
-			Tool: rt.Tool, Args: args, APIKey: key,
-			ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID),
-		})
-		if e != nil {
-			if rt.X402 {
-				x402.HTTPError(w.Header(), e)
-			}
-			WriteError(w, x402.Render(e))
+		out, e := k.Call(r.Context(), call)
+		if e = tools.WrapOut(wraps, x, out, e); e != nil {
+			WriteError(w, e)
 			return
-		}
-		if rt.X402 {
-			x402.HTTPAnswer(w.Header(), out)
 		}
 		status := http.StatusOK
 		if rt.Created {
@@ -101,13 +111,14 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool) http.Handler {
 // IdempotencyHeader is the request header that carries an idempotency key on POST routes.
 const IdempotencyHeader = "Idempotency-Key"
 
-// takesIdempotencyKey: a POST route whose tool takes idempotencyKey reads the header.
-func takesIdempotencyKey(rt Route, types map[string]string) bool {
-	return rt.Method == http.MethodPost && types[idempotency.Property] != ""
+// takesIdempotencyKey: a tool that declares it (tools/idempotency wrapped it: its input has
+// idempotencyKey) reads the header.
+func takesIdempotencyKey(t *tools.Tool, types map[string]string) bool {
+	return t.TakesIdempotencyKey && types[tools.IdempotencyKeyProperty] != ""
 }
 
 // withIdempotencyKey moves the Idempotency-Key header into the input's idempotencyKey (the
-// rule is the kernel's: tools/idempotency).
+// rule is tools/idempotency's).
 func withIdempotencyKey(h http.Header, args json.RawMessage) (json.RawMessage, *tools.Error) {
 	vals := h.Values(IdempotencyHeader)
 	if len(vals) == 0 {
@@ -119,8 +130,8 @@ func withIdempotencyKey(h http.Header, args json.RawMessage) (json.RawMessage, *
 			return nil, tools.Errorf(tools.CodeBadInput, "two different %s headers in one request; send one", IdempotencyHeader)
 		}
 	}
-	if key == "" || len([]rune(key)) > idempotency.MaxKey {
-		return nil, tools.Errorf(tools.CodeBadInput, "the %s header must be 1 to %d characters (a UUID is a good key)", IdempotencyHeader, idempotency.MaxKey)
+	if key == "" || len([]rune(key)) > tools.MaxIdempotencyKey {
+		return nil, tools.Errorf(tools.CodeBadInput, "the %s header must be 1 to %d characters (a UUID is a good key)", IdempotencyHeader, tools.MaxIdempotencyKey)
 	}
 	if e := tools.CheckText("the "+IdempotencyHeader+" header", key); e != nil {
 		return nil, e
@@ -130,10 +141,10 @@ func withIdempotencyKey(h http.Header, args json.RawMessage) (json.RawMessage, *
 	if err != nil || m == nil {
 		return nil, tools.Errorf(tools.CodeBadInput, "arguments must be a JSON object")
 	}
-	if body, ok := m[idempotency.Property]; ok && body != key {
-		return nil, tools.Errorf(tools.CodeBadInput, "the %s header and the body's %s differ; send the key once", IdempotencyHeader, idempotency.Property)
+	if body, ok := m[tools.IdempotencyKeyProperty]; ok && body != key {
+		return nil, tools.Errorf(tools.CodeBadInput, "the %s header and the body's %s differ; send the key once", IdempotencyHeader, tools.IdempotencyKeyProperty)
 	}
-	m[idempotency.Property] = key
+	m[tools.IdempotencyKeyProperty] = key
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, tools.Errorf(tools.CodeBadInput, "arguments: %v", err)

@@ -20,11 +20,9 @@ type Route struct {
 	// Errors are the codes the tool itself can answer, documented in OpenAPI beside the
 	// kernel's own (BAD_INPUT; UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED for keyed tools;
 	// UNAVAILABLE and INTERNAL everywhere).
+	// A tool that takes payment (tools.Def.TakesPayment) lists PAYMENT_REQUIRED here; the
+	// headers that carry the payment are a wrapper's (WithWrap).
 	Errors []tools.Code
-	// X402 maps x402's headers: a PAYMENT-SIGNATURE (or version 1's X-PAYMENT) request header
-	// becomes the `payment` and `confirmRequestId` input fields, and a PAYMENT_REQUIRED answer
-	// carries the PAYMENT-REQUIRED header.
-	X402 bool
 }
 
 const (
@@ -42,52 +40,43 @@ const (
 	upstream         = tools.CodeUpstream
 )
 
-// Routes is the /v1 table. A route whose tool is not registered is skipped, so a capability
-// lands by adding its tools and its rows here.
-var Routes = []Route{
-	{Method: http.MethodPost, Path: "/v1/agents/signup", Tool: "agent_signup", Errors: []tools.Code{rateLimited}},
-	{Method: http.MethodPost, Path: "/v1/agents/verify", Tool: "agent_verify", Errors: []tools.Code{unauth, rateLimited}},
-	{Method: http.MethodPost, Path: "/v1/keys", Tool: "api_key_create", Created: true, Errors: []tools.Code{notFound, conflict}}, // notFound: an unknown integrationId; conflict: the live-key cap
-	{Method: http.MethodGet, Path: "/v1/keys", Tool: "api_key_list"},
-	{Method: http.MethodDelete, Path: "/v1/keys/{key_id}", Tool: "api_key_revoke", Params: map[string]string{"key_id": "keyId"}, Errors: []tools.Code{notFound}},
-	{Method: http.MethodGet, Path: "/v1/account", Tool: "account_get"},
-	{Method: http.MethodPost, Path: "/v1/credit/topup", Tool: "credit_topup", Errors: []tools.Code{notFound, conflict, payment, upstream}, X402: true},
-	{Method: http.MethodGet, Path: "/v1/tokens/resolve", Tool: "resolve_token", Errors: []tools.Code{upstream}},
-	{Method: http.MethodGet, Path: "/v1/tokens/price", Tool: "get_price", Errors: []tools.Code{notFound, upstream}},
-	{Method: http.MethodGet, Path: "/v1/balances", Tool: "get_balances", Errors: []tools.Code{upstream}},
-	{Method: http.MethodPost, Path: "/v1/wallets/connected", Tool: "connected_wallet_add", Errors: []tools.Code{conflict}},
-	{Method: http.MethodGet, Path: "/v1/wallets/connected", Tool: "connected_wallet_list"},
-	{Method: http.MethodDelete, Path: "/v1/wallets/connected/{address}", Tool: "connected_wallet_remove", Params: map[string]string{"address": "address"}, Errors: []tools.Code{notFound}},
-	{Method: http.MethodGet, Path: "/v1/discover", Tool: "discover"},
-	{Method: http.MethodPost, Path: "/v1/invoke", Tool: "invoke_partner_message", Errors: []tools.Code{notFound, conflict, confirm, approvalRequired, approvalPending, policyDenied, payment, spendLimit, noCredits, upstream}, X402: true},
-	{Method: http.MethodPost, Path: "/v1/partner/intents", Tool: "partner_publish_intent", Created: true, Errors: []tools.Code{conflict}},
-	{Method: http.MethodPost, Path: "/v1/partner/intents/bundle", Tool: "partner_publish_intent_bundle", Created: true, Errors: []tools.Code{conflict}},
-	{Method: http.MethodPatch, Path: "/v1/partner/intents/{id}", Tool: "partner_update_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
-	{Method: http.MethodPost, Path: "/v1/partner/test-endpoint", Tool: "partner_test_endpoint", Errors: []tools.Code{notFound}},
-	{Method: http.MethodPost, Path: "/v1/partner/intents/{id}/active", Tool: "partner_set_active", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
-	{Method: http.MethodGet, Path: "/v1/partner/intents", Tool: "partner_list_intents"},
-	{Method: http.MethodGet, Path: "/v1/partner/earnings", Tool: "partner_earnings", Errors: []tools.Code{notFound}},
-	{Method: http.MethodGet, Path: "/v1/partner/receipts/{request_id}", Tool: "partner_receipt", Params: map[string]string{"request_id": "requestId"}, Errors: []tools.Code{notFound}},
-	{Method: http.MethodDelete, Path: "/v1/partner/intents/{id}", Tool: "partner_archive_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound}},
-	{Method: http.MethodGet, Path: "/v1/policy", Tool: "policy_get", Errors: []tools.Code{notFound}},
-	{Method: http.MethodPut, Path: "/v1/policy", Tool: "policy_set", Errors: []tools.Code{notFound}},
-	{Method: http.MethodGet, Path: "/v1/approvals", Tool: "approval_list"},
-	{Method: http.MethodGet, Path: "/v1/approvals/{request_id}", Tool: "approval_get", Params: map[string]string{"request_id": "requestId"}, Errors: []tools.Code{notFound}},
-	{Method: http.MethodPost, Path: "/v1/webhooks/endpoints", Tool: "webhook_endpoint_create", Created: true, Errors: []tools.Code{conflict}}, // conflict: the endpoint cap
-	{Method: http.MethodGet, Path: "/v1/webhooks/endpoints", Tool: "webhook_endpoint_list"},
-	{Method: http.MethodDelete, Path: "/v1/webhooks/endpoints/{endpoint_id}", Tool: "webhook_endpoint_delete", Params: map[string]string{"endpoint_id": "endpointId"}, Errors: []tools.Code{notFound}},
-	{Method: http.MethodGet, Path: "/v1/webhooks/deliveries", Tool: "webhook_delivery_list"},
-	{Method: http.MethodPost, Path: "/v1/webhooks/deliveries/{delivery_id}/replay", Tool: "webhook_delivery_replay", Params: map[string]string{"delivery_id": "deliveryId"}, Errors: []tools.Code{notFound}},
-}
-
-// PostTools names the tools routed by POST: the ones that take an Idempotency-Key
-// (tools/idempotency wraps them).
-func PostTools() map[string]bool {
-	out := map[string]bool{}
-	for _, rt := range Routes {
-		if rt.Method == http.MethodPost {
-			out[rt.Tool] = true
-		}
+// Routes is the /v1 table, a fresh copy on each call (no caller can change another's). A
+// route whose tool is not registered is skipped, so a capability lands by adding its tools
+// and its rows here.
+func Routes() []Route {
+	return []Route{
+		{Method: http.MethodPost, Path: "/v1/agents/signup", Tool: "agent_signup", Errors: []tools.Code{rateLimited}},
+		{Method: http.MethodPost, Path: "/v1/agents/verify", Tool: "agent_verify", Errors: []tools.Code{unauth, rateLimited}},
+		{Method: http.MethodPost, Path: "/v1/keys", Tool: "api_key_create", Created: true, Errors: []tools.Code{notFound, conflict}}, // notFound: an unknown integrationId; conflict: the live-key cap
+		{Method: http.MethodGet, Path: "/v1/keys", Tool: "api_key_list"},
+		{Method: http.MethodDelete, Path: "/v1/keys/{key_id}", Tool: "api_key_revoke", Params: map[string]string{"key_id": "keyId"}, Errors: []tools.Code{notFound}},
+		{Method: http.MethodGet, Path: "/v1/account", Tool: "account_get"},
+		{Method: http.MethodPost, Path: "/v1/credit/topup", Tool: "credit_topup", Errors: []tools.Code{notFound, conflict, payment, upstream}},
+		{Method: http.MethodGet, Path: "/v1/tokens/resolve", Tool: "resolve_token", Errors: []tools.Code{upstream}},
+		{Method: http.MethodGet, Path: "/v1/tokens/price", Tool: "get_price", Errors: []tools.Code{notFound, upstream}},
+		{Method: http.MethodGet, Path: "/v1/balances", Tool: "get_balances", Errors: []tools.Code{upstream}},
+		{Method: http.MethodPost, Path: "/v1/wallets/connected", Tool: "connected_wallet_add", Errors: []tools.Code{conflict}},
+		{Method: http.MethodGet, Path: "/v1/wallets/connected", Tool: "connected_wallet_list"},
+		{Method: http.MethodDelete, Path: "/v1/wallets/connected/{address}", Tool: "connected_wallet_remove", Params: map[string]string{"address": "address"}, Errors: []tools.Code{notFound}},
+		{Method: http.MethodGet, Path: "/v1/discover", Tool: "discover"},
+		{Method: http.MethodPost, Path: "/v1/invoke", Tool: "invoke_partner_message", Errors: []tools.Code{notFound, conflict, confirm, approvalRequired, approvalPending, policyDenied, payment, spendLimit, noCredits, upstream}},
+		{Method: http.MethodPost, Path: "/v1/partner/intents", Tool: "partner_publish_intent", Created: true, Errors: []tools.Code{conflict}},
+		{Method: http.MethodPost, Path: "/v1/partner/intents/bundle", Tool: "partner_publish_intent_bundle", Created: true, Errors: []tools.Code{conflict}},
+		{Method: http.MethodPatch, Path: "/v1/partner/intents/{id}", Tool: "partner_update_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
+		{Method: http.MethodPost, Path: "/v1/partner/test-endpoint", Tool: "partner_test_endpoint", Errors: []tools.Code{notFound}},
+		{Method: http.MethodPost, Path: "/v1/partner/intents/{id}/active", Tool: "partner_set_active", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound, conflict}},
+		{Method: http.MethodGet, Path: "/v1/partner/intents", Tool: "partner_list_intents"},
+		{Method: http.MethodGet, Path: "/v1/partner/earnings", Tool: "partner_earnings", Errors: []tools.Code{notFound}},
+		{Method: http.MethodGet, Path: "/v1/partner/receipts/{request_id}", Tool: "partner_receipt", Params: map[string]string{"request_id": "requestId"}, Errors: []tools.Code{notFound}},
+		{Method: http.MethodDelete, Path: "/v1/partner/intents/{id}", Tool: "partner_archive_intent", Params: map[string]string{"id": "intentId"}, Errors: []tools.Code{notFound}},
+		{Method: http.MethodGet, Path: "/v1/policy", Tool: "policy_get", Errors: []tools.Code{notFound}},
+		{Method: http.MethodPut, Path: "/v1/policy", Tool: "policy_set", Errors: []tools.Code{notFound}},
+		{Method: http.MethodGet, Path: "/v1/approvals", Tool: "approval_list"},
+		{Method: http.MethodGet, Path: "/v1/approvals/{request_id}", Tool: "approval_get", Params: map[string]string{"request_id": "requestId"}, Errors: []tools.Code{notFound}},
+		{Method: http.MethodPost, Path: "/v1/webhooks/endpoints", Tool: "webhook_endpoint_create", Created: true, Errors: []tools.Code{conflict}}, // conflict: the endpoint cap
+		{Method: http.MethodGet, Path: "/v1/webhooks/endpoints", Tool: "webhook_endpoint_list"},
+		{Method: http.MethodDelete, Path: "/v1/webhooks/endpoints/{endpoint_id}", Tool: "webhook_endpoint_delete", Params: map[string]string{"endpoint_id": "endpointId"}, Errors: []tools.Code{notFound}},
+		{Method: http.MethodGet, Path: "/v1/webhooks/deliveries", Tool: "webhook_delivery_list"},
+		{Method: http.MethodPost, Path: "/v1/webhooks/deliveries/{delivery_id}/replay", Tool: "webhook_delivery_replay", Params: map[string]string{"delivery_id": "deliveryId"}, Errors: []tools.Code{notFound}},
 	}
-	return out
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/switchboard-hq/switchboard/store/dberr"
 )
 
 // Code is a machine-readable error code; every door (MCP, REST) shows the same ones.
@@ -115,11 +113,11 @@ func Translate(err error) *Error {
 		return nil
 	case errors.As(err, &e):
 		return e
-	case errors.Is(err, dberr.ErrNotFound):
+	case means(err, notFound.NotFound):
 		return (&Error{Code: CodeNotFound, Message: "not found"}).Wrap(err)
-	case errors.Is(err, dberr.ErrConflict):
+	case means(err, conflicting.Conflict):
 		return (&Error{Code: CodeConflict, Message: "conflicts with an existing record"}).Wrap(err)
-	case dberr.IsUnavailable(err):
+	case means(err, unavailable.Unavailable) || connectionFailed(err):
 		e := &Error{Code: CodeUnavailable, Message: "temporarily unavailable (the database or a connection to it failed); retry in a moment", RetryAfter: UnavailableRetryAfter}
 		return e.Wrap(err)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -88,7 +88,21 @@ type Def struct {
 	// Toolset, when set, is the toolset the tool is listed in; empty: the one its access
 	// implies (Tool.Toolset).
 	Toolset Toolset
+	// TakesIdempotencyKey: the tool takes an idempotency key on every door (tools/idempotency
+	// wraps it; REST's Idempotency-Key header becomes IdempotencyKeyProperty). Only a keyed
+	// tool may: a keyless one has no caller to keep the key for.
+	TakesIdempotencyKey bool
+	// TakesPayment: the caller may pay for the call in the call itself. A PAYMENT_REQUIRED
+	// answer says what to pay and the retry carries the payment, which a transport may carry
+	// beside the arguments (x402's headers and _meta, read by a Wrap the doors are given).
+	TakesPayment bool
 }
+
+// The input property an idempotent call's key travels in, and the longest key in characters.
+const (
+	IdempotencyKeyProperty = "idempotencyKey"
+	MaxIdempotencyKey      = 255
+)
 
 // Caller is who is calling (nil Principal for public tools called without credentials) and
 // where the call came from.

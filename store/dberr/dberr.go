@@ -18,14 +18,37 @@ import (
 )
 
 // Sentinel errors every query returns in place of driver-specific ones, so callers above the
-// store never look at a driver error (store.ErrNotFound and the others are these).
+// store never look at a driver error (store.ErrNotFound and the others are these). Each says
+// what it means by a method (NotFound, Conflict, Unavailable: true), so the kernel
+// (tools.Translate) recognises them, and Normalize's wrapping of a driver error, without
+// importing this package or any driver.
 var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
+	ErrNotFound error = &sentinel{"not found", notFound}
+	ErrConflict error = &sentinel{"conflict", conflict}
 	// ErrUnavailable is a database that cannot answer now (down, restarting, unreachable, out
 	// of connections, or a transaction that lost a conflict after its retries): try again.
-	ErrUnavailable = errors.New("database unavailable")
+	ErrUnavailable error = &sentinel{"database unavailable", unavailable}
 )
+
+type meaning int
+
+const (
+	notFound meaning = iota
+	conflict
+	unavailable
+)
+
+type sentinel struct {
+	msg string
+	is  meaning
+}
+
+func (s *sentinel) Error() string { return s.msg }
+
+// NotFound, Conflict and Unavailable say what the sentinel means, for errors.As.
+func (s *sentinel) NotFound() bool    { return s.is == notFound }
+func (s *sentinel) Conflict() bool    { return s.is == conflict }
+func (s *sentinel) Unavailable() bool { return s.is == unavailable }
 
 // IsUnavailable reports whether err means the database cannot answer now, for any driver:
 // the connection was refused, reset or closed; the server is shutting down, starting up or

@@ -118,8 +118,10 @@ func (s *Service) Tools() []*tools.Tool {
 			"Write intents (SWAP, SEND, BRIDGE, ...) answer CONFIRMATION_REQUIRED first with the exact args and the most it can cost: " +
 			"ask the user, then call again with confirmRequestId. You are charged only when the partner succeeds; failures refund the reservation. " +
 			"When the partner answers success false (e.g. it needs more information), the result says so in partnerError: ask the user or refine the call.",
-		Access:      tools.RequireScope(tools.ScopePartner),
-		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), OpenWorld: tools.Bool(true)},
+		Access:              tools.RequireScope(tools.ScopePartner),
+		TakesIdempotencyKey: true,
+		TakesPayment:        true,
+		Annotations:         tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), OpenWorld: tools.Bool(true)},
 	}, s.invoke)}
 }
 

@@ -29,9 +29,9 @@ import (
 
 const (
 	// Property is the input property (and what REST's Idempotency-Key header becomes).
-	Property = "idempotencyKey"
+	Property = tools.IdempotencyKeyProperty
 	// MaxKey is the longest key, in characters.
-	MaxKey = 255
+	MaxKey = tools.MaxIdempotencyKey
 	// Window is how long a key answers its first call's answer.
 	Window = 24 * time.Hour
 	// Abandoned is how long a call may stay in flight with nothing recorded before a retry
@@ -91,15 +91,19 @@ func NewService(cfg Config, d service.Deps) (*Service, error) {
 	return s, nil
 }
 
-// Wrap returns ts with every tool named in names that needs a key taking idempotencyKey;
-// the others as they are. A keyless tool has no caller to keep a key for (agent_signup is
-// idempotent per e-mail, and agent_verify's answer is a key shown once, never stored).
-func (s *Service) Wrap(ts []*tools.Tool, names map[string]bool) ([]*tools.Tool, error) {
+// Wrap returns ts with every tool that declares TakesIdempotencyKey taking idempotencyKey;
+// the others as they are. A keyless tool that declares it is refused: it has no caller to
+// keep a key for (agent_signup is idempotent per e-mail, and agent_verify's answer is a key
+// shown once, never stored).
+func (s *Service) Wrap(ts []*tools.Tool) ([]*tools.Tool, error) {
 	out := make([]*tools.Tool, 0, len(ts))
 	for _, t := range ts {
-		if !names[t.Name] || !t.Access.NeedsKey() {
+		if !t.TakesIdempotencyKey {
 			out = append(out, t)
 			continue
+		}
+		if !t.Access.NeedsKey() {
+			return nil, fmt.Errorf("tool %s takes an idempotency key but needs no API key: a key is kept per caller, and a keyless call has none", t.Name)
 		}
 		w, err := t.Wrapped(map[string]json.RawMessage{Property: schema}, func(next tools.Run) tools.Run {
 			return func(ctx context.Context, c *tools.Caller, args []byte) (any, error) {

@@ -97,7 +97,7 @@ func newRigWith(t *testing.T, st *store.Store, legacy []byte, masters ...[]byte)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mint := tools.New(tools.Def{Name: "mint", Title: "Mint", Description: "mints", Access: tools.AnyKey,
+	mint := tools.New(tools.Def{Name: "mint", Title: "Mint", Description: "mints", Access: tools.AnyKey, TakesIdempotencyKey: true,
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(false)}},
 		func(ctx context.Context, c *tools.Caller, in mintIn) (mintOut, error) {
 			n := r.runs.Add(1)
@@ -110,7 +110,7 @@ func newRigWith(t *testing.T, st *store.Store, legacy []byte, masters ...[]byte)
 			}
 			return mintOut{Secret: tools.HashKey(c.NewCallID() + in.Name)[:16] + "-" + strings.Repeat("s", int(n)), CallID: c.CallID, Run: n}, nil
 		})
-	wrapped, err := svc.Wrap([]*tools.Tool{mint}, map[string]bool{"mint": true})
+	wrapped, err := svc.Wrap([]*tools.Tool{mint})
 	if err != nil {
 		t.Fatal(err)
 	}

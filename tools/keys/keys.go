@@ -144,8 +144,9 @@ func (s *Service) Tools() []*tools.Tool {
 				"and its limits can be at most the calling key's (omitted limits take the agent defaults, capped the same way). " +
 				"Its spending and calls also count against the calling key's limits and those of every key above it, so minting never raises what a tree of keys may spend or call. " +
 				"An account holds at most 50 live keys; an OAuth connection cannot mint keys. The secret is returned once; store it.",
-			Access:      tools.AnyKey,
-			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(false)},
+			Access:              tools.AnyKey,
+			TakesIdempotencyKey: true,
+			Annotations:         tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(false)},
 		}, s.create),
 		tools.New(tools.Def{
 			Name:  "api_key_list",

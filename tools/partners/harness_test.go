@@ -186,9 +186,10 @@ func (e *env) callMCP(t *testing.T, key, tool string, args map[string]any) ([]by
 func (e *env) callREST(t *testing.T, key, tool string, args map[string]any) ([]byte, *tools.Error) {
 	t.Helper()
 	var route *rest.Route
-	for i := range rest.Routes {
-		if rest.Routes[i].Tool == tool {
-			route = &rest.Routes[i]
+	routes := rest.Routes()
+	for i := range routes {
+		if routes[i].Tool == tool {
+			route = &routes[i]
 		}
 	}
 	if route == nil {

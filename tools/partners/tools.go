@@ -115,8 +115,9 @@ func (s *Service) publishIntentTool() *tools.Tool {
 			"until then only your own account can invoke it. Next: partner_test_endpoint, then partner_set_active. " +
 			"Limits: 5 intents per hour per Partner; handles are unique forever; the endpoint must be HTTPS on a public host. " +
 			"Publishing is live on the test environment only. Returns the row.",
-		Access:      publish,
-		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
+		Access:              publish,
+		TakesIdempotencyKey: true,
+		Annotations:         tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
 	}, func(ctx context.Context, c *tools.Caller, in IntentInput) (Intent, error) {
 		out, err := s.Publish(ctx, c.Principal.AccountID, []IntentInput{in})
 		if err != nil {
@@ -133,8 +134,9 @@ func (s *Service) publishIntentBundleTool() *tools.Tool {
 		Description: "Publish up to 5 intents in one transaction: all are created (inactive, UNVERIFIED) or none is; " +
 			"on failure the error names the row (intents[i]) and why. Each row counts against the 5-per-hour publishing limit, " +
 			"and a bundle that would exceed it is refused whole. Fields as for partner_publish_intent.",
-		Access:      publish,
-		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
+		Access:              publish,
+		TakesIdempotencyKey: true,
+		Annotations:         tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
 	}, func(ctx context.Context, c *tools.Caller, in BundleInput) (BundleOutput, error) {
 		out, err := s.Publish(ctx, c.Principal.AccountID, in.Intents)
 		if err != nil {
@@ -167,8 +169,9 @@ func (s *Service) testEndpointTool() *tools.Tool {
 			"plus the negative-auth probe (one unsigned request, one with a forged signature; both must get 401 or 403). " +
 			"Give intentId (one of yours) or toolEndpoint (a URL, with bindingType and, for MCP_HTTP, publicIdentifier). " +
 			"Reports each step: HTTP status, latency, the parsed response envelope or why it did not parse, probe verdicts. Changes nothing.",
-		Access:      publish,
-		Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
+		Access:              publish,
+		TakesIdempotencyKey: true,
+		Annotations:         tools.Annotations{ReadOnly: tools.Bool(true), Destructive: tools.Bool(false), OpenWorld: tools.Bool(true)},
 	}, func(ctx context.Context, c *tools.Caller, in TestInput) (TestOutput, error) {
 		return s.Test(ctx, c.Principal.AccountID, in)
 	})
@@ -182,8 +185,9 @@ func (s *Service) setActiveTool() *tools.Tool {
 			"probe: it succeeds only if an unsigned and a forged-signature request both get 401 or 403. An endpoint that accepts " +
 			"either is refused with the reason (CONFLICT, probe report in details); a timeout or network error is inconclusive " +
 			"(UNAVAILABLE): retry. Deactivation always works. Archived intents cannot be activated.",
-		Access:      publish,
-		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(true)},
+		Access:              publish,
+		TakesIdempotencyKey: true,
+		Annotations:         tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(true)},
 	}, func(ctx context.Context, c *tools.Caller, in SetActiveInput) (SetActiveOutput, error) {
 		row, err := s.owned(ctx, c.Principal.AccountID, in.IntentID)
 		if err != nil {

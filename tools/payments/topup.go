@@ -100,6 +100,9 @@ func (t *Topups) Tools() []*tools.Tool {
 		// Money in is the owner's decision, and its definition (the x402 payment's schema) is
 		// large: listed when a host asks for the owner toolset, callable by any key always.
 		Toolset: tools.ToolsetOwner,
+
+		TakesIdempotencyKey: true,
+		TakesPayment:        true, // x402: PAYMENT-SIGNATURE, or _meta["x402/payment"]
 	}, t.topup)}
 }
 

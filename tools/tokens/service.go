@@ -210,8 +210,9 @@ func (s *Service) Tools() []*tools.Tool {
 			Description: "Add a wallet by address (EVM 0x address or Solana address) to the account, watch-only: Switchboard " +
 				"holds no key for it and never signs with it; get_balances then includes it with walletType \"connected\". " +
 				"Adding an already connected address returns it unchanged. At most 20 connected wallets per account by default.",
-			Access:      tools.RequireScope(tools.ScopeWallet),
-			Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(false)},
+			Access:              tools.RequireScope(tools.ScopeWallet),
+			TakesIdempotencyKey: true,
+			Annotations:         tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(false), Idempotent: true, OpenWorld: tools.Bool(false)},
 		}, s.connectTool),
 		tools.New(tools.Def{
 			Name:        "connected_wallet_list",

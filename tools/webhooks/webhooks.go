@@ -271,6 +271,7 @@ func (s *Service) Tools() []*tools.Tool {
 				"Choose eventTypes or omit them for all. Returns the endpoint's HMAC secret (whsec_..., verifies the v1 signature; shown once) and the service's public key (whpk_..., verifies v1a). " +
 				"Deliveries are retried with backoff for 24 hours; the same webhook-id is sent on every retry, so process each id once. Needs scope publish and a root key (or the portal).",
 			Access: access, Annotations: rw,
+			TakesIdempotencyKey: true,
 		}, s.create),
 		tools.New(tools.Def{
 			Name:        "webhook_endpoint_list",
@@ -297,6 +298,7 @@ func (s *Service) Tools() []*tools.Tool {
 			Description: "Send a delivery again now (a failed one after its retries ran out, or a delivered one), with the same webhook-id and body and a fresh timestamp and signatures; " +
 				"it is retried with backoff again if it fails. Replaying a delivery of a disabled endpoint enables the endpoint again.",
 			Access: access, Annotations: rw,
+			TakesIdempotencyKey: true,
 		}, s.replay),
 	}
 }

@@ -268,7 +268,7 @@ func repeat(ctx context.Context, log *slog.Logger, every time.Duration, name str
 // when a call carries no key (the HTTP server never does), listing SWITCHBOARD_TOOLSETS.
 func (a *App) StdioServer() *mcp.Server {
 	sets, _ := tools.ParseToolsets(a.cfg.Toolsets) // checked by Config.Validate
-	return mcpserver.New(a.kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.cfg.APIKey, Toolsets: sets, Log: a.log})
+	return mcpserver.New(a.kernel, mcpserver.Options{Name: "switchboard", Version: Version, Stdio: true, APIKey: a.cfg.APIKey, Toolsets: sets, Log: a.log, Wraps: doorWraps()})
 }
 
 // Close releases the database and the Redis connection.
@@ -453,14 +453,14 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	}
 	all = append(all, human.tools...)
 
-	// Every tool routed by POST takes an idempotency key, on every door (tools/idempotency).
+	// Every tool that declares TakesIdempotencyKey takes one, on every door (tools/idempotency).
 	// Their answers are sealed under the master key (admin reseal moves them); the server
 	// secret's key only opens what earlier releases sealed.
 	idem, err := idempotency.NewService(idempotency.Config{Sealer: sealer, LegacyKey: derive(serverSecret, "switchboard idempotency answers v1")}, d)
 	if err != nil {
 		return nil, err
 	}
-	if all, err = idem.Wrap(all, rest.PostTools()); err != nil {
+	if all, err = idem.Wrap(all); err != nil {
 		return nil, err
 	}
 
@@ -482,7 +482,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 	undo = append(undo, endAsks)
 	host, _ := os.Hostname()
 	mcpSrv := mcpserver.New(kernel, mcpserver.Options{Name: "switchboard", Version: Version, Log: log, Replica: host, Asking: asking,
-		Middleware: []mcp.Middleware{mx.MCPMiddleware(toolNames(kernel))}})
+		Middleware: []mcp.Middleware{mx.MCPMiddleware(toolNames(kernel))}, Wraps: doorWraps()})
 	mcpDoor := mcpserver.HTTPHandler(mcpSrv, mcpserver.HTTPOptions{Log: log, Auth: authn, Sessions: mcpserver.DefaultSessionLimits})
 	undo = append(undo, mcpDoor.Close)
 	h, err := humanDoors(humanDeps{cfg: cfg, deps: d, kernel: kernel, limiter: limiter, mailer: mailer, ob: ob,

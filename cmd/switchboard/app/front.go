@@ -47,7 +47,7 @@ type frontOptions struct {
 // front is the one HTTP surface: every door mounted on one mux behind one middleware.
 func front(o frontOptions) (http.Handler, error) {
 	mux := http.NewServeMux()
-	mcpDoor, v1 := o.MCP, rest.Handler(o.Kernel)
+	mcpDoor, v1 := o.MCP, rest.Handler(o.Kernel, restWraps()...)
 	if o.OAuth != nil {
 		mcpDoor, v1 = mcpChallenge(o.MCP, o.Kernel, o.OAuth), accessTokensNotHere(v1, o.OAuth)
 		for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/", "/.well-known/oauth-authorization-server",
@@ -140,7 +140,7 @@ func routeLabels(mux *http.ServeMux, portalPaths []string) func(r *http.Request)
 	for _, p := range portalPaths {
 		portal[p] = true
 	}
-	for _, rt := range rest.Routes {
+	for _, rt := range rest.Routes() {
 		seg, _, _ := strings.Cut(strings.TrimPrefix(rt.Path, "/v1/"), "/")
 		v1[seg] = true
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/payments/x402"
@@ -204,36 +203,38 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
+// Over MCP the wrapper puts a PaymentRequired in the reply's structuredContent (the door shows
+// it as the first text too) and a refused, refunded or settled payment's SettlementResponse in
+// _meta["x402/payment-response"]; the error model's body is Render(e).
 func TestMCP(t *testing.T) {
+	out := func(o any, e *tools.Error) (*tools.Exchange, *tools.Error) {
+		x := &tools.Exchange{Door: tools.DoorMCP, Tool: payable()}
+		return x, x402.Wrap{}.Out(x, o, e)
+	}
 	e := paymentRequiredError()
-	body := marshal(t, tools.Body{Error: x402.Render(e)})
-	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: body}}}
-	x402.MCPError(res, e)
-	if got := marshal(t, res.StructuredContent); got != wantMCP || len(res.Content) != 2 ||
-		res.Content[0].(*mcp.TextContent).Text != wantMCP || res.Content[1].(*mcp.TextContent).Text != body || res.Meta != nil {
-		t.Fatalf("structuredContent %s, content %d, _meta %v", got, len(res.Content), res.Meta)
+	x, shown := out(nil, e)
+	if got := string(x.Reply.Structured); got != wantMCP || x.Reply.Meta != nil || x.Reply.Header != nil {
+		t.Fatalf("structuredContent %s, _meta %v, headers %v", got, x.Reply.Meta, x.Reply.Header)
+	}
+	if marshal(t, shown) != marshal(t, x402.Render(e)) {
+		t.Fatalf("shown %s, want Render(e)", marshal(t, shown))
 	}
 
-	res = &mcp.CallToolResult{IsError: true}
-	x402.MCPError(res, tools.Errorf(tools.CodeBadInput, "network").WithDetails(map[string]any{"invalidReason": "invalid_network"}))
-	if got := marshal(t, res.Meta["x402/payment-response"]); got != `{"errorReason":"invalid_network","network":"","success":false,"transaction":""}` || res.StructuredContent != nil {
-		t.Fatalf("refused: _meta %s, structuredContent %v", got, res.StructuredContent)
+	x, _ = out(nil, tools.Errorf(tools.CodeBadInput, "network").WithDetails(map[string]any{"invalidReason": "invalid_network"}))
+	if got := marshal(t, x.Reply.Meta["x402/payment-response"]); got != `{"errorReason":"invalid_network","network":"","success":false,"transaction":""}` || x.Reply.Structured != nil {
+		t.Fatalf("refused: _meta %s, structuredContent %s", got, x.Reply.Structured)
 	}
-	res = &mcp.CallToolResult{IsError: true}
-	x402.MCPError(res, tools.Errorf(tools.CodeNotFound, "no"))
-	if res.Meta != nil || res.StructuredContent != nil || res.Content != nil {
-		t.Fatalf("an unpaid error changed: %+v", res)
+	plain := tools.Errorf(tools.CodeNotFound, "no")
+	if x, shown = out(nil, plain); x.Reply.Meta != nil || x.Reply.Structured != nil || shown != plain {
+		t.Fatalf("an unpaid error changed: %+v, %v", x.Reply, shown)
 	}
 
 	r := &payments.Receipt{State: "refunded", Network: "eip155:84532", PayTx: "0x1", RefundTx: "0x3"}
-	res = &mcp.CallToolResult{}
-	x402.MCPAnswer(res, answer{r})
-	if got := marshal(t, res.Meta["x402/payment-response"]); got != marshal(t, x402.Settlement(r)) || !strings.Contains(got, `"refundTransaction":"0x3"`) {
+	x, _ = out(answer{r}, nil)
+	if got := marshal(t, x.Reply.Meta["x402/payment-response"]); got != marshal(t, x402.Settlement(r)) || !strings.Contains(got, `"refundTransaction":"0x3"`) {
 		t.Fatalf("_meta %s", got)
 	}
-	res = &mcp.CallToolResult{}
-	x402.MCPAnswer(res, answer{})
-	if res.Meta != nil {
-		t.Fatalf("_meta without a payment: %v", res.Meta)
+	if x, _ = out(answer{}, nil); x.Reply.Meta != nil {
+		t.Fatalf("_meta without a payment: %v", x.Reply.Meta)
 	}
 }

@@ -1,10 +1,11 @@
 // Package x402 is x402 version 2's wire format (github.com/coinbase/x402, specs/) on both of
-// Switchboard's transports, for the doors: a payment read from the PAYMENT-SIGNATURE (or
-// version 1's X-PAYMENT) header or from _meta["x402/payment"] into invoke's input; the tool's
-// one payment answer (a *payments.Required before the payment, a *payments.Receipt after it)
-// rendered as PaymentRequired (the PAYMENT-REQUIRED header, or MCP's structuredContent) with
-// the bazaar discovery extension of that transport, and as SettlementResponse (the
-// PAYMENT-RESPONSE header, or _meta["x402/payment-response"]). The tool knows no transport.
+// Switchboard's transports, as the wrapper cmd gives both doors (Wrap): a payment read from
+// the PAYMENT-SIGNATURE (or version 1's X-PAYMENT) header or from _meta["x402/payment"] into
+// the input of a tool that takes payment; the tool's one payment answer (a *payments.Required
+// before the payment, a *payments.Receipt after it) rendered as PaymentRequired (the
+// PAYMENT-REQUIRED header, or MCP's structuredContent) with the bazaar discovery extension of
+// that transport, and as SettlementResponse (the PAYMENT-RESPONSE header, or
+// _meta["x402/payment-response"]). Neither the tool nor the doors know x402.
 package x402
 
 import (

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/switchboard-hq/switchboard/fault"
 )
 
 // Code is a machine-readable error code; every door (MCP, REST) shows the same ones.
@@ -113,11 +115,11 @@ func Translate(err error) *Error {
 		return nil
 	case errors.As(err, &e):
 		return e
-	case means(err, notFound.NotFound):
+	case errors.Is(err, fault.ErrNotFound):
 		return (&Error{Code: CodeNotFound, Message: "not found"}).Wrap(err)
-	case means(err, conflicting.Conflict):
+	case errors.Is(err, fault.ErrConflict):
 		return (&Error{Code: CodeConflict, Message: "conflicts with an existing record"}).Wrap(err)
-	case means(err, unavailable.Unavailable) || connectionFailed(err):
+	case fault.Unavailable(err):
 		e := &Error{Code: CodeUnavailable, Message: "temporarily unavailable (the database or a connection to it failed); retry in a moment", RetryAfter: UnavailableRetryAfter}
 		return e.Wrap(err)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -143,8 +143,12 @@ type Event struct {
 	At            time.Time
 }
 
-// InsertInvocation writes a new invocation row.
+// InsertInvocation writes a new invocation row; one naming no kind is a call (the batch
+// writer's prepared inserts write every field as it is, not a column's default).
 func (q *Q) InsertInvocation(ctx context.Context, inv *Invocation) error {
+	if inv.Kind == "" {
+		inv.Kind = KindCall
+	}
 	if q.rec != nil {
 		q.rec.Invocation(*inv)
 		return nil

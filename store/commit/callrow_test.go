@@ -90,8 +90,12 @@ func TestABatchOfCallRows(t *testing.T) {
 		}
 		var evs []store.InvocationEvent
 		for _, id := range []string{"s1", "s2", "s3", "r1"} {
-			if _, err := s.InvocationByID(ctx, id); err != nil {
+			inv, err := s.InvocationByID(ctx, id)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if inv.Kind != store.KindCall {
+				t.Fatalf("call %s recorded by the batch writer is of kind %q, want %q", id, inv.Kind, store.KindCall)
 			}
 			if rows, _ := s.LedgerEntries(ctx, id); len(rows) != 0 {
 				t.Fatalf("call %s has %d ledger rows of its own, want none", id, len(rows))

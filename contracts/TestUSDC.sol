@@ -10,6 +10,7 @@ contract TestUSDC {
     uint8 public constant decimals = 6;
     uint256 public totalSupply;
     mapping(address => uint256) public balanceOf;
+    mapping(address => mapping(address => uint256)) public allowance;
     mapping(address => mapping(bytes32 => bool)) public authorizationState;
     bytes32 public immutable DOMAIN_SEPARATOR;
 
@@ -21,6 +22,7 @@ contract TestUSDC {
     );
 
     event Transfer(address indexed from, address indexed to, uint256 value);
+    event Approval(address indexed owner, address indexed spender, uint256 value);
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
 
     constructor() {
@@ -43,6 +45,23 @@ contract TestUSDC {
 
     function transfer(address to, uint256 value) external returns (bool) {
         _transfer(msg.sender, to, value);
+        return true;
+    }
+
+    function approve(address spender, uint256 value) external returns (bool) {
+        allowance[msg.sender][spender] = value;
+        emit Approval(msg.sender, spender, value);
+        return true;
+    }
+
+    /// An allowance of 2^256-1 is never spent down (an unlimited approval, as USDC's).
+    function transferFrom(address from, address to, uint256 value) external returns (bool) {
+        uint256 allowed = allowance[from][msg.sender];
+        require(allowed >= value, "TestUSDC: transfer amount exceeds allowance");
+        if (allowed != type(uint256).max) {
+            allowance[from][msg.sender] = allowed - value;
+        }
+        _transfer(from, to, value);
         return true;
     }
 

@@ -131,72 +131,107 @@ func encode(t Arg, v reflect.Value) ([]byte, error) {
 	if !v.IsValid() {
 		return nil, errors.New("nil value")
 	}
-	word := make([]byte, 32)
 	switch {
 	case t.Type == "address":
-		if v.Type() != addressType {
-			return nil, fmt.Errorf("want common.Address, got %s", v.Type())
-		}
-		addr := v.Interface().(common.Address)
-		copy(word[12:], addr[:])
-		return word, nil
+		return encodeAddress(v)
 	case t.Type == "bool":
-		if v.Kind() != reflect.Bool {
-			return nil, fmt.Errorf("want bool, got %s", v.Type())
-		}
-		if v.Bool() {
-			word[31] = 1
-		}
-		return word, nil
+		return encodeBool(v)
 	case t.Type == "bytes32":
-		if v.Kind() != reflect.Array || v.Len() != 32 || v.Type().Elem().Kind() != reflect.Uint8 {
-			return nil, fmt.Errorf("want [32]byte, got %s", v.Type())
-		}
-		reflect.Copy(reflect.ValueOf(word), v)
-		return word, nil
+		return encodeBytes32(v)
 	case strings.HasPrefix(t.Type, "uint"):
-		bits, err := strconv.Atoi(strings.TrimPrefix(t.Type, "uint"))
-		if err != nil || bits%8 != 0 || bits < 8 || bits > 256 {
-			return nil, fmt.Errorf("unsupported type %s", t.Type)
-		}
-		var n *big.Int
-		switch {
-		case v.Type() == bigType:
-			if n = v.Interface().(*big.Int); n == nil {
-				return nil, errors.New("nil *big.Int")
-			}
-		case bits <= 64 && v.Kind() == uintKind(bits):
-			n = new(big.Int).SetUint64(v.Uint())
-		default:
-			return nil, fmt.Errorf("want %s for %s, got %s", goType(bits), t.Type, v.Type())
-		}
-		if n.Sign() < 0 || n.BitLen() > bits {
-			return nil, fmt.Errorf("%s does not fit %s", n, t.Type)
-		}
-		n.FillBytes(word)
-		return word, nil
+		return encodeUint(t, v)
 	case t.Type == "tuple":
-		if v.Kind() == reflect.Pointer {
-			v = v.Elem()
-		}
-		if v.Kind() != reflect.Struct {
-			return nil, fmt.Errorf("want a struct for %s, got %s", t.canonical(), v.Type())
-		}
-		var out []byte
-		for _, c := range t.Components {
-			f := v.FieldByName(fieldName(c.Name))
-			if !f.IsValid() {
-				return nil, fmt.Errorf("%s has no field %s", v.Type(), fieldName(c.Name))
-			}
-			enc, err := encode(c, f)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", c.Name, err)
-			}
-			out = append(out, enc...)
-		}
-		return out, nil
+		return encodeTuple(t, v)
 	}
 	return nil, fmt.Errorf("unsupported type %s", t.Type)
+}
+
+func encodeAddress(v reflect.Value) ([]byte, error) {
+	if v.Type() != addressType {
+		return nil, fmt.Errorf("want common.Address, got %s", v.Type())
+	}
+	addr := v.Interface().(common.Address)
+	word := make([]byte, 32)
+	copy(word[12:], addr[:])
+	return word, nil
+}
+
+func encodeBool(v reflect.Value) ([]byte, error) {
+	if v.Kind() != reflect.Bool {
+		return nil, fmt.Errorf("want bool, got %s", v.Type())
+	}
+	word := make([]byte, 32)
+	if v.Bool() {
+		word[31] = 1
+	}
+	return word, nil
+}
+
+func encodeBytes32(v reflect.Value) ([]byte, error) {
+	if v.Kind() != reflect.Array || v.Len() != 32 || v.Type().Elem().Kind() != reflect.Uint8 {
+		return nil, fmt.Errorf("want [32]byte, got %s", v.Type())
+	}
+	word := make([]byte, 32)
+	reflect.Copy(reflect.ValueOf(word), v)
+	return word, nil
+}
+
+// encodeUint takes a *big.Int, or for uintN with N <= 64 the Go unsigned type of that width.
+func encodeUint(t Arg, v reflect.Value) ([]byte, error) {
+	bits, err := uintBits(t.Type)
+	if err != nil {
+		return nil, fmt.Errorf("unsupported type %s", t.Type)
+	}
+	var n *big.Int
+	switch {
+	case v.Type() == bigType:
+		if n = v.Interface().(*big.Int); n == nil {
+			return nil, errors.New("nil *big.Int")
+		}
+	case bits <= 64 && v.Kind() == uintKind(bits):
+		n = new(big.Int).SetUint64(v.Uint())
+	default:
+		return nil, fmt.Errorf("want %s for %s, got %s", goType(bits), t.Type, v.Type())
+	}
+	if n.Sign() < 0 || n.BitLen() > bits {
+		return nil, fmt.Errorf("%s does not fit %s", n, t.Type)
+	}
+	word := make([]byte, 32)
+	n.FillBytes(word)
+	return word, nil
+}
+
+// uintBits is N of the type uintN: a multiple of 8 from 8 to 256.
+func uintBits(typ string) (int, error) {
+	bits, err := strconv.Atoi(strings.TrimPrefix(typ, "uint"))
+	if err != nil || bits%8 != 0 || bits < 8 || bits > 256 {
+		return 0, fmt.Errorf("unsupported width in %s", typ)
+	}
+	return bits, nil
+}
+
+// encodeTuple encodes a struct (or a pointer to one) field by field, each component bound to
+// its capitalised name.
+func encodeTuple(t Arg, v reflect.Value) ([]byte, error) {
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("want a struct for %s, got %s", t.canonical(), v.Type())
+	}
+	var out []byte
+	for _, c := range t.Components {
+		f := v.FieldByName(fieldName(c.Name))
+		if !f.IsValid() {
+			return nil, fmt.Errorf("%s has no field %s", v.Type(), fieldName(c.Name))
+		}
+		enc, err := encode(c, f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		out = append(out, enc...)
+	}
+	return out, nil
 }
 
 // uintKind is the Go kind go-ethereum binds uintN (N <= 64) to.

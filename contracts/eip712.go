@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"strconv"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -73,6 +72,8 @@ func (td TypedMessage) hashStruct(name string, values map[string]any) ([]byte, e
 	return Keccak256(enc...).Bytes(), nil
 }
 
+// encodeValue is the 32-byte encoding of one field of a primitive type (nested structs are
+// not supported).
 func (td TypedMessage) encodeValue(typ string, v any) ([]byte, error) {
 	if _, isStruct := td.Types[typ]; isStruct {
 		return nil, fmt.Errorf("nested type %s is not supported", typ)
@@ -80,67 +81,99 @@ func (td TypedMessage) encodeValue(typ string, v any) ([]byte, error) {
 	if v == nil {
 		return nil, errors.New("missing")
 	}
-	word := make([]byte, 32)
 	switch {
 	case typ == "string":
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("want a string, got %T", v)
-		}
-		return Keccak256([]byte(s)).Bytes(), nil
+		return stringWord(v)
 	case typ == "address":
-		s, ok := v.(string)
-		if !ok || !common.IsHexAddress(s) {
-			return nil, fmt.Errorf("%v is not an address", v)
-		}
-		copy(word[12:], common.HexToAddress(s).Bytes())
-		return word, nil
+		return addressWord(v)
 	case typ == "bool":
-		b, ok := v.(bool)
-		if !ok {
-			return nil, fmt.Errorf("want a bool, got %T", v)
-		}
-		if b {
-			word[31] = 1
-		}
-		return word, nil
+		return boolWord(v)
 	case typ == "bytes32":
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("want 0x and 64 hex digits, got %T", v)
-		}
-		b, err := hexutil.Decode(s)
-		if err != nil || len(b) != 32 {
-			return nil, fmt.Errorf("%q is not 32 bytes of hex", s)
-		}
-		return b, nil
+		return bytes32Word(v)
 	case strings.HasPrefix(typ, "uint"):
-		var n *big.Int
-		switch x := v.(type) {
-		case *big.Int:
-			n = x
-		case string:
-			var ok bool
-			if strings.HasPrefix(x, "0x") {
-				n, ok = new(big.Int).SetString(x[2:], 16)
-			} else {
-				n, ok = new(big.Int).SetString(x, 10)
-			}
-			if !ok {
-				return nil, fmt.Errorf("%q is not an integer", x)
-			}
-		default:
-			return nil, fmt.Errorf("want an integer string, got %T", v)
-		}
-		bits, err := strconv.Atoi(strings.TrimPrefix(typ, "uint"))
-		if err != nil || bits%8 != 0 || bits < 8 || bits > 256 {
-			return nil, fmt.Errorf("type %s is not supported", typ)
-		}
-		if n.Sign() < 0 || n.BitLen() > bits {
-			return nil, fmt.Errorf("%s is out of range for %s", n, typ)
-		}
-		n.FillBytes(word)
-		return word, nil
+		return uintWord(typ, v)
 	}
 	return nil, fmt.Errorf("type %s is not supported", typ)
+}
+
+func stringWord(v any) ([]byte, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("want a string, got %T", v)
+	}
+	return Keccak256([]byte(s)).Bytes(), nil
+}
+
+func addressWord(v any) ([]byte, error) {
+	s, ok := v.(string)
+	if !ok || !common.IsHexAddress(s) {
+		return nil, fmt.Errorf("%v is not an address", v)
+	}
+	word := make([]byte, 32)
+	copy(word[12:], common.HexToAddress(s).Bytes())
+	return word, nil
+}
+
+func boolWord(v any) ([]byte, error) {
+	b, ok := v.(bool)
+	if !ok {
+		return nil, fmt.Errorf("want a bool, got %T", v)
+	}
+	word := make([]byte, 32)
+	if b {
+		word[31] = 1
+	}
+	return word, nil
+}
+
+func bytes32Word(v any) ([]byte, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("want 0x and 64 hex digits, got %T", v)
+	}
+	b, err := hexutil.Decode(s)
+	if err != nil || len(b) != 32 {
+		return nil, fmt.Errorf("%q is not 32 bytes of hex", s)
+	}
+	return b, nil
+}
+
+// uintWord takes a *big.Int or an integer string (decimal, or hex after 0x); the
+// value's type is checked before the width, as before.
+func uintWord(typ string, v any) ([]byte, error) {
+	n, err := integerValue(v)
+	if err != nil {
+		return nil, err
+	}
+	bits, err := uintBits(typ)
+	if err != nil {
+		return nil, fmt.Errorf("type %s is not supported", typ)
+	}
+	if n.Sign() < 0 || n.BitLen() > bits {
+		return nil, fmt.Errorf("%s is out of range for %s", n, typ)
+	}
+	word := make([]byte, 32)
+	n.FillBytes(word)
+	return word, nil
+}
+
+func integerValue(v any) (*big.Int, error) {
+	switch x := v.(type) {
+	case *big.Int:
+		return x, nil
+	case string:
+		var n *big.Int
+		var ok bool
+		if strings.HasPrefix(x, "0x") {
+			n, ok = new(big.Int).SetString(x[2:], 16)
+		} else {
+			n, ok = new(big.Int).SetString(x, 10)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%q is not an integer", x)
+		}
+		return n, nil
+	default:
+		return nil, fmt.Errorf("want an integer string, got %T", v)
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	gmath "github.com/ethereum/go-ethereum/common/math"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
@@ -341,6 +342,27 @@ func TestTransactionsMatchGoEthereum(t *testing.T) {
 		}
 		if got, want := createAddress(crypto.PubkeyToAddress(key.PublicKey), ours.nonce), crypto.CreateAddress(crypto.PubkeyToAddress(key.PublicKey), ours.nonce); got != want {
 			t.Fatalf("create address %s, go-ethereum %s", got, want)
+		}
+	}
+}
+
+// Every field type a flat message may hold (string, bool, address, bytes32, uintN as decimal
+// and 0x hex) hashes as go-ethereum's EIP-712 does; the two EIP-3009 messages above hold no
+// string or bool field.
+func TestTypedMessageFieldTypesMatchGoEthereum(t *testing.T) {
+	base := TypedData(ReceiveWithAuthorization, 1, common.Address{}, common.Address{}, common.Address{}, big.NewInt(1), 0, 1, [32]byte{})
+	fields := []TypedField{{Name: "s", Type: "string"}, {Name: "b", Type: "bool"}, {Name: "a", Type: "address"},
+		{Name: "h", Type: "bytes32"}, {Name: "u8", Type: "uint8"}, {Name: "u64", Type: "uint64"}, {Name: "u256", Type: "uint256"}}
+	for i := range 20 {
+		td := TypedMessage{Types: map[string][]TypedField{"EIP712Domain": base.Types["EIP712Domain"], "T": fields}, PrimaryType: "T", Domain: base.Domain,
+			Message: map[string]any{"s": hexutil.Encode(randBytes(i)), "b": i%2 == 1, "a": common.BytesToAddress(randBytes(20)).Hex(),
+				"h": hexutil.Encode(randBytes(32)), "u8": randUint(8).String(), "u64": "0x" + randUint(64).Text(16), "u256": randUint(256).String()}}
+		want, _, err := apitypes.TypedDataAndHash(toApitypes(td))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := td.Hash(); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%v: hash %x (%v), go-ethereum %x", td.Message, got, err, want)
 		}
 	}
 }

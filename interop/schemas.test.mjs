@@ -138,6 +138,7 @@ test("every tool a key reaches answers within its outputSchema, empty and set", 
   const called = await call(caller, "invoke_partner_message", { message: "@schemas-one what is the answer", args: { query: "the answer" } });
   assert.equal(called.success, true, JSON.stringify(called));
   await call(caller, "account_get");
+  await call(caller, "usage_list"); // the call just made is on the record (it may still be committing: any page is an answer)
   for (let i = 0; ; i++) { // the call's record commits after the caller has its answer
     const r = await pub.client.callTool({ name: "partner_receipt", arguments: { requestId: called.requestId } });
     if (!r.isError) { answered.set("partner_receipt", 1); break; }
@@ -175,8 +176,10 @@ test("every tool a key reaches answers within its outputSchema, empty and set", 
   // get_balances and get_price need chains and price providers, which this offline server
   // cannot reach: the Go tier's TestEveryToolAnswersWithinItsOutputSchema checks their
   // answers against fixtures.
-  // credit_topup settles on a chain: TestX402StockTopup pays it through this SDK against anvil.
-  assert.deepEqual(unanswered.sort(), ["credit_topup", "get_balances", "get_price"], `tools listed to the key with no successful call here: ${unanswered}`);
+  // credit_topup settles on a chain: TestX402StockTopup pays it through this SDK against anvil;
+  // x402_fetch pays a seller on a chain: the Go tier's TestX402FetchPaysASeller, against anvil;
+  // wallet_send signs on a chain: the Go tier's TestWalletSendMovesUSDCOnce (anvil) and TestWalletSendSOLOverMCP (litesvm).
+  assert.deepEqual(unanswered.sort(), ["credit_topup", "get_balances", "get_price", "wallet_send", "x402_fetch"], `tools listed to the key with no successful call here: ${unanswered}`);
   await pub.client.close();
   await caller.client.close();
 });

@@ -2,20 +2,19 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
-// An approval's status, carried as an elicitation like a write's confirmation (confirm.go):
-// a call the owner's spend policy sent to a human (APPROVAL_REQUIRED, APPROVAL_PENDING) is
-// shown to the host's user, who is told the owner decides in the portal and may check again.
-// Checking is the same call again with confirmRequestId; the decision itself is never the
-// host's (only a portal session decides). Unasked, or stopped, the call answers as it did.
+// An approval's status (a continuation of kind approve), carried as an elicitation like a
+// write's confirmation (confirm.go): a call the owner's spend policy sent to a human
+// (APPROVAL_REQUIRED, APPROVAL_PENDING) is shown to the host's user, who is told the owner
+// decides in the portal and may check again. Checking is the same call again with a Decision
+// that never declines; the decision itself is never the host's (only a portal session
+// decides). Unasked, or stopped, the call answers as it did.
 
 // approvalInput is the key of the approval's input request.
 const approvalInput = "approval"
@@ -23,41 +22,13 @@ const approvalInput = "approval"
 // maxApprovalChecks bounds how often one call asks its session's user to check again.
 const maxApprovalChecks = 20
 
-// approvalAsk is what the door reads from an APPROVAL_REQUIRED or APPROVAL_PENDING answer.
-type approvalAsk struct {
-	RequestID string            `json:"requestId"`
-	Handle    string            `json:"handle"`
-	Rule      string            `json:"rule"`
-	Charge    map[string]string `json:"charge"`
-	ExpiresAt time.Time         `json:"expiresAt"`
-}
-
-func readApproval(e *tools.Error) (approvalAsk, bool) {
-	if e == nil || (e.Code != tools.CodeApprovalRequired && e.Code != tools.CodeApprovalPending) {
-		return approvalAsk{}, false
-	}
-	raw, err := json.Marshal(e.Details)
-	var a approvalAsk
-	if err != nil || json.Unmarshal(raw, &a) != nil || a.RequestID == "" || a.ExpiresAt.IsZero() {
-		return approvalAsk{}, false
-	}
-	return a, true
-}
-
-func approvalForm(a approvalAsk, pending bool) *mcp.ElicitParams {
+func approvalForm(c *tools.Continuation, pending bool) *mcp.ElicitParams {
 	var b strings.Builder
 	if pending {
 		b.WriteString("Still waiting: the account's owner has not decided yet.\n\n")
 	}
-	what := "this call"
-	if a.Handle != "" { // APPROVAL_PENDING's details carry the handle and charge once dispatch sends them
-		what += " of " + a.Handle
-	}
-	fmt.Fprintf(&b, "The account's spend policy sends %s to its owner for approval (%s). Nothing was sent or charged.\n", what, a.Rule)
-	if m := a.Charge["maxChargeUsd"]; m != "" {
-		fmt.Fprintf(&b, "It may cost up to %s USD.\n", m)
-	}
-	fmt.Fprintf(&b, "\nThe owner approves or declines it in the Switchboard portal, under Approvals, before %s. Check again once they have.", a.ExpiresAt.UTC().Format("15:04 UTC"))
+	b.WriteString(strings.Join(c.Summary, "\n"))
+	fmt.Fprintf(&b, "\n\nThe owner approves or declines it in the Switchboard portal, under Approvals, before %s. Check again once they have.", c.ExpiresAt.UTC().Format("15:04 UTC"))
 	return &mcp.ElicitParams{
 		Mode:    "form",
 		Message: b.String(),
@@ -75,27 +46,12 @@ func approvalForm(a approvalAsk, pending bool) *mcp.ElicitParams {
 	}
 }
 
-// approvalElicitation is the input_required result (2026-07-28) that carries the form.
-func approvalElicitation(a approvalAsk, pending bool) *mcp.CallToolResult {
+// approvalQuestion is the input_required result (2026-07-28) that carries the form.
+func approvalQuestion(c *tools.Continuation, pending bool) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
-		InputRequests: mcp.InputRequestMap{approvalInput: approvalForm(a, pending)},
-		RequestState:  encodeState(a.RequestID),
+		InputRequests: mcp.InputRequestMap{approvalInput: approvalForm(c, pending)},
+		RequestState:  encodeState(c.RequestID),
 	}
-}
-
-// checkAgain reads a retry that answers the approval's form: again is whether the user asked
-// to check (the call then runs again with confirmRequestId, never a new request, and asks
-// again while it is pending); any other answer stops waiting without calling (stoppedWaiting).
-func checkAgain(params *mcp.CallToolParamsRaw) (requestID string, again, ok bool) {
-	if params.RequestState == "" {
-		return "", false, false
-	}
-	r, _ := params.InputResponses[approvalInput].(*mcp.ElicitResult)
-	if r == nil {
-		return "", false, false
-	}
-	requestID, ok = decodeState(params.RequestState)
-	return requestID, r.Action == "accept" && r.Content["next"] == "check", ok
 }
 
 // stoppedWaiting is the answer to a user who stopped waiting for an approval (2026-07-28): the
@@ -110,8 +66,8 @@ func stoppedWaiting(requestID string) *tools.Error {
 // waitApproval asks the session's user, while the call waits for approval, whether to check
 // again, and calls again each time they do: it returns the last answer (the dispatched call
 // once the owner approved; APPROVAL_PENDING when the user stopped or no answer came).
-func waitApproval(ctx, asking context.Context, req *mcp.CallToolRequest, a approvalAsk, again func(requestID string) (any, *tools.Error)) (any, *tools.Error, bool) {
-	ctx, cancel := context.WithDeadline(ctx, a.ExpiresAt)
+func waitApproval(ctx, asking context.Context, req *mcp.CallToolRequest, c *tools.Continuation, again func() (any, *tools.Error)) (any, *tools.Error, bool) {
+	ctx, cancel := context.WithDeadline(ctx, c.ExpiresAt)
 	defer cancel()
 	if asking != nil {
 		defer context.AfterFunc(asking, cancel)()
@@ -119,11 +75,11 @@ func waitApproval(ctx, asking context.Context, req *mcp.CallToolRequest, a appro
 	var out any
 	var e *tools.Error
 	for i := range maxApprovalChecks {
-		r, err := req.Session.Elicit(ctx, approvalForm(a, i > 0))
+		r, err := req.Session.Elicit(ctx, approvalForm(c, i > 0))
 		if err != nil || r == nil || r.Action != "accept" || r.Content["next"] != "check" {
 			return out, e, i > 0
 		}
-		out, e = again(a.RequestID)
+		out, e = again()
 		if e == nil || e.Code != tools.CodeApprovalPending {
 			return out, e, true
 		}

@@ -28,7 +28,7 @@ type approvalWorld struct {
 	sent  atomic.Int64
 }
 
-func newApprovalWorld(t *testing.T, pendingDetails func(map[string]any)) *approvalWorld {
+func newApprovalWorld(t *testing.T, pending func(details map[string]any) (summary []string)) *approvalWorld {
 	t.Helper()
 	st := storetest.Open(t, "sqlite")
 	ctx, now := context.Background(), time.Now
@@ -39,22 +39,26 @@ func newApprovalWorld(t *testing.T, pendingDetails func(map[string]any)) *approv
 	}
 	w := &approvalWorld{}
 	expires := now().Add(time.Hour)
-	write := tools.New(tools.Def{Name: "approved_write", Title: "Write", Description: "a write its owner approves first", Access: tools.Public,
+	write := tools.New(tools.Def{Name: "approved_write", Title: "Write", Description: "a write its owner approves first", Access: tools.Public, TakesDecision: true,
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), OpenWorld: tools.Bool(true)}},
-		func(_ context.Context, _ *tools.Caller, in confirmIn) (confirmOut, error) {
+		func(_ context.Context, c *tools.Caller, in confirmIn) (confirmOut, error) {
 			w.calls.Add(1)
+			in = decided(c, in)
 			if in.ConfirmRequestID == "" {
 				return confirmOut{}, tools.Errorf(tools.CodeApprovalRequired, "approve first").WithDetails(map[string]any{
 					"requestId": "req-a", "handle": "@costly", "rule": "approval.aboveUsd", "expiresAt": expires,
 					"charge": map[string]any{"totalUsd": "0.03", "maxChargeUsd": "0.05"},
-				})
+				}).WithContinue(&tools.Continuation{Kind: tools.ContinueApprove, RequestID: "req-a", ExpiresAt: expires,
+					Summary: []string{"The account's spend policy sends this call of @costly to its owner for approval (approval.aboveUsd). Nothing was sent or charged.", "It may cost up to 0.05 USD."}})
 			}
 			if !w.owner.Load() {
 				d := map[string]any{"requestId": "req-a", "rule": "approval.aboveUsd", "expiresAt": expires}
-				if pendingDetails != nil {
-					pendingDetails(d)
+				summary := []string{"The account's spend policy sends this call to its owner for approval (approval.aboveUsd)."}
+				if pending != nil {
+					summary = pending(d)
 				}
-				return confirmOut{}, tools.Errorf(tools.CodeApprovalPending, "still pending").WithDetails(d)
+				return confirmOut{}, tools.Errorf(tools.CodeApprovalPending, "still pending").WithDetails(d).
+					WithContinue(&tools.Continuation{Kind: tools.ContinueApprove, RequestID: "req-a", ExpiresAt: expires, Summary: summary})
 			}
 			w.sent.Add(1)
 			return confirmOut{Sent: true, Request: in.ConfirmRequestID}, nil
@@ -100,8 +104,9 @@ func TestStoppingAnApprovalNeverSendsIt(t *testing.T) {
 	}
 	for name, stop := range stops {
 		t.Run(name, func(t *testing.T) {
-			w := newApprovalWorld(t, func(d map[string]any) {
+			w := newApprovalWorld(t, func(d map[string]any) []string {
 				d["handle"], d["charge"] = "@costly", map[string]any{"maxChargeUsd": "0.05"}
+				return []string{"The account's spend policy sends this call of @costly to its owner for approval (approval.aboveUsd).", "It may cost up to 0.05 USD."}
 			})
 			var shown []string
 			cs := hostAnswering(t, w.url, func(p *mcp.ElicitParams) *mcp.ElicitResult {
@@ -139,9 +144,8 @@ func TestStoppingAnApprovalNeverSendsIt(t *testing.T) {
 	if e != nil || out["sent"] != true || w.sent.Load() != 1 {
 		t.Fatalf("checked after approval: %v %v, sent %d", out, e, w.sent.Load())
 	}
-	// APPROVAL_PENDING without a handle (details as dispatch sent them before it added one)
-	// reads "this call", not a blank.
-	if len(shown) != 2 || !strings.Contains(shown[1], "sends this call to its owner") {
+	// The pending answer's own summary is shown, with the door's how-to-answer after it.
+	if len(shown) != 2 || !strings.Contains(shown[1], "sends this call to its owner") || !strings.Contains(shown[1], "under Approvals") {
 		t.Fatalf("the forms shown: %q", shown)
 	}
 }

@@ -50,6 +50,9 @@ func New(k *tools.Kernel, opts Options) *mcp.Server {
 		instr, key = stdioInstructions, opts.APIKey
 	}
 	so := &mcp.ServerOptions{Logger: opts.Log, Instructions: instr, SetCacheable: cacheable}
+	if !opts.Stdio { // tasks/get travels over HTTP only (tasks.go)
+		so.Capabilities = serverCapabilities()
+	}
 	if opts.Replica != "" {
 		so.GetSessionID = SessionID(ReplicaName(opts.Replica))
 	}
@@ -57,6 +60,7 @@ func New(k *tools.Kernel, opts Options) *mcp.Server {
 	for _, t := range k.Tools() {
 		srv.AddTool(describe(t), handler(k, t.Name, key, opts.Stdio, opts.Asking, opts.Wraps))
 	}
+	srv.AddReceivingMiddleware(taskMiddleware)
 	srv.AddReceivingMiddleware(listFilter(k, key, opts.Toolsets))
 	srv.AddReceivingMiddleware(opts.Middleware...)
 	return srv
@@ -109,102 +113,86 @@ func describe(t *tools.Tool) *mcp.Tool {
 	}
 }
 
+// toolDoor is one tool's handler: what each of its calls needs of the server's options.
+type toolDoor struct {
+	k      *tools.Kernel
+	name   string
+	key    string // the stdio host's configured key; "" over HTTP
+	stdio  bool
+	asking context.Context
+	wraps  []tools.Wrap
+}
+
 func handler(k *tools.Kernel, name, defaultKey string, stdio bool, asking context.Context, wraps []tools.Wrap) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		call := tools.Request{Tool: name, Args: req.Params.Arguments, APIKey: defaultKey}
-		x, e := wrapIn(k, wraps, req, &call)
-		if e != nil {
-			return errorResult(e), nil
-		}
-		if stdio {
-			call.KeyHelp = stdioKeyHelp
-		}
-		if req.Extra != nil && req.Extra.Header != nil {
-			h := req.Extra.Header
-			key, e := tools.KeyFromHeader(h)
-			if e != nil {
-				return errorResult(e), nil
-			}
-			if key != "" {
-				call.APIKey = key
-			}
-			call.ClientAddr = h.Get(tools.HeaderClientAddr)
-			call.RequestID = h.Get(tools.HeaderRequestID)
-		}
-		if call.ClientAddr == "" {
-			call.ClientAddr = "stdio"
-		}
-		checked := false
-		if rid, again, ok := checkAgain(req.Params); ok {
-			if !again {
-				// The user stopped waiting: calling again would dispatch (and charge) a call
-				// the owner approved meanwhile, against the user's answer.
-				return errorResult(stoppedWaiting(rid)), nil
-			}
-			args, err := withDecision(call.Args, rid, true) // asking again: never a decline
-			if err != nil {
-				return nil, err
-			}
-			call.Args, checked = args, again
-		} else if rid, approved, ok := answered(req.Params); ok {
-			args, err := withDecision(call.Args, rid, approved)
-			if err != nil {
-				return nil, err
-			}
-			call.Args = args
-		}
-		out, e := k.Call(ctx, call)
-		if e != nil && e.Code == tools.CodeConfirmationRequired && canElicit(req) {
-			if q, ok := readQuote(e); ok {
-				if multiRoundTrip(req) {
-					return elicitation(q), nil
-				}
-				// A session (stdio, or HTTP on an earlier revision): ask now, and call again
-				// with the answer. Unasked, the CONFIRMATION_REQUIRED answer below stands.
-				if approved, asked := ask(ctx, asking, req, q); asked {
-					args, err := withDecision(call.Args, q.RequestID, approved)
-					if err != nil {
-						return nil, err
-					}
-					call.Args = args
-					out, e = k.Call(ctx, call)
-				}
-			}
-		}
-		if a, ok := readApproval(e); ok && canElicit(req) {
-			switch {
-			case multiRoundTrip(req):
-				// The first answer asks; a check that is still pending asks again.
-				if e.Code == tools.CodeApprovalRequired || checked {
-					return approvalElicitation(a, checked), nil
-				}
-			default:
-				if o, ae, asked := waitApproval(ctx, asking, req, a, func(rid string) (any, *tools.Error) {
-					args, err := withDecision(call.Args, rid, true) // asking again: never a decline
-					if err != nil {
-						return nil, tools.Errorf(tools.CodeInternal, "%v", err)
-					}
-					again := call
-					again.Args = args
-					return k.Call(ctx, again)
-				}); asked {
-					out, e = o, ae
-				}
-			}
-		}
-		if e = tools.WrapOut(wraps, x, out, e); e != nil {
-			return replied(errorResult(e), x), nil
-		}
-		raw, err := json.Marshal(out)
-		if err != nil {
-			return nil, err
-		}
-		res := &mcp.CallToolResult{
-			StructuredContent: json.RawMessage(raw),
-			Content:           []mcp.Content{&mcp.TextContent{Text: string(raw)}},
-		}
-		return replied(res, x), nil
+	d := &toolDoor{k: k, name: name, key: defaultKey, stdio: stdio, asking: asking, wraps: wraps}
+	return d.handle
+}
+
+func (d *toolDoor) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	call, x, e := d.request(req)
+	if e != nil {
+		return errorResult(e), nil
 	}
+	out, e, question := d.converse(ctx, req, call)
+	if question != nil {
+		return question, nil
+	}
+	if t := tools.StartedTask(out); e == nil && t != nil && startedTask(ctx, t) {
+		return &mcp.CallToolResult{}, nil // taskMiddleware answers the task in its place
+	}
+	if e = tools.WrapOut(d.wraps, x, out, e); e != nil {
+		return replied(errorResult(e), x), nil
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.CallToolResult{
+		StructuredContent: json.RawMessage(raw),
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(raw)}},
+	}
+	return replied(res, x), nil
+}
+
+// request is the kernel request of an MCP call: its arguments as the wraps leave them, and
+// who is calling from where.
+func (d *toolDoor) request(req *mcp.CallToolRequest) (tools.Request, *tools.Exchange, *tools.Error) {
+	call := tools.Request{Tool: d.name, Args: req.Params.Arguments, APIKey: d.key}
+	x, e := wrapIn(d.k, d.wraps, req, &call)
+	if e != nil {
+		return call, x, e
+	}
+	if d.stdio {
+		call.KeyHelp = stdioKeyHelp
+	} else {
+		call.AcceptsTask = declaresTasks(req.ClientCapabilities())
+	}
+	if e := fromHeaders(req, &call); e != nil {
+		return call, x, e
+	}
+	if call.ClientAddr == "" {
+		call.ClientAddr = "stdio"
+	}
+	return call, x, nil
+}
+
+// fromHeaders reads what an HTTP request's headers say of its caller: the key (which wins
+// over none), the client's address and the request id. Over stdio there are none.
+func fromHeaders(req *mcp.CallToolRequest, call *tools.Request) *tools.Error {
+	if req.Extra == nil || req.Extra.Header == nil {
+		return nil
+	}
+	h := req.Extra.Header
+	key, e := tools.KeyFromHeader(h)
+	if e != nil {
+		return e
+	}
+	if key != "" {
+		call.APIKey = key
+	}
+	call.ClientAddr = h.Get(tools.HeaderClientAddr)
+	call.RequestID = h.Get(tools.HeaderRequestID)
+	return nil
 }
 
 // errorResult is a tool error: isError with the error model object as its text.

@@ -45,6 +45,14 @@ type confirmOut struct {
 	Request  string `json:"request"`
 }
 
+// decided is in with the door's decision on it, as invoke reads one.
+func decided(c *tools.Caller, in confirmIn) confirmIn {
+	if d := c.Decision; d != nil {
+		in.ConfirmRequestID, in.Decline = d.RequestID, d.Decline
+	}
+	return in
+}
+
 // newKernel is a real kernel on a real store with three tools: a public echo, a reader that
 // needs scope read, and a write that asks for confirmation first (as invoke does), and one
 // account with a read key.
@@ -81,15 +89,17 @@ func newKernelWith(t *testing.T) (*tools.Kernel, world) {
 		func(_ context.Context, c *tools.Caller, _ struct{}) (whoOut, error) {
 			return whoOut{Account: c.AccountID(), Client: c.ClientAddr}, nil
 		})
-	write := tools.New(tools.Def{Name: "confirm_write", Title: "Write", Description: "a write confirmed first", Access: tools.Public,
+	write := tools.New(tools.Def{Name: "confirm_write", Title: "Write", Description: "a write confirmed first", Access: tools.Public, TakesDecision: true,
 		Annotations: tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), OpenWorld: tools.Bool(true)}},
-		func(_ context.Context, _ *tools.Caller, in confirmIn) (confirmOut, error) {
+		func(_ context.Context, c *tools.Caller, in confirmIn) (confirmOut, error) {
+			in = decided(c, in)
 			if in.ConfirmRequestID == "" {
 				return confirmOut{}, tools.Errorf(tools.CodeConfirmationRequired, "confirm first").WithDetails(map[string]any{
 					"requestId": "req-1", "handle": "@swapper", "category": "SWAP", "args": map[string]any{"amount": "1"},
 					"partnerFeeUsd": "0.01", "platformFeeUsd": "0.001", "infrastructureUsd": "0.001", "gasEstimateUsd": "0",
 					"totalUsd": "0.012", "maxChargeUsd": "0.02", "expiresAt": now().Add(time.Minute),
-				})
+				}).WithContinue(&tools.Continuation{Kind: tools.ContinueConfirm, RequestID: "req-1", ExpiresAt: now().Add(time.Minute),
+					Summary: []string{`@swapper wants to run a SWAP call with these arguments:`, `{"amount":"1"}`, "", "Total: 0.012 USD. At most 0.02 USD (maxChargeUsd) is reserved when you approve."}})
 			}
 			if !in.Decline {
 				sent.Add(1)
@@ -267,8 +277,8 @@ func TestKeyPerDoor(t *testing.T) {
 }
 
 // A client that takes elicitation is shown the quote as a form, and its answer becomes the
-// same call again with confirmRequestId (and decline unless it approved); a client without
-// it gets CONFIRMATION_REQUIRED to confirm itself.
+// same call again with a decision on the quote (declined unless it approved); a client
+// without it gets CONFIRMATION_REQUIRED to confirm itself.
 func TestConfirmationByElicitation(t *testing.T) {
 	k := newKernel(t)
 	srv := mcpserver.New(k, mcpserver.Options{Name: "switchboard", Version: "test", Stdio: true})

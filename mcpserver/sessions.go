@@ -54,6 +54,12 @@ type HTTPOptions struct {
 	// request on one (the kernel's authenticator).
 	Auth     tools.Authenticator
 	Sessions SessionLimits
+	// Kernel answers the tasks/* methods (tasks.go) through its unlisted task tools; nil:
+	// they go to the go-sdk, which knows none.
+	Kernel *tools.Kernel
+	// Draining closes when the replica drains: task notification streams end then (the host
+	// listens again, on another replica); nil never.
+	Draining <-chan struct{}
 }
 
 // sessionHeader is the MCP session header; protocolHeader names the revision of a request.
@@ -97,9 +103,11 @@ type Door struct {
 	stateless http.Handler
 	stateful  http.Handler
 	auth      tools.Authenticator
+	kernel    *tools.Kernel
 	limits    SessionLimits
 	log       *slog.Logger
 	now       func() time.Time
+	draining  <-chan struct{}
 
 	mu     sync.Mutex
 	live   map[string]*liveSession // by session id
@@ -115,6 +123,7 @@ type liveSession struct {
 	cred      string // the hash of the credential last seen on it
 	lastUsed  time.Time
 	inFlight  int
+	tasks     bool // its initialize declared the Tasks extension
 }
 
 // HTTPHandler serves srv over Streamable HTTP with JSON responses, taking the host's
@@ -132,7 +141,7 @@ func HTTPHandler(srv *mcp.Server, o HTTPOptions) *Door {
 		// Server-sent events on a session: the elicitation travels on the call's own stream.
 		stateful: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 			&mcp.StreamableHTTPOptions{Logger: log}),
-		auth: o.Auth, limits: o.Sessions, log: log, now: time.Now,
+		auth: o.Auth, kernel: o.Kernel, limits: o.Sessions, log: log, now: time.Now, draining: o.Draining,
 		live: map[string]*liveSession{}, perKey: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -148,6 +157,9 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Door) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && d.kernel != nil && d.serveTasks(w, r) {
+		return
+	}
 	if v := r.Header.Get(protocolHeader); v >= statelessRevision {
 		d.stateless.ServeHTTP(w, r)
 		return
@@ -186,6 +198,7 @@ func (d *Door) wantsSession(r *http.Request) (s *liveSession, ok bool) {
 					Form *struct{} `json:"form"`
 					URL  *struct{} `json:"url"`
 				} `json:"elicitation"`
+				Extensions map[string]json.RawMessage `json:"extensions"`
 			} `json:"capabilities"`
 		} `json:"params"`
 	}
@@ -203,7 +216,17 @@ func (d *Door) wantsSession(r *http.Request) (s *liveSession, ok bool) {
 	if err != nil || p == nil {
 		return nil, false
 	}
-	return &liveSession{principal: p.ID(), cred: tools.HashKey(key)}, true
+	_, tasks := msg.Params.Capabilities.Extensions[TasksExtension]
+	return &liveSession{principal: p.ID(), cred: tools.HashKey(key), tasks: tasks}, true
+}
+
+// sessionTasks reports whether session sid lives on this replica and whether its host
+// declared the Tasks extension when it opened it.
+func (d *Door) sessionTasks(sid string) (live, tasks bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.live[sid]
+	return s != nil, s != nil && s.tasks
 }
 
 // maxInitialize bounds the initialize read to decide on a session; a longer one is served
@@ -238,11 +261,12 @@ func (d *Door) open(w http.ResponseWriter, r *http.Request, s *liveSession) {
 		defer d.mu.Unlock()
 		s.lastUsed, s.inFlight = d.now(), 1
 		d.live[sid] = s
+		d.opened-- // counted once: as live from here, not also as opening
 	}}
 	d.stateful.ServeHTTP(rw, r)
 	d.mu.Lock()
-	d.opened--
 	if rw.sid == "" {
+		d.opened--
 		d.release(s.principal)
 		d.mu.Unlock()
 		return

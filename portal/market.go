@@ -36,6 +36,7 @@ func (p *portal) marketRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /developer/usage/intents/{id}", p.authed(p.intentUsage))
 	mux.Handle("GET /developer/calls", p.authed(p.calls))
 	mux.Handle("GET /developer/calls/{id}", p.authed(p.call1))
+	mux.Handle("POST /developer/tasks/{id}/cancel", p.authed(p.cancelTask))
 }
 
 // viewFor is a page for whoever is there: signed in or not.
@@ -356,8 +357,11 @@ type callsData struct {
 	Keys     []any // the caller's keys (api_key_list), for the key filter
 	Intents  []any // the partner's intents (partner_list_intents), for the intent filter
 	Outcomes []string
+	Kinds    []string
 	Handle   string // the filtered intent's handle, when known
 	Limit    string // the page size asked for, "" for the default
+	Running  []any  // the caller's working tasks (task_list), on the first page of its own calls
+	Flash    string
 }
 
 func sideOf(r *http.Request) usage.Side {
@@ -369,8 +373,8 @@ func sideOf(r *http.Request) usage.Side {
 
 func (p *portal) calls(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
 	q := r.URL.Query()
-	d := callsData{Side: sideOf(r), Outcomes: usage.Outcomes,
-		Filter: usage.Filter{KeyID: q.Get("key"), IntentID: q.Get("intent"), Outcome: q.Get("outcome"), Cursor: q.Get("cursor")}}
+	d := callsData{Side: sideOf(r), Outcomes: usage.Outcomes, Kinds: usage.Kinds,
+		Filter: usage.Filter{KeyID: q.Get("key"), IntentID: q.Get("intent"), Outcome: q.Get("outcome"), Kind: q.Get("kind"), Cursor: q.Get("cursor")}}
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil { // usage bounds it
 		d.Filter.Limit, d.Limit = n, q.Get("limit")
 	}
@@ -395,9 +399,20 @@ func (p *portal) calls(w http.ResponseWriter, r *http.Request, pr *tools.Princip
 			return
 		}
 		d.Keys, _ = list["keys"].([]any)
+		if d.Filter.Cursor == "" {
+			running, e := p.call(r, pr, "task_list", nil)
+			if e != nil {
+				p.fail(w, r, e)
+				return
+			}
+			d.Running, _ = running["tasks"].([]any)
+		}
+		if q.Get("cancelled") != "" {
+			d.Flash = "Cancel asked: the partner call stops and its hold is refunded; the call below ends cancelled."
+		}
 	}
 	f := d.Filter
-	page, e := callAs[usage.Page](p, r, pr, "usage_calls", usage.CallsInput{Side: d.Side, KeyID: f.KeyID, IntentID: f.IntentID, Outcome: f.Outcome, Cursor: f.Cursor, Limit: f.Limit})
+	page, e := callAs[usage.Page](p, r, pr, "usage_calls", usage.CallsInput{Side: d.Side, KeyID: f.KeyID, IntentID: f.IntentID, Outcome: f.Outcome, Kind: f.Kind, Cursor: f.Cursor, Limit: f.Limit})
 	if e != nil {
 		p.fail(w, r, e)
 		return
@@ -426,4 +441,13 @@ func (p *portal) call1(w http.ResponseWriter, r *http.Request, pr *tools.Princip
 		return
 	}
 	p.render(w, http.StatusOK, "call", p.page(pr, fmt.Sprintf("Call %s", c.RequestID), callData{Side: side, Call: c}))
+}
+
+// cancelTask cancels one of the caller's running tasks (task_cancel, as DELETE /v1/tasks/{id}).
+func (p *portal) cancelTask(w http.ResponseWriter, r *http.Request, pr *tools.Principal) {
+	if _, e := p.call(r, pr, "task_cancel", map[string]any{"taskId": r.PathValue("id")}); e != nil {
+		p.fail(w, r, e)
+		return
+	}
+	http.Redirect(w, r, "/developer/calls?cancelled=1", http.StatusSeeOther)
 }

@@ -174,8 +174,8 @@ func (p *portal) setPolicy(w http.ResponseWriter, r *http.Request, pr *tools.Pri
 	}
 	pol := billing.Policy{
 		PerCallMaxUsd: present.Str(form["perCallMaxUsd"]),
-		Deny:          billing.Lists{Handles: present.ListOf(present.Str(form["deny_handles"])), Publishers: present.ListOf(present.Str(form["deny_publishers"])), Categories: r.PostForm["deny_categories"]},
-		Allow:         billing.Lists{Handles: present.ListOf(present.Str(form["allow_handles"])), Publishers: present.ListOf(present.Str(form["allow_publishers"])), Categories: r.PostForm["allow_categories"]},
+		Deny:          present.ListsOf(form, "deny", r.PostForm["deny_categories"]),
+		Allow:         present.ListsOf(form, "allow", r.PostForm["allow_categories"]),
 		DenyByDefault: form["denyByDefault"] == "on",
 		Approval: billing.ApprovalRule{AboveUsd: present.Str(form["approval_aboveUsd"]), Categories: r.PostForm["approval_categories"],
 			FirstCallToPartner: form["approval_firstCallToPartner"] == "on"},

@@ -58,7 +58,7 @@ func TestSessionOnlyToolsAreThePortals(t *testing.T) {
 	pr := sessionOf(t, env, h)
 	root := env.Onboard(t, email)["apiKey"].(string)
 
-	want := []string{"approval_decide", "session_list", "session_revoke", "signing_set", "usage_spend", "usage_intent", "usage_calls", "usage_call",
+	want := []string{"task_list", "approval_decide", "session_list", "session_revoke", "signing_set", "usage_spend", "usage_intent", "usage_calls", "usage_call",
 		"integration_list", "integration_create", "connection_list", "connection_revoke", "wallet_export"}
 	var got []string
 	for _, tool := range env.App.Kernel.SessionTools() {
@@ -81,7 +81,7 @@ func TestSessionOnlyToolsAreThePortals(t *testing.T) {
 	if len(listed) < 20 {
 		t.Fatalf("tools/list showed only %d tools: %v", len(listed), listed)
 	}
-	runs := map[string]any{"session_list": nil, "usage_spend": nil, "usage_calls": map[string]any{"side": "caller"},
+	runs := map[string]any{"task_list": nil, "session_list": nil, "usage_spend": nil, "usage_calls": map[string]any{"side": "caller"},
 		"integration_list": nil, "connection_list": nil, "signing_set": map[string]any{"on": false}}
 	for _, name := range want {
 		if slices.Contains(listed, name) {

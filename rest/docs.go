@@ -128,6 +128,11 @@ func OpenAPI(k *tools.Kernel, o Docs) ([]byte, error) {
 		}
 		responses := errorResponses(t, rt, idem)
 		responses[status] = map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": out}}}
+		if task := k.Tool("task_get"); t.AnswersTasks && task != nil {
+			if err := taskAnswer(op, responses, task); err != nil {
+				return nil, err
+			}
+		}
 		op["responses"] = responses
 		if !t.Access.NeedsKey() {
 			op["security"] = []any{}
@@ -324,4 +329,23 @@ func withoutFields(schema map[string]any, drop map[string]bool) map[string]any {
 		out["required"] = req
 	}
 	return out
+}
+
+// taskAnswer documents a call answered with a task: the Prefer header that asks for one, and
+// the 202 with the task (task_get's answer) and its Location.
+func taskAnswer(op, responses map[string]any, task *tools.Tool) error {
+	var schema any
+	if err := json.Unmarshal(task.OutputSchema, &schema); err != nil {
+		return err
+	}
+	withArrayItems(schema)
+	params, _ := op["parameters"].([]any)
+	op["parameters"] = append(params, map[string]any{"name": "Prefer", "in": "header", "required": false,
+		"description": "respond-async: a call that may run long (an intent whose timeoutMs is above the deployment's task threshold) is answered 202 with a task at once; " +
+			"poll its Location (GET " + TaskPath + "{task_id}) until its status leaves working, or DELETE it to cancel. Other calls answer as usual",
+		"schema": map[string]any{"type": "string"}})
+	responses["202"] = map[string]any{"description": "accepted: the call runs as a task (Prefer: respond-async); its hold is taken, and it is charged only if it succeeds",
+		"headers": map[string]any{"Location": map[string]any{"description": "where the task is polled and cancelled", "schema": map[string]any{"type": "string"}}},
+		"content": map[string]any{"application/json": map[string]any{"schema": schema}}}
+	return nil
 }

@@ -86,6 +86,7 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool, wraps []tools.Wrap) h
 		call := tools.Request{
 			Tool: rt.Tool, Args: args, APIKey: key,
 			ClientAddr: r.Header.Get(tools.HeaderClientAddr), RequestID: r.Header.Get(tools.HeaderRequestID),
+			AcceptsTask: t.AnswersTasks && respondAsync(r.Header),
 		}
 		x := &tools.Exchange{Door: tools.DoorREST, Tool: t, Header: r.Header, Reply: tools.Reply{Header: w.Header()}}
 		if e == nil {
@@ -96,6 +97,12 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool, wraps []tools.Wrap) h
 			return
 		}
 		out, e := k.Call(r.Context(), call)
+		if task := tools.StartedTask(out); e == nil && task != nil {
+			w.Header().Set("Location", TaskPath+task.TaskID)
+			w.Header().Set("Preference-Applied", "respond-async")
+			writeJSON(w, http.StatusAccepted, task)
+			return
+		}
 		if e = tools.WrapOut(wraps, x, out, e); e != nil {
 			WriteError(w, e)
 			return
@@ -106,6 +113,21 @@ func toolHandler(k *tools.Kernel, rt Route, t *tools.Tool, wraps []tools.Wrap) h
 		}
 		writeJSON(w, status, out)
 	})
+}
+
+// TaskPath is where a task is polled (GET) and cancelled (DELETE), its id appended.
+const TaskPath = "/v1/tasks/"
+
+// respondAsync reports a Prefer header asking for respond-async (RFC 7240), among others.
+func respondAsync(h http.Header) bool {
+	for _, v := range h.Values("Prefer") {
+		for _, p := range strings.Split(v, ",") {
+			if name, _, _ := strings.Cut(strings.TrimSpace(p), ";"); strings.EqualFold(strings.TrimSpace(name), "respond-async") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // IdempotencyHeader is the request header that carries an idempotency key on POST routes.

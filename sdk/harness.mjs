@@ -44,18 +44,19 @@ async function waitFor(url, ok, child, log) {
   }
 }
 
-export async function startServer() {
+// env adds to (or overrides) the server's environment, e.g. SWITCHBOARD_TASK_AFTER.
+export async function startServer(env = {}) {
   if (!bin) throw new Error("set SWITCHBOARD_BIN to a built switchboard binary (sdk/run does)");
   const dataDir = mkdtempSync(join(tmpdir(), "switchboard-sdk-"));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env = {
+  const environ = {
     ...process.env, ...offline,
     SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_DATABASE_URL: "", SWITCHBOARD_SMTP_URL: "", SWITCHBOARD_API_KEY: "",
     SWITCHBOARD_ENV: "test", SWITCHBOARD_ALLOW_LOCAL_ENDPOINTS: "true",
-    SWITCHBOARD_ADDR: `127.0.0.1:${port}`, SWITCHBOARD_BASE_URL: url,
+    SWITCHBOARD_ADDR: `127.0.0.1:${port}`, SWITCHBOARD_BASE_URL: url, ...env,
   };
-  const child = spawn(bin, ["serve"], { env, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(bin, ["serve"], { env: environ, stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   child.stderr.setEncoding("utf8");
   child.stderr.on("data", (d) => (log += d));

@@ -26,6 +26,9 @@ type Receipt struct {
 	FinishedAt   string         `json:"finishedAt"` // RFC 3339, UTC
 	ResultSHA256 string         `json:"resultSha256"`
 	KeyID        string         `json:"keyId"`
+	// TaskID names the task the call ran as (a long-running call answered later); absent
+	// for a call answered in its own request.
+	TaskID string `json:"taskId,omitempty"`
 }
 
 // ReceiptCharges are a call's charges in micro-USD.

@@ -178,6 +178,12 @@ func (q *Q) WriteOutcome(ctx context.Context, inv *Invocation) error {
 	return q.write(ctx, q.tx.NewUpdate().Model(inv).Column(outcomeColumns...).WherePK())
 }
 
+// WriteMovement writes the outcome of a finished on-chain movement (its Outcome whole, and its
+// network and transaction hash).
+func (q *Q) WriteMovement(ctx context.Context, inv *Invocation) error {
+	return q.write(ctx, q.tx.NewUpdate().Model(inv).Column(append([]string{"network", "tx_hash"}, outcomeColumns...)...).WherePK())
+}
+
 // outcomeColumns are Outcome's columns.
 var outcomeColumns = []string{"state", "attempts", "http_status", "latency_ms", "outcome_code", "outcome_message", "output_schema_valid",
 	"partner_fee_micro", "platform_fee_micro", "gas_micro", "refunded_micro", "answer", "payout_book", "finished_at"}
@@ -276,6 +282,17 @@ func (s *Store) StuckInvocations(ctx context.Context, now time.Time, limit int) 
 	err := s.db.NewSelect().Model(&invs).
 		Where("state = ?", InvDispatching).
 		Where("EXISTS (SELECT 1 FROM reservations r WHERE r.request_id = invocation.request_id AND (r.expires_at < ? OR r.state <> ?))", now, ReservationOpen).
+		OrderExpr("dispatched_at ASC").Limit(int64(limit)).Scan(ctx)
+	return invs, normalize(err)
+}
+
+// DispatchingMovements lists on-chain movements of kind (KindSend, ...) still dispatching that
+// were dispatched before before, oldest first: those whose process may have died before it
+// concluded them.
+func (s *Store) DispatchingMovements(ctx context.Context, kind string, before time.Time, limit int) ([]*Invocation, error) {
+	var invs []*Invocation
+	err := s.db.NewSelect().Model(&invs).
+		Where("state = ?", InvDispatching).Where("kind = ?", kind).Where("dispatched_at < ?", before).
 		OrderExpr("dispatched_at ASC").Limit(int64(limit)).Scan(ctx)
 	return invs, normalize(err)
 }

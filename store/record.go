@@ -19,12 +19,12 @@ import (
 // engine renders only its merged forms.
 
 // A Recorder takes, in the order a Q is given them, the writes of a job that only writes:
-// new rows (a call's record and its webhook events among them), ledger rows, balance and key
-// spend deltas, and draws from leases (a zero draw: the check that a lease is still open).
+// new rows (a call's record and its webhook events among them), balance and key spend
+// deltas, and draws from leases (a zero draw: the check that a lease is still open). The
+// ledger's rows go to it through store/ledger's Recorder, which a commit engine implements too.
 type Recorder interface {
 	Invocation(inv Invocation)
 	WebhookEvent(ev WebhookEvent)
-	LedgerRows(rows ...LedgerEntry)
 	AdjustCredit(accountID string, d CreditDelta, at time.Time)
 	AdjustKeySpend(keyID string, spent, held int64)
 	DrawReservation(requestID string, worst int64) // the recorder checks it when it writes it

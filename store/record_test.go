@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
@@ -21,7 +22,7 @@ type recorder struct {
 
 func (r *recorder) Invocation(store.Invocation)         {}
 func (r *recorder) WebhookEvent(ev store.WebhookEvent)  { r.events = append(r.events, ev.ID) }
-func (r *recorder) LedgerRows(...store.LedgerEntry)     {}
+func (r *recorder) LedgerRows(...ledger.Entry)          {}
 func (r *recorder) AdjustKeySpend(string, int64, int64) {}
 func (r *recorder) AdjustCredit(id string, d store.CreditDelta, _ time.Time) {
 	r.credit[id] = d

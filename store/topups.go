@@ -24,6 +24,7 @@ type CreditTopup struct {
 
 	RequestID    string    `bun:"request_id,pk"`
 	AccountID    string    `bun:"account_id,notnull"`
+	KeyID        string    `bun:"key_id,notnull"` // the key that asked, then the one that paid ("" for a portal session)
 	ChainID      int64     `bun:"chain_id,notnull"`
 	Token        string    `bun:"token,notnull"`
 	PayTo        string    `bun:"pay_to,notnull"`
@@ -71,7 +72,7 @@ func (q *Q) MoveTopup(ctx context.Context, t *CreditTopup, from ...string) (move
 	if err := q.flush(ctx); err != nil {
 		return false, err
 	}
-	res, err := q.tx.NewUpdate().Model(t).Column("state", "payer_address", "nonce", "pay_tx", "auth_before", "reason", "updated_at").
+	res, err := q.tx.NewUpdate().Model(t).Column("state", "key_id", "payer_address", "nonce", "pay_tx", "auth_before", "reason", "updated_at").
 		WherePK().Where("state IN (?)", bun.List(from)).Exec(ctx)
 	if err != nil {
 		return false, normalize(err)

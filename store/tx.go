@@ -18,7 +18,8 @@ import (
 // How a transaction runs, in one place: Tx (one transaction, run again when it loses a
 // conflict), InTx and its Q (the handle every query of a transaction takes), and the
 // statements Q queues for one round trip or runs now. The queries themselves live with their
-// tables (invocations.go, ledger.go, ...); record.go is the batch writer's side of Q.
+// tables (invocations.go, balances.go, ..., and the domain packages: store/ledger); record.go
+// is the batch writer's side of Q.
 
 // txAttempts bounds how often a transaction that lost a serialization conflict or a deadlock
 // is run again before the caller is told to retry.
@@ -159,6 +160,21 @@ func (q *Q) now(ctx context.Context) (bun.Tx, error) {
 // Tx is q's transaction itself, for statements of the store's domain packages (store/grants)
 // whose results are read at once, after what q queued has been sent.
 func (q *Q) Tx(ctx context.Context) (bun.Tx, error) { return q.now(ctx) }
+
+// Insert writes model's rows (a pointer to a model or to a slice of them) in one statement
+// whose result nobody reads: queued for the next round trip like every such write (write).
+// For the store's domain packages' tables (store/ledger).
+func (q *Q) Insert(ctx context.Context, model any) error {
+	if q.rec != nil {
+		return notRecorded("an insert")
+	}
+	return q.write(ctx, q.tx.NewInsert().Model(model).Returning("NULL"))
+}
+
+// Recorder is the Recorder a Q from Recording hands its writes to; nil in a transaction. A
+// domain package whose rows a commit engine merges asks it for its own recorder interface
+// (ledger.Recorder).
+func (q *Q) Recorder() Recorder { return q.rec }
 
 // ForUpdate locks the rows sq reads until q's transaction ends (PostgreSQL; SQLite's write
 // transaction is exclusive already).

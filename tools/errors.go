@@ -67,12 +67,14 @@ func (c Code) HTTPStatus() int {
 const UnavailableRetryAfter = 2 * time.Second
 
 // Error is the one error model: a code, a message that says what to do next, optional
-// details, and for RATE_LIMITED how long to wait.
+// details, for RATE_LIMITED how long to wait, and for an answer that asks someone first how
+// the call goes on (Continue: doors read it, never the details; it is not on the wire).
 type Error struct {
 	Code       Code           `json:"code"`
 	Message    string         `json:"message"`
 	Details    map[string]any `json:"details,omitempty"`
 	RetryAfter time.Duration  `json:"-"`
+	Continue   *Continuation  `json:"-"`
 	cause      error
 }
 

@@ -390,7 +390,7 @@ func CheckingAnswers(list []*Tool, report func(tool string, err error)) []*Tool 
 		run := t.run
 		w.run = func(ctx context.Context, c *Caller, args []byte) (any, error) {
 			answer, err := run(ctx, c, args)
-			if err == nil {
+			if err == nil && StartedTask(answer) == nil { // a task's answer comes later, checked by its door
 				if verr := t.ValidateOutput(answer); verr != nil {
 					report(t.Name, verr)
 				}

@@ -96,6 +96,17 @@ type Def struct {
 	// answer says what to pay and the retry carries the payment, which a transport may carry
 	// beside the arguments (x402's headers and _meta, read by a Wrap the doors are given).
 	TakesPayment bool
+	// TakesDecision: the tool may answer with a continuation (Error.Continue), and the
+	// caller's answer to it comes back as Caller.Decision, which the kernel gives no other
+	// tool.
+	TakesDecision bool
+	// AnswersTasks: a call may be answered with a task (tools.Task, StartedTask) when its
+	// caller takes one (Caller.AcceptsTask): REST documents its 202.
+	AnswersTasks bool
+	// Unlisted: a tool the doors call for a method of their own (MCP's tasks/get, REST's
+	// /v1/tasks/{id}) and publish as no tool: with the caller's key as any other, but never
+	// listed on MCP nor routed on REST by the tool table (Kernel.UnlistedTools lists it).
+	Unlisted bool
 }
 
 // The input property an idempotent call's key travels in, and the longest key in characters.
@@ -114,6 +125,12 @@ type Caller struct {
 	// an idempotent call's (tools/idempotency) is chosen before it runs, so a retry after a
 	// crash finds its record.
 	CallID string
+	// Decision is the caller's answer to this tool's continuation, set by a door (an
+	// elicitation's answer) for a tool that TakesDecision; nil when none was given.
+	Decision *Decision
+	// AcceptsTask: the caller takes a task for an answer (Request.AcceptsTask); a tool that
+	// runs long may then answer one (StartedTask) and conclude later.
+	AcceptsTask bool
 }
 
 // NewCallID returns the requestId a new recorded call takes: CallID when it is set, or a

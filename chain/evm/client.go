@@ -28,6 +28,9 @@ type Client struct {
 	verified atomic.Bool // the endpoint answered eth_chainId with chainID
 }
 
+// ChainID is the chain the client was made for.
+func (c *Client) ChainID() int64 { return c.chainID }
+
 // NewClient returns a client for the chain chainID served at url.
 func NewClient(chainID int64, url string, hc *http.Client, now func() time.Time) *Client {
 	return &Client{chainID: chainID, rpc: jsonrpc.New(url, hc, MaxBody, now)}

@@ -106,6 +106,9 @@ func (c *Client) Holdings(ctx context.Context, owners []string) ([]*Holdings, er
 	return out, nil
 }
 
+// ProgramName names a token program for a message (SPL Token or Token-2022).
+func ProgramName(p string) string { return programName(p) }
+
 func programName(p string) string {
 	if p == Token2022Program {
 		return "Token-2022"

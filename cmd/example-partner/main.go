@@ -1,9 +1,12 @@
 // Command example-partner runs the example Switchboard partner of package
 // signing/partnerexample: a REST endpoint at /rest (sample schema (a), {query}) and an
-// MCP_HTTP endpoint at /mcp (sample schema (b), {ticker, days}, tool named by -handle).
+// MCP_HTTP endpoint at /mcp (sample schema (b), {ticker, days}, tool named by -handle); with
+// -send-token, also the write intent at /send ({to, amount}: it proposes an ERC-20 transfer of
+// that token as result.transactions, for Switchboard to simulate, show, sign and broadcast).
 //
 //	example-partner -service-url https://switchboard.example -addr :8443 -tls-cert cert.pem -tls-key key.pem
 //	example-partner -public-key-file service-public-key.pem -addr 127.0.0.1:9090
+//	example-partner -public-key-file k.pem -send-chain base -send-token 0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913
 //
 // Every call must carry a valid service signature; the public key comes from
 // <service-url>/.well-known/service-public-key (cached one hour) or from a PEM file. Every
@@ -19,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"os"
 	"os/signal"
@@ -37,6 +41,7 @@ type config struct {
 	tlsKey        string
 	handle        string
 	costMicro     int64
+	send          *partnerexample.Token // the write intent's token; nil: not served
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -50,8 +55,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&c.handle, "handle", partnerexample.DefaultHandle, "the @handle, used as the MCP tool name")
 	feeRate := fs.String("fee-rate", "0.05", "USD per call reported as providerCostMicro on every success: the feeRate you publish (you are paid what you report, up to it; 0 for a free intent)")
+	tok := partnerexample.Token{}
+	fs.StringVar(&tok.Address, "send-token", "", "serve the write intent at /send proposing transfers of this ERC-20 (0x address)")
+	fs.StringVar(&tok.Chain, "send-chain", "base", "the write intent's chain (a Switchboard balances chain name)")
+	fs.StringVar(&tok.Symbol, "send-symbol", "USDC", "the write intent's token symbol (for its summary)")
+	fs.IntVar(&tok.Decimals, "send-decimals", 6, "the write intent's token decimals")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if tok.Address != "" {
+		if _, err := partnerexample.TransferCalldata(tok.Address, big.NewInt(1)); err != nil {
+			return c, fmt.Errorf("-send-token: %w", err)
+		}
+		if tok.Decimals < 0 || tok.Decimals > 36 {
+			return c, errors.New("-send-decimals: between 0 and 36")
+		}
+		c.send = &tok
 	}
 	var err error
 	if c.costMicro, err = signing.FeeRateMicro(*feeRate); err != nil {
@@ -94,7 +113,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv := &http.Server{
 		Addr:              c.addr,
-		Handler:           partnerexample.New(v, partnerexample.Config{Handle: c.handle, CostMicro: c.costMicro, Log: logger}),
+		Handler:           partnerexample.New(v, partnerexample.Config{Handle: c.handle, CostMicro: c.costMicro, Log: logger, Send: c.send}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

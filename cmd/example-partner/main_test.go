@@ -34,6 +34,9 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-service-url", "https://x", "-public-key-file", "k.pem"}, false},
 		{[]string{"-service-url", "https://x", "-tls-cert", "c"}, false},
 		{[]string{"-nope"}, false},
+		{[]string{"-service-url", "https://x", "-send-token", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}, true},
+		{[]string{"-service-url", "https://x", "-send-token", "0x8335"}, false},
+		{[]string{"-service-url", "https://x", "-send-token", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "-send-decimals", "99"}, false},
 	} {
 		_, err := parseFlags(tt.args, &bytes.Buffer{})
 		if (err == nil) != tt.ok {

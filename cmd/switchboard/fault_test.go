@@ -115,7 +115,7 @@ func startPartner(t *testing.T, h http.Handler, dir string) (*partnertest.Partne
 func partnerFees(t *testing.T, db *store.Store, requestID string) int {
 	t.Helper()
 	ctx := context.Background()
-	entries, err := db.LedgerEntries(ctx, requestID)
+	entries, err := ledger.Entries(ctx, db, requestID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func partnerFees(t *testing.T, db *store.Store, requestID string) int {
 	if err != nil || inv.LedgerTxn == nil {
 		return fees
 	}
-	batch, err := db.BatchEntries(ctx, *inv.LedgerTxn)
+	batch, err := ledger.BatchEntries(ctx, db, *inv.LedgerTxn)
 	if err != nil {
 		t.Fatal(err)
 	}

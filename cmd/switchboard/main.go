@@ -227,6 +227,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 // drain is serve's SIGTERM path: readiness turns false at once; the listener stays open for
 // the drain delay (answers say Connection: close) so a proxy's health check takes this
 // replica out before it stops accepting; then calls in flight finish, up to their timeouts;
+// then the tasks the replica runs, within the same timeout (the rest left to the sweeper);
 // then the budget leases are returned and the batch writer commits what it holds. It returns
 // nil, and serve exits 0, only when every answered call is recorded.
 func drain(a *app.App, srv, metricsSrv *http.Server, delay, timeout time.Duration, log *slog.Logger) error {
@@ -241,6 +242,14 @@ func drain(a *app.App, srv, metricsSrv *http.Server, delay, timeout time.Duratio
 	var err error
 	if serr := srv.Shutdown(shutdown); serr != nil {
 		err = fmt.Errorf("calls still in flight after SWITCHBOARD_SHUTDOWN_TIMEOUT=%s: %w", timeout, serr)
+	}
+	// Then the tasks this replica runs (long calls answered with a task), within what is left
+	// of the timeout. One still running then is left to the sweeper (any replica): its hold
+	// and record are durable, and it is concluded, refunded, once its call's deadline passes.
+	if left := a.WaitTasks(shutdown); left > 0 {
+		log.Warn("draining: tasks still running at SWITCHBOARD_SHUTDOWN_TIMEOUT are left to the sweeper (refunded once their deadline passes)", "tasks", left)
+	} else {
+		log.Info("draining: this replica's tasks concluded")
 	}
 	flush, cancelFlush := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelFlush()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
@@ -203,8 +204,8 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	var view struct {
 		Invocation  store.Invocation
 		Events      []store.InvocationEvent
-		Ledger      []store.LedgerEntry
-		LedgerBatch []store.LedgerEntry `json:"ledgerBatch"`
+		Ledger      []ledger.Entry
+		LedgerBatch []ledger.Entry `json:"ledgerBatch"`
 	}
 	if err := json.Unmarshal(raw, &view); err != nil {
 		t.Fatalf("admin invocation: %v\n%s", err, raw)

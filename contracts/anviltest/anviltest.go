@@ -6,6 +6,7 @@ package anviltest
 import (
 	"context"
 	"crypto/ecdsa"
+	_ "embed"
 	"fmt"
 	"math/big"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ const ChainID = 31337
 // Chain is a running anvil with the contracts deployed.
 type Chain struct {
 	URL      string
+	ChainID  int64
 	Relayer  *ecdsa.PrivateKey // deploys and relays; holds gas
 	Treasury common.Address
 	Token    common.Address // TestUSDC
@@ -49,8 +52,14 @@ func Binary() (string, error) {
 	return p, nil
 }
 
-// Start runs anvil on a free port and deploys the contracts.
+// Start runs anvil on a free port, chain id ChainID, and deploys the contracts.
 func Start(t testing.TB) *Chain {
+	t.Helper()
+	return StartOn(t, ChainID)
+}
+
+// StartOn is Start on chain id (a balances chain's, e.g. 8453 to serve as base).
+func StartOn(t testing.TB, chainID int64) *Chain {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -62,12 +71,12 @@ func Start(t testing.TB) *Chain {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--chain-id", fmt.Sprint(ChainID), "--silent", "--accounts", "1")
+	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--chain-id", fmt.Sprint(chainID), "--silent", "--accounts", "1")
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start anvil: %v", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	c := &Chain{URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	c := &Chain{URL: fmt.Sprintf("http://127.0.0.1:%d", port), ChainID: chainID}
 	ctx := context.Background()
 	for i := 0; ; i++ {
 		if c.rpc, err = rpc.DialContext(ctx, c.URL); err == nil {
@@ -84,7 +93,7 @@ func Start(t testing.TB) *Chain {
 	t.Cleanup(c.rpc.Close)
 	c.Relayer = c.NewFundedKey(t)
 	c.Treasury = crypto.PubkeyToAddress(c.NewKey(t).PublicKey)
-	if c.Client, err = contracts.Dial(ctx, c.URL, ChainID, c.Relayer, 1); err != nil {
+	if c.Client, err = contracts.Dial(ctx, c.URL, chainID, c.Relayer, 1); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Client.Close)
@@ -122,6 +131,54 @@ func (c *Chain) Mint(t testing.TB, holder common.Address, atomic int64) {
 	if _, err := c.Client.Transact(context.Background(), c.Token, contracts.TestUSDC, "mint", holder, big.NewInt(atomic)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// multicall3 is Multicall3's creation code (mds1/multicall, MIT; as viem ships it).
+//
+//go:embed multicall3.hex
+var multicall3 string
+
+// PlaceMulticall puts Multicall3 at its canonical address, as every public chain has it
+// (balance and token metadata reads batch through it); anvil has none.
+func (c *Chain) PlaceMulticall(t testing.TB) {
+	t.Helper()
+	var code string
+	c.RPC(t, &code, "eth_call", map[string]string{"data": "0x" + strings.TrimSpace(multicall3)}, "latest")
+	c.RPC(t, nil, "anvil_setCode", common.HexToAddress("0xcA11bde05977b3631167028862bE2a173976CA11"), code)
+}
+
+// PlaceToken puts the test stablecoin's code at addr (a registry token's address, e.g. USDC
+// on base, so that a send of "USDC" resolves to it): plain transfers and mint work there, its
+// balances start empty.
+func (c *Chain) PlaceToken(t testing.TB, addr common.Address) {
+	t.Helper()
+	var code string
+	c.RPC(t, &code, "eth_getCode", c.Token, "latest")
+	c.RPC(t, nil, "anvil_setCode", addr, code)
+}
+
+// MintAt gives holder atomic units of the test stablecoin placed at token (PlaceToken).
+func (c *Chain) MintAt(t testing.TB, token, holder common.Address, atomic int64) {
+	t.Helper()
+	if _, err := c.Client.Transact(context.Background(), token, contracts.TestUSDC, "mint", holder, big.NewInt(atomic)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BalanceAt is holder's balance of the test stablecoin placed at token.
+func (c *Chain) BalanceAt(t testing.TB, token, holder common.Address) int64 {
+	t.Helper()
+	b, err := c.Client.BalanceOf(context.Background(), token, holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Int64()
+}
+
+// SetBalance gives addr wei of the native coin.
+func (c *Chain) SetBalance(t testing.TB, addr common.Address, wei *big.Int) {
+	t.Helper()
+	c.RPC(t, nil, "anvil_setBalance", addr, "0x"+wei.Text(16))
 }
 
 // Balance is holder's stablecoin balance in atomic units.

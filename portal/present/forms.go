@@ -82,8 +82,24 @@ func chargeItems(charge map[string]string) []chargeItem {
 }
 
 // PolicyFields are the form's fields, each where an error about it is shown.
-var PolicyFields = []string{"cap_hour", "cap_day", "cap_30d", "perCallMaxUsd", "deny_handles", "deny_publishers", "deny_categories",
-	"denyByDefault", "allow_handles", "allow_publishers", "allow_categories", "approval_aboveUsd", "approval_categories", "approval_firstCallToPartner"}
+var PolicyFields = []string{"cap_hour", "cap_day", "cap_30d", "perCallMaxUsd",
+	"deny_handles", "deny_publishers", "deny_categories", "deny_recipients", "deny_hosts", "deny_contracts", "denyByDefault",
+	"allow_handles", "allow_publishers", "allow_categories", "allow_recipients", "allow_hosts", "allow_contracts",
+	"approval_aboveUsd", "approval_categories", "approval_firstCallToPartner"}
+
+// ListsOf reads one side's lists (deny or allow) back from the form: every list the policy
+// has, so that saving the form never drops one set over the API.
+func ListsOf(form map[string]any, side string, categories []string) billing.Lists {
+	list := func(name string) []string { return ListOf(Str(form[side+"_"+name])) }
+	return billing.Lists{Handles: list("handles"), Publishers: list("publishers"), Categories: categories,
+		Recipients: list("recipients"), Hosts: list("hosts"), Contracts: list("contracts")}
+}
+
+// listsForm is ListsOf's inverse, into form.
+func listsForm(form map[string]any, side string, l billing.Lists) {
+	form[side+"_handles"], form[side+"_publishers"], form[side+"_categories"] = strings.Join(l.Handles, ", "), strings.Join(l.Publishers, ", "), l.Categories
+	form[side+"_recipients"], form[side+"_hosts"], form[side+"_contracts"] = strings.Join(l.Recipients, ", "), strings.Join(l.Hosts, ", "), strings.Join(l.Contracts, ", ")
+}
 
 // PolicyForm is a policy as the form shows it.
 func PolicyForm(pol *billing.Policy) map[string]any {
@@ -95,8 +111,8 @@ func PolicyForm(pol *billing.Policy) map[string]any {
 		f["cap_"+c.Window] = c.USD
 	}
 	f["perCallMaxUsd"] = pol.PerCallMaxUsd
-	f["deny_handles"], f["deny_publishers"], f["deny_categories"] = strings.Join(pol.Deny.Handles, ", "), strings.Join(pol.Deny.Publishers, ", "), pol.Deny.Categories
-	f["allow_handles"], f["allow_publishers"], f["allow_categories"] = strings.Join(pol.Allow.Handles, ", "), strings.Join(pol.Allow.Publishers, ", "), pol.Allow.Categories
+	listsForm(f, "deny", pol.Deny)
+	listsForm(f, "allow", pol.Allow)
 	if pol.DenyByDefault {
 		f["denyByDefault"] = "on"
 	}
@@ -118,7 +134,7 @@ var (
 	// amountRe and listRe are the policy paths a message starts with, which the field the
 	// message is shown at already says.
 	amountRe = regexp.MustCompile(`^(caps\[\d+\]\.usd|perCallMaxUsd|approval\.aboveUsd) `)
-	listRe   = regexp.MustCompile(`^(allow|deny)\.(handles|publishers|categories): `)
+	listRe   = regexp.MustCompile(`^(allow|deny)\.(handles|publishers|categories|recipients|hosts|contracts): `)
 )
 
 // fieldMessage is a policy_set message as the field it is shown at reads it.

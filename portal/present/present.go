@@ -36,6 +36,9 @@ func Funcs() template.FuncMap {
 	for k, v := range marketFuncs {
 		funcs[k] = v
 	}
+	for k, v := range movementFuncs {
+		funcs[k] = v
+	}
 	return funcs
 }
 

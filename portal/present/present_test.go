@@ -68,7 +68,7 @@ func TestValuesAsThePagesShowThem(t *testing.T) {
 
 func TestTheTemplatesFunctions(t *testing.T) {
 	funcs := present.Funcs()
-	want := []string{"asks", "catsOf", "chargeItems", "checked", "field", "intp", "join", "label", "ms", "passed", "pct", "plural", "pretty", "query", "str", "usd", "when"}
+	want := []string{"asks", "catsOf", "chargeItems", "checked", "deref", "explorer", "field", "intp", "join", "kind", "label", "ms", "passed", "pct", "plural", "pretty", "query", "str", "usd", "usdOf", "when"}
 	if got := slices.Sorted(maps.Keys(funcs)); !slices.Equal(got, want) {
 		t.Fatalf("template functions %v, want %v", got, want)
 	}

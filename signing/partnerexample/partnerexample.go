@@ -4,6 +4,9 @@
 //   - REST, sample (a): args {query: string, required}. NewRESTHandler.
 //   - MCP_HTTP, sample (b): args {ticker: string, required; days: integer 1..365,
 //     optional}, one tool named exactly as the handle (with the leading @). NewMCPHandler.
+//   - REST, a write intent (SEND, MUTATES_USER_FUNDS): args {to, amount}, answered with
+//     result.transactions proposing an ERC-20 transfer for the user's wallet to sign.
+//     NewSendHandler (propose.go).
 //
 // Both verify every call (signature, 5-minute window, Idempotency-Key) and dedupe on
 // requestId for 60 seconds. Every success reports Config.CostMicro as providerCostMicro:
@@ -50,6 +53,9 @@ type Config struct {
 	// (signing.FeeRateMicro of the published feeRate) to be paid it.
 	CostMicro int64
 	Log       *slog.Logger // nil: nothing logged
+	// Send, when set, also serves the example write intent at SendPath: transfers of this
+	// token proposed as result.transactions.
+	Send *Token
 }
 
 // NewMux serves the REST endpoint at /rest and the MCP endpoint at /mcp, reporting no cost
@@ -66,6 +72,9 @@ func New(v *signing.Verifier, c Config) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle(RESTPath, logged(c.Log, newREST(v, c)))
 	mux.Handle(MCPPath, logged(c.Log, newMCP(v, c)))
+	if c.Send != nil {
+		mux.Handle(SendPath, logged(c.Log, newSend(v, c)))
+	}
 	return mux
 }
 

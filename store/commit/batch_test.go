@@ -27,7 +27,7 @@ func TestBatcherCommitsJobsTogetherAndFailuresAlone(t *testing.T) {
 		now := time.Now().UTC()
 		post := func(id string) func(context.Context, *store.Q) error {
 			return func(ctx context.Context, q *store.Q) error {
-				return q.Post(ctx, id, "", now, store.Posting{Book: "x", Micro: 1, Kind: "t"}, store.Posting{Book: "y", Micro: -1, Kind: "t"})
+				return ledger.Post(ctx, q, id, "", now, ledger.Posting{Book: "x", Micro: 1, Kind: "t"}, ledger.Posting{Book: "y", Micro: -1, Kind: "t"})
 			}
 		}
 		refuse := errors.New("the job's own refusal")
@@ -74,7 +74,7 @@ func TestBatcherCommitsJobsTogetherAndFailuresAlone(t *testing.T) {
 			t.Fatalf("outcomes: %v", outcome)
 		}
 		for id, want := range map[string]int{"a": 2, "b": 0, "c": 0, "d": 2} {
-			rows, err := s.LedgerEntries(ctx, id)
+			rows, err := ledger.Entries(ctx, s, id)
 			if err != nil || len(rows) != want {
 				t.Fatalf("%s: %d ledger rows (%v), want %d", id, len(rows), err, want)
 			}
@@ -158,8 +158,8 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 				if err := q.AdjustCredit(ctx, "m1", store.CreditDelta{Available: -1, Reserved: 1}, now); err != nil {
 					return err
 				}
-				if err := q.Post(ctx, id, "", now, store.Posting{Book: ledger.UserAvailable("m1"), Micro: -1, Kind: "reserve"},
-					store.Posting{Book: ledger.UserReserved("m1"), Micro: 1, Kind: "reserve"}); err != nil {
+				if err := ledger.Post(ctx, q, id, "", now, ledger.Posting{Book: ledger.UserAvailable("m1"), Micro: -1, Kind: "reserve"},
+					ledger.Posting{Book: ledger.UserReserved("m1"), Micro: 1, Kind: "reserve"}); err != nil {
 					return err
 				}
 				trail := store.Trail(store.Event{State: store.InvDispatching, Detail: "drawn", At: now})
@@ -200,7 +200,7 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 				if _, err := q.LockCredit(ctx, "m2", now); err != nil {
 					return err
 				}
-				return q.Post(ctx, "read", "", now, store.Posting{Book: "x", Micro: 1, Kind: "t"}, store.Posting{Book: "y", Micro: -1, Kind: "t"})
+				return ledger.Post(ctx, q, "read", "", now, ledger.Posting{Book: "x", Micro: 1, Kind: "t"}, ledger.Posting{Book: "y", Micro: -1, Kind: "t"})
 			},
 			"refused": func(ctx context.Context, q *store.Q) error { return refuse },
 			"c3":      call("lease:a", "c3", 30),
@@ -215,14 +215,14 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 			"d1": call("lease:b", "d1", 30),
 			"d2": call("lease:b", "d2", 30),
 			"e1": func(ctx context.Context, q *store.Q) error {
-				return q.Post(ctx, "e1", "", now, store.Posting{Book: "x", Micro: 2, Kind: "t"}, store.Posting{Book: "y", Micro: -2, Kind: "t"})
+				return ledger.Post(ctx, q, "e1", "", now, ledger.Posting{Book: "x", Micro: 2, Kind: "t"}, ledger.Posting{Book: "y", Micro: -2, Kind: "t"})
 			},
 		}, "d1", "d2", "e1")
 		if out["d1"] != nil || out["d2"] == nil || out["e1"] != nil {
 			t.Fatalf("outcomes with a missed draw: %v", out)
 		}
 		for id, want := range map[string]int{"c1": 2, "c2": 2, "c3": 2, "read": 2, "refused": 0, "d1": 2, "d2": 0, "e1": 2} {
-			rows, err := s.LedgerEntries(ctx, id)
+			rows, err := ledger.Entries(ctx, s, id)
 			if err != nil || len(rows) != want {
 				t.Fatalf("%s: %d ledger rows (%v), want %d", id, len(rows), err, want)
 			}
@@ -265,13 +265,13 @@ func TestBatcherFinishesASQLiteBatchBegun(t *testing.T) {
 	now := time.Now().UTC()
 	outcome := make(chan error, 1)
 	b.Add("acct-1", func(ctx context.Context, q *store.Q) error {
-		return q.Post(ctx, "begun", "", now, store.Posting{Book: "x", Micro: 1, Kind: "t"}, store.Posting{Book: "y", Micro: -1, Kind: "t"})
+		return ledger.Post(ctx, q, "begun", "", now, ledger.Posting{Book: "x", Micro: 1, Kind: "t"}, ledger.Posting{Book: "y", Micro: -1, Kind: "t"})
 	}, func(err error) { outcome <- err })
 	b.Run(ctx) // returns once ctx has ended and what was queued is committed
 	if err := <-outcome; err != nil {
 		t.Fatalf("the batch begun was not finished: %v", err)
 	}
-	rows, err := s.LedgerEntries(context.Background(), "begun")
+	rows, err := ledger.Entries(context.Background(), s, "begun")
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("%d ledger rows (%v), want 2", len(rows), err)
 	}

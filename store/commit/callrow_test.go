@@ -36,8 +36,8 @@ func TestABatchOfCallRows(t *testing.T) {
 				if err := q.AdjustCredit(ctx, a, store.CreditDelta{Available: 10_000}, now); err != nil {
 					return err
 				}
-				return q.Post(ctx, "", "grant", now, store.Posting{Book: "external:grants", Micro: -10_000, Kind: "grant"},
-					store.Posting{Book: ledger.UserAvailable(a), Micro: 10_000, Kind: "grant"})
+				return ledger.Post(ctx, q, "", "grant", now, ledger.Posting{Book: "external:grants", Micro: -10_000, Kind: "grant"},
+					ledger.Posting{Book: ledger.UserAvailable(a), Micro: 10_000, Kind: "grant"})
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestABatchOfCallRows(t *testing.T) {
 			if inv.Kind != store.KindCall {
 				t.Fatalf("call %s recorded by the batch writer is of kind %q, want %q", id, inv.Kind, store.KindCall)
 			}
-			if rows, _ := s.LedgerEntries(ctx, id); len(rows) != 0 {
+			if rows, _ := ledger.Entries(ctx, s, id); len(rows) != 0 {
 				t.Fatalf("call %s has %d ledger rows of its own, want none", id, len(rows))
 			}
 		}

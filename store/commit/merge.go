@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/pgdriver"
 )
@@ -27,7 +28,7 @@ import (
 type merged struct {
 	invocations []store.Invocation
 	events      []store.WebhookEvent // the calls' webhook events, in the outbox with their records
-	ledger      []store.LedgerEntry
+	ledger      []ledger.Entry
 	credit      map[string]creditChange
 	keys        map[string]keyChange
 	draws       map[string]int64 // reservation (lease) -> worst micro-USD drawn out of it
@@ -66,7 +67,7 @@ func (m *merged) Invocation(inv store.Invocation) { m.invocations = append(m.inv
 
 func (m *merged) WebhookEvent(ev store.WebhookEvent) { m.events = append(m.events, ev) }
 
-func (m *merged) LedgerRows(rows ...store.LedgerEntry) { m.ledger = append(m.ledger, rows...) }
+func (m *merged) LedgerRows(rows ...ledger.Entry) { m.ledger = append(m.ledger, rows...) }
 
 func (m *merged) DrawReservation(requestID string, worst int64) { m.draws[requestID] += worst }
 

@@ -1,6 +1,7 @@
-// Package ledger names the ledger's books and checks its invariants (ledger-check): every
-// transaction sums to zero, balances equal their books, batches equal their calls. The
-// store keeps the ledger's rows and the primitives that write them.
+// Package ledger is the ledger: its rows and the statements that post them (post.go), the
+// names of its books, and the check of its invariants (ledger-check): every transaction sums
+// to zero, balances equal their books, batches equal their calls. The balances themselves
+// (credit, key spends, reservations) are rows of package store, which a call locks.
 package ledger
 
 // The ledger: books of signed micro-USD (positive grows the book), written in transactions

@@ -9,16 +9,16 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Check verifies the ledger's invariants: every transaction sums to zero, and every
-// account's available and reserved balances equal the sums of its books. It returns the
-// first violation found.
+// Check verifies the ledger's invariants: every transaction sums to zero, every account's
+// available and reserved balances equal the sums of its books, and each credited top-up has
+// its record and its postings, which agree. It returns the first violation found.
 func Check(ctx context.Context, st *store.Store) error {
 	db := st.DB()
 	var bad []struct {
 		TxnID string `bun:"txn_id"`
 		Sum   int64  `bun:"s"`
 	}
-	if err := db.NewSelect().Model((*store.LedgerEntry)(nil)).ColumnExpr("txn_id, SUM(amount_micro) AS s").
+	if err := db.NewSelect().Model((*Entry)(nil)).ColumnExpr("txn_id, SUM(amount_micro) AS s").
 		Group("txn_id").Having("SUM(amount_micro) <> 0").Limit(5).Scan(ctx, &bad); err != nil {
 		return dberr.Normalize(err)
 	}
@@ -26,13 +26,16 @@ func Check(ctx context.Context, st *store.Store) error {
 		return fmt.Errorf("ledger transaction %s sums to %d, not 0", bad[0].TxnID, bad[0].Sum)
 	}
 	var total int64
-	if err := db.NewSelect().Model((*store.LedgerEntry)(nil)).ColumnExpr("COALESCE(SUM(amount_micro), 0)").Scan(ctx, &total); err != nil {
+	if err := db.NewSelect().Model((*Entry)(nil)).ColumnExpr("COALESCE(SUM(amount_micro), 0)").Scan(ctx, &total); err != nil {
 		return dberr.Normalize(err)
 	}
 	if total != 0 {
 		return fmt.Errorf("the ledger sums to %d, not 0", total)
 	}
 	if err := checkBatches(ctx, db); err != nil {
+		return err
+	}
+	if err := checkTopups(ctx, db); err != nil {
 		return err
 	}
 	var accounts []store.CreditAccount
@@ -42,7 +45,7 @@ func Check(ctx context.Context, st *store.Store) error {
 	for _, ca := range accounts {
 		for book, want := range map[string]int64{UserAvailable(ca.AccountID): ca.AvailableMicro, UserReserved(ca.AccountID): ca.ReservedMicro} {
 			var got int64
-			if err := db.NewSelect().Model((*store.LedgerEntry)(nil)).ColumnExpr("COALESCE(SUM(amount_micro), 0)").
+			if err := db.NewSelect().Model((*Entry)(nil)).ColumnExpr("COALESCE(SUM(amount_micro), 0)").
 				Where("book = ?", book).Scan(ctx, &got); err != nil {
 				return dberr.Normalize(err)
 			}

@@ -27,8 +27,8 @@ func TestCheckFindsABreak(t *testing.T) {
 			if err := q.AdjustCredit(ctx, "a", store.CreditDelta{Available: 700}, now); err != nil {
 				return err
 			}
-			return q.Post(ctx, "", "grant", now, store.Posting{Book: "external:grants", Micro: -700, Kind: "grant"},
-				store.Posting{Book: ledger.UserAvailable("a"), Micro: 700, Kind: "grant"})
+			return ledger.Post(ctx, q, "", "grant", now, ledger.Posting{Book: "external:grants", Micro: -700, Kind: "grant"},
+				ledger.Posting{Book: ledger.UserAvailable("a"), Micro: 700, Kind: "grant"})
 		}
 		if err := s.InTx(ctx, grant); err != nil {
 			t.Fatal(err)

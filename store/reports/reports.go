@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/dberr"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/uptrace/bun"
 )
 
@@ -130,6 +131,7 @@ type CallQuery struct {
 	KeyID     string // "" for any
 	IntentID  string // "" for any
 	State     string // "" for any
+	Kind      string // "" for any: store.KindCall, store.KindTopup, ...
 	// Before is the keyset cursor: only calls older than (BeforeAt, BeforeID).
 	BeforeAt *time.Time
 	BeforeID string
@@ -139,7 +141,7 @@ type CallQuery struct {
 // callColumns are what a call log row shows; args and answer are read by the detail view.
 var callColumns = []string{"request_id", "account_id", "key_id", "intent_id", "handle", "category", "state",
 	"http_status", "outcome_code", "latency_ms", "reserve_micro", "refunded_micro", "partner_fee_micro",
-	"platform_fee_micro", "gas_micro", "created_at", "finished_at"}
+	"platform_fee_micro", "gas_micro", "created_at", "finished_at", "kind", "network", "tx_hash", "value_micro"}
 
 func (s *queries) Calls(ctx context.Context, q CallQuery) ([]*store.Invocation, error) {
 	if (q.AccountID == "") == (q.PartnerID == "") {
@@ -164,6 +166,9 @@ func (s *queries) Calls(ctx context.Context, q CallQuery) ([]*store.Invocation, 
 	}
 	if q.State != "" {
 		sel = sel.Where("?TableAlias.state = ?", q.State)
+	}
+	if q.Kind != "" {
+		sel = sel.Where("?TableAlias.kind = ?", q.Kind)
 	}
 	if q.BeforeAt != nil {
 		sel = sel.Where("(?TableAlias.created_at < ? OR (?TableAlias.created_at = ? AND ?TableAlias.request_id < ?))",
@@ -247,7 +252,7 @@ func (s *queries) LedgerTotals(ctx context.Context, books ...string) (Totals, er
 		return t, nil
 	}
 	var sums []store.BookBalance
-	if err := s.db.NewSelect().Model((*store.LedgerEntry)(nil)).ColumnExpr("book, SUM(amount_micro) AS micro").
+	if err := s.db.NewSelect().Model((*ledger.Entry)(nil)).ColumnExpr("book, SUM(amount_micro) AS micro").
 		Where("book IN (?)", bun.List(books)).Group("book").Scan(ctx, &sums); err != nil {
 		return t, dberr.Normalize(err)
 	}

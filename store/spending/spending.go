@@ -91,15 +91,19 @@ type Queries interface {
 	// since), the spending a policy's caps bound: a finished call at what it was charged and
 	// a call in flight at the most it can cost, counted from when it went out (held its
 	// credit), and a flat fee paid on chain (or being paid) at its amount, from when its
-	// payment last moved. With keyID, only that key's calls and its descendants'.
+	// payment last moved, and an on-chain movement (SpentParts) at its value. With keyID, only that key's calls and its descendants'.
 	Spent(ctx context.Context, accountID, keyID string, since []time.Time) ([]int64, error)
+	// SpentParts is Spent by part: credit (calls' charges and flat fees) and on chain (the
+	// value of x402 payments, sends and proposed transactions from the embedded wallets);
+	// Spent is their sum.
+	SpentParts(ctx context.Context, accountID, keyID string, since []time.Time) (credit, onchain []int64, err error)
 	// View reads the view of a call by a key whose chain (its ancestors from the root, then
 	// itself) is chain, of intentID ("": CalledBefore is not read). since gives, for each
 	// policy read, the starts of the windows whose spending it needs (Spent's since; none:
 	// nothing is summed for it).
 	View(ctx context.Context, accountID string, chain []string, intentID string, since func(*Policy) []time.Time) (*View, error)
 	// Held is the most the calls in flight of an account (with keyID: of that key and its
-	// descendants) can still cost.
+	// descendants) can still cost, on-chain movements in flight at their value.
 	Held(ctx context.Context, accountID, keyID string) (int64, error)
 	// PartnerExists reports whether a publisher (a partner profile) exists.
 	PartnerExists(ctx context.Context, partnerID string) (bool, error)
@@ -132,6 +136,11 @@ func inKeys(keyIDs []string) any {
 func (s *queries) Spent(ctx context.Context, accountID, keyID string, since []time.Time) ([]int64, error) {
 	out, err := spent(ctx, s.db(), accountID, keyID, since)
 	return out, dberr.Normalize(err)
+}
+
+func (s *queries) SpentParts(ctx context.Context, accountID, keyID string, since []time.Time) (credit, onchain []int64, err error) {
+	credit, onchain, err = spentParts(ctx, s.db(), accountID, keyID, since)
+	return credit, onchain, dberr.Normalize(err)
 }
 
 func (s *queries) View(ctx context.Context, accountID string, chain []string, intentID string, since func(*Policy) []time.Time) (*View, error) {
@@ -175,8 +184,9 @@ func (s *queries) Approvals(ctx context.Context, accountID string, keyIDs []stri
 func (s *queries) Held(ctx context.Context, accountID, keyID string) (int64, error) {
 	var held int64
 	sel := s.db().NewSelect().TableExpr("invocations AS i").
-		ColumnExpr("COALESCE(SUM(i.reserve_micro + i.max_partner_fee_micro + i.max_platform_fee_micro + i.max_gas_micro), 0)").
-		Where("i.account_id = ? AND i.state = ?", accountID, store.InvDispatching)
+		ColumnExpr("COALESCE(SUM(i.reserve_micro + i.max_partner_fee_micro + i.max_platform_fee_micro + i.max_gas_micro"+
+			" + CASE WHEN i.kind IN (?) THEN i.value_micro ELSE 0 END), 0)", onchainKinds).
+		Where("i.account_id = ? AND i.state = ? AND i.kind <> ?", accountID, store.InvDispatching, store.KindTopup)
 	if keyID != "" {
 		sel = sel.WithRecursive("sub", s.db().NewRaw("SELECT CAST(? AS TEXT) AS id UNION ALL SELECT k.id FROM api_keys k JOIN sub ON k.parent_id = sub.id", keyID)).
 			Where("i.key_id IN (SELECT id FROM sub)")
@@ -186,9 +196,24 @@ func (s *queries) Held(ctx context.Context, accountID, keyID string) (int64, err
 }
 
 func spent(ctx context.Context, db bun.IDB, accountID, keyID string, since []time.Time) ([]int64, error) {
-	out := make([]int64, len(since))
+	credit, onchain, err := spentParts(ctx, db, accountID, keyID, since)
+	for i := range credit {
+		credit[i] += onchain[i]
+	}
+	return credit, err
+}
+
+// onchainKinds are the kinds of movement whose value leaves the embedded wallets on chain and
+// counts as spending (a top-up brings money in: it is not spending).
+var onchainKinds = bun.List([]string{store.KindX402, store.KindSend, store.KindProposed})
+
+// spentParts is spent by part: what credit calls cost (their fees, flat fees paid on chain)
+// and what on-chain movements from the embedded wallets moved (their value: sent or in flight,
+// and one whose outcome is unknown, which may have moved; a failed one moved nothing).
+func spentParts(ctx context.Context, db bun.IDB, accountID, keyID string, since []time.Time) (credit, onchain []int64, err error) {
+	credit, onchain = make([]int64, len(since)), make([]int64, len(since))
 	if len(since) == 0 {
-		return out, nil
+		return credit, onchain, nil
 	}
 	oldest := since[0]
 	for _, t := range since {
@@ -196,33 +221,36 @@ func spent(ctx context.Context, db bun.IDB, accountID, keyID string, since []tim
 			oldest = t
 		}
 	}
-	const credit = `CASE WHEN i.finished_at IS NOT NULL AND i.state <> 'declined'
+	const charged = `CASE WHEN i.finished_at IS NOT NULL AND i.state <> 'declined'
 			THEN i.reserve_micro - i.refunded_micro + i.partner_fee_micro + i.platform_fee_micro + i.gas_micro
 		WHEN i.state = 'dispatching'
 			THEN i.reserve_micro + i.max_partner_fee_micro + i.max_platform_fee_micro + i.max_gas_micro
 		ELSE 0 END`
+	const moved = `CASE WHEN i.kind IN (?) AND i.state IN ('dispatching', 'succeeded', 'outcome_unknown') THEN i.value_micro ELSE 0 END`
 	// A call that never went out (a quote, an approval declined) has no dispatched_at and
 	// costs nothing; an old call dispatched late counts from then, not from when it was asked.
 	sel := db.NewSelect().TableExpr("invocations AS i").
 		Join("LEFT JOIN flat_payments AS p ON p.request_id = i.request_id AND p.state IN ('submitted', 'held', 'settled')")
 	for _, t := range since {
-		sel = sel.ColumnExpr("COALESCE(SUM(CASE WHEN COALESCE(i.dispatched_at, i.created_at) >= ? THEN "+credit+" ELSE 0 END), 0)"+
+		sel = sel.ColumnExpr("COALESCE(SUM(CASE WHEN COALESCE(i.dispatched_at, i.created_at) >= ? THEN "+charged+" ELSE 0 END), 0)"+
 			" + COALESCE(SUM(CASE WHEN p.updated_at >= ? THEN p.amount_atomic ELSE 0 END), 0)", t, t)
+		sel = sel.ColumnExpr("COALESCE(SUM(CASE WHEN COALESCE(i.dispatched_at, i.created_at) >= ? THEN "+moved+" ELSE 0 END), 0)", t, onchainKinds)
 	}
 	from := oldest.Add(-Lag)
 	if from.Year() < 1 { // "since the beginning": no earlier time is a valid timestamp
 		from = time.Time{}
 	}
-	sel = sel.Where("i.account_id = ? AND i.created_at >= ?", accountID, from)
+	// Top-ups are money in, never spending (DESIGN "Money in and out").
+	sel = sel.Where("i.account_id = ? AND i.created_at >= ? AND i.kind <> ?", accountID, from, store.KindTopup)
 	if keyID != "" {
 		sel = sel.WithRecursive("sub", db.NewRaw("SELECT CAST(? AS TEXT) AS id UNION ALL SELECT k.id FROM api_keys k JOIN sub ON k.parent_id = sub.id", keyID)).
 			Where("i.key_id IN (SELECT id FROM sub)")
 	}
-	dest := make([]any, len(out))
-	for i := range out {
-		dest[i] = &out[i]
+	dest := make([]any, 0, 2*len(since))
+	for i := range since {
+		dest = append(dest, &credit[i], &onchain[i])
 	}
-	return out, sel.Scan(ctx, dest...)
+	return credit, onchain, sel.Scan(ctx, dest...)
 }
 
 func policyView(ctx context.Context, db bun.IDB, accountID string, chain []string, intentID string, since func(*Policy) []time.Time) (*View, error) {

@@ -31,6 +31,10 @@ import (
 type Spend struct {
 	Handle, IntentID, PublisherID, Category string
 	WorstMicro                              int64 // the most it can cost: its hold, or its flat fee
+	// An on-chain movement's facts (Movement): where its money goes; "" for a partner call.
+	Recipient, Host, Contract string
+	// Unpriced: an on-chain movement whose USD value is unknown (WorstMicro 0 says nothing).
+	Unpriced bool
 }
 
 // noPolicies remembers for a moment the accounts with no policy, so their calls cost no read:

@@ -34,7 +34,7 @@ const (
 // Ledger books of the platform. Amounts are signed micro-USD: positive grows the book.
 const (
 	BookGrants        = "external:grants"
-	BookTreasury      = "chain:treasury" // credit bought on chain (credit_topup) is paid into it
+	BookTreasury      = ledger.BookTreasury // credit bought on chain (credit_topup) is paid into it
 	BookPlatformFees  = ledger.BookPlatformFees
 	BookPlatformInfra = ledger.BookPlatformInfra
 	BookGas           = ledger.BookGas
@@ -382,7 +382,7 @@ func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservatio
 type move struct {
 	credit      store.CreditDelta
 	spent, held int64 // the key's spend row
-	txn         store.Txn
+	txn         ledger.Txn
 }
 
 // reserveMove opens r: its reserved part moves from available to reserved, the rest of its
@@ -391,7 +391,7 @@ func reserveMove(r *store.Reservation) move {
 	return move{
 		credit: store.CreditDelta{Available: -r.ReservedMicro, Reserved: r.ReservedMicro, Held: r.WorstMicro - r.ReservedMicro},
 		held:   r.WorstMicro,
-		txn: store.Txn{At: r.CreatedAt, Legs: []store.Posting{
+		txn: ledger.Txn{At: r.CreatedAt, Legs: []ledger.Posting{
 			{Book: ledger.UserAvailable(r.AccountID), Micro: -r.ReservedMicro, Kind: "reserve"},
 			{Book: ledger.UserReserved(r.AccountID), Micro: r.ReservedMicro, Kind: "reserve"}}},
 	}
@@ -411,7 +411,7 @@ func settleMove(r *store.Reservation, st Settlement) (move, error) {
 	return move{
 		credit: store.CreditDelta{Available: -charged, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)},
 		spent:  r.ReservedMicro + charged, held: -r.WorstMicro,
-		txn: store.Txn{Memo: "settlement", Legs: []store.Posting{
+		txn: ledger.Txn{Memo: "settlement", Legs: []ledger.Posting{
 			{Book: ledger.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "consume"},
 			{Book: BookPlatformInfra, Micro: r.ReservedMicro, Kind: "consume"},
 			{Book: avail, Micro: -st.PartnerFeeMicro, Kind: "partner_fee"},
@@ -428,7 +428,7 @@ func refundMove(r *store.Reservation, reason string) move {
 	return move{
 		credit: store.CreditDelta{Available: r.ReservedMicro, Reserved: -r.ReservedMicro, Held: -(r.WorstMicro - r.ReservedMicro)},
 		held:   -r.WorstMicro,
-		txn: store.Txn{Memo: reason, Legs: []store.Posting{
+		txn: ledger.Txn{Memo: reason, Legs: []ledger.Posting{
 			{Book: ledger.UserReserved(r.AccountID), Micro: -r.ReservedMicro, Kind: "refund"},
 			{Book: ledger.UserAvailable(r.AccountID), Micro: r.ReservedMicro, Kind: "refund"}}},
 	}
@@ -438,7 +438,7 @@ func refundMove(r *store.Reservation, reason string) move {
 // key's row (when it changes) and one insert of their ledger transactions.
 func apply(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time, moves ...move) error {
 	var sum move
-	txns := make([]store.Txn, len(moves))
+	txns := make([]ledger.Txn, len(moves))
 	for i, m := range moves {
 		sum.credit.Available, sum.credit.Reserved, sum.credit.Held = sum.credit.Available+m.credit.Available, sum.credit.Reserved+m.credit.Reserved, sum.credit.Held+m.credit.Held
 		sum.spent, sum.held = sum.spent+m.spent, sum.held+m.held
@@ -447,7 +447,7 @@ func apply(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time,
 	if err := adjust(ctx, q, r, now, sum); err != nil {
 		return err
 	}
-	return q.PostAll(ctx, r.RequestID, now, txns...)
+	return ledger.PostAll(ctx, q, r.RequestID, now, txns...)
 }
 
 // adjust applies m's changes to r's balance and key rows (not its ledger transaction).
@@ -580,9 +580,9 @@ func (s *Service) creditIn(ctx context.Context, q *store.Q, accountID string, mi
 	if err := q.AdjustCredit(ctx, accountID, store.CreditDelta{Available: micro}, now); err != nil {
 		return 0, err
 	}
-	err = q.Post(ctx, txnID, memo, now,
-		store.Posting{Book: from, Micro: -micro, Kind: kind},
-		store.Posting{Book: ledger.UserAvailable(accountID), Micro: micro, Kind: kind})
+	err = ledger.Post(ctx, q, txnID, memo, now,
+		ledger.Posting{Book: from, Micro: -micro, Kind: kind},
+		ledger.Posting{Book: ledger.UserAvailable(accountID), Micro: micro, Kind: kind})
 	return ca.AvailableMicro + micro, err
 }
 

@@ -196,7 +196,7 @@ func TestLedgerLifecycle(t *testing.T) {
 				t.Fatalf("over spend limit (650 spent + 1000 > 1500): %v", check)
 			}
 		}
-		if e, _ := st.LedgerEntries(ctx, "r3"); len(e) != 0 {
+		if e, _ := ledger.Entries(ctx, st, "r3"); len(e) != 0 {
 			t.Fatal("a refused reservation wrote ledger rows")
 		}
 		ledgerOK(t, st)

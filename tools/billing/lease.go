@@ -346,18 +346,18 @@ func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 // ledger transaction, one leg per book and kind.
 func (s *Service) settleLeaseIn(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time) error {
 	txn := store.LeaseTxn(r.RequestID)
-	sums, err := q.ChargesNaming(ctx, r.AccountID, txn)
+	sums, err := ledger.ChargesNaming(ctx, q, r.AccountID, txn)
 	if err != nil {
 		return err
 	}
 	m := move{credit: store.CreditDelta{Held: -r.WorstMicro}, held: -r.WorstMicro}
 	var infra, platform, gas, total int64
-	var legs []store.Posting
+	var legs []ledger.Posting
 	for _, c := range sums {
 		infra, platform, gas = infra+c.Reserve, platform+c.PlatformFee, gas+c.Gas
 		total += c.Reserve + c.PartnerFee + c.PlatformFee + c.Gas
 		if c.PartnerFee != 0 {
-			legs = append(legs, store.Posting{Book: c.PayoutBook, Micro: c.PartnerFee, Kind: "partner_fee"})
+			legs = append(legs, ledger.Posting{Book: c.PayoutBook, Micro: c.PartnerFee, Kind: "partner_fee"})
 		}
 	}
 	state := store.ReservationRefunded
@@ -372,11 +372,11 @@ func (s *Service) settleLeaseIn(ctx context.Context, q *store.Q, r *store.Reserv
 		return err
 	}
 	legs = append(legs,
-		store.Posting{Book: ledger.UserAvailable(r.AccountID), Micro: -total, Kind: "charge"},
-		store.Posting{Book: BookPlatformInfra, Micro: infra, Kind: "consume"},
-		store.Posting{Book: BookPlatformFees, Micro: platform, Kind: "platform_fee"},
-		store.Posting{Book: BookGas, Micro: gas, Kind: "gas"})
-	return q.PostBatch(ctx, txn, now, store.Txn{Memo: "settlement of a budget lease's calls", Legs: legs})
+		ledger.Posting{Book: ledger.UserAvailable(r.AccountID), Micro: -total, Kind: "charge"},
+		ledger.Posting{Book: BookPlatformInfra, Micro: infra, Kind: "consume"},
+		ledger.Posting{Book: BookPlatformFees, Micro: platform, Kind: "platform_fee"},
+		ledger.Posting{Book: BookGas, Micro: gas, Kind: "gas"})
+	return ledger.PostBatch(ctx, q, txn, now, ledger.Txn{Memo: "settlement of a budget lease's calls", Legs: legs})
 }
 
 // ReturnIdle returns the leases unused for the configured idle time.

@@ -328,7 +328,7 @@ func TestACallOutlivingItsLeaseIsChargedOnItsOwn(t *testing.T) {
 		if inv, err := st.InvocationByID(ctx, "s1"); err != nil || inv.LedgerTxn != nil {
 			t.Fatalf("the call's row: %+v %v, want it naming no lease", inv, err)
 		}
-		if entries, err := st.LedgerEntries(ctx, "s1"); err != nil || len(entries) == 0 {
+		if entries, err := ledger.Entries(ctx, st, "s1"); err != nil || len(entries) == 0 {
 			t.Fatalf("the call's own ledger rows: %v %v", entries, err)
 		}
 		ledgerOK(t, st)
@@ -395,7 +395,7 @@ func TestASettlementRacingItsCallsChargesEachOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			own, err := st.LedgerEntries(ctx, inv.RequestID)
+			own, err := ledger.Entries(ctx, st, inv.RequestID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -467,7 +467,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			entries, err := st.LedgerEntries(ctx, id)
+			entries, err := ledger.Entries(ctx, st, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -475,7 +475,7 @@ func TestConcludeOnALeaseInOneWrite(t *testing.T) {
 				t.Fatalf("call %s has %d reservation rows and %d ledger rows of its own, want none", id, n, len(entries))
 			}
 		}
-		var legs []store.LedgerEntry
+		var legs []ledger.Entry
 		if err := st.DB().NewSelect().Model(&legs).Where("request_id IS NULL AND memo LIKE 'settlement of %'").Scan(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -40,11 +40,37 @@ type Cap struct {
 	USD    string `json:"usd" jsonschema_description:"the most the window's calls may cost, in USD (more than 0)"`
 }
 
-// Lists name partners by @handle, by publisher (the partnerId discover shows) and by category.
+// Lists name partners by @handle, by publisher (the partnerId discover shows) and by category,
+// and on-chain movements by where their money goes: a recipient's address, an x402 resource's
+// host, a proposed transaction's contract.
 type Lists struct {
 	Handles    []string `json:"handles,omitempty" jsonschema:"maxItems=200" jsonschema_description:"@handles"`
 	Publishers []string `json:"publishers,omitempty" jsonschema:"maxItems=200" jsonschema_description:"publishers, by partnerId"`
-	Categories []string `json:"categories,omitempty" jsonschema:"maxItems=50" jsonschema_description:"categories, e.g. QUERY, SWAP"`
+	Categories []string `json:"categories,omitempty" jsonschema:"maxItems=50" jsonschema_description:"categories, e.g. QUERY, SWAP, SEND, X402"`
+	Recipients []string `json:"recipients,omitempty" jsonschema:"maxItems=200" jsonschema_description:"addresses money is sent or paid to (wallet sends, x402 payments' payTo); EVM addresses match whatever their case"`
+	Hosts      []string `json:"hosts,omitempty" jsonschema:"maxItems=200" jsonschema_description:"x402 resources by host name, e.g. api.example.com (x402_fetch)"`
+	Contracts  []string `json:"contracts,omitempty" jsonschema:"maxItems=200" jsonschema_description:"contracts a partner-proposed transaction calls (its to), by address"`
+}
+
+// CategoryX402 is the category of an x402 payment from the embedded wallet (x402_fetch), for
+// the lists and approval rules; a wallet send is SEND, the partner category of the same name.
+const CategoryX402 = "X402"
+
+// CategorySend is a wallet send's category (wallet_send), the partner category of its name.
+const CategorySend = "SEND"
+
+// empty reports whether l names nothing.
+func (l Lists) empty() bool {
+	return len(l.Handles)+len(l.Publishers)+len(l.Categories)+len(l.Recipients)+len(l.Hosts)+len(l.Contracts) == 0
+}
+
+// Address is how a list entry or a movement's address is compared: an EVM address whatever
+// its case, anything else (a Solana address is case-sensitive base58) as it is.
+func Address(a string) string {
+	if len(a) == 42 && (strings.HasPrefix(a, "0x") || strings.HasPrefix(a, "0X")) {
+		return "0x" + strings.ToLower(a[2:])
+	}
+	return a
 }
 
 // ApprovalRule sends calls to a human: above an amount, in listed categories, or a caller's
@@ -139,7 +165,7 @@ func (p *Policy) Check() error {
 			}
 		}
 	}
-	if p.DenyByDefault && len(p.Allow.Handles)+len(p.Allow.Publishers)+len(p.Allow.Categories) == 0 {
+	if p.DenyByDefault && p.Allow.empty() {
 		return tools.Errorf(tools.CodeBadInput, "denyByDefault with nothing in allow would refuse every call; name what is allowed in allow, or revoke the key instead")
 	}
 	return nil
@@ -161,8 +187,16 @@ func (p Policy) Normalized() Policy {
 		slices.Sort(out)
 		return out
 	}
+	addrs := func(l []string) []string {
+		out := make([]string, len(l))
+		for i, a := range l {
+			out[i] = Address(a)
+		}
+		return norm(out, false)
+	}
 	lists := func(l Lists) Lists {
-		return Lists{Handles: norm(l.Handles, true), Publishers: norm(l.Publishers, false), Categories: norm(l.Categories, false)}
+		return Lists{Handles: norm(l.Handles, true), Publishers: norm(l.Publishers, false), Categories: norm(l.Categories, false),
+			Recipients: addrs(l.Recipients), Hosts: norm(l.Hosts, true), Contracts: addrs(l.Contracts)}
 	}
 	p.Allow, p.Deny = lists(p.Allow), lists(p.Deny)
 	p.Approval.Categories = norm(p.Approval.Categories, false)
@@ -222,23 +256,40 @@ func (p *Policy) Narrows(old *Policy) (bool, string) {
 		}
 		return true
 	}
+	if name := denyLoosened(old.Deny, p.Deny, superset); name != "" {
+		return false, "deny." + name
+	}
 	switch {
-	case !superset(old.Deny.Handles, p.Deny.Handles):
-		return false, "deny.handles"
-	case !superset(old.Deny.Publishers, p.Deny.Publishers):
-		return false, "deny.publishers"
-	case !superset(old.Deny.Categories, p.Deny.Categories):
-		return false, "deny.categories"
 	case !superset(old.Approval.Categories, p.Approval.Categories):
 		return false, "approval.categories"
 	case old.Approval.FirstCallToPartner && !p.Approval.FirstCallToPartner:
 		return false, "approval.firstCallToPartner"
 	case old.DenyByDefault && !p.DenyByDefault:
 		return false, "denyByDefault"
-	case old.DenyByDefault && (!superset(p.Allow.Handles, old.Allow.Handles) || !superset(p.Allow.Publishers, old.Allow.Publishers) || !superset(p.Allow.Categories, old.Allow.Categories)):
+	case old.DenyByDefault && !allowsWithin(p.Allow, old.Allow, superset):
 		return false, "allow"
 	}
 	return true, ""
+}
+
+// denyLoosened is the first deny list now lacks an entry of ("" when none does).
+func denyLoosened(old, now Lists, superset func(was, now []string) bool) string {
+	for _, l := range []struct {
+		name     string
+		was, now []string
+	}{{"handles", old.Handles, now.Handles}, {"publishers", old.Publishers, now.Publishers}, {"categories", old.Categories, now.Categories},
+		{"recipients", old.Recipients, now.Recipients}, {"hosts", old.Hosts, now.Hosts}, {"contracts", old.Contracts, now.Contracts}} {
+		if !superset(l.was, l.now) {
+			return l.name
+		}
+	}
+	return ""
+}
+
+// allowsWithin reports whether the allow lists now name nothing the old ones did not.
+func allowsWithin(now, old Lists, superset func(was, now []string) bool) bool {
+	return superset(now.Handles, old.Handles) && superset(now.Publishers, old.Publishers) && superset(now.Categories, old.Categories) &&
+		superset(now.Recipients, old.Recipients) && superset(now.Hosts, old.Hosts) && superset(now.Contracts, old.Contracts)
 }
 
 // scoped is a policy with what it covers: the account (KeyID "") or a key and its descendants.
@@ -272,14 +323,19 @@ func (sp scoped) allows(c Spend) error {
 	lists := []struct {
 		rule, what string
 		in         []string
-	}{{"deny.handles", c.Handle, p.Deny.Handles}, {"deny.publishers", c.PublisherID, p.Deny.Publishers}, {"deny.categories", c.Category, p.Deny.Categories}}
+		eq         func(a, b string) bool
+	}{{"deny.handles", c.Handle, p.Deny.Handles, exact}, {"deny.publishers", c.PublisherID, p.Deny.Publishers, exact}, {"deny.categories", c.Category, p.Deny.Categories, exact},
+		{"deny.recipients", c.Recipient, p.Deny.Recipients, sameAddress}, {"deny.hosts", c.Host, p.Deny.Hosts, strings.EqualFold}, {"deny.contracts", c.Contract, p.Deny.Contracts, sameAddress}}
 	for _, l := range lists {
-		if slices.Contains(l.in, l.what) {
+		if listed(l.in, l.what, l.eq) {
 			return policyDenied(sp, l.rule, fmt.Sprintf("%s is denied", l.what), nil)
 		}
 	}
-	if p.DenyByDefault && !slices.Contains(p.Allow.Handles, c.Handle) && !slices.Contains(p.Allow.Publishers, c.PublisherID) && !slices.Contains(p.Allow.Categories, c.Category) {
-		return policyDenied(sp, "denyByDefault", fmt.Sprintf("only what allow names may be called, and it names neither %s, its publisher nor %s", c.Handle, c.Category), nil)
+	if c.Unpriced && (p.PerCallMaxUsd != "" || len(p.Caps) > 0 || p.Approval.AboveUsd != "") {
+		return policyDenied(sp, "unpriced", "its USD value cannot be known (no price provider gives the token a current price), and the policy bounds spending in USD (caps, perCallMaxUsd or approval.aboveUsd)", nil)
+	}
+	if p.DenyByDefault && !named(p.Allow, c) {
+		return policyDenied(sp, "denyByDefault", fmt.Sprintf("only what allow names may be called, and it names none of %s", c.what()), nil)
 	}
 	if p.PerCallMaxUsd != "" {
 		if m, _ := usd("", p.PerCallMaxUsd, true); c.WorstMicro > m {
@@ -288,6 +344,33 @@ func (sp scoped) allows(c Spend) error {
 		}
 	}
 	return nil
+}
+
+// named reports whether an allow list names call c in any way.
+func named(l Lists, c Spend) bool {
+	return listed(l.Handles, c.Handle, exact) || listed(l.Publishers, c.PublisherID, exact) || listed(l.Categories, c.Category, exact) ||
+		listed(l.Recipients, c.Recipient, sameAddress) || listed(l.Hosts, c.Host, strings.EqualFold) || listed(l.Contracts, c.Contract, sameAddress)
+}
+
+// listed reports whether list names what ("" is never named), by eq.
+func listed(list []string, what string, eq func(a, b string) bool) bool {
+	return what != "" && slices.ContainsFunc(list, func(s string) bool { return eq(s, what) })
+}
+
+// exact, sameAddress and strings.EqualFold (hosts) are how list entries compare: addresses
+// whatever an EVM address's case, as a policy stored before it was normalized may hold them.
+func exact(a, b string) bool       { return a == b }
+func sameAddress(a, b string) bool { return Address(a) == Address(b) }
+
+// what names what the lists could name of c, for a refusal.
+func (c Spend) what() string {
+	var out []string
+	for _, s := range []string{c.Handle, c.PublisherID, c.Category, c.Recipient, c.Host, c.Contract} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // within applies a policy's caps to a call, given what its windows have spent (sums, in the

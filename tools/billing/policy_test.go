@@ -147,3 +147,64 @@ func TestWindowsOfReadOnlyWhatAPolicyCaps(t *testing.T) {
 		t.Fatalf("a body that does not parse: %v, want every window", got)
 	}
 }
+
+// The lists of on-chain movements: hosts and EVM addresses are kept lowercased, a key may not
+// drop an entry, and a movement is refused or let through by them like a call by its handle.
+func TestMovementLists(t *testing.T) {
+	p := mustPolicy(t, `{"deny":{"hosts":["API.Example.com"],"recipients":["0xABCDEF0123456789ABCDEF0123456789ABCDEF01"]},"denyByDefault":true,"allow":{"hosts":["ok.example"]}}`).Normalized()
+	if p.Deny.Hosts[0] != "api.example.com" || p.Deny.Recipients[0] != "0xabcdef0123456789abcdef0123456789abcdef01" {
+		t.Fatalf("normalized: %+v", p.Deny)
+	}
+	loose := mustPolicy(t, `{"deny":{"recipients":["0xabcdef0123456789abcdef0123456789abcdef01"]},"denyByDefault":true,"allow":{"hosts":["ok.example"]}}`)
+	if ok, rule := loose.Narrows(&p); ok || rule != "deny.hosts" {
+		t.Fatalf("dropping a denied host: %v %s", ok, rule)
+	}
+	sp := scoped{Policy: &p}
+	for host, want := range map[string]string{"Api.Example.com": "deny.hosts", "other.example": "denyByDefault", "OK.example": ""} {
+		err := sp.allows(Spend{Category: CategoryX402, Host: host, Recipient: "0x1111111111111111111111111111111111111111"})
+		var te *tools.Error
+		if got := ""; errors.As(err, &te) {
+			got, _ = te.Details["rule"].(string)
+			if got != want {
+				t.Errorf("%s: %v; want %q", host, err, want)
+			}
+		} else if want != "" {
+			t.Errorf("%s: %v; want %q", host, err, want)
+		}
+	}
+	if err := sp.allows(Spend{Host: "ok.example", Recipient: "0xAbCdEf0123456789aBcDeF0123456789abcdef01"}); err == nil {
+		t.Fatal("a denied recipient in another case was let through")
+	}
+}
+
+// A movement without a USD value (a token with no price) is refused by a policy that bounds
+// spending in USD (caps, perCallMaxUsd, approval.aboveUsd), naming rule "unpriced", and judged
+// as usual by one of lists and categories alone; a denied recipient is still told as denied.
+func TestUnpricedMovements(t *testing.T) {
+	unpriced := Spend{Category: CategorySend, Recipient: "0x1111111111111111111111111111111111111111", Unpriced: true}
+	for body, want := range map[string]string{
+		`{"caps":[{"window":"day","usd":"5"}]}`: "unpriced",
+		`{"perCallMaxUsd":"1"}`:                 "unpriced",
+		`{"approval":{"aboveUsd":"1"}}`:         "unpriced",
+		`{"deny":{"recipients":["0x1111111111111111111111111111111111111111"]},"caps":[{"window":"day","usd":"5"}]}`: "deny.recipients",
+		`{"approval":{"categories":["SEND"]}}`: "",
+		`{"deny":{"categories":["X402"]}}`:     "",
+	} {
+		p := mustPolicy(t, body)
+		err := scoped{Policy: p}.allows(unpriced)
+		var te *tools.Error
+		got := ""
+		if errors.As(err, &te) {
+			got, _ = te.Details["rule"].(string)
+		}
+		if got != want {
+			t.Errorf("%s: %v; want rule %q", body, err, want)
+		}
+	}
+	p := mustPolicy(t, `{"caps":[{"window":"day","usd":"5"}]}`)
+	priced := unpriced
+	priced.Unpriced = false
+	if err := (scoped{Policy: p}).allows(priced); err != nil {
+		t.Fatalf("a priced movement under the same policy: %v", err)
+	}
+}

@@ -79,6 +79,7 @@ type Ticket struct {
 	hold   *Hold            // nil: reopened by the sweeper (its hold is in the database)
 	rec    recorder         // how its record commits, chosen when it is opened
 	escrow Escrow           // nil: not paid on chain
+	move   *Movement        // nil: a partner call (movement.go)
 }
 
 // For is the ticket of p's call of the intent sp names (sp.WorstMicro is ignored: each

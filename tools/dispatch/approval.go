@@ -2,7 +2,9 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
@@ -41,7 +43,18 @@ func (s *Service) admit(ctx context.Context, cl *call, inv *store.Invocation, wo
 		"the account's spend policy sends this call to its owner first (%s): nothing was sent, held or charged. The owner approves or declines it in the portal (Approvals), within %d minutes; "+
 			"then call invoke_partner_message again with the same message and confirmRequestId %q (until it is decided that answers APPROVAL_PENDING)",
 		ask.Rule, int(ApprovalWindow.Minutes()), inv.RequestID).
-		WithDetails(map[string]any{"requestId": inv.RequestID, "rule": ask.Rule, "charge": charge, "expiresAt": expiresAt, "handle": inv.Handle})
+		WithDetails(map[string]any{"requestId": inv.RequestID, "rule": ask.Rule, "charge": charge, "expiresAt": expiresAt, "handle": inv.Handle}).
+		WithContinue(awaitingOwner(inv, ask.Rule, expiresAt, charge["maxChargeUsd"]))
+}
+
+// awaitingOwner is the continuation of a call its owner decides: the caller may only check
+// again. maxChargeUsd is the charge's most, a decimal string (anything else: not shown).
+func awaitingOwner(inv *store.Invocation, rule string, expiresAt time.Time, maxChargeUsd any) *tools.Continuation {
+	lines := []string{fmt.Sprintf("The account's spend policy sends this call of %s to its owner for approval (%s). Nothing was sent or charged.", inv.Handle, rule)}
+	if m, _ := maxChargeUsd.(string); m != "" {
+		lines = append(lines, fmt.Sprintf("It may cost up to %s USD.", m))
+	}
+	return &tools.Continuation{Kind: tools.ContinueApprove, RequestID: inv.RequestID, ExpiresAt: expiresAt, Summary: lines}
 }
 
 // chargeOf is a call's charge as an approval shows it, itemized, in USD.
@@ -65,6 +78,9 @@ func (s *Service) approved(ctx context.Context, cl *call, inv *store.Invocation,
 		e := tools.Errorf(tools.CodeApprovalPending, "request %s waits for the account's owner to approve it in the portal (until %s); call again with the same confirmRequestId after %d seconds",
 			inv.RequestID, a.ExpiresAt.UTC().Format(time.RFC3339), int(approvalRetry.Seconds())).
 			WithDetails(map[string]any{"requestId": inv.RequestID, "rule": a.Rule, "expiresAt": a.ExpiresAt, "handle": inv.Handle, "charge": a.Charge})
+		var charge map[string]any
+		_ = json.Unmarshal(a.Charge, &charge) // as Ask wrote it; unreadable, the summary leaves the charge out
+		e.Continue = awaitingOwner(inv, a.Rule, a.ExpiresAt, charge["maxChargeUsd"])
 		e.RetryAfter = approvalRetry
 		return InvokeOutput{}, e
 	case policies.Expired, policies.Declined, policies.Lapsed:

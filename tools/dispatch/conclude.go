@@ -26,7 +26,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 		out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: false, Result: Anything("null"),
 			PartnerError: &PartnerError{Code: answer.Envelope.Error.Code, Message: answer.Envelope.Error.Message},
 			Charge:       refunded, Attempts: len(attempts)}
-		out.Receipt = s.receipt(inv, cl.userID, out, nil)
+		out.Receipt = s.receipt(inv, cl, out, nil)
 		o := s.outcome(store.InvFailed, answer, refunded, out)
 		detail := fmt.Sprintf("the partner answered success false (%s): relayed, refunded", answer.Envelope.Error.Code)
 		if err := cl.bill.Conclude(ctx, s.ending(cl, inv, o, attempts, nil, detail)); err != nil {
@@ -47,7 +47,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 		out.OutputSchemaValid = &valid
 	}
 	record := func(st *billing.Settlement, detail string) error {
-		out.Receipt = s.receipt(inv, cl.userID, out, answer.Envelope.Result)
+		out.Receipt = s.receipt(inv, cl, out, answer.Envelope.Result)
 		o := s.outcome(store.InvSucceeded, answer, out.Charge, out)
 		o.OutputSchemaValid = out.OutputSchemaValid
 		return cl.bill.Conclude(ctx, s.ending(cl, inv, o, attempts, st, detail))
@@ -172,9 +172,9 @@ func mergeDetails(a, b map[string]any) map[string]any {
 	return a
 }
 
-// receipt signs what the caller (userID to the partner) is answered: the charges and the hash
-// of the relayed result.
-func (s *Service) receipt(inv *store.Invocation, userID string, out InvokeOutput, result json.RawMessage) *signing.SignedReceipt {
+// receipt signs what the caller (cl.userID to the partner) is answered: the charges, the hash
+// of the relayed result, and the task the call ran as.
+func (s *Service) receipt(inv *store.Invocation, cl *call, out InvokeOutput, result json.RawMessage) *signing.SignedReceipt {
 	if s.cfg.Signer == nil {
 		return nil
 	}
@@ -182,7 +182,7 @@ func (s *Service) receipt(inv *store.Invocation, userID string, out InvokeOutput
 	c := out.Charge
 	sr, err := s.cfg.Signer.SignReceipt(signing.Receipt{
 		RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID,
-		UserID: userID, Success: out.Success,
+		UserID: cl.userID, Success: out.Success, TaskID: cl.taskID,
 		Charges: signing.ReceiptCharges{ReservedMicro: c.ReservedMicro, PartnerFeeMicro: c.PartnerFeeMicro, PlatformFeeMicro: c.PlatformFeeMicro,
 			GasMicro: c.GasMicro, RefundedMicro: c.RefundedMicro, TotalMicro: c.TotalMicro},
 		CreatedAt: inv.CreatedAt.UTC().Format(time.RFC3339), FinishedAt: now.Format(time.RFC3339), ResultSHA256: signing.ResultHash(result),

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/tasks"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
@@ -58,6 +59,11 @@ type Config struct {
 	// (the one the owner decides with: policies.Service's); nil: one on the same store that
 	// e-mails nobody (the portal's inbox and the approval.requested event tell the owner).
 	Approvals *policies.Approvals
+	// TaskAfter: a call of an intent whose timeoutMs is above it runs as a task for a caller
+	// that takes one (task.go); 0: DefaultTaskAfter.
+	TaskAfter time.Duration
+	// Replica names this replica in the tasks it runs.
+	Replica string
 }
 
 // OutcomeCancelled is an Observation's outcome when the caller went away mid-call.
@@ -95,6 +101,8 @@ type Service struct {
 	client    *outbound.Client
 	billing   *billing.Service
 	tokens    *tokens.Service // nil: no token resolution before writes
+	tasks     tasks.Tasks
+	runners   *taskRunners
 	now       func() time.Time
 	log       *slog.Logger
 
@@ -115,8 +123,15 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	if cfg.Approvals == nil {
 		cfg.Approvals = policies.NewApprovals(d, nil)
 	}
-	return &Service{cfg: cfg, store: st, approvals: cfg.Approvals, client: client, billing: bill, tokens: tok, now: now, log: log,
-		schemas: map[schemaKey]*intentSchemas{}}
+	if cfg.TaskAfter <= 0 {
+		cfg.TaskAfter = DefaultTaskAfter
+	}
+	s := &Service{cfg: cfg, store: st, approvals: cfg.Approvals, client: client, billing: bill, tokens: tok, now: now, log: log,
+		runners: newTaskRunners(), schemas: map[schemaKey]*intentSchemas{}}
+	if st != nil { // a plan's test builds a service of no store
+		s.tasks = tasks.New(st)
+	}
+	return s
 }
 
 // dispatch opens the call's ticket (its hold, and its record moved from state `from`, or
@@ -125,17 +140,29 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 // says (billing.Ticket).
 func (s *Service) dispatch(ctx context.Context, cl *call, inv *store.Invocation, from string) (InvokeOutput, error) {
 	began := time.Now() // wall time for Observe: s.now may be a test's clock
-	intent := cl.intent
-	// Records and money must land even when the caller has gone.
-	bg := context.WithoutCancel(ctx)
-	err := cl.bill.Open(bg, billing.Call{Record: inv, From: from, Quote: cl.quote,
-		Runs: time.Duration(cl.tries) * cl.target.Timeout, Durability: cl.durability, Escrow: cl.escrow})
-	if errors.Is(err, billing.ErrMoved) {
-		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
-	}
-	if err != nil {
+	if err := s.open(ctx, cl, inv, from); err != nil {
 		return InvokeOutput{}, err
 	}
+	return s.run(ctx, cl, inv, began)
+}
+
+// open opens the call's ticket: its hold taken, its record moved from state from (inserted
+// when from is "") to dispatching.
+func (s *Service) open(ctx context.Context, cl *call, inv *store.Invocation, from string) error {
+	// Records and money must land even when the caller has gone.
+	err := cl.bill.Open(context.WithoutCancel(ctx), billing.Call{Record: inv, From: from, Quote: cl.quote,
+		Runs: time.Duration(cl.tries) * cl.target.Timeout, Durability: cl.durability, Escrow: cl.escrow})
+	if errors.Is(err, billing.ErrMoved) {
+		return tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
+	}
+	return err
+}
+
+// run calls the partner on an open ticket and concludes it: ctx ending first (the caller
+// gone, a task cancelled) concludes it cancelled, refunded.
+func (s *Service) run(ctx context.Context, cl *call, inv *store.Invocation, began time.Time) (InvokeOutput, error) {
+	intent := cl.intent
+	bg := context.WithoutCancel(ctx)
 	fields := signing.CallFields{
 		RequestID: inv.RequestID, IntentDefinitionID: intent.ID,
 		UserID: cl.userID,
@@ -143,6 +170,7 @@ func (s *Service) dispatch(ctx context.Context, cl *call, inv *store.Invocation,
 	}
 	var answer *outbound.Result
 	var attempts []store.Attempt
+	var err error
 	called := time.Now()
 	for range cl.tries {
 		answer, err = s.client.Call(ctx, cl.target, fields)
@@ -152,10 +180,13 @@ func (s *Service) dispatch(ctx context.Context, cl *call, inv *store.Invocation,
 		}
 	}
 	partnerTime := time.Since(called)
+	if errors.Is(context.Cause(ctx), errReplicaGone) { // a task whose replica stopped: the sweeper's
+		return InvokeOutput{}, errReplicaGone
+	}
 	s.cfg.Failpoint("answered")
 	defer s.observe(intent.PublicIdentifier, outcomeOf(ctx, answer, err), partnerTime, began)
 	if ctx.Err() != nil {
-		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged")
+		e := tools.Errorf(tools.CodeUnavailable, "the call was cancelled by the caller; nothing was charged").Wrap(context.Cause(ctx))
 		return InvokeOutput{}, s.fail(bg, inv, cl, store.InvCancelled, answer, attempts, e, "caller cancelled: "+ctx.Err().Error())
 	}
 	out, err := s.conclude(bg, inv, cl, answer, err, attempts)

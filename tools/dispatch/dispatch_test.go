@@ -38,6 +38,7 @@ type world struct {
 	mu        sync.Mutex
 	seen      map[string][]*signing.Envelope // verified envelopes by path
 	omitGas   bool                           // /swapbps leaves gasCostMicro out
+	hold      time.Duration                  // how long /long works
 }
 
 const payout = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
@@ -116,6 +117,15 @@ func (w *world) serve(rw http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):
 		}
+	case "/long": // a long job: it answers after w.hold (the brief's 20 s, shortened for CI)
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(w.hold):
+		}
+		reply(200, `{"success":true,"result":{"report":"done"},"providerCostMicro":700}`)
+	case "/hang": // a job that only ends when its caller goes
+		<-r.Context().Done()
 	case "/garbage":
 		reply(200, `this is not json`)
 	case "/huge":

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/tokens/tokenstest"
@@ -97,7 +98,7 @@ func TestFeesOnRoutedValue(t *testing.T) {
 				t.Fatalf("credit went down by %d, want the one bundled charge 1500850", got)
 			}
 			// One balanced entry set for the settlement.
-			entries, err := w.settledStore(t).LedgerEntries(context.Background(), d["requestId"].(string))
+			entries, err := ledger.Entries(context.Background(), w.settledStore(t), d["requestId"].(string))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -61,7 +61,12 @@ type InvokeOutput struct {
 	Payment           *payments.Receipt      `json:"payment,omitempty" jsonschema_description:"flat-fee intents: the on-chain payment, settled to the partner on success or refunded, with transaction hashes"`
 	Receipt           *signing.SignedReceipt `json:"receipt,omitempty" jsonschema_description:"Switchboard's signed receipt of this call (the service key, same scheme as envelopes): verify it with switchboard verify-receipt or the partner kit"`
 	Attempts          int                    `json:"attempts"`
+	// Task is the task the call runs as, answered in its place (task.go); nil: this is the answer.
+	Task *tools.Task `json:"-"`
 }
+
+// StartedTask is the task answered in the call's place (tools.Tasked).
+func (o InvokeOutput) StartedTask() *tools.Task { return o.Task }
 
 // X402Payment is the call's on-chain payment, for the REST adapter's PAYMENT-RESPONSE header.
 func (o InvokeOutput) X402Payment() *payments.Receipt { return o.Payment }
@@ -108,9 +113,14 @@ func (s *Service) receiptTool() *tools.Tool {
 	})
 }
 
-// Tools returns invoke_partner_message and partner_receipt.
+// Tools returns invoke_partner_message and partner_receipt, and the unlisted task_get and
+// task_cancel.
 func (s *Service) Tools() []*tools.Tool {
-	return []*tools.Tool{s.receiptTool(), tools.New(tools.Def{
+	return append([]*tools.Tool{s.receiptTool(), s.invokeTool()}, s.taskTools()...)
+}
+
+func (s *Service) invokeTool() *tools.Tool {
+	return tools.New(tools.Def{
 		Name:  "invoke_partner_message",
 		Title: "Invoke a partner by @handle",
 		Description: "Call a marketplace partner named by its @handle in the message (find handles with discover). " +
@@ -121,8 +131,10 @@ func (s *Service) Tools() []*tools.Tool {
 		Access:              tools.RequireScope(tools.ScopePartner),
 		TakesIdempotencyKey: true,
 		TakesPayment:        true,
+		TakesDecision:       true, // a write's quote and an owner's approval ask first (Error.Continue)
+		AnswersTasks:        true, // a long-running intent's call, for a caller that takes a task (task.go)
 		Annotations:         tools.Annotations{ReadOnly: tools.Bool(false), Destructive: tools.Bool(true), OpenWorld: tools.Bool(true)},
-	}, s.invoke)}
+	}, s.invoke)
 }
 
 var handleRe = regexp.MustCompile(`(?i)(^|[^a-z0-9_@.-])(@[a-z0-9_-]{3,32})\b`)
@@ -155,6 +167,9 @@ func FindHandle(message string) (handle, rest string, err error) {
 }
 
 func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (InvokeOutput, error) {
+	if d := c.Decision; d != nil { // the door's answer to a continuation: the same as sending it in the args
+		in.ConfirmRequestID, in.Decline = d.RequestID, d.Decline
+	}
 	handle, rest, err := FindHandle(in.Message)
 	if err != nil {
 		return InvokeOutput{}, err
@@ -183,6 +198,9 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	}
 	if err := s.admit(ctx, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
 		return InvokeOutput{}, err
+	}
+	if s.runsAsTask(c, cl) {
+		return s.startTask(ctx, cl, inv)
 	}
 	return s.dispatch(ctx, cl, inv, "")
 }

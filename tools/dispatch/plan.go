@@ -37,6 +37,7 @@ type call struct {
 	args   []byte // canonical JSON object
 	quote  billing.Quote
 	routed tokens.Routed // what a write moves (zero for other calls)
+	taskID string        // the task the call runs as; "" when it answers in its request
 }
 
 // intentSchemas is what one revision of an intent's schemas means, worked out once per

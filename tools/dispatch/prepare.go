@@ -152,7 +152,26 @@ func confirmation(handle, category, requestID string, cl *call, expires time.Tim
 		"%s is a %s intent (%s): nothing was sent. It costs up to %s USD in one charge (partner up to %s, as it reports; platform %s; gas about %s; infrastructure %s); %s USD, the most it can cost, is reserved. "+
 			"Show the user the handle, args and charge; if they approve, call invoke_partner_message again with the same message and confirmRequestId %q within %d minutes",
 		handle, category, value, tools.USD(expected), tools.USD(q.MaxPartnerFeeMicro), tools.USD(q.PlatformFeeMicro), tools.USD(q.GasEstimateMicro),
-		tools.USD(q.ReserveMicro), tools.USD(q.WorstMicro()), requestID, int(ConfirmWindow.Minutes())).WithDetails(details)
+		tools.USD(q.ReserveMicro), tools.USD(q.WorstMicro()), requestID, int(ConfirmWindow.Minutes())).WithDetails(details).
+		WithContinue(&tools.Continuation{Kind: tools.ContinueConfirm, RequestID: requestID, ExpiresAt: expires, Summary: confirmSummary(handle, category, cl)})
+}
+
+// confirmSummary is the quote as its user reads it before approving: the call, its args, and
+// the one charge itemised with the most that is reserved.
+func confirmSummary(handle, category string, cl *call) []string {
+	q := cl.quote
+	head := fmt.Sprintf("%s wants to run a %s call", handle, category)
+	if q.RoutedValueMicro != nil {
+		head += fmt.Sprintf(" routing %s USD", tools.USD(*q.RoutedValueMicro))
+	}
+	lines := []string{head + " with these arguments:", string(cl.args), "", "Charge, in one payment:",
+		fmt.Sprintf("- partner fee: up to %s USD", tools.USD(q.MaxPartnerFeeMicro)),
+		fmt.Sprintf("- platform fee: %s USD", tools.USD(q.PlatformFeeMicro))}
+	if q.GasChain != "" {
+		lines = append(lines, fmt.Sprintf("- gas on %s: about %s USD", q.GasChain, tools.USD(q.GasEstimateMicro)))
+	}
+	return append(lines, fmt.Sprintf("- infrastructure: %s USD", tools.USD(q.ReserveMicro)),
+		fmt.Sprintf("Total: %s USD. At most %s USD (maxChargeUsd) is reserved when you approve.", tools.USD(q.ExpectedMicro()), tools.USD(q.WorstMicro())))
 }
 
 func (s *Service) newInvocation(cl *call, requestID string) *store.Invocation {

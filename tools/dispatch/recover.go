@@ -24,7 +24,7 @@ const RecoveryHorizon = 10 * time.Minute
 // outcome settled or refunded as a normal call's would be. A write is never sent again: it
 // ends outcome_unknown, refunded, with an answer that says the partner may have acted. Several
 // replicas may run Recover at once: each invocation is concluded by exactly one of them.
-func (s *Service) Recover(ctx context.Context) (int, error) {
+func (s *Service) Recover(ctx context.Context) (n int, err error) {
 	// What this replica's journal holds lands first: those writes have known outcomes.
 	replayed, err := s.billing.ReplayJournal(ctx)
 	if err != nil {
@@ -34,7 +34,12 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := replayed
+	n = replayed
+	defer func() { // tasks whose calls concluded without them, these included
+		if _, terr := s.RecoverTasks(ctx); terr != nil && err == nil {
+			err = terr
+		}
+	}()
 	for _, inv := range stuck {
 		err := s.recoverOne(ctx, inv)
 		switch {
@@ -58,7 +63,16 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
 	cl.bill = s.billing.Reopen(inv, cl.durability)
 	age := s.now().UTC().Sub(*inv.DispatchedAt)
-	if cl.write || age > RecoveryHorizon {
+	// A task's call is never sent again: a long job run a second time by the sweeper would
+	// hold it for as long again; its replica died, so it is refunded.
+	task, terr := s.tasks.ByRequest(ctx, inv.RequestID)
+	if terr != nil && !errors.Is(terr, store.ErrNotFound) {
+		return terr
+	}
+	if terr == nil {
+		cl.taskID = task.ID
+	}
+	if cl.write || age > RecoveryHorizon || terr == nil {
 		return s.unknown(ctx, inv, cl, age)
 	}
 	fields := signing.CallFields{
@@ -90,7 +104,10 @@ func (s *Service) unknown(ctx context.Context, inv *store.Invocation, cl *call, 
 		WithDetails(map[string]any{"handle": h, "requestId": inv.RequestID, "outcome": "unknown",
 			"charge": cl.quote.Refunded()})
 	why := "write category: never sent again"
-	if !cl.write {
+	switch {
+	case cl.taskID != "":
+		why = "a task whose replica stopped: never sent again"
+	case !cl.write:
 		why = fmt.Sprintf("no answer on recovery (%s after dispatch)", age.Round(time.Second))
 	}
 	err := s.fail(ctx, inv, cl, store.InvOutcomeUnknown, nil, attempts, e,

@@ -133,6 +133,13 @@ func (s *Service) call(ctx context.Context, t *tools.Tool, c *tools.Caller, args
 		}
 		return next(ctx, c, args)
 	}
+	if c.Decision != nil {
+		// The answer to the keyed call's question (a quote confirmed or declined, an approval
+		// checked) goes on with the request that call recorded, which answers its outcome
+		// however often it is asked: the key's own answer stays the question, and a retry of
+		// the decision runs the decision again.
+		return next(ctx, c, input)
+	}
 	p := c.Principal
 	now := s.now().UTC()
 	run := &idem.Key{Scope: p.AccountID + "/" + p.ID(), Tool: t.Name, IdemKey: key, RequestHash: hash,
@@ -253,6 +260,11 @@ func busy(held *idem.Key, age time.Duration, why string) *tools.Error {
 // went out (its invocation is past waiting for its caller or owner), whose outcome a retry
 // answers.
 func (s *Service) record(ctx context.Context, t *tools.Tool, c *tools.Caller, run *idem.Key, link string, out any, err error) {
+	if err == nil && tools.StartedTask(out) != nil {
+		// A task answers later: the key stays in flight, and a retry answers its invocation's
+		// outcome once it has concluded (inFlight), as after a crash.
+		return
+	}
 	e := tools.Translate(err)
 	if e != nil && !kept(e) {
 		inv, ierr := s.linked(ctx, c, link)
@@ -292,13 +304,16 @@ func waiting(state string) bool {
 type stored struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *tools.Error    `json:"error,omitempty"`
+	// Continue is the error's continuation (a quote, an approval), which the error's wire
+	// shape leaves out: a replayed question is asked again as the first was.
+	Continue *tools.Continuation `json:"continue,omitempty"`
 }
 
 // seal seals an answer under the current master key, bound to its row (aad).
 func (s *Service) seal(k *idem.Key, out any, err error) (code string, sealed []byte, masterKeyID string, ok bool) {
 	var v stored
 	if e := tools.Translate(err); e != nil {
-		v.Error, code = e, string(e.Code)
+		v.Error, v.Continue, code = e, e.Continue, string(e.Code)
 	} else {
 		raw, merr := json.Marshal(out)
 		if merr != nil {
@@ -341,6 +356,7 @@ func (s *Service) replay(t *tools.Tool, k *idem.Key) (any, error) {
 		return nil, err
 	}
 	if v.Error != nil {
+		v.Error.Continue = v.Continue
 		return nil, v.Error
 	}
 	return t.DecodeOutput(v.Result)

@@ -247,29 +247,39 @@ func (k keyHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestElicitedConfirmationWithAKey: a write called with an idempotency key by a host that is
 // asked to confirm (MCP 2026-07-28 elicitation) is confirmed and dispatched once; calling it
-// again with the key answers the same quote, and confirming that answers the same outcome.
+// again with the key answers the same quote, asked again from the continuation stored with
+// it, and confirming that answers the same outcome; so does a decline of it, sending nothing.
 func TestElicitedConfirmationWithAKey(t *testing.T) {
-	w := newWorld(t, "sqlite")
-	asked := 0
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked++
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
-		}}).Connect(context.Background(), &mcp.StreamableClientTransport{
-		Endpoint: w.env.URL + "/mcp", HTTPClient: &http.Client{Transport: keyHeader{w.caller}}, DisableStandaloneSSE: true,
-	}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	args := map[string]any{"message": "@idemwrite do it", "idempotencyKey": "write-1"}
-	first, e := apptest.CallTool(t, cs, "invoke_partner_message", args)
-	if e != nil || first["success"] != true || w.hits("/write") != 1 || asked != 1 {
-		t.Fatalf("approved: %v %v, partner %d calls, asked %d", first, e, w.hits("/write"), asked)
-	}
-	again, e := apptest.CallTool(t, cs, "invoke_partner_message", args)
-	if e != nil || again["requestId"] != first["requestId"] || w.hits("/write") != 1 {
-		t.Fatalf("again with the key: %v %v, partner %d calls; want the same outcome, no second call", again, e, w.hits("/write"))
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newWorld(t, dialect)
+			asked, decision := 0, "approve"
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decision}}, nil
+				}}).Connect(context.Background(), &mcp.StreamableClientTransport{
+				Endpoint: w.env.URL + "/mcp", HTTPClient: &http.Client{Transport: keyHeader{w.caller}}, DisableStandaloneSSE: true,
+			}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			args := map[string]any{"message": "@idemwrite do it", "idempotencyKey": "write-1"}
+			first, e := apptest.CallTool(t, cs, "invoke_partner_message", args)
+			if e != nil || first["success"] != true || w.hits("/write") != 1 || asked != 1 {
+				t.Fatalf("approved: %v %v, partner %d calls, asked %d", first, e, w.hits("/write"), asked)
+			}
+			again, e := apptest.CallTool(t, cs, "invoke_partner_message", args)
+			if e != nil || again["requestId"] != first["requestId"] || w.hits("/write") != 1 || asked != 2 {
+				t.Fatalf("again with the key: %v %v, partner %d calls, asked %d; want the quote asked again, the same outcome, no second call", again, e, w.hits("/write"), asked)
+			}
+			decision = "decline"
+			late, e := apptest.CallTool(t, cs, "invoke_partner_message", args)
+			if e == nil || e.Code != tools.CodeConflict || e.Details["requestId"] != first["requestId"] || w.hits("/write") != 1 || asked != 3 || late != nil {
+				t.Fatalf("declining the dispatched quote: %v %v, partner %d calls, asked %d; want CONFLICT naming it, nothing sent", late, e, w.hits("/write"), asked)
+			}
+		})
 	}
 }
 

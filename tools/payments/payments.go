@@ -19,6 +19,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -37,8 +38,8 @@ type Config struct {
 	PlatformMicro int64         // the platform's share of each flat-fee call, in the stablecoin's atomic units (= micro-USD)
 	QuoteTTL      time.Duration // how long a quote's authorization may be submitted (its validBefore); x402's maxTimeoutSeconds
 	BaseURL       string        // the service's public base URL: x402's resource.url is absolute
-	// WalletKey unseals an account's embedded EVM wallet key (wallets.EVMKey) for paying with
-	// it; nil: callers sign with their own wallets only.
+	SweepMargin   time.Duration // past an x402 payment's request timeout, the sweeper judges it (default 30 s)
+	// WalletKey unseals an account's embedded EVM wallet key (wallets.EVMKey); nil: none.
 	WalletKey func(ctx context.Context, accountID string) (key []byte, address string, err error)
 }
 
@@ -103,40 +104,6 @@ type Quote struct {
 	Nonce       string    `json:"nonce" jsonschema_description:"the EIP-3009 nonce, derived from the requestId"`
 	TypedData   TypedData `json:"typedData" jsonschema_description:"the EIP-712 ReceiveWithAuthorization to sign as it is (viem signTypedData, eth_signTypedData_v4); its message.from is the payer you named (payer), else set it to the paying wallet. TransferWithAuthorization of the same fields is accepted too, with any unused nonce"`
 	ExpiresAt   time.Time `json:"expiresAt"`
-}
-
-// TypedData is an EIP-712 message in the shape wallets and viem's signTypedData take as they
-// are: the domain's chainId a number, no empty fields.
-type TypedData struct {
-	Types       map[string][]TypedField `json:"types"`
-	PrimaryType string                  `json:"primaryType"`
-	Domain      TypedDomain             `json:"domain"`
-	Message     map[string]any          `json:"message"`
-}
-
-// TypedField is one field of an EIP-712 type.
-type TypedField struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-}
-
-// TypedDomain is the token's EIP-712 domain.
-type TypedDomain struct {
-	Name              string `json:"name"`
-	Version           string `json:"version"`
-	ChainID           int64  `json:"chainId"`
-	VerifyingContract string `json:"verifyingContract"`
-}
-
-func typedDataOf(td contracts.TypedMessage) TypedData {
-	out := TypedData{Types: map[string][]TypedField{}, PrimaryType: td.PrimaryType, Message: td.Message,
-		Domain: TypedDomain{Name: td.Domain.Name, Version: td.Domain.Version, ChainID: td.Domain.ChainID, VerifyingContract: td.Domain.VerifyingContract}}
-	for name, fields := range td.Types {
-		for _, f := range fields {
-			out.Types[name] = append(out.Types[name], TypedField{Name: f.Name, Type: f.Type})
-		}
-	}
-	return out
 }
 
 // Quoted prices a flat-fee call of intent: the partner's feeRate plus the platform's share,
@@ -614,9 +581,9 @@ func (s *Service) held(ctx context.Context, p *store.FlatPayment) error {
 		if err != nil || !moved {
 			return err
 		}
-		return q.Post(ctx, p.RequestID, "pay "+p.PayTx, p.UpdatedAt,
-			store.Posting{Book: "external:chain:" + p.PayerAddress, Micro: -p.AmountAtomic, Kind: "chain_pay"},
-			store.Posting{Book: BookEscrow, Micro: p.AmountAtomic, Kind: "chain_pay"})
+		return ledger.Post(ctx, q, p.RequestID, "pay "+p.PayTx, p.UpdatedAt,
+			ledger.Posting{Book: "external:chain:" + p.PayerAddress, Micro: -p.AmountAtomic, Kind: "chain_pay"},
+			ledger.Posting{Book: BookEscrow, Micro: p.AmountAtomic, Kind: "chain_pay"})
 	})
 }
 
@@ -681,14 +648,14 @@ func (s *Service) Conclude(ctx context.Context, requestID string, success bool) 
 			return err
 		}
 		if state == store.PaySettled {
-			return q.Post(ctx, p.RequestID, "settle "+tx, p.UpdatedAt,
-				store.Posting{Book: BookEscrow, Micro: -p.AmountAtomic, Kind: "chain_settle"},
-				store.Posting{Book: "chain:partner:" + p.PartnerAddress, Micro: p.PartnerAtomic, Kind: "chain_settle"},
-				store.Posting{Book: "chain:treasury", Micro: p.PlatformAtomic, Kind: "chain_settle"})
+			return ledger.Post(ctx, q, p.RequestID, "settle "+tx, p.UpdatedAt,
+				ledger.Posting{Book: BookEscrow, Micro: -p.AmountAtomic, Kind: "chain_settle"},
+				ledger.Posting{Book: "chain:partner:" + p.PartnerAddress, Micro: p.PartnerAtomic, Kind: "chain_settle"},
+				ledger.Posting{Book: "chain:treasury", Micro: p.PlatformAtomic, Kind: "chain_settle"})
 		}
-		return q.Post(ctx, p.RequestID, "refund "+tx, p.UpdatedAt,
-			store.Posting{Book: BookEscrow, Micro: -p.AmountAtomic, Kind: "chain_refund"},
-			store.Posting{Book: "external:chain:" + p.PayerAddress, Micro: p.AmountAtomic, Kind: "chain_refund"})
+		return ledger.Post(ctx, q, p.RequestID, "refund "+tx, p.UpdatedAt,
+			ledger.Posting{Book: BookEscrow, Micro: -p.AmountAtomic, Kind: "chain_refund"},
+			ledger.Posting{Book: "external:chain:" + p.PayerAddress, Micro: p.AmountAtomic, Kind: "chain_refund"})
 	})
 	return p, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
@@ -22,7 +23,8 @@ import (
 // contract settles or refunds an escrow at most once): a held payment whose call finished is
 // settled (success) or refunded; one whose call was never dispatched (the process died between
 // payment and dispatch) is refunded and its call ended; a submission whose answer was lost is
-// looked up on chain. Safe on several replicas. It returns how many it concluded.
+// looked up on chain; an x402 payment left dispatching is judged by its authorization's state
+// (ReconcileFetches). Safe on several replicas. It returns how many it concluded.
 func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	n := 0
 	cutoff := s.now().UTC().Add(-30 * time.Second)
@@ -83,6 +85,11 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
+	}
+	fetched, err := s.ReconcileFetches(ctx)
+	n += fetched
+	if err != nil {
+		return n, err
 	}
 	orphans, err := s.refundOrphans(ctx)
 	return n + orphans, err
@@ -154,9 +161,9 @@ func (s *Service) payOne(ctx context.Context, b store.BookBalance, addr common.A
 		if err := q.InsertPayout(ctx, p); err != nil {
 			return err
 		}
-		return q.Post(ctx, "", "payout "+p.ID, now,
-			store.Posting{Book: b.Book, Micro: -b.Micro, Kind: "payout"},
-			store.Posting{Book: bookPayoutsPending, Micro: b.Micro, Kind: "payout"})
+		return ledger.Post(ctx, q, "", "payout "+p.ID, now,
+			ledger.Posting{Book: b.Book, Micro: -b.Micro, Kind: "payout"},
+			ledger.Posting{Book: bookPayoutsPending, Micro: b.Micro, Kind: "payout"})
 	}); err != nil {
 		return nil, err
 	}
@@ -179,8 +186,8 @@ func (s *Service) payOne(ctx context.Context, b store.BookBalance, addr common.A
 func (s *Service) donePayout(ctx context.Context, p *store.Payout, tx string) error {
 	p.State, p.Tx, p.UpdatedAt = store.PayoutDone, tx, s.now().UTC()
 	return s.closePayout(ctx, p, "payout "+p.ID+" "+tx,
-		store.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
-		store.Posting{Book: "external:payouts:" + p.Address, Micro: p.AmountAtomic, Kind: "payout"})
+		ledger.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
+		ledger.Posting{Book: "external:payouts:" + p.Address, Micro: p.AmountAtomic, Kind: "payout"})
 }
 
 // failPayout records that a payout never reached the chain: its amount goes back to the
@@ -188,20 +195,20 @@ func (s *Service) donePayout(ctx context.Context, p *store.Payout, tx string) er
 func (s *Service) failPayout(ctx context.Context, p *store.Payout, cause error) error {
 	p.State, p.Reason, p.UpdatedAt = store.PayoutFailed, fmt.Sprint(cause), s.now().UTC()
 	return s.closePayout(ctx, p, "payout "+p.ID+" failed",
-		store.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
-		store.Posting{Book: p.Book, Micro: p.AmountAtomic, Kind: "payout"})
+		ledger.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
+		ledger.Posting{Book: p.Book, Micro: p.AmountAtomic, Kind: "payout"})
 }
 
 // closePayout moves a pending payout to p.State and posts its ledger legs in one transaction,
 // only if it was still pending: a payout half-recorded, or concluded by another run first, is
 // never posted twice.
-func (s *Service) closePayout(ctx context.Context, p *store.Payout, memo string, legs ...store.Posting) error {
+func (s *Service) closePayout(ctx context.Context, p *store.Payout, memo string, legs ...ledger.Posting) error {
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		moved, err := q.MovePayout(ctx, p, store.PayoutPending)
 		if err != nil || !moved {
 			return err
 		}
-		if err := q.Post(ctx, "", memo, p.UpdatedAt, legs...); err != nil {
+		if err := ledger.Post(ctx, q, "", memo, p.UpdatedAt, legs...); err != nil {
 			return err
 		}
 		if p.State != store.PayoutDone {

@@ -11,6 +11,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/payments"
@@ -44,13 +45,13 @@ func TestPayoutsStopWhenAStalePayoutCannotBeRecorded(t *testing.T) {
 			stale := &store.Payout{ID: "po_stale", Book: book, ChainID: anviltest.ChainID, Address: partnerWallet.Hex(), AmountAtomic: 3_000,
 				State: store.PayoutPending, CreatedAt: now, UpdatedAt: now}
 			if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-				if err := q.Post(ctx, "", "fees", now, store.Posting{Book: "external:calls", Micro: -3_000, Kind: "fee"}, store.Posting{Book: book, Micro: 3_000, Kind: "fee"}); err != nil {
+				if err := ledger.Post(ctx, q, "", "fees", now, ledger.Posting{Book: "external:calls", Micro: -3_000, Kind: "fee"}, ledger.Posting{Book: book, Micro: 3_000, Kind: "fee"}); err != nil {
 					return err
 				}
 				if err := q.InsertPayout(ctx, stale); err != nil {
 					return err
 				}
-				return q.Post(ctx, "", "payout po_stale", now, store.Posting{Book: book, Micro: -3_000, Kind: "payout"}, store.Posting{Book: "payouts:pending", Micro: 3_000, Kind: "payout"})
+				return ledger.Post(ctx, q, "", "payout po_stale", now, ledger.Posting{Book: book, Micro: -3_000, Kind: "payout"}, ledger.Posting{Book: "payouts:pending", Micro: 3_000, Kind: "payout"})
 			}); err != nil {
 				t.Fatal(err)
 			}

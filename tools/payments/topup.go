@@ -17,7 +17,6 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
-	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // Buying credit (credit_topup): x402 with Switchboard as the payee. The first call answers
@@ -107,47 +106,19 @@ func (t *Topups) Tools() []*tools.Tool {
 }
 
 func (t *Topups) topup(ctx context.Context, c *tools.Caller, in TopupInput) (TopupOutput, error) {
-	if t.pay == nil {
-		return TopupOutput{}, tools.Errorf(tools.CodeUnavailable, "buying credit is not configured on this deployment (it needs the payment network, SWITCHBOARD_FLATFEE_*); ask its operator, or for credit")
+	if err := t.admit(c, in); err != nil {
+		return TopupOutput{}, err
 	}
 	acct := c.Principal.AccountID
-	if in.PayWithWallet && in.Payment != nil {
-		return TopupOutput{}, tools.Errorf(tools.CodeBadInput, "send either payment or payWithWallet, not both")
+	row, err := t.named(ctx, acct, in)
+	if err != nil {
+		return TopupOutput{}, err
 	}
-	if in.PayWithWallet && !c.Principal.HasScope(tools.ScopeWallet) {
-		return TopupOutput{}, tools.Errorf(tools.CodeForbidden, "payWithWallet needs a key with the wallet scope; mint one with it, or pay with your own wallet")
-	}
-	var row *store.CreditTopup
-	if in.ConfirmRequestID != "" {
-		r, err := t.store.Topup(ctx, in.ConfirmRequestID)
-		if errors.Is(err, store.ErrNotFound) || err == nil && r.AccountID != acct {
-			return TopupOutput{}, tools.Errorf(tools.CodeNotFound, "no top-up %s in this account; call credit_topup without confirmRequestId for a new requirement", in.ConfirmRequestID)
-		}
-		if err != nil {
-			return TopupOutput{}, err
-		}
-		if in.AmountUsd.Micro() != r.AmountAtomic {
-			return TopupOutput{}, tools.Errorf(tools.CodeConflict, "top-up %s is for %s USD, not %s; send its amountUsd, or call without confirmRequestId for a new requirement", r.RequestID, tools.USD(r.AmountAtomic), in.AmountUsd)
-		}
-		row = r
-		if row.State == store.TopupCredited {
-			return t.answer(ctx, row) // a retry: credited once, answered again
-		}
+	if row != nil && row.State == store.TopupCredited {
+		return t.answer(ctx, row) // a retry: credited once, answered again
 	}
 	if in.Payment == nil && !in.PayWithWallet {
-		if row != nil && row.State == store.TopupSubmitted {
-			return t.follow(ctx, row)
-		}
-		if err := t.bounds(ctx, acct, in.AmountUsd.Micro()); err != nil {
-			return TopupOutput{}, err
-		}
-		if row == nil || row.State != store.TopupQuoted || t.now().Unix() > row.ValidBefore {
-			var err error
-			if row, err = t.quote(ctx, acct, in.AmountUsd.Micro(), c.RequestID); err != nil {
-				return TopupOutput{}, err
-			}
-		}
-		return TopupOutput{}, t.required(ctx, row)
+		return t.ask(ctx, c, in, row)
 	}
 	if row == nil {
 		// A payment naming no quote (x402 version 1's X-PAYMENT echoes none): quoted now, for
@@ -155,19 +126,69 @@ func (t *Topups) topup(ctx context.Context, c *tools.Caller, in TopupInput) (Top
 		if err := t.bounds(ctx, acct, in.AmountUsd.Micro()); err != nil {
 			return TopupOutput{}, err
 		}
-		var err error
-		if row, err = t.quote(ctx, acct, in.AmountUsd.Micro(), c.RequestID); err != nil {
+		if row, err = t.quote(ctx, acct, c.Principal.KeyID, in.AmountUsd.Micro(), c.RequestID); err != nil {
 			return TopupOutput{}, err
 		}
 	}
 	pay := in.Payment
 	if in.PayWithWallet {
-		var err error
 		if pay, err = t.walletPayment(ctx, row); err != nil {
 			return TopupOutput{}, err
 		}
 	}
-	return t.collect(ctx, row, pay)
+	return t.collect(ctx, row, pay, c.Principal.KeyID)
+}
+
+// admit refuses what no top-up can be: one not configured here, both ways of paying at once,
+// the embedded wallet without the wallet scope.
+func (t *Topups) admit(c *tools.Caller, in TopupInput) error {
+	switch {
+	case t.pay == nil:
+		return tools.Errorf(tools.CodeUnavailable, "buying credit is not configured on this deployment (it needs the payment network, SWITCHBOARD_FLATFEE_*); ask its operator, or for credit")
+	case in.PayWithWallet && in.Payment != nil:
+		return tools.Errorf(tools.CodeBadInput, "send either payment or payWithWallet, not both")
+	case in.PayWithWallet && !c.Principal.HasScope(tools.ScopeWallet):
+		return tools.Errorf(tools.CodeForbidden, "payWithWallet needs a key with the wallet scope; mint one with it, or pay with your own wallet")
+	}
+	return nil
+}
+
+// named is the top-up confirmRequestId names (nil when none is named), refused when it is
+// not the account's or is for another amount.
+func (t *Topups) named(ctx context.Context, acct string, in TopupInput) (*store.CreditTopup, error) {
+	if in.ConfirmRequestID == "" {
+		return nil, nil
+	}
+	r, err := t.store.Topup(ctx, in.ConfirmRequestID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && r.AccountID != acct {
+		return nil, tools.Errorf(tools.CodeNotFound, "no top-up %s in this account; call credit_topup without confirmRequestId for a new requirement", in.ConfirmRequestID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if in.AmountUsd.Micro() != r.AmountAtomic {
+		return nil, tools.Errorf(tools.CodeConflict, "top-up %s is for %s USD, not %s; send its amountUsd, or call without confirmRequestId for a new requirement", r.RequestID, tools.USD(r.AmountAtomic), in.AmountUsd)
+	}
+	return r, nil
+}
+
+// ask answers a call without payment: a submitted top-up is followed; otherwise the
+// requirement to pay, of row while it can still be paid, else of a new quote.
+func (t *Topups) ask(ctx context.Context, c *tools.Caller, in TopupInput, row *store.CreditTopup) (TopupOutput, error) {
+	if row != nil && row.State == store.TopupSubmitted {
+		return t.follow(ctx, row)
+	}
+	acct := c.Principal.AccountID
+	if err := t.bounds(ctx, acct, in.AmountUsd.Micro()); err != nil {
+		return TopupOutput{}, err
+	}
+	if row == nil || row.State != store.TopupQuoted || t.now().Unix() > row.ValidBefore {
+		var err error
+		if row, err = t.quote(ctx, acct, c.Principal.KeyID, in.AmountUsd.Micro(), c.RequestID); err != nil {
+			return TopupOutput{}, err
+		}
+	}
+	return TopupOutput{}, t.required(ctx, row)
 }
 
 // bounds refuses a top-up of micro for accountID outside the configured bounds, saying what
@@ -190,8 +211,9 @@ func (t *Topups) bounds(ctx context.Context, accountID string, micro int64) erro
 	return nil
 }
 
-// quote records a new top-up of micro, payable until the quote's TTL passes on chain.
-func (t *Topups) quote(ctx context.Context, accountID string, micro int64, requestID string) (*store.CreditTopup, error) {
+// quote records a new top-up of micro asked by keyID, payable until the quote's TTL passes on
+// chain.
+func (t *Topups) quote(ctx context.Context, accountID, keyID string, micro int64, requestID string) (*store.CreditTopup, error) {
 	s := t.pay
 	chainNow, err := s.chain.Now(ctx)
 	if err != nil {
@@ -201,7 +223,7 @@ func (t *Topups) quote(ctx context.Context, accountID string, micro int64, reque
 		requestID = uuid.NewString()
 	}
 	now := t.now().UTC()
-	row := &store.CreditTopup{RequestID: requestID, AccountID: accountID, ChainID: s.cfg.ChainID, Token: s.cfg.Token.Hex(), PayTo: s.cfg.Treasury.Hex(),
+	row := &store.CreditTopup{RequestID: requestID, AccountID: accountID, KeyID: keyID, ChainID: s.cfg.ChainID, Token: s.cfg.Token.Hex(), PayTo: s.cfg.Treasury.Hex(),
 		AmountAtomic: micro, ValidBefore: chainNow.Add(s.cfg.QuoteTTL).Unix(), State: store.TopupQuoted, CreatedAt: now, UpdatedAt: now}
 	if err := t.store.InsertTopup(ctx, row); errors.Is(err, store.ErrConflict) {
 		row.RequestID = uuid.NewString() // the call's id names another top-up already
@@ -260,35 +282,20 @@ func (t *Topups) checkTopup(row *store.CreditTopup, pay *Payment) (contracts.Aut
 	return verifyAuthorization(req, contracts.TransferWithAuthorization, pay, nil, bad)
 }
 
-// collect takes a payment for a top-up: checked, claimed by its (from, nonce), submitted, and
-// credited once confirmed. An authorization claimed by this top-up already is followed (a
-// retry, a replay) and credits at most once; one claimed by another top-up is refused; one
-// submitted to the token by someone else (the payer, a front-runner), even after the quote
-// expired, is credited when it paid the treasury this amount.
-func (t *Topups) collect(ctx context.Context, row *store.CreditTopup, pay *Payment) (TopupOutput, error) {
+// collect takes a payment for a top-up, by keyID: checked, claimed by its (from, nonce),
+// submitted, and credited once confirmed. An authorization claimed by this top-up already is
+// followed (a retry, a replay) and credits at most once; one claimed by another top-up is
+// refused; one submitted to the token by someone else (the payer, a front-runner), even after
+// the quote expired, is credited when it paid the treasury this amount.
+func (t *Topups) collect(ctx context.Context, row *store.CreditTopup, pay *Payment, keyID string) (TopupOutput, error) {
 	s := t.pay
 	auth, err := t.checkTopup(row, pay)
 	if err != nil {
 		return TopupOutput{}, err
 	}
-	from, nonceHex := auth.From.Hex(), hexutil.Encode(auth.Nonce[:])
-	claimed, err := t.store.TopupByAuthorization(ctx, row.ChainID, from, nonceHex)
-	switch {
-	case err == nil && claimed.RequestID != row.RequestID:
-		return TopupOutput{}, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization (from %s, nonce %s) bought credit already (top-up %s); nothing was credited again. Sign a new one with a fresh nonce to buy more", from, nonceHex, claimed.RequestID)
-	case err == nil && claimed.State == store.TopupCredited:
-		return t.answer(ctx, claimed)
-	case err == nil:
-		row = claimed
-	case !errors.Is(err, store.ErrNotFound):
-		return TopupOutput{}, err
-	case row.State == store.TopupSubmitted:
-		// Another authorization is on its way for this top-up: this one is not taken (it would
-		// move money the claim does not account for).
-		return TopupOutput{}, refuse(tools.CodeConflict, "invalid_payment_requirements", "top-up %s is being paid by another authorization (from %s); call again with that payment, or without confirmRequestId to buy more", row.RequestID, row.PayerAddress)
-	}
-	if row.State == store.TopupCredited {
-		return TopupOutput{}, refuse(tools.CodeConflict, "invalid_payment_requirements", "top-up %s was paid already by another authorization; call without confirmRequestId to buy more", row.RequestID)
+	row, done, err := t.claimedBy(ctx, row, auth)
+	if err != nil || done != nil {
+		return deref(done), err
 	}
 	used, err := s.chain.AuthorizationUsed(ctx, s.cfg.Token, auth.From, auth.Nonce)
 	if err != nil {
@@ -298,36 +305,86 @@ func (t *Topups) collect(ctx context.Context, row *store.CreditTopup, pay *Payme
 		return t.adoptTopup(ctx, row, auth)
 	}
 	if row.State != store.TopupSubmitted { // a claimed authorization is submitted again: the token takes a nonce once
-		chainNow, err := s.chain.Now(ctx)
-		if err != nil {
-			return TopupOutput{}, s.unreachable(err)
-		}
-		bad := func(reason, format string, a ...any) error {
-			return refuse(tools.CodeBadInput, reason, "payment: "+format+"; sign it again", a...)
-		}
-		switch after, before := auth.ValidAfter.Int64(), auth.ValidBefore.Int64(); {
-		case chainNow.Unix() > row.ValidBefore:
-			return TopupOutput{}, refuse(tools.CodeConflict, "invalid_exact_evm_payload_authorization_valid_before", "top-up %s expired at %d (the chain's time is %d); call without confirmRequestId for a new requirement", row.RequestID, row.ValidBefore, chainNow.Unix())
-		case after >= chainNow.Unix():
-			return TopupOutput{}, bad("invalid_exact_evm_payload_authorization_valid_after", "it is not valid yet (validAfter %d, the chain's time %d)", after, chainNow.Unix())
-		case before < chainNow.Unix()+30:
-			return TopupOutput{}, bad("invalid_exact_evm_payload_authorization_valid_before", "it expires at %d, too soon to be submitted (the chain's time is %d)", before, chainNow.Unix())
-		}
-		bal, err := s.chain.BalanceOf(ctx, s.cfg.Token, auth.From)
-		if err != nil {
-			return TopupOutput{}, s.unreachable(err)
-		}
-		if bal.Cmp(auth.Value) < 0 {
-			return TopupOutput{}, tools.Errorf(tools.CodePaymentRequired, "%s holds %s of the stablecoin and the top-up is %d (atomic units); fund it and call again with the same payment", from, bal, row.AmountAtomic).
-				WithDetails(map[string]any{"balance": bal.String(), "amount": fmt.Sprint(row.AmountAtomic), "invalidReason": "insufficient_funds"})
-		}
-		if err := t.bounds(ctx, row.AccountID, row.AmountAtomic); err != nil {
-			return TopupOutput{}, err
-		}
-		if err := t.claim(ctx, row, auth, ""); err != nil {
+		row.KeyID = keyID
+		if err := t.take(ctx, row, auth); err != nil {
 			return TopupOutput{}, err
 		}
 	}
+	return t.submit(ctx, row, auth)
+}
+
+func deref(o *TopupOutput) TopupOutput {
+	if o == nil {
+		return TopupOutput{}
+	}
+	return *o
+}
+
+// claimedBy is the top-up auth pays: row, or the top-up that claimed auth already (done when
+// that one is credited: its answer). An authorization another top-up claimed, or a second
+// authorization for a top-up being paid, is refused.
+func (t *Topups) claimedBy(ctx context.Context, row *store.CreditTopup, auth contracts.Authorization) (*store.CreditTopup, *TopupOutput, error) {
+	from, nonceHex := auth.From.Hex(), hexutil.Encode(auth.Nonce[:])
+	claimed, err := t.store.TopupByAuthorization(ctx, row.ChainID, from, nonceHex)
+	switch {
+	case err == nil && claimed.RequestID != row.RequestID:
+		return nil, nil, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization (from %s, nonce %s) bought credit already (top-up %s); nothing was credited again. Sign a new one with a fresh nonce to buy more", from, nonceHex, claimed.RequestID)
+	case err == nil && claimed.State == store.TopupCredited:
+		out, err := t.answer(ctx, claimed)
+		return nil, &out, err
+	case err == nil:
+		return claimed, nil, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, nil, err
+	case row.State == store.TopupSubmitted:
+		// Another authorization is on its way for this top-up: this one is not taken (it would
+		// move money the claim does not account for).
+		return nil, nil, refuse(tools.CodeConflict, "invalid_payment_requirements", "top-up %s is being paid by another authorization (from %s); call again with that payment, or without confirmRequestId to buy more", row.RequestID, row.PayerAddress)
+	case row.State == store.TopupCredited:
+		return nil, nil, refuse(tools.CodeConflict, "invalid_payment_requirements", "top-up %s was paid already by another authorization; call without confirmRequestId to buy more", row.RequestID)
+	}
+	return row, nil, nil
+}
+
+// take judges a fresh authorization for row on chain (its window against the chain's time,
+// the payer's balance, the bounds again) and claims it.
+func (t *Topups) take(ctx context.Context, row *store.CreditTopup, auth contracts.Authorization) error {
+	s := t.pay
+	chainNow, err := s.chain.Now(ctx)
+	if err != nil {
+		return s.unreachable(err)
+	}
+	bad := func(reason, format string, a ...any) error {
+		return refuse(tools.CodeBadInput, reason, "payment: "+format+"; sign it again", a...)
+	}
+	switch after, before := auth.ValidAfter.Int64(), auth.ValidBefore.Int64(); {
+	case chainNow.Unix() > row.ValidBefore:
+		return refuse(tools.CodeConflict, "invalid_exact_evm_payload_authorization_valid_before", "top-up %s expired at %d (the chain's time is %d); call without confirmRequestId for a new requirement", row.RequestID, row.ValidBefore, chainNow.Unix())
+	case after >= chainNow.Unix():
+		return bad("invalid_exact_evm_payload_authorization_valid_after", "it is not valid yet (validAfter %d, the chain's time %d)", after, chainNow.Unix())
+	case before < chainNow.Unix()+30:
+		return bad("invalid_exact_evm_payload_authorization_valid_before", "it expires at %d, too soon to be submitted (the chain's time is %d)", before, chainNow.Unix())
+	}
+	bal, err := s.chain.BalanceOf(ctx, s.cfg.Token, auth.From)
+	if err != nil {
+		return s.unreachable(err)
+	}
+	if bal.Cmp(auth.Value) < 0 {
+		return tools.Errorf(tools.CodePaymentRequired, "%s holds %s of the stablecoin and the top-up is %d (atomic units); fund it and call again with the same payment", auth.From.Hex(), bal, row.AmountAtomic).
+			WithDetails(map[string]any{"balance": bal.String(), "amount": fmt.Sprint(row.AmountAtomic), "invalidReason": "insufficient_funds"})
+	}
+	if err := t.bounds(ctx, row.AccountID, row.AmountAtomic); err != nil {
+		return err
+	}
+	return t.claim(ctx, row, auth, "")
+}
+
+// submit sends row's claimed authorization to the token, recording its transaction before it
+// is sent, and credits it once confirmed. A revert is adopted when the nonce was used by the
+// right transfer meanwhile, else the top-up failed; an unknown outcome leaves the claim for a
+// retry or the sweeper.
+func (t *Topups) submit(ctx context.Context, row *store.CreditTopup, auth contracts.Authorization) (TopupOutput, error) {
+	s := t.pay
 	rc, err := s.chain.TransactRecorded(ctx, s.cfg.Token, contracts.TestUSDC, func(tx common.Hash) error {
 		row.PayTx, row.UpdatedAt = tx.Hex(), t.now().UTC()
 		return t.move(ctx, row, store.TopupSubmitted)
@@ -451,49 +508,6 @@ func (t *Topups) follow(ctx context.Context, row *store.CreditTopup) (TopupOutpu
 		return TopupOutput{}, e
 	}
 	return t.credit(ctx, row, tr.Tx.Hex())
-}
-
-// credit books a confirmed top-up once: the row leaves submitted in the same transaction as
-// the credit and its ledger transaction (chain:treasury -> the user's available credit). The
-// cap was checked before the transfer was submitted; money that arrived is credited whatever
-// happened to the balance meanwhile.
-func (t *Topups) credit(ctx context.Context, row *store.CreditTopup, tx string) (TopupOutput, error) {
-	now := t.now().UTC()
-	err := t.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		row.State, row.PayTx, row.UpdatedAt = store.TopupCredited, tx, now
-		moved, err := q.MoveTopup(ctx, row, store.TopupSubmitted)
-		if err != nil || !moved {
-			return err
-		}
-		available, err := t.pay.billing.TopUpIn(ctx, q, row.AccountID, row.AmountAtomic, row.RequestID, "top-up "+tx, now)
-		if err != nil {
-			return err
-		}
-		return webhooks.Emit(ctx, q, webhooks.CreditToppedUp, row.AccountID, now, webhooks.TopupData{RequestID: row.RequestID,
-			CreditedUsd: tools.USD(row.AmountAtomic).String(), CreditUsd: tools.USD(available).String(),
-			Network: fmt.Sprintf("eip155:%d", row.ChainID), Payer: row.PayerAddress, TxHash: tx})
-	})
-	if err != nil {
-		return TopupOutput{}, fmt.Errorf("credit top-up %s: %w", row.RequestID, err)
-	}
-	return t.answer(ctx, row)
-}
-
-// answer is a credited top-up's answer, with the account's credit now.
-func (t *Topups) answer(ctx context.Context, row *store.CreditTopup) (TopupOutput, error) {
-	cur, err := t.store.Topup(ctx, row.RequestID)
-	if err != nil {
-		return TopupOutput{}, err
-	}
-	if cur.State != store.TopupCredited {
-		return t.follow(ctx, cur) // another call moved it meanwhile
-	}
-	ca, err := t.store.Credit(ctx, cur.AccountID)
-	if err != nil {
-		return TopupOutput{}, err
-	}
-	return TopupOutput{CreditedUsd: tools.USD(cur.AmountAtomic), CreditUsd: tools.USD(ca.AvailableMicro), Network: fmt.Sprintf("eip155:%d", cur.ChainID),
-		TxHash: cur.PayTx, RequestID: cur.RequestID, payer: cur.PayerAddress}, nil
 }
 
 // walletPayment signs row's TransferWithAuthorization with the account's embedded EVM wallet

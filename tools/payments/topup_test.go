@@ -222,6 +222,7 @@ func TestTopupBuysCreditOncePerAuthorization(t *testing.T) {
 			if got := w.credit(t); got != "17" {
 				t.Fatalf("account_get creditUsd %s, want 17", got)
 			}
+			topupRecords(t, w, "2", "5")
 		})
 	}
 }
@@ -334,6 +335,7 @@ func TestTopupLeftSubmittedIsCreditedByTheSweeper(t *testing.T) {
 			if status != 200 || out["txHash"] != rc.TxHash.Hex() || fmt.Sprint(out["creditUsd"]) != "13" {
 				t.Fatalf("the client's retry after the sweep: %d %v", status, out)
 			}
+			topupRecords(t, w, "3") // swept, then retried: on the record once
 			if err := w.env.App.Settled(ctx); err != nil {
 				t.Fatal(err)
 			}

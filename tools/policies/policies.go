@@ -49,8 +49,11 @@ type GetInput struct {
 // Window is what a cap window has spent and has left.
 type Window struct {
 	Window   string `json:"window" jsonschema_description:"hour, day or 30d"`
-	SpentUsd string `json:"spentUsd" jsonschema_description:"what the calls it covers cost in the window, calls in flight at the most they can cost"`
-	LeftUsd  string `json:"leftUsd,omitempty" jsonschema_description:"what the tightest cap on it leaves (absent when no policy caps the window)"`
+	SpentUsd string `json:"spentUsd" jsonschema_description:"what the calls and on-chain movements it covers spent in the window (creditUsd + onchainUsd), calls in flight at the most they can cost"`
+	// The two parts of SpentUsd.
+	CreditUsd  string `json:"creditUsd" jsonschema_description:"what credit calls cost in the window (fees, and flat fees paid on chain)"`
+	OnchainUsd string `json:"onchainUsd" jsonschema_description:"what the embedded wallets paid or sent on chain in the window (x402 payments, sends, proposed transactions) at their USD value when judged; top-ups are not spending"`
+	LeftUsd    string `json:"leftUsd,omitempty" jsonschema_description:"what the tightest cap on it leaves (absent when no policy caps the window)"`
 }
 
 // GetOutput is a key's (or the account's) policies and what they leave.
@@ -203,12 +206,13 @@ func (s *Service) read(ctx context.Context, accountID, keyID string) (GetOutput,
 		}
 	}
 	out.Effective = combine(governing)
-	spent, err := s.spending.Spent(ctx, accountID, keyID, since)
+	credit, onchain, err := s.spending.SpentParts(ctx, accountID, keyID, since)
 	if err != nil {
 		return GetOutput{}, err
 	}
 	for i, w := range billing.Windows {
-		win := Window{Window: w.Name, SpentUsd: tools.USD(spent[i]).String()}
+		win := Window{Window: w.Name, SpentUsd: tools.USD(credit[i] + onchain[i]).String(),
+			CreditUsd: tools.USD(credit[i]).String(), OnchainUsd: tools.USD(onchain[i]).String()}
 		if left, ok := limits[w.Name]; ok {
 			win.LeftUsd = tools.USD(left).String()
 		}
@@ -248,6 +252,7 @@ func combine(ps []*billing.Policy) billing.Policy {
 		}
 		e.PerCallMaxUsd = minUSD(e.PerCallMaxUsd, p.PerCallMaxUsd)
 		e.Deny.Handles, e.Deny.Publishers, e.Deny.Categories = union(e.Deny.Handles, p.Deny.Handles), union(e.Deny.Publishers, p.Deny.Publishers), union(e.Deny.Categories, p.Deny.Categories)
+		e.Deny.Recipients, e.Deny.Hosts, e.Deny.Contracts = union(e.Deny.Recipients, p.Deny.Recipients), union(e.Deny.Hosts, p.Deny.Hosts), union(e.Deny.Contracts, p.Deny.Contracts)
 		e.DenyByDefault = e.DenyByDefault || p.DenyByDefault
 		e.Approval.AboveUsd = minUSD(e.Approval.AboveUsd, p.Approval.AboveUsd)
 		e.Approval.Categories = union(e.Approval.Categories, p.Approval.Categories)
@@ -358,6 +363,7 @@ func narrows(old *spending.Policy, pol *billing.Policy) error {
 // known refuses lists that name what does not exist, saying which.
 func (s *Service) known(ctx context.Context, p *billing.Policy) error {
 	cats := append(slices.Clone(partners.WriteCategories), partners.IdempotentCategories...)
+	cats = append(cats, billing.CategoryX402) // an x402 payment from the embedded wallet (x402_fetch)
 	for name, l := range map[string][]string{"allow.categories": p.Allow.Categories, "deny.categories": p.Deny.Categories, "approval.categories": p.Approval.Categories} {
 		for _, cat := range l {
 			if !slices.Contains(cats, cat) {

@@ -24,8 +24,17 @@ type CallsInput struct {
 	KeyID    string `json:"keyId,omitempty" jsonschema:"maxLength=200"`
 	IntentID string `json:"intentId,omitempty" jsonschema:"maxLength=200"`
 	Outcome  string `json:"outcome,omitempty" jsonschema:"maxLength=40"`
+	Kind     string `json:"kind,omitempty" jsonschema:"enum=call,enum=topup,enum=x402,enum=send,enum=proposed" jsonschema_description:"only movements of this kind: call, topup (credit bought), x402, send, proposed"`
 	Cursor   string `json:"cursor,omitempty" jsonschema:"maxLength=200"`
 	Limit    int    `json:"limit,omitempty" jsonschema_description:"default 25, at most 100"`
+}
+
+// ListInput is one page of the caller's own record (usage_list, GET /v1/usage).
+type ListInput struct {
+	Kind    string `json:"kind,omitempty" jsonschema:"enum=call,enum=topup,enum=x402,enum=send,enum=proposed" jsonschema_description:"only movements of this kind: call, topup (credit bought), x402, send, proposed"`
+	Outcome string `json:"outcome,omitempty" jsonschema:"maxLength=40" jsonschema_description:"only movements in this state, e.g. succeeded, failed"`
+	Cursor  string `json:"cursor,omitempty" jsonschema:"maxLength=200" jsonschema_description:"the previous page's next"`
+	Limit   int    `json:"limit,omitempty" jsonschema_description:"default 25, at most 100"`
 }
 
 // CallInput names one call of a log.
@@ -36,7 +45,16 @@ type CallInput struct {
 
 var readOnly = tools.Annotations{ReadOnly: tools.Bool(true), OpenWorld: tools.Bool(false)}
 
-// Tools returns usage_spend, usage_intent, usage_calls and usage_call.
+// OwnKey is the key whose movements a key may read in usage_list: "" (the account's) for a
+// root key or a portal session, its own for a minted key, which sees no sibling's spending.
+func OwnKey(p *tools.Principal) string {
+	if p.KeyID == "" || len(p.Ancestors) == 0 {
+		return ""
+	}
+	return p.KeyID
+}
+
+// Tools returns usage_spend, usage_intent, usage_calls, usage_list and usage_call.
 func (s *Service) Tools() []*tools.Tool {
 	return []*tools.Tool{
 		tools.New(tools.Def{Name: "usage_spend", Title: "Spend per day", Access: tools.SessionOnly, Annotations: readOnly,
@@ -52,7 +70,14 @@ func (s *Service) Tools() []*tools.Tool {
 		tools.New(tools.Def{Name: "usage_calls", Title: "Call log", Access: tools.SessionOnly, Annotations: readOnly,
 			Description: "One page of a call log, newest first: the account's own calls (side caller), or the calls to its intents (side partner). Pass next as the cursor for the next page."},
 			func(ctx context.Context, c *tools.Caller, in CallsInput) (Page, error) {
-				return s.Calls(ctx, c.Principal, in.Side, Filter{KeyID: in.KeyID, IntentID: in.IntentID, Outcome: in.Outcome, Cursor: in.Cursor, Limit: in.Limit})
+				return s.Calls(ctx, c.Principal, in.Side, Filter{KeyID: in.KeyID, IntentID: in.IntentID, Outcome: in.Outcome, Kind: in.Kind, Cursor: in.Cursor, Limit: in.Limit})
+			}),
+		tools.New(tools.Def{Name: "usage_list", Title: "Usage log", Access: tools.AnyKey, Annotations: tools.Annotations{ReadOnly: tools.Bool(true), Idempotent: true, OpenWorld: tools.Bool(false)}, Toolset: tools.ToolsetOwner,
+			Description: "One page of the account's record of money movements, newest first: partner calls (kind call, their cost in chargeMicro) and " +
+				"on-chain movements (kind topup for credit bought, x402, send, proposed) with valueUsd, network and txHash. A root key reads the account's; " +
+				"a minted key, its own. Filter by kind and outcome; pass next as the cursor for the next page."},
+			func(ctx context.Context, c *tools.Caller, in ListInput) (Page, error) {
+				return s.Calls(ctx, c.Principal, Caller, Filter{KeyID: OwnKey(c.Principal), Outcome: in.Outcome, Kind: in.Kind, Cursor: in.Cursor, Limit: in.Limit})
 			}),
 		tools.New(tools.Def{Name: "usage_call", Title: "One call", Access: tools.SessionOnly, Annotations: readOnly,
 			Description: "One call of a call log with its arguments, answer, events and receipt; a call outside the log is NOT_FOUND. A partner sees the caller only as its pseudonym."},

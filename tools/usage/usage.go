@@ -242,11 +242,16 @@ const (
 var Outcomes = []string{store.InvSucceeded, store.InvFailed, store.InvOutcomeUnknown, store.InvCancelled,
 	store.InvDispatching, store.InvAwaitingConfirmation, store.InvAwaitingPayment}
 
+// Kinds are the movements a call log filters by: a partner call, credit bought, an x402
+// resource paid, a wallet send, a partner-proposed transaction.
+var Kinds = []string{store.KindCall, store.KindTopup, store.KindX402, store.KindSend, store.KindProposed}
+
 // Filter narrows a call log; all optional.
 type Filter struct {
 	KeyID    string // the caller's side only
 	IntentID string
 	Outcome  string
+	Kind     string // one of Kinds
 	Cursor   string // from the previous page's Next
 	Limit    int    // default 25, at most 100
 }
@@ -262,8 +267,28 @@ type Row struct {
 	HTTPStatus  *int   `json:"httpStatus"`
 	LatencyMs   *int   `json:"latencyMs"`
 	// ChargeMicro is what the call cost the caller (their side) or earned the partner (theirs).
-	ChargeMicro int64     `json:"chargeMicro"`
-	CreatedAt   time.Time `json:"createdAt"`
+	ChargeMicro int64 `json:"chargeMicro"`
+	// Kind, ValueUsd, Network and TxHash say what moved money: a call, or an on-chain movement
+	// with its USD value and its transaction.
+	Kind      string     `json:"kind" jsonschema:"enum=call,enum=topup,enum=x402,enum=send,enum=proposed" jsonschema_description:"what moved money: call (a partner call), topup (credit bought), x402 (an x402 resource paid from the embedded wallet), send (a wallet send), proposed (a partner-proposed transaction)"`
+	ValueUsd  *tools.USD `json:"valueUsd" jsonschema_description:"the movement's USD value when it was judged (a top-up: the credit it bought); null for a call, whose cost is chargeMicro"`
+	Network   *string    `json:"network" jsonschema_description:"the CAIP-2 chain id of an on-chain movement (e.g. eip155:8453); null for a call"`
+	TxHash    *string    `json:"txHash" jsonschema_description:"the on-chain movement's transaction; null for a call, or while none is sent yet"`
+	CreatedAt time.Time  `json:"createdAt"`
+}
+
+// rowOf is inv's log row, before the side decides key and charge.
+func rowOf(inv *store.Invocation) Row {
+	r := Row{RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID, Outcome: inv.State, OutcomeCode: inv.OutcomeCode,
+		HTTPStatus: inv.HTTPStatus, LatencyMs: inv.LatencyMs, Kind: inv.Kind, Network: inv.Network, TxHash: inv.TxHash, CreatedAt: inv.CreatedAt.UTC()}
+	if r.Kind == "" {
+		r.Kind = store.KindCall
+	}
+	if r.Kind != store.KindCall {
+		v := tools.USD(inv.ValueMicro)
+		r.ValueUsd = &v
+	}
+	return r
 }
 
 // Page is one page of a call log, newest first.
@@ -281,7 +306,10 @@ func (s *Service) Calls(ctx context.Context, p *tools.Principal, side Side, f Fi
 	if f.Outcome != "" && !slices.Contains(Outcomes, f.Outcome) {
 		return Page{}, tools.Errorf(tools.CodeBadInput, "no outcome %q; choose one of the list", f.Outcome)
 	}
-	q := reports.CallQuery{IntentID: f.IntentID, State: f.Outcome, Limit: limit + 1}
+	if f.Kind != "" && !slices.Contains(Kinds, f.Kind) {
+		return Page{}, tools.Errorf(tools.CodeBadInput, "no kind %q; choose one of %s", f.Kind, strings.Join(Kinds, ", "))
+	}
+	q := reports.CallQuery{IntentID: f.IntentID, State: f.Outcome, Kind: f.Kind, Limit: limit + 1}
 	switch side {
 	case Caller:
 		q.AccountID, q.KeyID = p.AccountID, f.KeyID
@@ -321,8 +349,7 @@ func (s *Service) Calls(ctx context.Context, p *tools.Principal, side Side, f Fi
 		out.Next = last.CreatedAt.UTC().Format(time.RFC3339Nano) + "_" + last.RequestID
 	}
 	for _, inv := range invs {
-		r := Row{RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID, Outcome: inv.State, OutcomeCode: inv.OutcomeCode,
-			HTTPStatus: inv.HTTPStatus, LatencyMs: inv.LatencyMs, CreatedAt: inv.CreatedAt.UTC()}
+		r := rowOf(inv)
 		if side == Caller {
 			r.KeyID, r.ChargeMicro = inv.KeyID, CostMicro(inv)
 		} else {
@@ -386,8 +413,7 @@ func (s *Service) Call(ctx context.Context, p *tools.Principal, side Side, reque
 	if err != nil {
 		return Detail{}, err
 	}
-	d := Detail{Row: Row{RequestID: inv.RequestID, Handle: inv.Handle, IntentID: inv.IntentID, Outcome: inv.State, OutcomeCode: inv.OutcomeCode,
-		HTTPStatus: inv.HTTPStatus, LatencyMs: inv.LatencyMs, CreatedAt: inv.CreatedAt.UTC()},
+	d := Detail{Row: rowOf(inv),
 		Args: tools.IndentJSON(inv.Args), OutcomeMessage: inv.OutcomeMessage, Attempts: inv.Attempts}
 	var answer struct {
 		Result  json.RawMessage `json:"result"`

@@ -178,6 +178,16 @@ var ErrSigningOff = errors.New("signing with the embedded wallets is off for thi
 // EVMKey unseals an account's primary EVM wallet key, only when the account turned signing on
 // (the portal's settings). The caller must use it for one signature and drop it.
 func EVMKey(ctx context.Context, st *store.Store, sealer *Sealer, accountID string) ([]byte, string, error) {
+	return walletKey(ctx, st, sealer, accountID, store.FamilyEVM)
+}
+
+// SolanaKey unseals an account's Solana wallet key, its 32-byte ed25519 seed, only when the
+// account turned signing on, as EVMKey does.
+func SolanaKey(ctx context.Context, st *store.Store, sealer *Sealer, accountID string) ([]byte, string, error) {
+	return walletKey(ctx, st, sealer, accountID, store.FamilySVM)
+}
+
+func walletKey(ctx context.Context, st *store.Store, sealer *Sealer, accountID, family string) ([]byte, string, error) {
 	acct, err := st.AccountByID(ctx, accountID)
 	if err != nil {
 		return nil, "", err
@@ -190,12 +200,12 @@ func EVMKey(ctx context.Context, st *store.Store, sealer *Sealer, accountID stri
 		return nil, "", err
 	}
 	for _, w := range ws {
-		if w.Family == store.FamilyEVM {
+		if w.Family == family {
 			key, err := sealer.Open(w.SealedKey, w.MasterKeyID, []byte(w.Address))
 			return key, w.Address, err
 		}
 	}
-	return nil, "", fmt.Errorf("account %s has no EVM wallet", accountID)
+	return nil, "", fmt.Errorf("account %s has no %s wallet", accountID, family)
 }
 
 func mustHex(addr string) []byte {

@@ -28,11 +28,16 @@ const (
 	KeyRevoked        = "key.revoked"
 	WalletExported    = "wallet.exported"
 	CreditToppedUp    = "credit.topped_up"
+	X402Paid          = "x402.paid"
+	X402Failed        = "x402.failed"
+	WalletSent        = "wallet.sent"
+	WalletFailed      = "wallet.failed"
 )
 
 // Types are every event type, in the order the docs list them.
 var Types = []string{CallSucceeded, CallFailed, CallRefunded, ApprovalRequested, ApprovalDecided, PolicyDenied,
-	IntentActivated, IntentDeactivated, PayoutSettled, KeyCreated, KeyRevoked, WalletExported, CreditToppedUp}
+	IntentActivated, IntentDeactivated, PayoutSettled, KeyCreated, KeyRevoked, WalletExported, CreditToppedUp,
+	X402Paid, X402Failed, WalletSent, WalletFailed}
 
 // Known reports whether t is an event type.
 func Known(t string) bool { return slices.Contains(Types, t) }
@@ -138,6 +143,43 @@ type TopupData struct {
 	Network     string `json:"network"`
 	Payer       string `json:"payer"`
 	TxHash      string `json:"txHash"`
+}
+
+// X402Data is x402.paid's and x402.failed's data: an x402 resource paid (or not) from the
+// account's embedded wallet by x402_fetch, written with the payment's record. Amounts are
+// decimal USD strings; TxHash is the seller's settlement (absent when it named none).
+type X402Data struct {
+	RequestID string `json:"requestId"`
+	KeyID     string `json:"keyId"`
+	URL       string `json:"url"`
+	Host      string `json:"host"`
+	PaidUsd   string `json:"paidUsd"`
+	Network   string `json:"network"`
+	Payer     string `json:"payer"`
+	PayTo     string `json:"payTo"`
+	TxHash    string `json:"txHash,omitempty"`
+	Status    int    `json:"status"` // the seller's HTTP status to the paid request
+	Reason    string `json:"reason,omitempty"`
+}
+
+// WalletSendData is wallet.sent's and wallet.failed's data: a wallet_send from the account's
+// embedded wallet that ended on chain (confirmed: wallet.sent; failed, dropped or refused by the
+// node: wallet.failed), written with the send's record once. Amount is the token's decimal
+// amount, ValueUsd its USD value when it was judged ("" when the token had no price).
+type WalletSendData struct {
+	RequestID   string `json:"requestId"`
+	KeyID       string `json:"keyId"`
+	Chain       string `json:"chain"`
+	Network     string `json:"network"`
+	Token       string `json:"token"`
+	From        string `json:"from"`
+	To          string `json:"to"`
+	Amount      string `json:"amount"`
+	ValueUsd    string `json:"valueUsd,omitempty"`
+	TxHash      string `json:"txHash,omitempty"`
+	ExplorerURL string `json:"explorerUrl,omitempty"`
+	Status      string `json:"status"` // confirmed, failed, dropped
+	Reason      string `json:"reason,omitempty"`
 }
 
 // KeyData is key.created's data (never the secret).

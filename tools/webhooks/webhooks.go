@@ -164,7 +164,7 @@ func utc(t *time.Time) *time.Time {
 type CreateInput struct {
 	URL         string   `json:"url" jsonschema:"minLength=1,maxLength=2048" jsonschema_description:"https URL the events are POSTed to"`
 	Description string   `json:"description,omitempty" jsonschema:"maxLength=200"`
-	EventTypes  []string `json:"eventTypes,omitempty" jsonschema:"maxItems=13,uniqueItems=true" jsonschema_description:"event types to receive (call.succeeded, call.failed, call.refunded, approval.requested, approval.decided, policy.denied, intent.activated, intent.deactivated, payout.settled, key.created, key.revoked, wallet.exported, credit.topped_up); omit for every type"`
+	EventTypes  []string `json:"eventTypes,omitempty" jsonschema:"maxItems=15,uniqueItems=true" jsonschema_description:"event types to receive (call.succeeded, call.failed, call.refunded, approval.requested, approval.decided, policy.denied, intent.activated, intent.deactivated, payout.settled, key.created, key.revoked, wallet.exported, credit.topped_up, x402.paid, x402.failed); omit for every type"`
 }
 
 // CreateOutput is the new endpoint with its secret, shown this once.

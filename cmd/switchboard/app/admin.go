@@ -136,10 +136,10 @@ func (a *Admin) SetTier(ctx context.Context, accountID, tier string) (int64, err
 type InvocationRecord struct {
 	Invocation *store.Invocation
 	Events     []store.InvocationEvent
-	Ledger     []store.LedgerEntry
+	Ledger     []ledger.Entry
 	// LedgerBatch are the postings of the batch it was recorded in whole (Invocation.LedgerTxn
 	// set), where its own are summed; nil otherwise.
-	LedgerBatch []store.LedgerEntry
+	LedgerBatch []ledger.Entry
 }
 
 // Invocation gathers what happened to a request: the invocation, its transitions and its
@@ -153,11 +153,11 @@ func (a *Admin) Invocation(ctx context.Context, requestID string) (InvocationRec
 	if r.Events, err = a.store.InvocationEvents(ctx, requestID); err != nil {
 		return InvocationRecord{}, err
 	}
-	if r.Ledger, err = a.store.LedgerEntries(ctx, requestID); err != nil {
+	if r.Ledger, err = ledger.Entries(ctx, a.store, requestID); err != nil {
 		return InvocationRecord{}, err
 	}
 	if inv.LedgerTxn != nil {
-		if r.LedgerBatch, err = a.store.BatchEntries(ctx, *inv.LedgerTxn); err != nil {
+		if r.LedgerBatch, err = ledger.BatchEntries(ctx, a.store, *inv.LedgerTxn); err != nil {
 			return InvocationRecord{}, err
 		}
 	}

@@ -30,6 +30,8 @@ var answeredElsewhere = map[string]string{
 	"connection_revoke": "an MCP host's OAuth grant: portal's TestSessionOnlyToolsAreThePortals",
 	"wallet_export":     "the code mailed to a signed-in human: portal's TestSessionOnlyToolsAreThePortals",
 	"credit_topup":      "a payment settled on a chain (anvil): tools/payments' TestTopupBuysCreditOncePerAuthorization",
+	"x402_fetch":        "an x402 seller paid on a chain (anvil): tools/payments' TestX402FetchPaysASeller",
+	"wallet_send":       "a send signed and broadcast on a chain (anvil, litesvm): tools/send's TestWalletSendMovesUSDCOnce and TestWalletSendSOLOverMCP",
 }
 
 // answers drives a whole service's tools for TestEveryToolAnswersWithinItsOutputSchema.
@@ -126,6 +128,7 @@ func TestEveryToolAnswersWithinItsOutputSchema(t *testing.T) {
 
 	// The empty states.
 	a.call(cs, "account_get", nil, "")
+	a.call(cs, "usage_list", nil, "")
 	if keys := a.call(cs, "api_key_list", nil, "")["keys"].([]any); len(keys) != 1 {
 		t.Fatalf("a new account's keys: %v", keys)
 	}
@@ -208,6 +211,7 @@ func TestEveryToolAnswersWithinItsOutputSchema(t *testing.T) {
 	callerOwner := &tools.Principal{AccountID: callerID, Method: tools.AuthSession, SessionID: "the caller's", RateLimitPerMinute: 600, SpendLimitMicro: 1 << 40}
 	a.session(callerOwner, "usage_call", map[string]any{"side": "caller", "requestId": requestID}, "")
 	a.session(callerOwner, "usage_calls", map[string]any{"side": "caller"}, "")
+	a.session(callerOwner, "task_list", nil, "") // none running: the list is [] (a running one: portal's TestCallLogRunningTasks)
 	a.session(callerOwner, "usage_spend", nil, "")
 	a.session(owner, "usage_call", map[string]any{"side": "partner", "requestId": requestID}, "")
 	a.session(owner, "usage_calls", map[string]any{"side": "partner"}, "")

@@ -65,6 +65,7 @@ type Config struct {
 	DefaultRateLimit                      int
 	LogLevel                              string
 	BodyReadTimeout                       string        // Go duration reading one request body may take
+	TaskAfter                             string        // Go duration: an intent whose timeoutMs is above it runs as a task for hosts that take one
 	MaxConnsPerClient                     int           // connections open at once from one client address; 0: no cap
 	RedisURL                              string        // shared rate limits for several replicas; empty: in this process
 	ReprobeInterval                       string        // Go duration between re-probes of each active intent; 0 disables
@@ -140,17 +141,18 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one (1 to " + strconv.Itoa(keys.MaxRatePerMinute) + ", the most admin key issue gives a key)", integer: &c.DefaultRateLimit},
 		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it; topup: the first credit_topup whose transfer is confirmed, before it is credited (TestTopupCrashAfterTransfer)", str: &c.Failpoint},
+		{env: "SWITCHBOARD_TASK_AFTER", flag: "task-after", usage: "a partner call whose intent's timeoutMs is above this (Go duration) is answered with a task for a host that declares MCP Tasks or sends Prefer: respond-async, and paid on completion; shorter calls answer in their request", str: &c.TaskAfter},
 		{env: "SWITCHBOARD_BODY_READ_TIMEOUT", flag: "body-read-timeout", usage: "how long reading one request body may take (Go duration); 20s reads the 1 MiB maximum at 64 KiB/s (512 kbit/s) with 4 s to spare. A slower body is cut off and its connection closed", str: &c.BodyReadTimeout},
 		{env: "SWITCHBOARD_MAX_CONNS_PER_CLIENT", flag: "max-conns-per-client", usage: "connections open at once from one client address (an IPv4 address, an IPv6 /64); one more is answered 429 and closed. 0: no cap (behind a proxy that connects from its own address, every caller is one client: raise it or use 0)", integer: &c.MaxConnsPerClient},
 		{env: "SWITCHBOARD_LOG_LEVEL", flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
-		{env: "SWITCHBOARD_RPC_ETHEREUM", flag: "rpc-ethereum", usage: "Ethereum JSON-RPC URL (balances, token metadata)", str: &c.Tokens.RPCEthereum},
+		{env: "SWITCHBOARD_RPC_ETHEREUM", flag: "rpc-ethereum", usage: "Ethereum JSON-RPC URL (balances, token metadata, wallet_send; each chain below likewise)", str: &c.Tokens.RPCEthereum},
 		{env: "SWITCHBOARD_RPC_ARBITRUM", flag: "rpc-arbitrum", usage: "Arbitrum One JSON-RPC URL", str: &c.Tokens.RPCArbitrum},
 		{env: "SWITCHBOARD_RPC_BASE", flag: "rpc-base", usage: "Base JSON-RPC URL", str: &c.Tokens.RPCBase},
 		{env: "SWITCHBOARD_RPC_POLYGON", flag: "rpc-polygon", usage: "Polygon PoS JSON-RPC URL", str: &c.Tokens.RPCPolygon},
 		{env: "SWITCHBOARD_RPC_OPTIMISM", flag: "rpc-optimism", usage: "OP Mainnet JSON-RPC URL", str: &c.Tokens.RPCOptimism},
 		{env: "SWITCHBOARD_RPC_AVALANCHE", flag: "rpc-avalanche", usage: "Avalanche C-Chain JSON-RPC URL", str: &c.Tokens.RPCAvalanche},
 		{env: "SWITCHBOARD_RPC_BSC", flag: "rpc-bsc", usage: "BNB Smart Chain JSON-RPC URL", str: &c.Tokens.RPCBSC},
-		{env: "SWITCHBOARD_SOLANA_RPC_URL", flag: "solana-rpc-url", usage: "Solana JSON-RPC URL", str: &c.Tokens.SolanaRPC},
+		{env: "SWITCHBOARD_SOLANA_RPC_URL", flag: "solana-rpc-url", usage: "Solana JSON-RPC URL (balances, token metadata, wallet_send)", str: &c.Tokens.SolanaRPC},
 		{env: "SWITCHBOARD_COINGECKO_URL", flag: "coingecko-url", usage: "CoinGecko API base (https://pro-api.coingecko.com/api/v3 for a pro key)", str: &c.Tokens.CoinGeckoURL},
 		{env: "SWITCHBOARD_COINGECKO_API_KEY", flag: "coingecko-api-key", usage: "CoinGecko key (sent as x-cg-demo-api-key, or x-cg-pro-api-key on the pro API); empty: keyless", str: &c.Tokens.CoinGeckoAPIKey},
 		{env: "SWITCHBOARD_DEFILLAMA_URL", flag: "defillama-url", usage: "DefiLlama coins API base", str: &c.Tokens.DefiLlamaURL},
@@ -166,7 +168,7 @@ func (c *Config) settings() []setting {
 func Defaults() Config {
 	return Config{
 		Addr: ":8080", Env: "test", DemoPartner: true,
-		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info", BodyReadTimeout: "20s", MaxConnsPerClient: 64,
+		MailFrom: "Switchboard <no-reply@localhost>", DefaultSpendLimit: "50", DefaultRateLimit: 30, LogLevel: "info", BodyReadTimeout: "20s", TaskAfter: "30s", MaxConnsPerClient: 64,
 		InfraCostUSD: "0.001", FeeTiers: "standard=30,pro=15,enterprise=5", PlatformFloorUSD: "0.001", GasMarginBps: 5000, StartingCreditUSD: "10", SettlementChain: "evm:8453", SweepMargin: "30s", SweepInterval: "30s", DrainDelay: "0s", ShutdownTimeout: "250s", SettleAfterAnswer: true, BudgetLeases: true, DatabaseMaxConns: store.DefaultMaxConns, SessionIdle: "12h", SessionMaxAge: "720h",
 		Tokens:          tokens.DefaultConfig(),
 		ReprobeInterval: "1h", ReprobeFailures: 3,
@@ -291,6 +293,9 @@ func (c *Config) validateValues() error {
 	}
 	if _, _, err := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr != "" && err != nil {
 		return fmt.Errorf("SWITCHBOARD_METRICS_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)
+	}
+	if _, err := c.taskAfter(); err != nil {
+		return err
 	}
 	if _, err := c.bodyReadTimeout(); err != nil {
 		return err
@@ -434,6 +439,15 @@ func baseURLFromAddr(addr string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// taskAfter is SWITCHBOARD_TASK_AFTER read: a Go duration of at least a second.
+func (c Config) taskAfter() (time.Duration, error) {
+	d, err := time.ParseDuration(c.TaskAfter)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("SWITCHBOARD_TASK_AFTER=%q: want a Go duration of at least 1s, e.g. 30s", c.TaskAfter)
+	}
+	return d, nil
 }
 
 // bodyReadTimeout is SWITCHBOARD_BODY_READ_TIMEOUT read: a Go duration of at least a second.

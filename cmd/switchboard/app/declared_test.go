@@ -18,7 +18,7 @@ import (
 func TestToolsDeclareIdempotencyAndPayment(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	wantIdem := []string{"api_key_create", "connected_wallet_add", "credit_topup", "invoke_partner_message", "partner_publish_intent",
-		"partner_publish_intent_bundle", "partner_set_active", "partner_test_endpoint", "webhook_delivery_replay", "webhook_endpoint_create"}
+		"partner_publish_intent_bundle", "partner_set_active", "partner_test_endpoint", "wallet_send", "webhook_delivery_replay", "webhook_endpoint_create", "x402_fetch"}
 	wantPay := []string{"credit_topup", "invoke_partner_message"}
 	var idem, pay, keyedPosts, paid []string
 	for _, rt := range rest.Routes() {

@@ -207,6 +207,9 @@ var operations = map[string]operation{
 	"api_key_revoke":                {"DELETE", "/v1/keys/{key_id}", 200, true},
 	"account_get":                   {"GET", "/v1/account", 200, true},
 	"credit_topup":                  {"POST", "/v1/credit/topup", 200, true},
+	"x402_fetch":                    {"POST", "/v1/x402/fetch", 200, false},
+	"wallet_send":                   {"POST", "/v1/wallet/send", 200, false},
+	"usage_list":                    {"GET", "/v1/usage", 200, true},
 	"resolve_token":                 {"GET", "/v1/tokens/resolve", 200, true},
 	"get_price":                     {"GET", "/v1/tokens/price", 200, true},
 	"get_balances":                  {"GET", "/v1/balances", 200, true},
@@ -233,6 +236,8 @@ var operations = map[string]operation{
 	"webhook_endpoint_delete":       {"DELETE", "/v1/webhooks/endpoints/{endpoint_id}", 200, false},
 	"webhook_delivery_list":         {"GET", "/v1/webhooks/deliveries", 200, true},
 	"webhook_delivery_replay":       {"POST", "/v1/webhooks/deliveries/{delivery_id}/replay", 200, false},
+	"task_get":                      {"GET", "/v1/tasks/{task_id}", 200, true},
+	"task_cancel":                   {"DELETE", "/v1/tasks/{task_id}", 200, true},
 }
 
 // call sends one operation: path parameters substituted, query (GET, DELETE) or body
@@ -311,6 +316,9 @@ func (c *Client) once(ctx context.Context, opID, method, u string, payload []byt
 	if c.apiKey != "" {
 		req.Header.Set("x-api-key", c.apiKey)
 	}
+	if ctx.Value(preferAsyncKey{}) != nil { // InvokeAndWait
+		req.Header.Set("Prefer", "respond-async")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("switchboard: %s: %w", opID, err)
@@ -359,4 +367,13 @@ func parseError(opID string, resp *http.Response, raw []byte) *Error {
 		}
 	}
 	return e
+}
+
+// callT calls an operation and decodes its answer into a new T; nil on error.
+func callT[T any](ctx context.Context, c *Client, opID string, pathParams map[string]string, query url.Values, body any) (*T, error) {
+	var out T
+	if err := c.call(ctx, opID, pathParams, query, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -30,6 +30,9 @@ var Coverage = map[string]string{
 	"api_key_revoke":                "RevokeKey",
 	"account_get":                   "Account",
 	"credit_topup":                  "Topup",
+	"x402_fetch":                    "X402Fetch",
+	"wallet_send":                   "WalletSend",
+	"usage_list":                    "Usage",
 	"resolve_token":                 "ResolveToken",
 	"get_price":                     "Price",
 	"get_balances":                  "Balances",
@@ -46,6 +49,8 @@ var Coverage = map[string]string{
 	"partner_list_intents":          "ListIntents",
 	"partner_earnings":              "Earnings",
 	"partner_receipt":               "Receipt",
+	"task_get":                      "Task",
+	"task_cancel":                   "CancelTask",
 	"partner_archive_intent":        "ArchiveIntent",
 	"policy_get":                    "Policy",
 	"policy_set":                    "SetPolicy",
@@ -268,6 +273,17 @@ func TestPartnerRoutesAndInvoke(t *testing.T) {
 	if err != nil || len(earn.ByIntent) != 1 || earn.ByIntent[0].Calls != 1 || earn.ByIntent[0].Succeeded != 1 {
 		t.Fatalf("Earnings: %+v %v", earn, err)
 	}
+	// A short intent is never a task: InvokeAndWait answers as Invoke does, progress untold.
+	waited, err := c.InvokeAndWait(ctx, switchboard.InvokeInput{Message: intent.PublicIdentifier + " hello again"}, func(*switchboard.Task) {
+		t.Error("progress told for a call that is no task")
+	})
+	if err != nil || !waited.Success || waited.Handle != intent.PublicIdentifier {
+		t.Fatalf("InvokeAndWait: %+v %v", waited, err)
+	}
+	_, err = c.Task(ctx, "no-such-task")
+	asError(t, err, switchboard.CodeNotFound, 404)
+	_, err = c.CancelTask(ctx, "no-such-task")
+	asError(t, err, switchboard.CodeNotFound, 404)
 	bundle, err := c.PublishIntentBundle(ctx, []switchboard.IntentInput{
 		{PublicIdentifier: fmt.Sprintf("@go-b1-%d", emails.Add(1)), Name: "B1", Description: "first", Category: "QUERY", ToolEndpoint: switchboard.Live.PartnerURL + "/rest"},
 		{PublicIdentifier: fmt.Sprintf("@go-b2-%d", emails.Add(1)), Name: "B2", Description: "second", Category: "ANALYZE", ToolEndpoint: switchboard.Live.PartnerURL + "/rest"},

@@ -21,6 +21,12 @@ export type Account = ResponseBody<"agent_verify">;
 export type AccountInfo = ResponseBody<"account_get">;
 export type TopupInput = RequestBody<"credit_topup">;
 export type Topup = ResponseBody<"credit_topup">;
+export type X402FetchInput = RequestBody<"x402_fetch">;
+export type X402Fetched = ResponseBody<"x402_fetch">;
+export type WalletSendInput = RequestBody<"wallet_send">;
+export type WalletSent = ResponseBody<"wallet_send">;
+export type UsageQuery = QueryParams<"usage_list">;
+export type UsagePage = ResponseBody<"usage_list">;
 export type CreateKeyInput = RequestBody<"api_key_create">;
 export type CreatedKey = ResponseBody<"api_key_create">;
 export type Key = ResponseBody<"api_key_revoke">;
@@ -50,6 +56,7 @@ export type IntentList = ResponseBody<"partner_list_intents">;
 export type EarningsQuery = QueryParams<"partner_earnings">;
 export type Earnings = ResponseBody<"partner_earnings">;
 export type SignedReceipt = ResponseBody<"partner_receipt">;
+export type Task = ResponseBody<"task_get">;
 export type WebhookEndpointInput = RequestBody<"webhook_endpoint_create">;
 export type CreatedWebhookEndpoint = ResponseBody<"webhook_endpoint_create">;
 export type WebhookEndpoints = ResponseBody<"webhook_endpoint_list">;
@@ -73,6 +80,14 @@ export type ErrorCode =
 const codeForStatus: Record<number, ErrorCode> = {
   400: "BAD_INPUT", 401: "UNAUTHENTICATED", 402: "PAYMENT_REQUIRED", 403: "FORBIDDEN", 404: "NOT_FOUND",
   409: "CONFLICT", 413: "PAYLOAD_TOO_LARGE", 429: "RATE_LIMITED", 502: "UPSTREAM", 503: "UNAVAILABLE",
+};
+
+// The HTTP status each code is answered with (tools.Code.HTTPStatus): a task's error is the
+// call's answer, thrown as the call would have thrown it.
+const statusForCode: Record<ErrorCode, number> = {
+  BAD_INPUT: 400, PAYLOAD_TOO_LARGE: 413, UNAUTHENTICATED: 401, FORBIDDEN: 403, POLICY_DENIED: 403, NOT_FOUND: 404,
+  CONFLICT: 409, CONFIRMATION_REQUIRED: 409, APPROVAL_REQUIRED: 409, APPROVAL_PENDING: 409,
+  SPEND_LIMIT: 402, INSUFFICIENT_CREDITS: 402, PAYMENT_REQUIRED: 402, RATE_LIMITED: 429, UPSTREAM: 502, UNAVAILABLE: 503, INTERNAL: 500,
 };
 
 /**
@@ -156,6 +171,9 @@ export const OPERATIONS = {
   api_key_revoke: { method: "DELETE", path: "/v1/keys/{key_id}", idempotent: true },
   account_get: { method: "GET", path: "/v1/account", idempotent: true },
   credit_topup: { method: "POST", path: "/v1/credit/topup", idempotent: true },
+  x402_fetch: { method: "POST", path: "/v1/x402/fetch", idempotent: false },
+  wallet_send: { method: "POST", path: "/v1/wallet/send", idempotent: false },
+  usage_list: { method: "GET", path: "/v1/usage", idempotent: true },
   resolve_token: { method: "GET", path: "/v1/tokens/resolve", idempotent: true },
   get_price: { method: "GET", path: "/v1/tokens/price", idempotent: true },
   get_balances: { method: "GET", path: "/v1/balances", idempotent: true },
@@ -182,6 +200,8 @@ export const OPERATIONS = {
   webhook_endpoint_delete: { method: "DELETE", path: "/v1/webhooks/endpoints/{endpoint_id}", idempotent: false },
   webhook_delivery_list: { method: "GET", path: "/v1/webhooks/deliveries", idempotent: true },
   webhook_delivery_replay: { method: "POST", path: "/v1/webhooks/deliveries/{delivery_id}/replay", idempotent: false },
+  task_get: { method: "GET", path: "/v1/tasks/{task_id}", idempotent: true },
+  task_cancel: { method: "DELETE", path: "/v1/tasks/{task_id}", idempotent: true },
 } as const satisfies Record<keyof operations, { method: string; path: string; idempotent: boolean }>;
 
 export type OperationId = keyof typeof OPERATIONS;
@@ -208,6 +228,17 @@ export interface CallOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
   maxRetries?: number;
+}
+
+/** invoke's options: with async, a long-running call is answered at once with its Task (Prefer: respond-async). */
+export interface InvokeOptions extends CallOptions {
+  async?: boolean;
+}
+
+/** Whether an answer is a task started in the call's place (invoke with async), not the call's answer. */
+export function isTask(answer: Invocation | Task): answer is Task {
+  const t = answer as Partial<Task>;
+  return typeof t.taskId === "string" && typeof t.status === "string" && typeof t.pollIntervalMs === "number";
 }
 
 /** Calls one Switchboard deployment. */
@@ -273,6 +304,30 @@ export class Client {
     return this.call("credit_topup", { body: input }, opts);
   }
 
+  /**
+   * POST /v1/x402/fetch: request an x402 resource and pay it from the embedded wallet when it
+   * asks, at most maxUsd (default 1) and within the owner's policies (else POLICY_DENIED,
+   * nothing signed); the answer relays the resource's status, headers and body.
+   */
+  x402Fetch(input: X402FetchInput, opts?: CallOptions): Promise<X402Fetched> {
+    return this.call("x402_fetch", { body: input }, opts);
+  }
+
+  /**
+   * POST /v1/wallet/send: send the native coin or a token from the embedded wallet. The first
+   * call throws CONFIRMATION_REQUIRED (details: requestId, valueUsd, gasUsd, expiresAt); call
+   * again with the same input and confirmRequestId once the user approved (decline: true if
+   * not). The answer has the transaction hash and status submitted or confirmed.
+   */
+  walletSend(input: WalletSendInput, opts?: CallOptions): Promise<WalletSent> {
+    return this.call("wallet_send", { body: input }, opts);
+  }
+
+  /** GET /v1/usage: one page of the account's record of money movements, newest first. */
+  usage(query: UsageQuery = {}, opts?: CallOptions): Promise<UsagePage> {
+    return this.call("usage_list", { query }, opts);
+  }
+
   /** GET /v1/tokens/resolve: token metadata by ticker or address ("usdc on base"). */
   resolveToken(query: TokenQuery, opts?: CallOptions): Promise<Tokens> {
     return this.call("resolve_token", { query }, opts);
@@ -312,8 +367,31 @@ export class Client {
    * POST /v1/invoke: call the partner named by its @handle in the message. Never retried.
    * A write intent first throws CONFIRMATION_REQUIRED (see invokeWithConfirmation).
    */
-  invoke(input: InvokeInput, opts?: CallOptions): Promise<Invocation> {
-    return this.call("invoke_partner_message", { body: input }, opts);
+  invoke(input: InvokeInput, opts: InvokeOptions & { async: true }): Promise<Invocation | Task>;
+  invoke(input: InvokeInput, opts?: InvokeOptions): Promise<Invocation>;
+  invoke(input: InvokeInput, opts: InvokeOptions = {}): Promise<Invocation | Task> {
+    const { async, ...rest } = opts;
+    return this.call("invoke_partner_message", { body: input, headers: async ? { prefer: "respond-async" } : undefined }, rest);
+  }
+
+  /**
+   * invoke with Prefer: respond-async: a long-running intent's call comes back at once as a
+   * task (202), which it waits for (waitTask, telling onProgress each state read), answering
+   * what invoke would have, or throwing the SwitchboardError the call would have thrown
+   * (CANCELLED tasks too); any other call answers as invoke does.
+   */
+  async invokeAndWait(input: InvokeInput, onProgress?: (task: Task) => void, opts?: CallOptions): Promise<Invocation> {
+    const answer = await this.invoke(input, { ...opts, async: true });
+    if (!isTask(answer)) return answer;
+    onProgress?.(answer);
+    const task = answer.status === "working" ? await this.waitTask(answer.taskId, onProgress, opts) : answer;
+    if (task.status === "completed" && !task.error) return task.result as unknown as Invocation;
+    const e = task.error;
+    const code = (e?.code ?? "INTERNAL") as ErrorCode;
+    throw new SwitchboardError({
+      code, message: e?.message ?? `the task ended ${task.status}`, details: e?.details as Record<string, unknown> | undefined,
+      operation: "invoke_partner_message", status: statusForCode[code] ?? 500, requestId: task.requestId,
+    });
   }
 
   /**
@@ -372,6 +450,27 @@ export class Client {
     return this.call("partner_receipt", { path: { request_id: requestId } }, opts);
   }
 
+  /** GET /v1/tasks/{task_id}: a task a long-running call answered with (Prefer: respond-async); once completed, the call's answer (result) or error. */
+  task(taskId: string, opts?: CallOptions): Promise<Task> {
+    return this.call("task_get", { path: { task_id: taskId } }, opts);
+  }
+
+  /** DELETE /v1/tasks/{task_id}: cancel a working task; its partner call stops and its hold is refunded. */
+  cancelTask(taskId: string, opts?: CallOptions): Promise<Task> {
+    return this.call("task_cancel", { path: { task_id: taskId } }, opts);
+  }
+
+  /** Polls a task at its pollIntervalMs until it leaves working, telling onProgress each state read. */
+  async waitTask(taskId: string, onProgress?: (task: Task) => void, opts?: CallOptions): Promise<Task> {
+    for (;;) {
+      const task = await this.task(taskId, opts);
+      onProgress?.(task);
+      if (task.status !== "working") return task;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(task.pollIntervalMs ?? 1000, 100)));
+      if (opts?.signal?.aborted) throw opts.signal.reason;
+    }
+  }
+
   /** GET /v1/policy: the spend policies governing a key (yours by default), combined, and each window's spent and left. */
   policy(query: PolicyQuery = {}, opts?: CallOptions): Promise<Policies> {
     return this.call("policy_get", { query }, opts);
@@ -425,7 +524,7 @@ export class Client {
   /** Call any operation by its operationId (the typed methods above all go through here). */
   async call<K extends OperationId>(
     id: K,
-    req: { path?: Record<string, string>; query?: Record<string, unknown>; body?: unknown },
+    req: { path?: Record<string, string>; query?: Record<string, unknown>; body?: unknown; headers?: Record<string, string> | undefined },
     opts: CallOptions = {},
   ): Promise<ResponseBody<K>> {
     const op = OPERATIONS[id];
@@ -441,7 +540,7 @@ export class Client {
     }
     const q = qs.toString();
     const url = this.baseUrl + path + (q ? `?${q}` : "");
-    const headers: Record<string, string> = { accept: "application/json" };
+    const headers: Record<string, string> = { ...req.headers, accept: "application/json" };
     if (this.apiKey) headers["x-api-key"] = this.apiKey;
     let body: string | undefined;
     if (req.body !== undefined) {

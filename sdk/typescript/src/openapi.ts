@@ -398,6 +398,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{task_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A task's status and answer
+         * @description The status of a task a long-running call answered with and, once it has completed, the answer the call would have given.
+         */
+        get: operations["task_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a task
+         * @description Cancel a working task: its partner call is stopped and its hold refunded; nothing is charged. A task that has concluded is left as it is.
+         */
+        delete: operations["task_cancel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tokens/price": {
         parameters: {
             query?: never;
@@ -432,6 +456,46 @@ export interface paths {
         get: operations["resolve_token"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage log
+         * @description One page of the account's record of money movements, newest first: partner calls (kind call, their cost in chargeMicro) and on-chain movements (kind topup for credit bought, x402, send, proposed) with valueUsd, network and txHash. A root key reads the account's; a minted key, its own. Filter by kind and outcome; pass next as the cursor for the next page.
+         */
+        get: operations["usage_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallet/send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send from the embedded wallet
+         * @description Send the native coin or a token from the account's embedded wallet to an address, on a balances chain (EVM) or Solana. The first call answers CONFIRMATION_REQUIRED with the USD value, the fee estimate (gasUsd) and an expiry: show it to the user; if they approve, call again with the same chain, token, to and amount and confirmRequestId (decline: true if they refuse). The owner's spend policies apply (caps, per-call maximum, recipients allow/deny, approvals). Signing must be on for the account (a human turns it on in the portal). The answer has the transaction hash and status submitted or confirmed.
+         */
+        post: operations["wallet_send"];
         delete?: never;
         options?: never;
         head?: never;
@@ -561,6 +625,26 @@ export interface paths {
          * @description Delete a webhook endpoint by id (from webhook_endpoint_list), with its deliveries: nothing more is sent to it.
          */
         delete: operations["webhook_endpoint_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/x402/fetch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fetch a paid resource (x402)
+         * @description Request a URL and, when it answers 402 Payment Required (x402), pay it from the account's embedded EVM wallet and relay the answer. The price must be at most maxUsd (default 1 USD) and pass the owner's spend policies (caps, per-call maximum, allow/deny by host and recipient, approvals); otherwise nothing is signed. Signing must be on for the account (a human turns it on in the portal). The answer has the resource's status, headers and body, paidUsd and the payment's settlement.
+         */
+        post: operations["x402_fetch"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1592,6 +1676,8 @@ export interface operations {
             header?: {
                 /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
                 "Idempotency-Key"?: string;
+                /** @description respond-async: a call that may run long (an intent whose timeoutMs is above the deployment's task threshold) is answered 202 with a task at once; poll its Location (GET /v1/tasks/{task_id}) until its status leaves working, or DELETE it to cancel. Other calls answer as usual */
+                Prefer?: string;
             };
             path?: never;
             cookie?: never;
@@ -1722,6 +1808,7 @@ export interface operations {
                                 requestId: string;
                                 resultSha256: string;
                                 success: boolean;
+                                taskId?: string;
                                 userId: string;
                             };
                             signature: string;
@@ -1730,6 +1817,40 @@ export interface operations {
                         /** @description the partner's JSON result, relayed as is (any JSON value) */
                         result: Record<string, never> | unknown[] | string | number | boolean | null;
                         success: boolean;
+                    };
+                };
+            };
+            /** @description accepted: the call runs as a task (Prefer: respond-async); its hold is taken, and it is charged only if it succeeds */
+            202: {
+                headers: {
+                    /** @description where the task is polled and cancelled */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description when completed with an error: the error model object the call would have answered */
+                        error?: {
+                            code: string;
+                            details?: {
+                                [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
+                            };
+                            message: string;
+                        };
+                        /** Format: date-time */
+                        lastUpdatedAt: string;
+                        pollIntervalMs: number;
+                        /** @description the call the task runs (its invocation) */
+                        requestId: string;
+                        /** @description when completed with an answer: the tool's answer, as the call would have given it */
+                        result?: Record<string, never> | unknown[] | string | number | boolean | null;
+                        /** @enum {string} */
+                        status: "working" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        taskId: string;
+                        ttlMs: number;
                     };
                 };
             };
@@ -3566,6 +3687,7 @@ export interface operations {
                             requestId: string;
                             resultSha256: string;
                             success: boolean;
+                            taskId?: string;
                             userId: string;
                         };
                         signature: string;
@@ -3878,12 +4000,18 @@ export interface operations {
                         account: {
                             /** @description with denyByDefault: only these are allowed */
                             allow?: {
-                                /** @description categories, e.g. QUERY, SWAP */
+                                /** @description categories, e.g. QUERY, SWAP, SEND, X402 */
                                 categories?: string[];
+                                /** @description contracts a partner-proposed transaction calls (its to), by address */
+                                contracts?: string[];
                                 /** @description @handles */
                                 handles?: string[];
+                                /** @description x402 resources by host name, e.g. api.example.com (x402_fetch) */
+                                hosts?: string[];
                                 /** @description publishers, by partnerId */
                                 publishers?: string[];
+                                /** @description addresses money is sent or paid to (wallet sends, x402 payments' payTo); EVM addresses match whatever their case */
+                                recipients?: string[];
                             };
                             /** @description calls a human approves first, in the portal */
                             approval?: {
@@ -3907,8 +4035,11 @@ export interface operations {
                             /** @description never allowed, whatever else says */
                             deny?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             /** @description only what allow names may be called */
                             denyByDefault?: boolean;
@@ -3919,8 +4050,11 @@ export interface operations {
                         allowOnly: {
                             allow: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             /** @description whose policy: account, or key <id> */
                             policy: string;
@@ -3929,8 +4063,11 @@ export interface operations {
                         effective: {
                             allow?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             approval?: {
                                 aboveUsd?: string;
@@ -3944,8 +4081,11 @@ export interface operations {
                             }[];
                             deny?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             denyByDefault?: boolean;
                             perCallMaxUsd?: string;
@@ -3956,8 +4096,11 @@ export interface operations {
                         key: {
                             allow?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             approval?: {
                                 aboveUsd?: string;
@@ -3971,17 +4114,24 @@ export interface operations {
                             }[];
                             deny?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             denyByDefault?: boolean;
                             perCallMaxUsd?: string;
                         } | null;
                         keyId?: string;
                         windows: {
+                            /** @description what credit calls cost in the window (fees, and flat fees paid on chain) */
+                            creditUsd: string;
                             /** @description what the tightest cap on it leaves (absent when no policy caps the window) */
                             leftUsd?: string;
-                            /** @description what the calls it covers cost in the window, calls in flight at the most they can cost */
+                            /** @description what the embedded wallets paid or sent on chain in the window (x402 payments, sends, proposed transactions) at their USD value when judged; top-ups are not spending */
+                            onchainUsd: string;
+                            /** @description what the calls and on-chain movements it covers spent in the window (creditUsd + onchainUsd), calls in flight at the most they can cost */
                             spentUsd: string;
                             /** @description hour, day or 30d */
                             window: string;
@@ -4074,12 +4224,18 @@ export interface operations {
                     policy: {
                         /** @description with denyByDefault: only these are allowed */
                         allow?: {
-                            /** @description categories, e.g. QUERY, SWAP */
+                            /** @description categories, e.g. QUERY, SWAP, SEND, X402 */
                             categories?: string[];
+                            /** @description contracts a partner-proposed transaction calls (its to), by address */
+                            contracts?: string[];
                             /** @description @handles */
                             handles?: string[];
+                            /** @description x402 resources by host name, e.g. api.example.com (x402_fetch) */
+                            hosts?: string[];
                             /** @description publishers, by partnerId */
                             publishers?: string[];
+                            /** @description addresses money is sent or paid to (wallet sends, x402 payments' payTo); EVM addresses match whatever their case */
+                            recipients?: string[];
                         };
                         /** @description calls a human approves first, in the portal */
                         approval?: {
@@ -4102,12 +4258,18 @@ export interface operations {
                         }[];
                         /** @description never allowed, whatever else says */
                         deny?: {
-                            /** @description categories, e.g. QUERY, SWAP */
+                            /** @description categories, e.g. QUERY, SWAP, SEND, X402 */
                             categories?: string[];
+                            /** @description contracts a partner-proposed transaction calls (its to), by address */
+                            contracts?: string[];
                             /** @description @handles */
                             handles?: string[];
+                            /** @description x402 resources by host name, e.g. api.example.com (x402_fetch) */
+                            hosts?: string[];
                             /** @description publishers, by partnerId */
                             publishers?: string[];
+                            /** @description addresses money is sent or paid to (wallet sends, x402 payments' payTo); EVM addresses match whatever their case */
+                            recipients?: string[];
                         };
                         /** @description only what allow names may be called */
                         denyByDefault?: boolean;
@@ -4129,12 +4291,18 @@ export interface operations {
                         account: {
                             /** @description with denyByDefault: only these are allowed */
                             allow?: {
-                                /** @description categories, e.g. QUERY, SWAP */
+                                /** @description categories, e.g. QUERY, SWAP, SEND, X402 */
                                 categories?: string[];
+                                /** @description contracts a partner-proposed transaction calls (its to), by address */
+                                contracts?: string[];
                                 /** @description @handles */
                                 handles?: string[];
+                                /** @description x402 resources by host name, e.g. api.example.com (x402_fetch) */
+                                hosts?: string[];
                                 /** @description publishers, by partnerId */
                                 publishers?: string[];
+                                /** @description addresses money is sent or paid to (wallet sends, x402 payments' payTo); EVM addresses match whatever their case */
+                                recipients?: string[];
                             };
                             /** @description calls a human approves first, in the portal */
                             approval?: {
@@ -4158,8 +4326,11 @@ export interface operations {
                             /** @description never allowed, whatever else says */
                             deny?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             /** @description only what allow names may be called */
                             denyByDefault?: boolean;
@@ -4170,8 +4341,11 @@ export interface operations {
                         allowOnly: {
                             allow: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             /** @description whose policy: account, or key <id> */
                             policy: string;
@@ -4180,8 +4354,11 @@ export interface operations {
                         effective: {
                             allow?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             approval?: {
                                 aboveUsd?: string;
@@ -4195,8 +4372,11 @@ export interface operations {
                             }[];
                             deny?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             denyByDefault?: boolean;
                             perCallMaxUsd?: string;
@@ -4207,8 +4387,11 @@ export interface operations {
                         key: {
                             allow?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             approval?: {
                                 aboveUsd?: string;
@@ -4222,21 +4405,252 @@ export interface operations {
                             }[];
                             deny?: {
                                 categories?: string[];
+                                contracts?: string[];
                                 handles?: string[];
+                                hosts?: string[];
                                 publishers?: string[];
+                                recipients?: string[];
                             };
                             denyByDefault?: boolean;
                             perCallMaxUsd?: string;
                         } | null;
                         keyId?: string;
                         windows: {
+                            /** @description what credit calls cost in the window (fees, and flat fees paid on chain) */
+                            creditUsd: string;
                             /** @description what the tightest cap on it leaves (absent when no policy caps the window) */
                             leftUsd?: string;
-                            /** @description what the calls it covers cost in the window, calls in flight at the most they can cost */
+                            /** @description what the embedded wallets paid or sent on chain in the window (x402 payments, sends, proposed transactions) at their USD value when judged; top-ups are not spending */
+                            onchainUsd: string;
+                            /** @description what the calls and on-chain movements it covers spent in the window (creditUsd + onchainUsd), calls in flight at the most they can cost */
                             spentUsd: string;
                             /** @description hour, day or 30d */
                             window: string;
                         }[];
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    task_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description when completed with an error: the error model object the call would have answered */
+                        error?: {
+                            code: string;
+                            details?: {
+                                [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
+                            };
+                            message: string;
+                        };
+                        /** Format: date-time */
+                        lastUpdatedAt: string;
+                        pollIntervalMs: number;
+                        /** @description the call the task runs (its invocation) */
+                        requestId: string;
+                        /** @description when completed with an answer: the tool's answer, as the call would have given it */
+                        result?: Record<string, never> | unknown[] | string | number | boolean | null;
+                        /** @enum {string} */
+                        status: "working" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        taskId: string;
+                        ttlMs: number;
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    task_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description when completed with an error: the error model object the call would have answered */
+                        error?: {
+                            code: string;
+                            details?: {
+                                [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
+                            };
+                            message: string;
+                        };
+                        /** Format: date-time */
+                        lastUpdatedAt: string;
+                        pollIntervalMs: number;
+                        /** @description the call the task runs (its invocation) */
+                        requestId: string;
+                        /** @description when completed with an answer: the tool's answer, as the call would have given it */
+                        result?: Record<string, never> | unknown[] | string | number | boolean | null;
+                        /** @enum {string} */
+                        status: "working" | "completed" | "failed" | "cancelled";
+                        statusMessage?: string;
+                        taskId: string;
+                        ttlMs: number;
                     };
                 };
             };
@@ -4506,6 +4920,274 @@ export interface operations {
             };
             /** @description Forbidden: FORBIDDEN */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: UPSTREAM */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    usage_list: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                kind?: "call" | "topup" | "x402" | "send" | "proposed";
+                limit?: number;
+                outcome?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        next: string;
+                        rows: {
+                            chargeMicro: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            handle: string;
+                            httpStatus: number | null;
+                            intentId: string;
+                            keyId: string;
+                            /**
+                             * @description what moved money: call (a partner call), topup (credit bought), x402 (an x402 resource paid from the embedded wallet), send (a wallet send), proposed (a partner-proposed transaction)
+                             * @enum {string}
+                             */
+                            kind: "call" | "topup" | "x402" | "send" | "proposed";
+                            latencyMs: number | null;
+                            /** @description the CAIP-2 chain id of an on-chain movement (e.g. eip155:8453); null for a call */
+                            network: string | null;
+                            outcome: string;
+                            outcomeCode: string;
+                            requestId: string;
+                            /** @description the on-chain movement's transaction; null for a call, or while none is sent yet */
+                            txHash: string | null;
+                            /** @description the movement's USD value when it was judged (a top-up: the credit it bought); null for a call, whose cost is chargeMicro */
+                            valueUsd: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    wallet_send: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description how much to send, as an exact decimal string in the token's units ("5" USDC, "0.01" ETH), with at most the token's decimals */
+                    amount: string;
+                    /** @description a balances chain: ethereum, arbitrum, base, polygon, optimism, avalanche, bsc or solana (those this deployment has a node for) */
+                    chain: string;
+                    /**
+                     * Format: uuid
+                     * @description the requestId of the CONFIRMATION_REQUIRED answer (or of an APPROVAL_REQUIRED one the owner approved), sent with the same chain, token, to and amount once the user approved it: the send is signed and broadcast
+                     */
+                    confirmRequestId?: string;
+                    /** @description with confirmRequestId: the user declined the quote; it is closed and nothing is signed */
+                    decline?: boolean;
+                    /** @description the recipient: a 0x address on EVM chains, a base58 address on Solana */
+                    to: string;
+                    /** @description a ticker (USDC, ETH, SOL), or the token's contract address (EVM) or mint (Solana); resolved as resolve_token does, and a token flagged as spam is refused */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the amount sent, in the token's units, as a decimal string */
+                        amount: string;
+                        chain: string;
+                        /** @description the transaction on the chain's block explorer */
+                        explorerUrl?: string;
+                        /** @description the send's record (usage shows it); a retry of the confirmation with it never sends twice */
+                        requestId: string;
+                        /**
+                         * @description submitted: signed, recorded and broadcast, not yet confirmed (the send's record and the wallet.sent or wallet.failed webhook tell its end); confirmed: on chain
+                         * @enum {string}
+                         */
+                        status: "submitted" | "confirmed";
+                        to: string;
+                        /** @description what moved: the token's contract address or mint, or the native coin's ticker (ETH, SOL, ...) */
+                        token: string;
+                        /** @description the transaction hash (EVM) or signature (Solana) */
+                        txHash: string;
+                        /** @description its USD value when it was judged; null when the token has no price */
+                        valueUsd: number | null;
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN, POLICY_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: CONFLICT, CONFIRMATION_REQUIRED, APPROVAL_REQUIRED, APPROVAL_PENDING */
+            409: {
+                headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5248,7 +5930,7 @@ export interface operations {
             content: {
                 "application/json": {
                     description?: string;
-                    /** @description event types to receive (call.succeeded, call.failed, call.refunded, approval.requested, approval.decided, policy.denied, intent.activated, intent.deactivated, payout.settled, key.created, key.revoked, wallet.exported, credit.topped_up); omit for every type */
+                    /** @description event types to receive (call.succeeded, call.failed, call.refunded, approval.requested, approval.decided, policy.denied, intent.activated, intent.deactivated, payout.settled, key.created, key.revoked, wallet.exported, credit.topped_up, x402.paid, x402.failed); omit for every type */
                     eventTypes?: string[];
                     /** @description https URL the events are POSTed to */
                     url: string;
@@ -5442,6 +6124,186 @@ export interface operations {
             };
             /** @description Internal Server Error: INTERNAL */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    x402_fetch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description a unique key for this call (a UUID): a retry with the same key and the same body within 24 hours answers the first call's answer without running it again; the same key with a different body is 409 CONFLICT, and while the first call is still running 409 CONFLICT with Retry-After */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the request body, as text */
+                    body?: string;
+                    /**
+                     * Format: uuid
+                     * @description the requestId of an APPROVAL_REQUIRED answer, once the owner approved it: the same request is paid
+                     */
+                    confirmRequestId?: string;
+                    /** @description request headers to send: at most 32, names HTTP tokens, values at most 4096 characters; not Host, Content-Length, Cookie, Authorization, hop-by-hop headers, or x402's own */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /** @description the most to pay for this request, in USD (default 1); a higher price is refused with nothing signed */
+                    maxUsd?: number;
+                    /** @description call this tool of the MCP server at url (Streamable HTTP) instead of requesting the URL: a payment the tool asks for (x402's MCP transport) is judged and paid the same way, and the tool's result is the answer's body (JSON) */
+                    mcpTool?: {
+                        /** @description the tool's arguments */
+                        arguments?: {
+                            [key: string]: Record<string, never> | unknown[] | string | number | boolean | null;
+                        };
+                        /** @description the tool's name on that server */
+                        name: string;
+                    };
+                    /**
+                     * @description default GET
+                     * @enum {string}
+                     */
+                    method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                    /** @description the resource: an https URL (the partner SSRF guard applies: public addresses only) */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the answer's body, cut at 1 MiB: text, or base64 when it is not UTF-8 (bodyEncoding) */
+                        body: string;
+                        /** @enum {string} */
+                        bodyEncoding: "text" | "base64";
+                        headers: {
+                            [key: string]: string;
+                        };
+                        /** @description what was paid (0: the resource asked for nothing) */
+                        paidUsd: number;
+                        /** @description absent when nothing was paid */
+                        payment?: {
+                            /** @description CAIP-2 chain id the payment was made on */
+                            network: string;
+                            /** @description the embedded wallet that signed */
+                            payer: string;
+                            /** @description the seller's address */
+                            payTo: string;
+                            /** @description the seller's settlement transaction (its PAYMENT-RESPONSE) */
+                            txHash?: string;
+                        };
+                        /** @description the payment's record (usage shows it) */
+                        requestId?: string;
+                        /** @description the resource's HTTP status */
+                        status: number;
+                        /** @description the body was longer than 1 MiB and is cut */
+                        truncated?: boolean;
+                    };
+                };
+            };
+            /** @description Bad Request: BAD_INPUT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: FORBIDDEN, POLICY_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: CONFLICT, APPROVAL_REQUIRED, APPROVAL_PENDING */
+            409: {
+                headers: {
+                    /** @description seconds to wait before retrying, sent when a call with the same Idempotency-Key is still running */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying (always sent with RATE_LIMITED) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error: INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: UPSTREAM */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

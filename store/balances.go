@@ -12,8 +12,9 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// The ledger: books of signed micro-USD (positive grows the book), written in transactions
-// whose rows sum to zero. The books are named, and the invariants checked, in store/ledger.
+// The balances the ledger's books sum to, kept as rows so a call reads and locks one: an
+// account's credit, a key's spend, a budget lease's reservation. The ledger itself (its rows,
+// its postings, its check) is store/ledger's.
 
 // CreditAccount is an account's running balance. Held is not money: it is the worst case of
 // the account's invocations in flight, so concurrent calls cannot together overspend.
@@ -72,137 +73,6 @@ func (r *Reservation) SpendKeys() []string {
 		return []string{r.KeyID}
 	}
 	return append([]string{r.KeyID}, strings.Split(r.KeyChain, ",")...)
-}
-
-// LedgerEntry is one row of a balanced ledger transaction.
-type LedgerEntry struct {
-	bun.BaseModel `bun:"table:ledger_entries"`
-
-	ID          string    `bun:"id,pk"`
-	TxnID       string    `bun:"txn_id,notnull"`
-	RequestID   *string   `bun:"request_id"`
-	Book        string    `bun:"book,notnull"`
-	AmountMicro int64     `bun:"amount_micro,notnull"`
-	Kind        string    `bun:"kind,notnull"`
-	Memo        string    `bun:"memo,notnull"`
-	CreatedAt   time.Time `bun:"created_at,notnull"`
-}
-
-// Posting is one leg of a ledger transaction: Micro (signed) on Book, of a kind
-// ("reserve", "consume", "partner_fee", "platform_fee", "gas", "refund", "grant", and
-// "charge": a call's total taken from available credit in one leg, when it was drawn from a
-// budget lease and concluded in the same write).
-type Posting struct {
-	Book  string
-	Micro int64
-	Kind  string
-}
-
-// RowID names a row of a table written on every call (ledger entries, invocation events): a
-// time-ordered UUID (version 7), so rows written together sit together in the primary key's
-// index and an insert lands on its last pages instead of a random one. A commit engine
-// names the rows it writes for many calls with it too (store/commit).
-func RowID() string { return uuid.Must(uuid.NewV7()).String() }
-
-// Post writes one balanced ledger transaction: its legs sum to zero or nothing is written.
-func (q *Q) Post(ctx context.Context, requestID, memo string, now time.Time, legs ...Posting) error {
-	return q.PostAll(ctx, requestID, now, Txn{Memo: memo, Legs: legs})
-}
-
-// Txn is one balanced ledger transaction of PostAll.
-type Txn struct {
-	Memo string
-	At   time.Time // zero: PostAll's now
-	Legs []Posting
-}
-
-// PostAll writes balanced ledger transactions of one request in one statement: each sums to
-// zero or nothing is written.
-func (q *Q) PostAll(ctx context.Context, requestID string, now time.Time, txns ...Txn) error {
-	var rid *string
-	if requestID != "" {
-		rid = &requestID
-	}
-	var rows []LedgerEntry
-	for _, t := range txns {
-		if err := t.balanced(); err != nil {
-			return err
-		}
-		txn, at := RowID(), now
-		if !t.At.IsZero() {
-			at = t.At
-		}
-		for _, l := range t.Legs {
-			if l.Micro == 0 {
-				continue
-			}
-			rows = append(rows, LedgerEntry{ID: RowID(), TxnID: txn, RequestID: rid, Book: l.Book,
-				AmountMicro: l.Micro, Kind: l.Kind, Memo: t.Memo, CreatedAt: at})
-		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	if q.rec != nil {
-		q.rec.LedgerRows(rows...)
-		return nil
-	}
-	return q.write(ctx, q.tx.NewInsert().Model(&rows).Returning("NULL"))
-}
-
-// PostBatch writes t as the balanced ledger transaction txnID of no one request: the summed
-// legs of the calls whose rows name it (Invocation.LedgerTxn), posted together when a budget
-// lease they were drawn on is settled. ledger-check proves the legs equal those calls'
-// breakdowns.
-func (q *Q) PostBatch(ctx context.Context, txnID string, now time.Time, t Txn) error {
-	if err := t.balanced(); err != nil {
-		return err
-	}
-	var rows []LedgerEntry
-	for _, l := range t.Legs {
-		if l.Micro != 0 {
-			rows = append(rows, LedgerEntry{ID: RowID(), TxnID: txnID, Book: l.Book, AmountMicro: l.Micro, Kind: l.Kind, Memo: t.Memo, CreatedAt: now})
-		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	return q.write(ctx, q.tx.NewInsert().Model(&rows).Returning("NULL"))
-}
-
-// CallCharges is what calls naming one ledger transaction charged, for one payout book.
-type CallCharges struct {
-	PayoutBook  string `bun:"payout_book"`
-	Reserve     int64  `bun:"reserve"`
-	PartnerFee  int64  `bun:"partner_fee"`
-	PlatformFee int64  `bun:"platform_fee"`
-	Gas         int64  `bun:"gas"`
-}
-
-// ChargesNaming sums, by payout book, the breakdowns of accountID's calls whose rows name
-// the ledger transaction txnID (a budget lease's calls, posted when it is settled).
-func (q *Q) ChargesNaming(ctx context.Context, accountID, txnID string) ([]CallCharges, error) {
-	tx, err := q.now(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []CallCharges
-	err = tx.NewRaw(`SELECT payout_book, SUM(reserve_micro) AS reserve, SUM(partner_fee_micro) AS partner_fee,
-		SUM(platform_fee_micro) AS platform_fee, SUM(gas_micro) AS gas
-		FROM invocations WHERE ledger_txn = ? AND account_id = ? GROUP BY payout_book ORDER BY payout_book`, txnID, accountID).Scan(ctx, &out)
-	return out, normalize(err)
-}
-
-// balanced refuses a transaction whose legs do not sum to zero.
-func (t Txn) balanced() error {
-	var sum int64
-	for _, l := range t.Legs {
-		sum += l.Micro
-	}
-	if sum != 0 {
-		return fmt.Errorf("unbalanced ledger transaction: legs sum to %d", sum)
-	}
-	return nil
 }
 
 // LockCredit reads (creating when absent) and locks an account's balance row.
@@ -432,17 +302,8 @@ func (s *Store) ExpiredReservations(ctx context.Context, now time.Time, limit in
 	return ids, normalize(err)
 }
 
-// BatchEntries returns the rows of the batch transaction txnID (Invocation.LedgerTxn): the
-// sums of its calls' postings, a leg per book and kind.
-func (s *Store) BatchEntries(ctx context.Context, txnID string) ([]LedgerEntry, error) {
-	var rows []LedgerEntry
-	err := s.db.NewSelect().Model(&rows).Where("request_id IS NULL AND txn_id = ?", txnID).OrderExpr("kind, book").Scan(ctx)
-	return rows, normalize(err)
-}
-
-// LedgerEntries returns the ledger rows of one invocation.
-func (s *Store) LedgerEntries(ctx context.Context, requestID string) ([]LedgerEntry, error) {
-	var rows []LedgerEntry
-	err := s.db.NewSelect().Model(&rows).Where("request_id = ?", requestID).OrderExpr("created_at, id").Scan(ctx)
-	return rows, normalize(err)
-}
+// RowID names a row of a table written on every call (ledger entries, invocation events): a
+// time-ordered UUID (version 7), so rows written together sit together in the primary key's
+// index and an insert lands on its last pages instead of a random one. A commit engine
+// names the rows it writes for many calls with it too (store/commit).
+func RowID() string { return uuid.Must(uuid.NewV7()).String() }

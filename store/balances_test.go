@@ -1,0 +1,17 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/switchboard-hq/switchboard/store"
+)
+
+func billingAccount(t testing.TB, s *store.Store, id string) {
+	t.Helper()
+	now := time.Now().UTC()
+	if err := s.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, newKey("key-"+id, id, "hash-"+id)); err != nil {
+		t.Fatal(err)
+	}
+}

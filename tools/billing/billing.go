@@ -140,6 +140,10 @@ type Terms struct {
 	Routed *int64
 	// Gas is the on-chain step's estimate; nil when the call has none.
 	Gas *Gas
+	// WalletSigns: the call's on-chain steps are transactions its partner proposes, signed by
+	// the caller's embedded wallet, which pays their gas on chain at its actual cost; the call
+	// charges no gas from credit (neither the estimate nor what the partner reports).
+	WalletSigns bool
 	// Kept is a quote the caller keeps to confirm later (a write's): refused now, with
 	// nothing written, when its worst case does not fit the key's limit and the account's
 	// free credit, so nobody is asked to confirm what they cannot pay. The hold checks again
@@ -240,7 +244,7 @@ func (s *Service) Price(tier string, t Terms) (Quote, error) {
 	} else {
 		q.PlatformFeeMicro = s.cfg.PlatformFloorMicro
 	}
-	if t.Gas != nil {
+	if t.Gas != nil && !t.WalletSigns {
 		q.GasChain, q.GasEstimateMicro = t.Gas.Chain, max(t.Gas.EstimateMicro, 0)
 		q.MaxGasMicro = q.GasEstimateMicro + bpsOf(q.GasEstimateMicro, s.cfg.GasMarginBps)
 	}

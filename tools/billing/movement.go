@@ -44,16 +44,25 @@ type Movement struct {
 	// Unpriced: its USD value is unknown (a token without a price); ValueMicro is 0, and a
 	// policy with caps, a per-call maximum or an aboveUsd approval refuses it.
 	Unpriced bool
+	// IntentID, when set, is the intent the movement belongs to (a partner's proposed
+	// transactions: its record is found by the intent's calls, and firstCallToPartner asks
+	// about the partner); else its kind and label stand for one.
+	IntentID string
 }
 
 // intentID is what stands for an intent in a movement's record: its kind and label, so the
 // approval rule firstCallToPartner asks about the first payment to each host (or recipient).
-func (m Movement) intentID() string { return m.Kind + ":" + m.Label }
+func (m Movement) intentID() string {
+	if m.IntentID != "" {
+		return m.IntentID
+	}
+	return m.Kind + ":" + m.Label
+}
 
 // movementEvents are the webhook events of each kind's conclusion (paid, failed); a kind
 // without them emits none.
 var movementEvents = map[string][2]string{store.KindX402: {webhooks.X402Paid, webhooks.X402Failed},
-	store.KindSend: {webhooks.WalletSent, webhooks.WalletFailed}}
+	store.KindSend: {webhooks.WalletSent, webhooks.WalletFailed}, store.KindProposed: {webhooks.WalletSent, webhooks.WalletFailed}}
 
 // Movement is the ticket of p's movement m.
 func (s *Service) Movement(p *tools.Principal, m Movement) *Ticket {
@@ -68,7 +77,7 @@ func (s *Service) ReopenMove(inv *store.Invocation) (*Ticket, error) {
 	if inv.Kind == store.KindCall || inv.Kind == "" {
 		return nil, errors.New("billing: ReopenMove of a record that is not a movement")
 	}
-	m := Movement{Kind: inv.Kind, ValueMicro: inv.ValueMicro, Category: inv.Category, Label: inv.Handle}
+	m := Movement{Kind: inv.Kind, ValueMicro: inv.ValueMicro, Category: inv.Category, Label: inv.Handle, IntentID: inv.IntentID}
 	if inv.Network != nil {
 		m.Network = *inv.Network
 	}

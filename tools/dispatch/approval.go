@@ -96,7 +96,8 @@ func (s *Service) approved(ctx context.Context, cl *call, inv *store.Invocation,
 		return s.payAndDispatch(ctx, cl, inv, in)
 	}
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
-	return s.dispatch(ctx, cl, inv, store.InvAwaitingApproval)
+	out, err := s.dispatch(ctx, cl, inv, store.InvAwaitingApproval)
+	return s.proposed(ctx, cl, out, err)
 }
 
 // closeUnapproved ends a call its approval does not let out (policies.Approvals.Close), or,

@@ -22,6 +22,9 @@ import (
 func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (InvokeOutput, error) {
 	intent := cl.intent
 	inv, err := s.quoted(ctx, cl.bill.Caller(), intent, in.ConfirmRequestID)
+	if err == nil && inv.Kind == store.KindProposed { // the transactions its partner proposed (propose.go)
+		return s.confirmProposals(ctx, cl, inv, in)
+	}
 	if in.Decline {
 		return InvokeOutput{}, s.decline(ctx, cl, in.ConfirmRequestID, inv, err)
 	}
@@ -37,7 +40,8 @@ func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (Invoke
 	switch {
 	case store.StateOf(inv.State).Final:
 		out, err := replay(inv)
-		return s.withPayment(inv.RequestID, out, err)
+		out, err = s.withPayment(inv.RequestID, out, err)
+		return s.proposed(ctx, cl, out, err)
 	case inv.State == store.InvAwaitingPayment:
 		return s.payAndDispatch(ctx, cl, inv, in)
 	case inv.State == store.InvAwaitingApproval:
@@ -53,7 +57,8 @@ func (s *Service) confirm(ctx context.Context, cl *call, in InvokeInput) (Invoke
 		return InvokeOutput{}, tools.Errorf(tools.CodeConflict, "%s changed since the quote; call without confirmRequestId for a new quote and confirm that one", intent.PublicIdentifier)
 	}
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
-	return s.dispatch(ctx, cl, inv, store.InvAwaitingConfirmation)
+	out, err := s.dispatch(ctx, cl, inv, store.InvAwaitingConfirmation)
+	return s.proposed(ctx, cl, out, err)
 }
 
 // sameInput refuses a call with confirmRequestId that does not say what its request was asked

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 	"github.com/switchboard-hq/switchboard/tools/policies"
+	"github.com/switchboard-hq/switchboard/tools/send"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
@@ -64,6 +65,9 @@ type Config struct {
 	TaskAfter time.Duration
 	// Replica names this replica in the tasks it runs.
 	Replica string
+	// Wallet signs what a MUTATES_USER_FUNDS partner proposes (propose.go) with the account's
+	// embedded wallets, on the chains it has nodes for; nil: proposals are refused unsigned.
+	Wallet *send.Wallet
 }
 
 // OutcomeCancelled is an Observation's outcome when the caller went away mid-call.

@@ -134,6 +134,9 @@ func (w *world) serve(rw http.ResponseWriter, r *http.Request) {
 		reply(400, `{"success":true,"result":{"answer":"but 400"}}`)
 	case "/mismatch":
 		reply(200, `{"success":true,"result":{"answer":"not a number"},"providerCostMicro":0}`)
+	case "/approve": // an unlimited allowance of the test USDC on base to spender (propose_test.go)
+		reply(200, `{"success":true,"result":{"transactions":[{"chain":"base","to":"`+strings.ToLower(baseUSDC.Hex())+`","data":"0x095ea7b3`+
+			strings.Repeat("0", 24)+spender[2:]+strings.Repeat("f", 64)+`"}]}}`)
 	case "/write":
 		reply(200, `{"success":true,"result":{"txHash":"0xabc"},"providerCostMicro":700}`)
 	default:

@@ -61,6 +61,7 @@ type InvokeOutput struct {
 	Payment           *payments.Receipt      `json:"payment,omitempty" jsonschema_description:"flat-fee intents: the on-chain payment, settled to the partner on success or refunded, with transaction hashes"`
 	Receipt           *signing.SignedReceipt `json:"receipt,omitempty" jsonschema_description:"Switchboard's signed receipt of this call (the service key, same scheme as envelopes): verify it with switchboard verify-receipt or the partner kit"`
 	Attempts          int                    `json:"attempts"`
+	Transactions      []SentTransaction      `json:"transactions,omitempty" jsonschema_description:"when this confirms the transactions a partner proposed (the requestId of their CONFIRMATION_REQUIRED): each as it stands, signed by the embedded wallet"`
 	// Task is the task the call runs as, answered in its place (task.go); nil: this is the answer.
 	Task *tools.Task `json:"-"`
 }

@@ -62,7 +62,7 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 	cl.args = canon
 	// A write's quote is kept for its confirmation: one the caller could not pay is refused
 	// now (the hold checks again under the balance lock).
-	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: cl.feeRate, Kept: cl.write}
+	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: cl.feeRate, Kept: cl.write, WalletSigns: mutates(intent)}
 	if rule := cl.rule; s.tokens != nil && rule.MovesTokens {
 		m, _ := v.(map[string]any)
 		w, err := s.tokens.PriceWrite(ctx, intent.Category, schemaRaw(), m, rule.GasUnits)

@@ -314,8 +314,14 @@ func (w *Wallet) Follow(ctx context.Context) int {
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("follow sends", "error", err)
 	}
-	n := w.abandoned(ctx)
+	n := w.abandoned(ctx) + w.abandonedProposals(ctx)
 	for _, rec := range ended {
+		if rec.Kind == sends.KindProposed {
+			if w.followProposed(ctx, rec) {
+				n++
+			}
+			continue
+		}
 		inv, err := w.store.InvocationByID(ctx, rec.RequestID)
 		if err != nil || inv.Kind != store.KindSend || inv.State != store.InvDispatching {
 			continue // a send of no wallet_send, or concluded already

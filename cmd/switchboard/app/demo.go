@@ -24,8 +24,12 @@ func startDemo(cfg Config, signer *signing.Signer, log *slog.Logger) (*demo.Part
 	}
 	v := signing.NewVerifier(signing.KeySourceFunc(func(context.Context) (ed25519.PublicKey, error) { return signer.PublicKey(), nil }),
 		signing.WithKeyCacheTTL(time.Second), signing.WithLogger(log)) // follows a rotation within a second
-	return demo.Start(v)
+	return demo.Start(v, sendsDemo(cfg))
 }
+
+// sendsDemo: @demo_send is offered where its proposals can be signed, a deployment with a
+// node for base (SWITCHBOARD_RPC_BASE).
+func sendsDemo(cfg Config) bool { return cfg.Tokens.RPCBase != "" }
 
 // demoDialers is the partner client's way to the demo partner: its host only.
 func demoDialers(p *demo.Partner) map[string]func(context.Context) (net.Conn, error) {
@@ -38,17 +42,33 @@ func demoDialers(p *demo.Partner) map[string]func(context.Context) (net.Conn, er
 // offerDemo lists @demo_echo, owned by the demo partner's account, verified and active: the
 // same insertion, activation probe and account as an operator's listing. Replicas starting
 // together may race to insert it; the loser finds it listed.
-func offerDemo(ctx context.Context, ob *onboarding.Service, ps *partners.Service, log *slog.Logger) error {
-	row, err := ps.Lookup(ctx, demo.Handle)
+func offerDemo(ctx context.Context, cfg Config, ob *onboarding.Service, ps *partners.Service, log *slog.Logger) error {
+	if err := offerListing(ctx, ob, ps, demo.Listing(), log); err != nil {
+		return err
+	}
+	log.Info("demo partner offered (test environment): discover 'demo', then invoke " + demo.Handle + " with a query")
+	if !sendsDemo(cfg) {
+		return nil
+	}
+	if err := offerListing(ctx, ob, ps, demo.SendListing(), log); err != nil {
+		return err
+	}
+	log.Info("demo write intent offered: " + demo.SendHandle + " proposes a USDC transfer on base, signed by the caller's embedded wallet")
+	return nil
+}
+
+// offerListing lists one demo intent, verified and active.
+func offerListing(ctx context.Context, ob *onboarding.Service, ps *partners.Service, listing partners.IntentInput, log *slog.Logger) error {
+	row, err := ps.Lookup(ctx, listing.PublicIdentifier)
 	if e := (*tools.Error)(nil); errors.As(err, &e) && e.Code == tools.CodeNotFound {
 		owner, oerr := ob.AccountForEmail(ctx, demo.OwnerEmail)
 		if oerr != nil {
 			return oerr
 		}
-		if _, err := ps.Insert(ctx, owner, demo.Listing(), partners.StatusVerified, false); err != nil {
-			log.Info("demo partner: insert (another replica may have listed it)", "err", err)
+		if _, err := ps.Insert(ctx, owner, listing, partners.StatusVerified, false); err != nil {
+			log.Info("demo partner: insert (another replica may have listed it)", "handle", listing.PublicIdentifier, "err", err)
 		}
-		row, err = ps.Lookup(ctx, demo.Handle)
+		row, err = ps.Lookup(ctx, listing.PublicIdentifier)
 	}
 	if err != nil {
 		return err
@@ -58,6 +78,5 @@ func offerDemo(ctx context.Context, ob *onboarding.Service, ps *partners.Service
 			return err
 		}
 	}
-	log.Info("demo partner offered (test environment): discover 'demo', then invoke " + demo.Handle + " with a query")
 	return nil
 }

@@ -53,7 +53,7 @@ func newPartnerSide(ctx context.Context, cfg Config, d service.Deps, signer *sig
 		return p, err
 	}
 	if p.demo != nil {
-		if err := offerDemo(ctx, ob, p.svc, d.Log); err != nil {
+		if err := offerDemo(ctx, cfg, ob, p.svc, d.Log); err != nil {
 			d.Log.Warn("demo partner not offered", "err", err)
 		}
 	}

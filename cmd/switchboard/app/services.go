@@ -168,16 +168,17 @@ func (s *services) buildCalls(ctx context.Context, cfg Config, deps Deps, d serv
 		return err
 	}
 	replica, _ := os.Hostname()
+	// wallet_send: the embedded wallets send on the balances chains, the follower concludes;
+	// invoke signs what MUTATES_USER_FUNDS partners propose with the same wallets.
+	s.wallet = send.NewWallet(newSender(cfg, d, sec.sealer), tokenSvc, s.billing, approvals, d)
 	s.dispatch = dispatch.NewService(dispatch.Config{UserID: s.partners.svc.UserID, SettlementChain: cfg.SettlementChain,
 		Payments: s.payments, Signer: signer, Observe: s.metrics.ObserveInvoke, Intents: s.rows.Intent, Failpoint: s.failpoint, Approvals: approvals,
-		TaskAfter: taskAfter, Replica: replica}, d, s.partners.out, s.billing, tokenSvc)
+		TaskAfter: taskAfter, Replica: replica, Wallet: s.wallet}, d, s.partners.out, s.billing, tokenSvc)
 	s.tools = append(s.tools, s.dispatch.Tools()...)
 	s.policies = policies.NewService(d, s.billing, s.keys, approvals)
 	s.tools = append(s.tools, s.policies.Tools()...)
 	// x402_fetch: the embedded wallet pays x402 resources, through the partner client's guard.
 	s.tools = append(s.tools, payments.NewFetches(payments.FetchConfig{Client: s.partners.out}, d, s.payments, s.billing, approvals).Tools()...)
-	// wallet_send: the embedded wallets send on the balances chains, the follower concludes.
-	s.wallet = send.NewWallet(newSender(cfg, d, sec.sealer), tokenSvc, s.billing, approvals, d)
 	s.tools = append(s.tools, s.wallet.Tools()...)
 
 	if s.discover, err = discover.NewService(ctx, discover.Config{Registered: s.tools, InfraCostMicro: s.infraCost}, d); err != nil {

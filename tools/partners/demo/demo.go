@@ -1,5 +1,5 @@
 // Package demo is the partner a fresh test deployment offers so that discover → invoke works
-// in its first minute: @demo_echo, the example partner (package signing's verifier, the
+// in its first minute: @demo_echo (and @demo_send where base has a node), the example partner (package signing's verifier, the
 // spec's sample (a) schema) served inside the process. Calls to it are signed, verified and
 // billed like any partner's; they travel over TLS on an in-memory connection, so the demo
 // needs no local network address and the SSRF guard stays closed for everything else.
@@ -52,6 +52,33 @@ func Listing() partners.IntentInput {
 	return in
 }
 
+// SendHandle is the demo write intent's @handle: it proposes an ERC-20 transfer that the
+// caller's embedded wallet signs (the partner kit's write intent, partnerexample.NewSendHandler).
+const SendHandle = partnerexample.SendHandle
+
+// SendToken is what @demo_send proposes transfers of: USDC on base, at the registry's address.
+var SendToken = partnerexample.Token{Chain: "base", Address: "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", Symbol: "USDC", Decimals: 6}
+
+// sendSchema is the kit's {to, amount} with the token and chain the demo proposes, marked so
+// Switchboard resolves the token before dispatch as it does for every SEND intent.
+const sendSchema = `{"type":"object","properties":{"to":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"amount":{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?$"},` +
+	`"token":{"type":"string","x-token":true,"enum":["USDC"]},"chain":{"type":"string","enum":["base"]}},"required":["to","amount","token","chain"],"additionalProperties":false}`
+
+// SendListing is the demo write intent: a SEND that MUTATES_USER_FUNDS, free of partner fees,
+// whose answer proposes a USDC transfer on base from the caller's embedded wallet.
+func SendListing() partners.IntentInput {
+	var in partners.IntentInput
+	raw := `{"publicIdentifier":"` + SendHandle + `","name":"Demo send",
+		"description":"Demo write intent of this test deployment: proposes a USDC transfer on base {to, amount}, which Switchboard simulates, shows you decoded, and signs with your embedded wallet once you confirm. The partner never holds your key.",
+		"category":"SEND","capabilities":["MUTATES_USER_FUNDS"],"toolEndpoint":"https://` + Host + partnerexample.SendPath + `","timeoutMs":5000,
+		"parametersSchema":` + sendSchema + `,"feeRate":0,
+		"sampleQueries":["send 1 USDC to 0x...","demo send"]}`
+	if err := json.Unmarshal([]byte(raw), &in); err != nil {
+		panic("demo send listing: " + err.Error()) // a constant: caught by the package's tests
+	}
+	return in
+}
+
 // Partner is the demo partner's in-process TLS server.
 type Partner struct {
 	caPEM []byte
@@ -61,14 +88,18 @@ type Partner struct {
 }
 
 // Start serves the example partner's REST handler, verifying with v, on an in-memory
-// listener behind a certificate for Host made now (its key never leaves the process).
-func Start(v *signing.Verifier) (*Partner, error) {
+// listener behind a certificate for Host made now (its key never leaves the process); with
+// withSend, also the write intent's (SendListing).
+func Start(v *signing.Verifier, withSend bool) (*Partner, error) {
 	cert, caPEM, err := selfSigned(Host)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle(partnerexample.RESTPath, partnerexample.NewRESTHandler(v))
+	if withSend {
+		mux.Handle(partnerexample.SendPath, partnerexample.NewSendHandler(v, SendToken, 0))
+	}
 	p := &Partner{caPEM: caPEM, ln: newPipeListener(), done: make(chan struct{}),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 			TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}}

@@ -18,7 +18,7 @@ import (
 func TestDemoPartnerVerifiesWhatItAnswers(t *testing.T) {
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	_, other, _ := ed25519.GenerateKey(rand.Reader)
-	p, err := demo.Start(signing.NewVerifierFromKey(pub))
+	p, err := demo.Start(signing.NewVerifierFromKey(pub), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,256 @@
+package dispatch_test
+
+import (
+	"context"
+	"math/big"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/contracts/anviltest"
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/sends"
+	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools/partners/demo"
+	"github.com/switchboard-hq/switchboard/tools/tokens/tokenstest"
+)
+
+// baseUSDC is the registry's USDC on base, where the test stablecoin's code is placed.
+var baseUSDC = common.HexToAddress(demo.SendToken.Address)
+
+// spender is who the /approve partner asks an unlimited allowance for.
+const spender = "0x00000000000000000000000000000000000000aa"
+
+// proposeWorld is the service with base served by anvil (chain id 8453, the test USDC at the
+// registry's address) and prices from the fixtures, so @demo_send is offered; the world's
+// partner serves /approve, which proposes an unlimited approval.
+type proposeWorld struct {
+	*world
+	chain *anviltest.Chain
+}
+
+func newProposeWorld(t *testing.T, dialect string) *proposeWorld {
+	t.Helper()
+	ch := anviltest.StartOn(t, 8453)
+	ch.PlaceMulticall(t)
+	ch.PlaceToken(t, baseUSDC)
+	up := tokenstest.Start(t, map[string]int64{})
+	w := newWorldOn(t, apptest.Options{Dialect: dialect, Start: tokenstest.T0, Log: os.Stderr}, func(c *apptest.Config) {
+		c.Tokens.RPCBase, c.DemoPartner = ch.URL, true
+		c.Tokens.CoinGeckoURL, c.Tokens.DefiLlamaURL, c.Tokens.JupiterURL = up.CoinGecko.URL+"/api/v3", up.DefiLlama.URL, up.Jupiter.URL
+	})
+	return &proposeWorld{world: w, chain: ch}
+}
+
+// funded is the caller's embedded EVM wallet with 1 ETH and 10 USDC on base.
+func (w *proposeWorld) funded(t *testing.T, accountID string) common.Address {
+	t.Helper()
+	ws, err := w.env.App.Store.Wallets(context.Background(), accountID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addr common.Address
+	for _, wl := range ws {
+		if wl.Family == store.FamilyEVM {
+			addr = common.HexToAddress(wl.Address)
+		}
+	}
+	w.chain.SetBalance(t, addr, big.NewInt(1e18))
+	w.chain.MintAt(t, baseUSDC, addr, 10_000_000)
+	return addr
+}
+
+// eth is addr's native balance, wei.
+func (w *proposeWorld) eth(t *testing.T, addr common.Address) *big.Int {
+	t.Helper()
+	var hex string
+	w.chain.RPC(t, &hex, "eth_getBalance", addr.Hex(), "latest")
+	n, ok := new(big.Int).SetString(strings.TrimPrefix(hex, "0x"), 16)
+	if !ok {
+		t.Fatalf("eth_getBalance %q", hex)
+	}
+	return n
+}
+
+func (w *proposeWorld) sendRows(t *testing.T, accountID string) []*sends.Send {
+	t.Helper()
+	var rows []*sends.Send
+	if err := w.env.App.Store.DB().NewSelect().Model(&rows).Where("account_id = ?", accountID).Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func (w *proposeWorld) concluded(t *testing.T, accountID, requestID string) *store.Invocation {
+	t.Helper()
+	for range 600 {
+		inv, err := w.env.App.Store.Invocation(context.Background(), accountID, requestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if store.StateOf(inv.State).Final {
+			return inv
+		}
+		w.env.Clock.Advance(time.Second) // the follower takes sends last touched before now
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("proposals %s were not concluded", requestID)
+	return nil
+}
+
+func refusal(t *testing.T, status int, out map[string]any, code string) map[string]any {
+	t.Helper()
+	e, _ := out["error"].(map[string]any)
+	if e == nil || e["code"] != code {
+		t.Fatalf("want %s: %d %v", code, status, out)
+	}
+	d, _ := e["details"].(map[string]any)
+	return d
+}
+
+// The demo write intent's proposed transfer is simulated, shown decoded in a second
+// confirmation, refused while signing is off, then confirmed, signed and landed: exactly the
+// amount moves, once, whatever is confirmed again; the wallet pays the gas it actually cost
+// and the partner call its fee as any call; on both databases.
+func TestDemoSendProposalLands(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newProposeWorld(t, dialect)
+			wallet := w.funded(t, w.callerID)
+			bob := crypto.PubkeyToAddress(w.chain.NewKey(t).PublicKey)
+			msg := map[string]any{"message": "@demo_send send 2.5 USDC to bob", "args": map[string]any{"to": bob.Hex(), "amount": "2.5", "token": "USDC", "chain": "base"}}
+			with := func(k string, v any) map[string]any {
+				out := map[string]any{"message": msg["message"]}
+				out[k] = v
+				return out
+			}
+			// The write's quote, then its confirmation: the partner answers with a proposal.
+			status, out := w.invoke(t, w.caller, msg)
+			callID, _ := refusal(t, status, out, "CONFIRMATION_REQUIRED")["requestId"].(string)
+			credit := w.credit(t)
+			status, out = w.invoke(t, w.caller, with("confirmRequestId", callID))
+			d := refusal(t, status, out, "CONFIRMATION_REQUIRED")
+			propID, _ := d["requestId"].(string)
+			txs, _ := d["transactions"].([]any)
+			if propID == "" || propID == callID || len(txs) != 1 {
+				t.Fatalf("the proposals' confirmation: %v", d)
+			}
+			eff := txs[0].(map[string]any)["effects"].([]any)[0].(map[string]any)
+			if eff["kind"] != "transfer" || eff["recipient"] != strings.ToLower(bob.Hex()) || eff["amount"] != "2500000" || eff["token"] != strings.ToLower(baseUSDC.Hex()) || eff["unlimited"] != nil {
+				t.Fatalf("the decoded effect: %v", eff)
+			}
+			if d["valueUsd"] != 2.49953 || d["call"].(map[string]any)["requestId"] != callID || charge(d["call"].(map[string]any))["gasMicro"] != float64(0) {
+				t.Fatalf("the proposals' value and call: %v", d)
+			}
+			if spent := credit - w.credit(t); spent <= 0 {
+				t.Fatalf("the partner call was not charged as any call (credit went down by %d)", spent)
+			}
+			if w.chain.BalanceAt(t, baseUSDC, bob) != 0 || len(w.sendRows(t, w.callerID)) != 0 {
+				t.Fatal("something was signed before the confirmation")
+			}
+			// Signing off: refused, nothing signed, the proposals still confirmable.
+			status, out = w.invoke(t, w.caller, with("confirmRequestId", propID))
+			refusal(t, status, out, "FORBIDDEN")
+			if len(w.sendRows(t, w.callerID)) != 0 {
+				t.Fatal("signed with signing off")
+			}
+			if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+				t.Fatal(err)
+			}
+			eth := w.eth(t, wallet)
+			status, out = w.invoke(t, w.caller, with("confirmRequestId", propID))
+			sent, _ := out["transactions"].([]any)
+			if status != 200 || out["requestId"] != propID || len(sent) != 1 {
+				t.Fatalf("the confirmed proposals: %d %v", status, out)
+			}
+			tx := sent[0].(map[string]any)
+			hash, _ := tx["txHash"].(string)
+			if (tx["status"] != "submitted" && tx["status"] != "confirmed") || len(hash) != 66 {
+				t.Fatalf("the sent transaction: %v", tx)
+			}
+			inv := w.concluded(t, w.callerID, propID)
+			if inv.State != store.InvSucceeded || inv.Kind != store.KindProposed || inv.ValueMicro != 2_499_530 || inv.TxHash == nil || *inv.TxHash != hash || inv.Handle != demo.SendHandle {
+				t.Fatalf("the proposals' record %+v", inv)
+			}
+			if got := w.chain.BalanceAt(t, baseUSDC, bob); got != 2_500_000 || w.chain.BalanceAt(t, baseUSDC, wallet) != 7_500_000 {
+				t.Fatalf("bob holds %d, want 2500000", got)
+			}
+			rows := w.sendRows(t, w.callerID)
+			fee, ok := new(big.Int).SetString(rows[0].Fee, 10)
+			if len(rows) != 1 || !ok || fee.Sign() <= 0 || new(big.Int).Sub(eth, w.eth(t, wallet)).Cmp(fee) != 0 {
+				t.Fatalf("gas: the wallet paid %v wei, the record says %v (%d sends)", new(big.Int).Sub(eth, w.eth(t, wallet)), rows[0].Fee, len(rows))
+			}
+			// Confirmed again, by either request id: the same transaction, nothing sent twice.
+			for _, id := range []string{propID, callID, propID} {
+				status, again := w.invoke(t, w.caller, with("confirmRequestId", id))
+				at := again["transactions"].([]any)[0].(map[string]any)
+				if status != 200 || at["txHash"] != hash || at["status"] != "confirmed" || at["feeNative"] != rows[0].Fee || at["explorerUrl"] != "https://basescan.org/tx/"+hash {
+					t.Fatalf("confirmed again with %s: %d %v", id, status, again)
+				}
+			}
+			if len(w.sendRows(t, w.callerID)) != 1 || w.chain.BalanceAt(t, baseUSDC, bob) != 2_500_000 {
+				t.Fatal("sent twice")
+			}
+			n, err := w.env.App.Store.DB().NewSelect().Model((*store.WebhookEvent)(nil)).Where("account_id = ? AND type = ?", w.callerID, "wallet.sent").Count(context.Background())
+			if err != nil || n != 1 {
+				t.Fatalf("%d wallet.sent events (%v), want 1", n, err)
+			}
+			w.ledgerOK(t)
+		})
+	}
+}
+
+// A proposed unlimited approval is named unlimited (and unpriced) in its confirmation, and a
+// policy denying its contract refuses it before anything is signed, saying so with the
+// decoded effect; on both databases.
+func TestUnlimitedApprovalProposalRefused(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			w := newProposeWorld(t, dialect)
+			w.funded(t, w.callerID)
+			if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+				t.Fatal(err)
+			}
+			handle := w.publish(t, "@approver", "/approve", map[string]any{"category": "EXECUTE", "capabilities": []string{"MUTATES_USER_FUNDS"}})
+			msg := map[string]any{"message": handle + " approve the router"}
+			proposeOnce := func() (int, map[string]any) {
+				status, out := w.invoke(t, w.caller, msg)
+				id, _ := refusal(t, status, out, "CONFIRMATION_REQUIRED")["requestId"].(string)
+				return w.invoke(t, w.caller, map[string]any{"message": msg["message"], "confirmRequestId": id})
+			}
+			effect := func(d map[string]any) map[string]any {
+				return d["transactions"].([]any)[0].(map[string]any)["effects"].([]any)[0].(map[string]any)
+			}
+			status, out := proposeOnce()
+			d := refusal(t, status, out, "CONFIRMATION_REQUIRED")
+			e := effect(d)
+			unpriced, _ := d["unpriced"].([]any)
+			if e["kind"] != "approve" || e["unlimited"] != true || e["recipient"] != spender || e["token"] != strings.ToLower(baseUSDC.Hex()) ||
+				len(unpriced) == 0 || !strings.Contains(unpriced[0].(string), "an unlimited approval of "+strings.ToLower(baseUSDC.Hex())+" to "+spender) {
+				t.Fatalf("the unlimited approval's confirmation: %v", d)
+			}
+			if status, out := w.env.REST(t, "PUT", "/v1/policy", w.caller, map[string]any{"policy": map[string]any{"deny": map[string]any{"contracts": []string{baseUSDC.Hex()}}}}); status != 200 {
+				t.Fatalf("policy_set: %d %v", status, out)
+			}
+			// Confirming the one shown before the policy: judged again, refused.
+			status, out = w.invoke(t, w.caller, map[string]any{"message": msg["message"], "confirmRequestId": d["requestId"]})
+			if r := refusal(t, status, out, "POLICY_DENIED"); r["rule"] != "deny.contracts" {
+				t.Fatalf("the confirmation under the policy: %v", r)
+			}
+			// A new proposal: refused at once, the decoded effect shown.
+			status, out = proposeOnce()
+			r := refusal(t, status, out, "POLICY_DENIED")
+			if r["rule"] != "deny.contracts" || effect(r)["unlimited"] != true {
+				t.Fatalf("the refusal: %v", out)
+			}
+			if n := len(w.sendRows(t, w.callerID)); n != 0 {
+				t.Fatalf("%d transactions signed", n)
+			}
+		})
+	}
+}

@@ -1,14 +1,22 @@
 package portal_test
 
 import (
+	"context"
+	"math/big"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/tools/partners/demo"
+	"github.com/switchboard-hq/switchboard/tools/tokens/tokenstest"
 )
 
 // errCodeOf is the code of a REST error answer.
@@ -234,6 +242,80 @@ func TestPolicyPage(t *testing.T) {
 			}
 			if st, out := invoke(); st != 200 || len(partner.Hits()) != hits+3 {
 				t.Fatalf("a call both allow lists name: %d %v", st, out)
+			}
+		})
+	}
+}
+
+// A partner's proposed transactions that a policy sends to the owner show on the approvals
+// page decoded (what the wallet signs, what it sends and the fee), and once approved there the
+// agent's confirmation signs them: the transfer lands once; on both databases.
+func TestApprovalShowsProposedEffect(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			usdc := common.HexToAddress(demo.SendToken.Address)
+			ch := anviltest.StartOn(t, 8453)
+			ch.PlaceMulticall(t)
+			ch.PlaceToken(t, usdc)
+			up := tokenstest.Start(t, map[string]int64{})
+			env := apptest.Start(t, apptest.Options{Dialect: dialect, Start: tokenstest.T0, Config: func(c *apptest.Config) {
+				c.Tokens.RPCBase, c.DemoPartner = ch.URL, true
+				c.Tokens.CoinGeckoURL, c.Tokens.DefiLlamaURL, c.Tokens.JupiterURL = up.CoinGecko.URL+"/api/v3", up.DefiLlama.URL, up.Jupiter.URL
+			}})
+			const email = "proposals@example.com"
+			acct := env.Onboard(t, email)
+			agent := acct["apiKey"].(string)
+			wallet := common.HexToAddress(acct["wallets"].(map[string]any)["evm"].(string))
+			ch.SetBalance(t, wallet, big.NewInt(1e18))
+			ch.MintAt(t, usdc, wallet, 10_000_000)
+			if err := env.App.Store.SetSigning(context.Background(), acct["userId"].(string), true); err != nil {
+				t.Fatal(err)
+			}
+			h := newHuman(t, env)
+			h.signIn(email)
+			h.get("/developer/policy")
+			token := h.csrf()
+			if st, body := h.post("/developer/policy", url.Values{"csrf": {token}, "approval_aboveUsd": {"1"}}, false); st != 200 || !strings.Contains(body, "Saved") {
+				t.Fatalf("set the approval rule: %d\n%s", st, body)
+			}
+			bob := strings.ToLower(crypto.PubkeyToAddress(ch.NewKey(t).PublicKey).Hex())
+			msg := "@demo_send 2.5 USDC to bob"
+			invoke := func(id string) (int, map[string]any) {
+				body := map[string]any{"message": msg, "args": map[string]any{"to": bob, "amount": "2.5", "token": "USDC", "chain": "base"}}
+				if id != "" {
+					body = map[string]any{"message": msg, "confirmRequestId": id}
+				}
+				return env.REST(t, "POST", "/v1/invoke", agent, body)
+			}
+			st, out := invoke("")
+			if st != 409 || errCodeOf(out) != "CONFIRMATION_REQUIRED" {
+				t.Fatalf("the write's quote: %d %v", st, out)
+			}
+			st, out = invoke(errDetails(out)["requestId"].(string))
+			if st != 409 || errCodeOf(out) != "APPROVAL_REQUIRED" {
+				t.Fatalf("the proposals above the approval amount: %d %v", st, out)
+			}
+			id := errDetails(out)["requestId"].(string)
+			_, body := h.get("/developer/approvals")
+			for _, want := range []string{"Waiting for you (1)", "@demo_send", id, "What your wallet signs:", "send 2500000 units of token " + strings.ToLower(usdc.Hex()) + " to " + bob,
+				"Sent from the wallet: 2.49953 USD", "Gas estimate:"} {
+				if !strings.Contains(body, want) {
+					t.Fatalf("the pending approval lacks %q:\n%s", want, body)
+				}
+			}
+			if st, _ := invoke(id); st != 409 {
+				t.Fatalf("confirmed before the decision: %d", st)
+			}
+			if st, body := h.post("/developer/approvals/"+id, url.Values{"csrf": {token}, "decision": {"approve"}}, false); st != 200 || !strings.Contains(body, "Approved @demo_send") {
+				t.Fatalf("approve: %d\n%s", st, body)
+			}
+			st, out = invoke(id)
+			sent, _ := out["transactions"].([]any)
+			if st != 200 || len(sent) != 1 || sent[0].(map[string]any)["txHash"] == "" {
+				t.Fatalf("the approved proposals: %d %v", st, out)
+			}
+			if got := ch.BalanceAt(t, usdc, common.HexToAddress(bob)); got != 2_500_000 {
+				t.Fatalf("bob holds %d, want 2500000", got)
 			}
 		})
 	}

@@ -67,8 +67,23 @@ func FieldErrors(e *tools.Error, fields ...string) map[string]string {
 type chargeItem struct{ Label, USD string }
 
 // chargeParts are an approval's charge lines in the order a bill reads.
-var chargeParts = []chargeItem{{"Infrastructure", "infrastructureUsd"}, {"Partner fee (at most)", "partnerFeeUsd"}, {"Platform fee", "platformFeeUsd"},
+var chargeParts = []chargeItem{{"Sent from the wallet", "sendUsd"}, {"Infrastructure", "infrastructureUsd"}, {"Partner fee (at most)", "partnerFeeUsd"}, {"Platform fee", "platformFeeUsd"},
 	{"Gas estimate", "gasEstimateUsd"}, {"Flat fee", "flatFeeUsd"}, {"Expected total", "totalUsd"}}
+
+// effectLines are what an approval's movement does on chain, one line each: a wallet send's
+// description, a partner's proposed transactions decoded (their charge's "effects").
+func effectLines(charge map[string]string) []string {
+	var out []string
+	if s := charge["send"]; s != "" {
+		out = append(out, "send "+s)
+	}
+	for _, l := range strings.Split(charge["effects"], "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
 
 // chargeItems is the charge's lines that are there and not zero (the total always).
 func chargeItems(charge map[string]string) []chargeItem {

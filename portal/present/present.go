@@ -30,6 +30,7 @@ func Funcs() template.FuncMap {
 		"label":       label,
 		"passed":      passed,
 		"chargeItems": chargeItems,
+		"effectLines": effectLines,
 		"catsOf":      catsOf,
 		"asks":        asks,
 	}

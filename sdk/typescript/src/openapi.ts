@@ -1817,6 +1817,23 @@ export interface operations {
                         /** @description the partner's JSON result, relayed as is (any JSON value) */
                         result: Record<string, never> | unknown[] | string | number | boolean | null;
                         success: boolean;
+                        /** @description when this confirms the transactions a partner proposed (the requestId of their CONFIRMATION_REQUIRED): each as it stands, signed by the embedded wallet */
+                        transactions?: {
+                            chain: string;
+                            explorerUrl?: string;
+                            /** @description what it paid the network once mined, wei or lamports, from the wallet: gas passes through at its actual cost */
+                            feeNative?: string;
+                            reason?: string;
+                            /** @description the send's record: the proposals' requestId and the transaction's index */
+                            requestId: string;
+                            /**
+                             * @description submitted: signed, recorded and broadcast; confirmed: on chain; failed or dropped: it did not go through (reason); unsigned: never signed
+                             * @enum {string}
+                             */
+                            status: "submitted" | "confirmed" | "failed" | "dropped" | "unsigned";
+                            /** @description the transaction hash (EVM) or signature (Solana) */
+                            txHash?: string;
+                        }[];
                     };
                 };
             };

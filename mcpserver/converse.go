@@ -60,11 +60,19 @@ func ask(c *tools.Continuation, code tools.Code, checked bool) *mcp.CallToolResu
 	return nil
 }
 
+// maxConfirms is how many questions one call asks its user in a row: a write's quote, then
+// what its partner proposes for the wallet to sign.
+const maxConfirms = 2
+
 // onSession asks on the call's session while the question stands: a quote once, then the
 // call again with the user's decision; an approval until the owner decided or the user stops
 // (waitApproval). A question nobody answered leaves the answer as it was.
 func (d *toolDoor) onSession(ctx context.Context, req *mcp.CallToolRequest, call tools.Request, out any, e *tools.Error) (any, *tools.Error) {
-	if c := continuationOf(e); c.Kind == tools.ContinueConfirm {
+	for range maxConfirms {
+		c := continuationOf(e)
+		if c == nil || c.Kind != tools.ContinueConfirm {
+			break
+		}
 		approved, asked := confirmOnSession(ctx, d.asking, req, c)
 		if !asked {
 			return out, e

@@ -65,7 +65,11 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: cl.feeRate, Kept: cl.write, WalletSigns: mutates(intent)}
 	if rule := cl.rule; s.tokens != nil && rule.MovesTokens {
 		m, _ := v.(map[string]any)
-		w, err := s.tokens.PriceWrite(ctx, intent.Category, schemaRaw(), m, rule.GasUnits)
+		gasUnits := rule.GasUnits
+		if terms.WalletSigns { // the wallet pays its transactions' gas on chain: none is priced here
+			gasUnits = 0
+		}
+		w, err := s.tokens.PriceWrite(ctx, intent.Category, schemaRaw(), m, gasUnits)
 		if err != nil {
 			return err
 		}
@@ -170,8 +174,12 @@ func confirmSummary(handle, category string, cl *call) []string {
 	if q.GasChain != "" {
 		lines = append(lines, fmt.Sprintf("- gas on %s: about %s USD", q.GasChain, tools.USD(q.GasEstimateMicro)))
 	}
-	return append(lines, fmt.Sprintf("- infrastructure: %s USD", tools.USD(q.ReserveMicro)),
+	lines = append(lines, fmt.Sprintf("- infrastructure: %s USD", tools.USD(q.ReserveMicro)),
 		fmt.Sprintf("Total: %s USD. At most %s USD (maxChargeUsd) is reserved when you approve.", tools.USD(q.ExpectedMicro()), tools.USD(q.WorstMicro())))
+	if mutates(cl.intent) {
+		lines = append(lines, "", "The partner then proposes transactions for your embedded wallet: you see each one decoded, and confirm it, before anything is signed. Their network fee is paid from the wallet.")
+	}
+	return lines
 }
 
 func (s *Service) newInvocation(cl *call, requestID string) *store.Invocation {

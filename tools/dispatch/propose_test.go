@@ -3,7 +3,6 @@ package dispatch_test
 import (
 	"context"
 	"math/big"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -36,11 +35,18 @@ type proposeWorld struct {
 
 func newProposeWorld(t *testing.T, dialect string) *proposeWorld {
 	t.Helper()
+	return newProposeWorldAt(t, dialect, tokenstest.T0)
+}
+
+// newProposeWorldAt is newProposeWorld with its clock starting at start (zero: now, when the
+// fixtures' prices are stale: what the wallet moves is unpriced).
+func newProposeWorldAt(t *testing.T, dialect string, start time.Time) *proposeWorld {
+	t.Helper()
 	ch := anviltest.StartOn(t, 8453)
 	ch.PlaceMulticall(t)
 	ch.PlaceToken(t, baseUSDC)
 	up := tokenstest.Start(t, map[string]int64{})
-	w := newWorldOn(t, apptest.Options{Dialect: dialect, Start: tokenstest.T0, Log: os.Stderr}, func(c *apptest.Config) {
+	w := newWorldOn(t, apptest.Options{Dialect: dialect, Start: start}, func(c *apptest.Config) {
 		c.Tokens.RPCBase, c.DemoPartner = ch.URL, true
 		c.Tokens.CoinGeckoURL, c.Tokens.DefiLlamaURL, c.Tokens.JupiterURL = up.CoinGecko.URL+"/api/v3", up.DefiLlama.URL, up.Jupiter.URL
 	})
@@ -250,6 +256,38 @@ func TestUnlimitedApprovalProposalRefused(t *testing.T) {
 			}
 			if n := len(w.sendRows(t, w.callerID)); n != 0 {
 				t.Fatalf("%d transactions signed", n)
+			}
+		})
+	}
+}
+
+// Over MCP, a host that takes elicitation asks its user twice, the write's quote and then the
+// proposed transfer decoded, and the call answers the signed transaction; on a session
+// (2025-11-25) and in input_required results (2026-07-28).
+func TestProposalByElicitation(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			// On a session the question waits until the quote expires: the clock is now's.
+			w := newProposeWorldAt(t, "sqlite", time.Time{})
+			w.funded(t, w.callerID)
+			if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+				t.Fatal(err)
+			}
+			bob := crypto.PubkeyToAddress(w.chain.NewKey(t).PublicKey)
+			cs, asked := connect(t, w.world, version, decide("approve"))
+			out, e := callInvoke(t, cs, map[string]any{"message": "@demo_send 1 USDC to bob", "args": map[string]any{"to": bob.Hex(), "amount": "1", "token": "USDC", "chain": "base"}})
+			if e != nil || len(*asked) != 2 {
+				t.Fatalf("%v %v, asked %d times", out, e, len(*asked))
+			}
+			if m := (*asked)[1].Message; !strings.Contains(m, "@demo_send wants your wallet to sign 1 transaction(s)") || !strings.Contains(m, "send 1000000 units of token "+strings.ToLower(baseUSDC.Hex())+" to "+strings.ToLower(bob.Hex())) {
+				t.Fatalf("the second question:\n%s", m)
+			}
+			sent, _ := out["transactions"].([]any)
+			if len(sent) != 1 || sent[0].(map[string]any)["txHash"] == "" {
+				t.Fatalf("the answer: %v", out)
+			}
+			if got := w.chain.BalanceAt(t, baseUSDC, bob); got != 1_000_000 || len(w.sendRows(t, w.callerID)) != 1 {
+				t.Fatalf("bob holds %d, want 1000000", got)
 			}
 		})
 	}

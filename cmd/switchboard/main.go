@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -183,6 +184,10 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		return err
 	}
 	defer a.Close()
+	// What building left behind (every tool's schema compiled, templates parsed, migrations
+	// read) is garbage from here on: return it to the OS now rather than when the scavenger
+	// gets to it, so an idle replica holds only what it uses.
+	debug.FreeOSMemory()
 	srv := httpServer(cfg.Addr, a.Handler())
 	l, err := a.Listen(ctx, cfg.Addr)
 	if err != nil {

@@ -177,7 +177,7 @@ func (s *services) buildCalls(ctx context.Context, cfg Config, deps Deps, d serv
 	// x402_fetch: the embedded wallet pays x402 resources, through the partner client's guard.
 	s.tools = append(s.tools, payments.NewFetches(payments.FetchConfig{Client: s.partners.out}, d, s.payments, s.billing, approvals).Tools()...)
 	// wallet_send: the embedded wallets send on the balances chains, the follower concludes.
-	s.wallet = send.NewWallet(newSender(cfg, d, sec.sealer), tokenSvc, s.billing, approvals, d)
+	s.wallet = send.NewWallet(newSender(cfg, d, sec.sealer, s.failpoint), tokenSvc, s.billing, approvals, d)
 	s.tools = append(s.tools, s.wallet.Tools()...)
 
 	if s.discover, err = discover.NewService(ctx, discover.Config{Registered: s.tools, InfraCostMicro: s.infraCost}, d); err != nil {
@@ -341,9 +341,9 @@ func failpointOf(step string, log *slog.Logger) func(string) {
 // newSender is wallet_send's sender on the balances chains' nodes (SWITCHBOARD_RPC_*, each at
 // its chain's id) and Solana's (SWITCHBOARD_SOLANA_RPC_URL); a chain without a URL sends
 // nothing. The wallets' keys are opened only while the account's signing is on.
-func newSender(cfg Config, d service.Deps, sealer *wallets.Sealer) *send.Sender {
+func newSender(cfg Config, d service.Deps, sealer *wallets.Sealer, failpoint func(string)) *send.Sender {
 	hc := &http.Client{Timeout: 20 * time.Second}
-	sc := send.Config{EVM: map[string]send.Chain{}}
+	sc := send.Config{EVM: map[string]send.Chain{}, Failpoint: failpoint}
 	for _, c := range tokens.Chains {
 		url := cfg.Tokens.RPCURL(c.Name)
 		switch {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -48,11 +49,12 @@ func freshPrices(t *testing.T) string {
 }
 
 // TestSendCrash is the crash matrix's send cells: serve is killed (SIGKILL) in a confirmed USDC
-// wallet_send on base (anvil at chain id 8453) after the signed transaction is recorded and
-// before it is broadcast (send-signed), and after the node took it and before that is recorded
-// (send-broadcast); the caller gets no answer. Restarted without the failpoint, the caller's
-// retry of the same confirmation answers the one transaction (its hash, submitted or
-// confirmed), the follower concludes the send's record succeeded, the recipient holds the
+// wallet_send on base (anvil at chain id 8453) after the send is judged and recorded
+// dispatching and before it is signed (send-judged), after the signed transaction is recorded
+// and before it is broadcast (send-signed), and after the node took it and before that is
+// recorded (send-broadcast); the caller gets no answer. Restarted without the failpoint, the
+// caller's retry of the same confirmation answers the one transaction (its hash, submitted or
+// confirmed; send-judged: signed by that retry), the follower concludes the send's record succeeded, the recipient holds the
 // amount once, the wallet's nonce moved once per send (nothing signed twice), chain_sends has
 // one row for the request, and ledger-check is clean. On both databases.
 func TestSendCrash(t *testing.T) {
@@ -91,7 +93,7 @@ func TestSendCrash(t *testing.T) {
 			}
 			s.kill9()
 
-			for i, step := range []string{send.FailSigned, send.FailBroadcast} {
+			for i, step := range []string{send.FailJudged, send.FailSigned, send.FailBroadcast} {
 				to := crypto.PubkeyToAddress(chain.NewKey(t).PublicKey)
 				s = startServe(t, bin, addr, append(append([]string{}, env...), "SWITCHBOARD_FAILPOINT="+step))
 				id := sendCrashCell(t, s, db, chain, key, to, step)
@@ -106,6 +108,7 @@ func TestSendCrash(t *testing.T) {
 				if st != 200 || out["requestId"] != id || out["txHash"] != rec.TxHash || (out["status"] != "submitted" && out["status"] != "confirmed") {
 					t.Fatalf("%s: the retried confirmation after the restart: %d %v; want the recorded transaction %s", step, st, out, rec.TxHash)
 				}
+				t.Logf("%s: killed before answering; the retry after the restart answered %s %s", step, out["status"], rec.TxHash)
 				inv := concludedSend(t, db, userID, id, s)
 				if inv.State != store.InvSucceeded || inv.TxHash == nil || *inv.TxHash != rec.TxHash {
 					t.Fatalf("%s: the send's movement ended %s (tx %v); want succeeded with %s", step, inv.State, inv.TxHash, rec.TxHash)
@@ -159,10 +162,14 @@ func sendCrashCell(t *testing.T, s *server, db *store.Store, chain *anviltest.Ch
 		t.Fatalf("%s: serve died without reaching the failpoint:\n%s", step, s.stderr)
 	}
 	rec, err := sends.New(db).Get(context.Background(), id)
-	if err != nil || rec.Status != sends.Prepared {
+	if step == send.FailJudged { // judged, nothing signed
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s: a send recorded after the crash: %+v (%v)", step, rec, err)
+		}
+	} else if err != nil || rec.Status != sends.Prepared {
 		t.Fatalf("%s: the send's record after the crash: %+v (%v); want it prepared", step, rec, err)
 	}
-	want := int64(0) // signed and recorded, not broadcast
+	want := int64(0) // not broadcast
 	if step == send.FailBroadcast {
 		want = 2_500_000 // the node took it (anvil mines at once)
 	}

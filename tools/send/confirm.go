@@ -172,6 +172,7 @@ func (w *Wallet) dispatch(ctx context.Context, t *billing.Ticket, inv *store.Inv
 		}
 		return WalletSendOutput{}, err
 	}
+	w.sender.cfg.Failpoint(FailJudged)
 	return w.resend(ctx, inv, a, args)
 }
 

@@ -59,12 +59,13 @@ type Config struct {
 	EVM    map[string]Chain
 	Solana *transfer.Client
 	// Failpoint (tests only; nil: none) is called at each step the crash matrix kills the
-	// process at: FailSigned, FailBroadcast.
+	// process at: FailJudged, FailSigned, FailBroadcast.
 	Failpoint func(step string)
 }
 
 // The steps of a send Config.Failpoint names.
 const (
+	FailJudged    = "send-judged"    // the confirmed send is judged and recorded dispatching, not yet signed
 	FailSigned    = "send-signed"    // the signed transaction is recorded, not yet broadcast
 	FailBroadcast = "send-broadcast" // the node took the transaction, its submission not yet recorded
 )

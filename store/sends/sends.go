@@ -82,6 +82,10 @@ type Sends interface {
 	// Record records s as it is (a send without nonces: Solana) unless its request id is
 	// recorded already: then that send, created false.
 	Record(ctx context.Context, s *Send) (got *Send, created bool, err error)
+	// Unsigned records s as never signed (Failed with reason, no transaction), so that no
+	// later call signs it, unless its request id is recorded already: then that send, created
+	// false. One insert decides between it and a Prepare or Record of the same request.
+	Unsigned(ctx context.Context, s *Send, reason string) (got *Send, created bool, err error)
 	// Get is the send of requestID, or ErrNotFound.
 	Get(ctx context.Context, requestID string) (*Send, error)
 	// Submitted marks a prepared send submitted (a submitted one stays so).
@@ -179,16 +183,28 @@ func (q *queries) lockNonce(ctx context.Context, tx bun.Tx, chain, address strin
 
 func (q *queries) Record(ctx context.Context, s *Send) (*Send, bool, error) {
 	rec := *s
-	rec.Status, rec.CreatedAt, rec.UpdatedAt = Prepared, ts(s.CreatedAt), ts(s.CreatedAt)
-	res, err := q.db.NewInsert().Model(&rec).On("CONFLICT (request_id) DO NOTHING").Exec(ctx)
+	rec.Status = Prepared
+	return q.insert(ctx, &rec)
+}
+
+// insert inserts rec unless its request id is recorded: then that send, created false.
+func (q *queries) insert(ctx context.Context, rec *Send) (*Send, bool, error) {
+	rec.CreatedAt, rec.UpdatedAt = ts(rec.CreatedAt), ts(rec.CreatedAt)
+	res, err := q.db.NewInsert().Model(rec).On("CONFLICT (request_id) DO NOTHING").Exec(ctx)
 	if err != nil {
 		return nil, false, dberr.Normalize(err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
-		return &rec, true, nil
+		return rec, true, nil
 	}
-	got, err := q.Get(ctx, s.RequestID)
+	got, err := q.Get(ctx, rec.RequestID)
 	return got, false, err
+}
+
+func (q *queries) Unsigned(ctx context.Context, s *Send, reason string) (*Send, bool, error) {
+	rec := *s
+	rec.Status, rec.Reason, rec.Raw, rec.TxHash, rec.Nonce = Failed, reason, []byte{}, "", nil
+	return q.insert(ctx, &rec)
 }
 
 func (q *queries) Get(ctx context.Context, requestID string) (*Send, error) {

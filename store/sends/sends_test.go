@@ -210,3 +210,39 @@ func TestSendRefusedAndResigned(t *testing.T) {
 		}
 	})
 }
+
+// A send recorded never signed is never signed later (Prepare and Record answer it, failed),
+// and one recorded first is not marked never signed: one insert decides; on both databases.
+func TestUnsignedAndPrepareDecideOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		storetest.Account(t, st, "a1")
+		q := sends.New(st)
+		now := time.Now()
+		var sg signer
+		u, created, err := q.Unsigned(ctx, newSend("u1", now), "never signed")
+		if err != nil || !created || u.Status != sends.Failed || u.Reason != "never signed" || u.Nonce != nil || u.TxHash != "" {
+			t.Fatalf("unsigned: %+v %v %v", u, created, err)
+		}
+		got, created, err := q.Prepare(ctx, newSend("u1", now), 0, sg.sign)
+		if err != nil || created || got.Status != sends.Failed || sg.calls != 0 {
+			t.Fatalf("prepare after unsigned: %+v %v %v, %d signatures", got, created, err, sg.calls)
+		}
+		solana := newSend("u1", now)
+		solana.Raw = []byte("signed")
+		if got, created, err := q.Record(ctx, solana); err != nil || created || got.Status != sends.Failed {
+			t.Fatalf("record after unsigned: %+v %v %v", got, created, err)
+		}
+		if due, _ := q.Due(ctx, time.Now().Add(time.Second), 10); len(due) != 0 {
+			t.Fatalf("a never-signed send is due: %+v", due)
+		}
+		// Prepared first: it stays prepared, at the nonce the never-signed one did not take.
+		p, _, err := q.Prepare(ctx, newSend("u2", now), 0, sg.sign)
+		if err != nil || *p.Nonce != 0 {
+			t.Fatalf("prepare: %+v %v", p, err)
+		}
+		if got, created, err := q.Unsigned(ctx, newSend("u2", now), "never signed"); err != nil || created || got.Status != sends.Prepared || got.TxHash != p.TxHash {
+			t.Fatalf("unsigned after prepare: %+v %v %v", got, created, err)
+		}
+	})
+}

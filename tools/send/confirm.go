@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/policies"
+	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
@@ -171,6 +172,7 @@ func (w *Wallet) dispatch(ctx context.Context, t *billing.Ticket, inv *store.Inv
 		}
 		return WalletSendOutput{}, err
 	}
+	w.sender.cfg.Failpoint(FailJudged)
 	return w.resend(ctx, inv, a, args)
 }
 
@@ -180,6 +182,25 @@ func signingOff(err error) *tools.Error {
 		e = e.Wrap(err)
 	}
 	return e
+}
+
+// unsigned records inv's send as never signed unless it is recorded (created false: that
+// send).
+func (w *Wallet) unsigned(ctx context.Context, inv *store.Invocation) (*sends.Send, bool, error) {
+	var args sendArgs
+	if err := json.Unmarshal([]byte(inv.Args), &args); err != nil {
+		return nil, false, fmt.Errorf("send %s's args: %w", inv.RequestID, err)
+	}
+	ch, err := tokens.ParseChain(args.Asked.Chain)
+	if err != nil {
+		return nil, false, fmt.Errorf("send %s's chain: %w", inv.RequestID, err)
+	}
+	units, ok := new(big.Int).SetString(args.Units, 10)
+	if !ok {
+		return nil, false, fmt.Errorf("send %s's amount %q", inv.RequestID, args.Units)
+	}
+	r := Request{RequestID: inv.RequestID, AccountID: inv.AccountID, Chain: ch.Name, To: args.Asked.To, Token: args.Token, Amount: units}
+	return w.sender.sends.Unsigned(ctx, r.record(args.From, w.now()), "never signed: its process stopped after judging it")
 }
 
 // resend hands the opened send to the Sender (a recorded one is never signed again) and
@@ -204,7 +225,10 @@ func (w *Wallet) resend(ctx context.Context, inv *store.Invocation, a ask, args 
 		// Recorded: the follower (or a retry of this confirmation) sends the same bytes.
 		return w.answer(inv, args, rec, "submitted"), nil
 	case err != nil:
-		if _, gone := w.sender.sends.Get(ctx, inv.RequestID); gone == nil {
+		if got, gone := w.sender.sends.Get(ctx, inv.RequestID); gone == nil {
+			if !got.Open() && r.same(got) { // recorded never signed by the follower meanwhile
+				return w.ended(ctx, inv, got)
+			}
 			return WalletSendOutput{}, err // recorded: the follower takes it on
 		}
 		cause := tools.Translate(err)
@@ -357,6 +381,14 @@ func (w *Wallet) abandoned(ctx context.Context) int {
 	n := 0
 	for _, inv := range left {
 		rec, err := w.sender.sends.Get(ctx, inv.RequestID)
+		if errors.Is(err, store.ErrNotFound) {
+			// Recorded never signed first, in the insert a late confirmation's signing would
+			// make: whichever commits first decides, so no send is both signed and told unsent.
+			var created bool
+			if rec, created, err = w.unsigned(ctx, inv); err == nil && created {
+				err = store.ErrNotFound
+			}
+		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			e := tools.Errorf(tools.CodeUpstream, "send %s was judged but never signed (its process stopped first); nothing was sent. Call wallet_send without confirmRequestId for a new send",

@@ -58,7 +58,17 @@ const SolanaChain = "solana"
 type Config struct {
 	EVM    map[string]Chain
 	Solana *transfer.Client
+	// Failpoint (tests only; nil: none) is called at each step the crash matrix kills the
+	// process at: FailJudged, FailSigned, FailBroadcast.
+	Failpoint func(step string)
 }
+
+// The steps of a send Config.Failpoint names.
+const (
+	FailJudged    = "send-judged"    // the confirmed send is judged and recorded dispatching, not yet signed
+	FailSigned    = "send-signed"    // the signed transaction is recorded, not yet broadcast
+	FailBroadcast = "send-broadcast" // the node took the transaction, its submission not yet recorded
+)
 
 // Keys open the wallets' keys, one per family.
 type Keys struct {
@@ -76,6 +86,9 @@ type Sender struct {
 
 // New returns a sender.
 func New(cfg Config, d service.Deps, q sends.Sends, keys Keys) *Sender {
+	if cfg.Failpoint == nil {
+		cfg.Failpoint = func(string) {}
+	}
 	return &Sender{cfg: cfg, d: d.WithDefaults(), sends: q, keys: keys}
 }
 
@@ -176,6 +189,7 @@ func (s *Sender) Send(ctx context.Context, r Request) (*sends.Send, error) {
 		if rec, err = s.prepare(ctx, c, r); err != nil {
 			return nil, err
 		}
+		s.cfg.Failpoint(FailSigned)
 	default:
 		return nil, fmt.Errorf("read send: %w", err)
 	}
@@ -244,6 +258,7 @@ func (s *Sender) broadcast(ctx context.Context, c Chain, rec *sends.Send) (*send
 	var rpcErr *jsonrpc.Error
 	switch {
 	case err == nil, errors.Is(err, evm.ErrKnown):
+		s.cfg.Failpoint(FailBroadcast)
 		if err := s.sends.Submitted(ctx, rec.RequestID, s.d.Now()); err != nil {
 			return nil, fmt.Errorf("mark submitted: %w", err)
 		}

@@ -61,6 +61,9 @@ func (s *Sender) sendSolana(ctx context.Context, r Request) (*sends.Send, error)
 		if rec, fresh, err = s.sends.Record(ctx, row); err != nil {
 			return nil, fmt.Errorf("record the send: %w", err)
 		}
+		if fresh {
+			s.cfg.Failpoint(FailSigned)
+		}
 	default:
 		return nil, fmt.Errorf("read send: %w", err)
 	}
@@ -96,6 +99,7 @@ func (s *Sender) broadcastSolana(ctx context.Context, rec *sends.Send, fresh boo
 	var rpcErr *jsonrpc.Error
 	switch {
 	case err == nil, errors.Is(err, transfer.ErrAlreadyProcessed):
+		s.cfg.Failpoint(FailBroadcast)
 		if err := s.sends.Submitted(ctx, rec.RequestID, s.d.Now()); err != nil {
 			return nil, fmt.Errorf("mark submitted: %w", err)
 		}

@@ -444,8 +444,28 @@ func TestWalletSendApprovalsAndFailures(t *testing.T) {
 				if e, _ := out["error"].(map[string]any); inv.State != store.InvFailed || status != 502 || !strings.Contains(fmt.Sprint(e["message"]), "never signed") {
 					t.Fatalf("the abandoned send: %s; confirmed again: %d %v", inv.State, status, out)
 				}
-				if w.sendRows(t, s.userID) != 0 || w.chain.BalanceAt(t, baseUSDC, s.evm) != 10_000_000 || w.events(t, s.userID, "wallet.failed") != 1 {
+				// Recorded never signed (failed, no transaction), so that no later call signs it.
+				rec, err := sends.New(w.env.App.Store).Get(context.Background(), id)
+				if err != nil || rec.Status != sends.Failed || rec.TxHash != "" || rec.Nonce != nil || len(rec.Raw) != 0 || !strings.Contains(rec.Reason, "never signed") {
+					t.Fatalf("the abandoned send's record: %+v (%v)", rec, err)
+				}
+				if w.sendRows(t, s.userID) != 1 || w.chain.BalanceAt(t, baseUSDC, s.evm) != 10_000_000 || w.events(t, s.userID, "wallet.failed") != 1 {
 					t.Fatalf("the abandoned send moved something: %d sends, the wallet holds %d", w.sendRows(t, s.userID), w.chain.BalanceAt(t, baseUSDC, s.evm))
+				}
+				// A confirmation that read the send dispatching a moment before the follower
+				// concluded it (its state put back, fresh, to stand for that read) signs nothing.
+				if _, err := w.env.App.Store.DB().NewUpdate().Table("invocations").Set("state = ?", store.InvDispatching).
+					Set("dispatched_at = ?", w.env.Clock.Now()).Where("request_id = ?", id).Exec(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				status, out = w.send(t, s, with(body, "confirmRequestId", id))
+				if e, _ := out["error"].(map[string]any); status != 502 || !strings.Contains(fmt.Sprint(e["message"]), "never signed") {
+					t.Fatalf("a confirmation racing the follower: %d %v", status, out)
+				}
+				var nonce string
+				w.chain.RPC(t, &nonce, "eth_getTransactionCount", s.evm, "latest")
+				if nonce != "0x0" || w.sendRows(t, s.userID) != 1 || w.chain.BalanceAt(t, baseUSDC, s.evm) != 10_000_000 {
+					t.Fatalf("a confirmation racing the follower signed: nonce %s, %d sends, the wallet holds %d", nonce, w.sendRows(t, s.userID), w.chain.BalanceAt(t, baseUSDC, s.evm))
 				}
 			})
 			t.Run("reverted", func(t *testing.T) {

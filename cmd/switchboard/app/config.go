@@ -17,13 +17,14 @@ import (
 	"github.com/switchboard-hq/switchboard/portal"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
+	"github.com/switchboard-hq/switchboard/tools/send"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 )
 
 // Config is every setting, read from SWITCHBOARD_* environment variables; the common ones are
 // also flags of `switchboard serve`.
 // Failpoints are the steps SWITCHBOARD_FAILPOINT may name (the crash-consistency tests).
-var Failpoints = []string{"reserve", "answered", "batch", "topup"}
+var Failpoints = []string{"reserve", "answered", "batch", "topup", send.FailJudged, send.FailSigned, send.FailBroadcast}
 
 type Config struct {
 	Addr                string
@@ -140,7 +141,7 @@ func (c *Config) settings() []setting {
 		{env: "SWITCHBOARD_TOOLSETS", flag: "toolsets", usage: "the toolsets `switchboard stdio` lists (onboarding, agent, partner, owner; comma-separated); empty: what the key may call, or onboarding and agent without a key (docs/mcp-hosts.md)", str: &c.Toolsets},
 		{env: "SWITCHBOARD_DEFAULT_SPEND_LIMIT_USD", flag: "default-spend-limit-usd", usage: "spend limit of keys minted without one", str: &c.DefaultSpendLimit},
 		{env: "SWITCHBOARD_DEFAULT_RATE_LIMIT_PER_MINUTE", flag: "default-rate-limit-per-minute", usage: "rate limit of keys minted without one (1 to " + strconv.Itoa(keys.MaxRatePerMinute) + ", the most admin key issue gives a key)", integer: &c.DefaultRateLimit},
-		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it; topup: the first credit_topup whose transfer is confirmed, before it is credited (TestTopupCrashAfterTransfer)", str: &c.Failpoint},
+		{env: "SWITCHBOARD_FAILPOINT", flag: "failpoint", usage: "tests only (refused in production): this process kills itself with SIGKILL at the first invoke reaching the step named: reserve (before the reservation commits), answered (the partner answered, nothing recorded yet) or batch (a batch of records is written, not committed); TestCrashMatrix uses it; topup: the first credit_topup whose transfer is confirmed, before it is credited (TestTopupCrashAfterTransfer); send-judged: the first confirmed wallet_send judged and recorded dispatching, before it is signed; send-signed: the first whose signed transaction is recorded, before it is broadcast; send-broadcast: the first whose transaction the node took, before that is recorded (TestSendCrash)", str: &c.Failpoint},
 		{env: "SWITCHBOARD_TASK_AFTER", flag: "task-after", usage: "a partner call whose intent's timeoutMs is above this (Go duration) is answered with a task for a host that declares MCP Tasks or sends Prefer: respond-async, and paid on completion; shorter calls answer in their request", str: &c.TaskAfter},
 		{env: "SWITCHBOARD_BODY_READ_TIMEOUT", flag: "body-read-timeout", usage: "how long reading one request body may take (Go duration); 20s reads the 1 MiB maximum at 64 KiB/s (512 kbit/s) with 4 s to spare. A slower body is cut off and its connection closed", str: &c.BodyReadTimeout},
 		{env: "SWITCHBOARD_MAX_CONNS_PER_CLIENT", flag: "max-conns-per-client", usage: "connections open at once from one client address (an IPv4 address, an IPv6 /64); one more is answered 429 and closed. 0: no cap (behind a proxy that connects from its own address, every caller is one client: raise it or use 0)", integer: &c.MaxConnsPerClient},

@@ -170,7 +170,7 @@ func (s *services) buildCalls(ctx context.Context, cfg Config, deps Deps, d serv
 	replica, _ := os.Hostname()
 	// wallet_send: the embedded wallets send on the balances chains, the follower concludes;
 	// invoke signs what MUTATES_USER_FUNDS partners propose with the same wallets.
-	s.wallet = send.NewWallet(newSender(cfg, d, sec.sealer), tokenSvc, s.billing, approvals, d)
+	s.wallet = send.NewWallet(newSender(cfg, d, sec.sealer, s.failpoint), tokenSvc, s.billing, approvals, d)
 	s.dispatch = dispatch.NewService(dispatch.Config{UserID: s.partners.svc.UserID, SettlementChain: cfg.SettlementChain,
 		Payments: s.payments, Signer: signer, Observe: s.metrics.ObserveInvoke, Intents: s.rows.Intent, Failpoint: s.failpoint, Approvals: approvals,
 		TaskAfter: taskAfter, Replica: replica, Wallet: s.wallet}, d, s.partners.out, s.billing, tokenSvc)
@@ -342,9 +342,9 @@ func failpointOf(step string, log *slog.Logger) func(string) {
 // newSender is wallet_send's sender on the balances chains' nodes (SWITCHBOARD_RPC_*, each at
 // its chain's id) and Solana's (SWITCHBOARD_SOLANA_RPC_URL); a chain without a URL sends
 // nothing. The wallets' keys are opened only while the account's signing is on.
-func newSender(cfg Config, d service.Deps, sealer *wallets.Sealer) *send.Sender {
+func newSender(cfg Config, d service.Deps, sealer *wallets.Sealer, failpoint func(string)) *send.Sender {
 	hc := &http.Client{Timeout: 20 * time.Second}
-	sc := send.Config{EVM: map[string]send.Chain{}}
+	sc := send.Config{EVM: map[string]send.Chain{}, Failpoint: failpoint}
 	for _, c := range tokens.Chains {
 		url := cfg.Tokens.RPCURL(c.Name)
 		switch {

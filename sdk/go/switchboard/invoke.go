@@ -65,6 +65,21 @@ type Invocation struct {
 		TotalMicro       int64 `json:"totalMicro"`
 		RefundedMicro    int64 `json:"refundedMicro"`
 	} `json:"charge"`
+	// Transactions are, when this confirmed what a partner proposed, the transactions the
+	// embedded wallet signed, each as it stands.
+	Transactions []SentTransaction `json:"transactions,omitempty"`
+}
+
+// SentTransaction is one proposed transaction once confirmed: status submitted, confirmed,
+// failed, dropped or unsigned; FeeNative what it paid the network (wei or lamports) once mined.
+type SentTransaction struct {
+	RequestID   string `json:"requestId"`
+	Chain       string `json:"chain"`
+	Status      string `json:"status"`
+	TxHash      string `json:"txHash,omitempty"`
+	ExplorerURL string `json:"explorerUrl,omitempty"`
+	FeeNative   string `json:"feeNative,omitempty"`
+	Reason      string `json:"reason,omitempty"`
 }
 
 // PartnerError is a partner's own failure answer.

@@ -68,7 +68,15 @@ func TestValuesAsThePagesShowThem(t *testing.T) {
 
 func TestTheTemplatesFunctions(t *testing.T) {
 	funcs := present.Funcs()
-	want := []string{"asks", "catsOf", "chargeItems", "checked", "deref", "explorer", "field", "intp", "join", "kind", "label", "ms", "passed", "pct", "plural", "pretty", "query", "str", "usd", "usdOf", "when"}
+	effects := funcs["effectLines"].(func(map[string]string) []string)
+	if got := effects(map[string]string{"send": "2.5 USDC on base to 0xbb", "effects": "1. on base: send 1 units\n\n2. on base: let 0xaa spend UNLIMITED amounts\n"}); !slices.Equal(got,
+		[]string{"send 2.5 USDC on base to 0xbb", "1. on base: send 1 units", "2. on base: let 0xaa spend UNLIMITED amounts"}) {
+		t.Errorf("effectLines = %q", got)
+	}
+	if got := effects(map[string]string{"totalUsd": "1"}); got != nil {
+		t.Errorf("effectLines of a call's charge = %q", got)
+	}
+	want := []string{"asks", "catsOf", "chargeItems", "checked", "deref", "effectLines", "explorer", "field", "intp", "join", "kind", "label", "ms", "passed", "pct", "plural", "pretty", "query", "str", "usd", "usdOf", "when"}
 	if got := slices.Sorted(maps.Keys(funcs)); !slices.Equal(got, want) {
 		t.Fatalf("template functions %v, want %v", got, want)
 	}

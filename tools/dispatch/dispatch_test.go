@@ -39,6 +39,7 @@ type world struct {
 	seen      map[string][]*signing.Envelope // verified envelopes by path
 	omitGas   bool                           // /swapbps leaves gasCostMicro out
 	hold      time.Duration                  // how long /long works
+	solana    func(args []byte) string       // /solpropose: the Solana transaction it proposes for args (base64)
 }
 
 const payout = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
@@ -137,6 +138,8 @@ func (w *world) serve(rw http.ResponseWriter, r *http.Request) {
 	case "/approve": // an unlimited allowance of the test USDC on base to spender (propose_test.go)
 		reply(200, `{"success":true,"result":{"transactions":[{"chain":"base","to":"`+strings.ToLower(baseUSDC.Hex())+`","data":"0x095ea7b3`+
 			strings.Repeat("0", 24)+spender[2:]+strings.Repeat("f", 64)+`"}]}}`)
+	case "/solpropose": // a Solana transaction built by the test (propose_test.go)
+		reply(200, `{"success":true,"result":{"transactions":[{"chain":"solana","transaction":"`+w.solana(env.Args)+`"}]}}`)
 	case "/write":
 		reply(200, `{"success":true,"result":{"txHash":"0xabc"},"providerCostMicro":700}`)
 	default:

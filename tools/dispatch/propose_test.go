@@ -2,6 +2,8 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"math/big"
 	"strings"
 	"testing"
@@ -9,7 +11,10 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
+	sol "github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/programs/system"
 
+	"github.com/switchboard-hq/switchboard/chain/solana/svmtest"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
@@ -288,6 +293,83 @@ func TestProposalByElicitation(t *testing.T) {
 			}
 			if got := w.chain.BalanceAt(t, baseUSDC, bob); got != 1_000_000 || len(w.sendRows(t, w.callerID)) != 1 {
 				t.Fatalf("bob holds %d, want 1000000", got)
+			}
+		})
+	}
+}
+
+// A partner's proposed Solana transfer (a legacy message whose fee payer is the caller's
+// wallet) is shown decoded, confirmed, signed over the partner's own bytes and lands: exactly
+// the lamports move, and the wallet pays the 5,000-lamport fee; on both databases.
+func TestSolanaProposalLands(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			svm := svmtest.Start(t)
+			w := newWorldOn(t, apptest.Options{Dialect: dialect}, func(c *apptest.Config) { c.Tokens.SolanaRPC = svm.URL })
+			ws, err := w.env.App.Store.Wallets(context.Background(), w.callerID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wallet string
+			for _, wl := range ws {
+				if wl.Family == store.FamilySVM {
+					wallet = wl.Address
+				}
+			}
+			svm.Airdrop(t, wallet, 1_000_000_000)
+			if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+				t.Fatal(err)
+			}
+			_, bob := svmtest.NewWallet(t)
+			w.solana = func(args []byte) string {
+				var a struct{ From, To string }
+				if err := json.Unmarshal(args, &a); err != nil {
+					return ""
+				}
+				var bh struct {
+					Value struct{ Blockhash string } `json:"value"`
+				}
+				svm.Call(t, &bh, "getLatestBlockhash")
+				from := sol.MustPublicKeyFromBase58(a.From)
+				tx, err := sol.NewTransaction([]sol.Instruction{system.NewTransferInstruction(200_000_000, from, sol.MustPublicKeyFromBase58(a.To)).Build()},
+					sol.MustHashFromBase58(bh.Value.Blockhash), sol.TransactionPayer(from))
+				if err != nil {
+					return ""
+				}
+				tx.Signatures = make([]sol.Signature, 1)
+				raw, _ := tx.MarshalBinary()
+				return base64.StdEncoding.EncodeToString(raw)
+			}
+			schema := map[string]any{"type": "object", "properties": map[string]any{"from": map[string]any{"type": "string"}, "to": map[string]any{"type": "string"}},
+				"required": []string{"from", "to"}}
+			handle := w.publish(t, "@solsend", "/solpropose", map[string]any{"category": "EXECUTE", "capabilities": []string{"MUTATES_USER_FUNDS"}, "parametersSchema": schema})
+			msg := handle + " 0.2 SOL to bob"
+			status, out := w.invoke(t, w.caller, map[string]any{"message": msg, "args": map[string]any{"from": wallet, "to": bob}})
+			status, out = w.invoke(t, w.caller, map[string]any{"message": msg, "confirmRequestId": refusal(t, status, out, "CONFIRMATION_REQUIRED")["requestId"]})
+			d := refusal(t, status, out, "CONFIRMATION_REQUIRED")
+			tx0 := d["transactions"].([]any)[0].(map[string]any)
+			eff := tx0["effects"].([]any)[0].(map[string]any)
+			if tx0["chain"] != "solana" || tx0["feeNative"] != "5000" || eff["kind"] != "native" || eff["recipient"] != bob || eff["native"] != "200000000" || eff["owner"] != wallet {
+				t.Fatalf("the Solana proposal shown: %v", d)
+			}
+			status, out = w.invoke(t, w.caller, map[string]any{"message": msg, "confirmRequestId": d["requestId"]})
+			sent, _ := out["transactions"].([]any)
+			if status != 200 || len(sent) != 1 || sent[0].(map[string]any)["txHash"] == "" {
+				t.Fatalf("the confirmed Solana proposal: %d %v", status, out)
+			}
+			var bal struct {
+				Value uint64 `json:"value"`
+			}
+			svm.Call(t, &bal, "getBalance", bob)
+			if bal.Value != 200_000_000 {
+				t.Fatalf("bob holds %d lamports, want 200000000", bal.Value)
+			}
+			svm.Call(t, &bal, "getBalance", wallet)
+			if bal.Value != 1_000_000_000-200_000_000-5_000 {
+				t.Fatalf("the wallet holds %d lamports: the transfer and one 5000-lamport fee should have left it", bal.Value)
+			}
+			if n := len((&proposeWorld{world: w}).sendRows(t, w.callerID)); n != 1 {
+				t.Fatalf("%d sends", n)
 			}
 		})
 	}

@@ -473,6 +473,38 @@ func release(ctx context.Context, q *store.Q, requestID, state string, now time.
 	return r, true, q.CloseReservation(ctx, requestID, state, now)
 }
 
+// CloseIn concludes the hold of the call requestID inside q's transaction: settled (its
+// reserved part consumed and the fees charged) or refunded, as closeMove decides. It reports
+// false, changing nothing, when the hold was closed already (concluded elsewhere, or refunded
+// by a sweeper). A call's hold is never a budget lease (a lease's id names no call), whose
+// return is refundIn's.
+func (s *Service) CloseIn(ctx context.Context, q *store.Q, requestID string, c Conclusion, now time.Time) (_ bool, err error) {
+	state, name := store.ReservationRefunded, "billing.refund"
+	if c.Settlement != nil {
+		state, name = store.ReservationSettled, "billing.settle"
+	}
+	ctx, span := tracing.Child(ctx, name)
+	defer func() { tracing.End(span, err) }()
+	r, ok, err := release(ctx, q, requestID, state, now)
+	if err != nil || !ok {
+		return false, err
+	}
+	m, err := closeMove(r, c)
+	if err != nil {
+		return false, err
+	}
+	return true, apply(ctx, q, r, now, m)
+}
+
+// closeMove is the one decision of how a call's hold r ends: settled with c's Settlement
+// (settleMove), or refunded for c's Reason (refundMove).
+func closeMove(r *store.Reservation, c Conclusion) (move, error) {
+	if c.Settlement == nil {
+		return refundMove(r, c.Reason), nil
+	}
+	return settleMove(r, *c.Settlement)
+}
+
 // refundIn returns a call's reservation to available credit inside q's transaction. It
 // reports false when the reservation was closed already.
 func (s *Service) refundIn(ctx context.Context, q *store.Q, requestID, reason string, now time.Time) (_ bool, err error) {

@@ -12,7 +12,8 @@ import (
 
 // durable is the recorder of a write or a paid call: its hold and start committed before
 // dispatch (Open), its outcome committed before its caller is answered, through the journal
-// while the database refuses it.
+// while the database refuses it. A paid call's escrow is concluded here (pay): every paid
+// call is durable (recorderOf).
 type durable struct{}
 
 func (durable) conclude(ctx context.Context, t *Ticket, e Ending) error {
@@ -23,10 +24,34 @@ func (durable) conclude(ctx context.Context, t *Ticket, e Ending) error {
 	}
 	entry := journaled{Invocation: inv, Attempts: e.Attempts, Settlement: e.Settlement, RefundReason: e.Detail,
 		Detail: e.Detail, Partner: e.Partner, Paid: e.Paid, Swept: t.hold == nil}
-	return s.commitDurable(ctx, inv.RequestID, entry, func() func(ctx context.Context, q *store.Q) error {
+	err = s.commitDurable(ctx, inv.RequestID, entry, func() func(ctx context.Context, q *store.Q) error {
 		row := inv // each attempt writes from the record as it was concluded
 		return s.outcomeIn(&row, e.Attempts, e.Settlement, e.Detail, events)
 	})
+	if t.escrow != nil {
+		t.pay(ctx, e, err)
+	}
+	return err
+}
+
+// pay concludes a paid call's escrow by its recorded outcome: e's when it committed (err nil),
+// the record's when another process concluded the call first; otherwise the outcome is not
+// recorded yet, and the payment sweeper concludes the escrow once it is.
+func (t *Ticket) pay(ctx context.Context, e Ending, err error) {
+	s, id := t.svc, t.record.RequestID
+	success := e.Outcome.State == store.InvSucceeded
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrAlreadyFinished):
+		inv, rerr := s.store.InvocationByID(ctx, id)
+		if rerr != nil {
+			return
+		}
+		success = inv.State == store.InvSucceeded
+	default:
+		return
+	}
+	s.concludeEscrow(ctx, t.escrow, id, success)
 }
 
 func (durable) kept(err error) string {

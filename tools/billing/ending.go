@@ -1,10 +1,17 @@
 package billing
 
 import (
+	"context"
+
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
+
+// What every recorder writes of a call's ending, in one place: its record carrying the
+// outcome and the webhook events beside it (Ticket.end, callEvents), and, for a call whose
+// start is written, the outcome's transaction (outcomeIn), whose money is one decision
+// (closeMove, billing.go) written by one close of the hold (CloseIn).
 
 // Partner is who hears of a call's ending beside its caller (call.* webhooks): the account
 // that owns the intent, and the caller's pseudonym for that partner (the envelope's userId).
@@ -73,4 +80,73 @@ func callEvents(inv *store.Invocation, e Ending, swept bool, listens func(accoun
 		evs = append(evs, ev)
 	}
 	return evs, nil
+}
+
+// end is what every recorder writes of t's ending e: the call's record carrying its outcome,
+// and the webhook events written with it, in the same transaction or merged write.
+func (t *Ticket) end(ctx context.Context, e Ending) (store.Invocation, []*store.WebhookEvent, error) {
+	inv := t.record
+	inv.Outcome = e.Outcome
+	inv.Attempts = len(e.Attempts)
+	if st := e.Settlement; st != nil && st.PartnerFeeMicro > 0 {
+		inv.PayoutBook = st.PartnerBook
+	}
+	events, err := callEvents(&inv, e, t.hold == nil, t.svc.listens(ctx))
+	return inv, events, err
+}
+
+// outcomeIn is a conclusion's transaction for a call whose start is written: claim the
+// record, close the hold, write the attempts, the outcome and its webhook events.
+func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st *Settlement, detail string, events []*store.WebhookEvent) func(ctx context.Context, q *store.Q) error {
+	return func(ctx context.Context, q *store.Q) error {
+		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
+		ok, err := q.MoveInvocation(ctx, inv.RequestID, store.InvDispatching, inv.State, *inv.FinishedAt)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrAlreadyFinished
+		}
+		if st != nil || inv.DispatchedAt != nil {
+			closed, err := s.CloseIn(ctx, q, inv.RequestID, Conclusion{Settlement: st, Reason: detail}, *inv.FinishedAt)
+			if err != nil {
+				return err
+			}
+			if !closed && st != nil {
+				return ErrReservationClosed
+			}
+		}
+		for _, a := range attempts {
+			if err := q.AddEvent(ctx, inv.RequestID, "attempt", a.Detail, a.At); err != nil {
+				return err
+			}
+		}
+		if err := q.WriteOutcome(ctx, inv); err != nil {
+			return err
+		}
+		if err := insertEvents(ctx, q, events); err != nil {
+			return err
+		}
+		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, *inv.FinishedAt)
+	}
+}
+
+// insertEvents writes a call's webhook events into the outbox inside q's transaction (a copy
+// of each: a job run again writes the same rows).
+func insertEvents(ctx context.Context, q *store.Q, events []*store.WebhookEvent) error {
+	for _, ev := range events {
+		row := *ev
+		if err := q.InsertWebhookEvent(ctx, &row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listens is the filter of the accounts a call's events are written for (nil: every account).
+func (s *Service) listens(ctx context.Context) func(accountID string) bool {
+	if s.cfg.Listens == nil {
+		return nil
+	}
+	return func(accountID string) bool { return s.cfg.Listens(ctx, accountID) }
 }

@@ -145,8 +145,13 @@ func (q *Q) AdjustCredit(ctx context.Context, accountID string, d CreditDelta, n
 		q.rec.AdjustCredit(accountID, d, now)
 		return nil
 	}
+	return q.write(ctx, q.creditStmt(accountID, d, now))
+}
+
+// creditStmt is AdjustCredit's statement (CreditUpdate).
+func (q *Q) creditStmt(accountID string, d CreditDelta, now time.Time) statement {
 	text, args := CreditUpdate(accountID, d, now)
-	return q.write(ctx, q.tx.NewRaw(text, args...))
+	return q.tx.NewRaw(text, args...)
 }
 
 // CreditUpdate, KeySpendUpdate and ReservationDraw are the SQL, with its arguments, of the
@@ -183,12 +188,17 @@ func (q *Q) AdjustKeySpends(ctx context.Context, keys []string, spent, held int6
 			q.rec.AdjustKeySpend(id, spent, held)
 			continue
 		}
-		text, args := KeySpendUpdate(id, spent, held)
-		if err := q.write(ctx, q.tx.NewRaw(text, args...)); err != nil {
+		if err := q.write(ctx, q.keySpendStmt(id, spent, held)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// keySpendStmt is the statement of one key's change of AdjustKeySpends (KeySpendUpdate).
+func (q *Q) keySpendStmt(keyID string, spent, held int64) statement {
+	text, args := KeySpendUpdate(keyID, spent, held)
+	return q.tx.NewRaw(text, args...)
 }
 
 // InsertReservation writes a new reservation in state open.
@@ -246,8 +256,49 @@ func (q *Q) LockReservation(ctx context.Context, requestID string) (*Reservation
 
 // CloseReservation moves a reservation to its final state.
 func (q *Q) CloseReservation(ctx context.Context, requestID, state string, now time.Time) error {
-	return q.write(ctx, q.tx.NewUpdate().Model((*Reservation)(nil)).Set("state = ?", state).Set("closed_at = ?", now).
-		Where("request_id = ?", requestID))
+	return q.write(ctx, q.closeStmt(requestID, state, now))
+}
+
+// closeStmt is CloseReservation's statement.
+func (q *Q) closeStmt(requestID, state string, now time.Time) statement {
+	return q.tx.NewUpdate().Model((*Reservation)(nil)).Set("state = ?", state).Set("closed_at = ?", now).
+		Where("request_id = ?", requestID)
+}
+
+// Closing is how a reservation's hold ends, as its caller decided it (tools/billing): the
+// reservation closed in State; the balance row moved by Credit; each of Keys' spend rows by
+// Spent and Held, unless both are zero; and the ledger's rows (a pointer to store/ledger's
+// rows; nil: none) inserted beside them.
+type Closing struct {
+	State       string
+	AccountID   string
+	Credit      CreditDelta
+	Keys        []string
+	Spent, Held int64
+	Ledger      any
+}
+
+// CloseHold writes closing h of the locked reservation requestID inside q's transaction.
+func (q *Q) CloseHold(ctx context.Context, requestID string, h Closing, now time.Time) error {
+	if q.rec != nil {
+		return notRecorded("a hold's close")
+	}
+	return q.writeAll(ctx, q.closingStmts(requestID, h, now)...)
+}
+
+// closingStmts are h's statements, in the order every writer takes the rows: the
+// reservation, the balance row, the key rows, the ledger.
+func (q *Q) closingStmts(requestID string, h Closing, now time.Time) []statement {
+	stmts := []statement{q.closeStmt(requestID, h.State, now), q.creditStmt(h.AccountID, h.Credit, now)}
+	if h.Spent != 0 || h.Held != 0 {
+		for _, k := range h.Keys {
+			stmts = append(stmts, q.keySpendStmt(k, h.Spent, h.Held))
+		}
+	}
+	if h.Ledger != nil {
+		stmts = append(stmts, q.insertStmt(h.Ledger))
+	}
+	return stmts
 }
 
 // Credit returns an account's balance (zero when it never had credit).

@@ -118,6 +118,16 @@ func (q *Q) write(ctx context.Context, query statement) error {
 	return nil
 }
 
+// writeAll writes statements in their order (write), stopping at the first that fails.
+func (q *Q) writeAll(ctx context.Context, statements ...statement) error {
+	for _, st := range statements {
+		if err := q.write(ctx, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // flush sends the queued writes. Every method that runs a statement now (a read, a write whose
 // result it needs, any method not written with write) calls it first, so a transaction always
 // sees its own writes in order.
@@ -168,8 +178,11 @@ func (q *Q) Insert(ctx context.Context, model any) error {
 	if q.rec != nil {
 		return notRecorded("an insert")
 	}
-	return q.write(ctx, q.tx.NewInsert().Model(model).Returning("NULL"))
+	return q.write(ctx, q.insertStmt(model))
 }
+
+// insertStmt is Insert's statement.
+func (q *Q) insertStmt(model any) statement { return q.tx.NewInsert().Model(model).Returning("NULL") }
 
 // Recorder is the Recorder a Q from Recording hands its writes to; nil in a transaction. A
 // domain package whose rows a commit engine merges asks it for its own recorder interface

@@ -473,36 +473,47 @@ func release(ctx context.Context, q *store.Q, requestID, state string, now time.
 	return r, true, q.CloseReservation(ctx, requestID, state, now)
 }
 
-// CloseIn concludes the hold of the call requestID inside q's transaction: settled (its
-// reserved part consumed and the fees charged) or refunded, as closeMove decides. It reports
+// CloseIn concludes the hold of the call requestID inside q's transaction, alone: settled (its
+// reserved part consumed and the fees charged) or refunded, as closing decides. It reports
 // false, changing nothing, when the hold was closed already (concluded elsewhere, or refunded
-// by a sweeper). A call's hold is never a budget lease (a lease's id names no call), whose
-// return is refundIn's.
-func (s *Service) CloseIn(ctx context.Context, q *store.Q, requestID string, c Conclusion, now time.Time) (_ bool, err error) {
-	state, name := store.ReservationRefunded, "billing.refund"
-	if c.Settlement != nil {
-		state, name = store.ReservationSettled, "billing.settle"
-	}
-	ctx, span := tracing.Child(ctx, name)
-	defer func() { tracing.End(span, err) }()
-	r, ok, err := release(ctx, q, requestID, state, now)
-	if err != nil || !ok {
-		return false, err
-	}
-	m, err := closeMove(r, c)
+// by a sweeper). A call's conclusion closes its hold with the rest of its ending (outcomeIn).
+func (s *Service) CloseIn(ctx context.Context, q *store.Q, requestID string, c Conclusion, now time.Time) (bool, error) {
+	r, err := q.LockReservation(ctx, requestID)
 	if err != nil {
 		return false, err
 	}
-	return true, apply(ctx, q, r, now, m)
+	h, err := closing(r, c, now)
+	if err != nil || h == nil {
+		return false, err
+	}
+	return true, q.CloseHold(ctx, requestID, *h, now)
 }
 
-// closeMove is the one decision of how a call's hold r ends: settled with c's Settlement
-// (settleMove), or refunded for c's Reason (refundMove).
-func closeMove(r *store.Reservation, c Conclusion) (move, error) {
-	if c.Settlement == nil {
-		return refundMove(r, c.Reason), nil
+// closing is the one decision of how a call's hold r (locked) ends at now, which the store
+// writes as it is (store.Closing): settled with c's Settlement (settleMove), or refunded for
+// c's Reason (refundMove); nil when r was closed already. A call's hold is never a budget
+// lease (a lease's id names no call), whose return is refundIn's.
+func closing(r *store.Reservation, c Conclusion, now time.Time) (*store.Closing, error) {
+	if r.State != store.ReservationOpen {
+		return nil, nil
 	}
-	return settleMove(r, *c.Settlement)
+	state, m := store.ReservationRefunded, refundMove(r, c.Reason)
+	if c.Settlement != nil {
+		var err error
+		if m, err = settleMove(r, *c.Settlement); err != nil {
+			return nil, err
+		}
+		state = store.ReservationSettled
+	}
+	rows, err := ledger.Rows(r.RequestID, now, m.txn)
+	if err != nil {
+		return nil, err
+	}
+	h := &store.Closing{State: state, AccountID: r.AccountID, Credit: m.credit, Keys: r.SpendKeys(), Spent: m.spent, Held: m.held}
+	if len(rows) > 0 {
+		h.Ledger = &rows
+	}
+	return h, nil
 }
 
 // refundIn returns a call's reservation to available credit inside q's transaction. It

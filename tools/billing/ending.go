@@ -5,13 +5,14 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/tracing"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
 
 // What every recorder writes of a call's ending, in one place: its record carrying the
 // outcome and the webhook events beside it (Ticket.end, callEvents), and, for a call whose
-// start is written, the outcome's transaction (outcomeIn), whose money is one decision
-// (closeMove, billing.go) written by one close of the hold (CloseIn).
+// start is written, the outcome's transaction (outcomeIn): the hold's close is one decision
+// (closing, billing.go), written with the rest of the ending by one store call.
 
 // Partner is who hears of a call's ending beside its caller (call.* webhooks): the account
 // that owns the intent, and the caller's pseudonym for that partner (the envelope's userId).
@@ -96,38 +97,38 @@ func (t *Ticket) end(ctx context.Context, e Ending) (store.Invocation, []*store.
 }
 
 // outcomeIn is a conclusion's transaction for a call whose start is written: claim the
-// record, close the hold, write the attempts, the outcome and its webhook events.
+// record (and lock its hold), decide the hold's close (closing), and write the close, the
+// attempts, the outcome and its webhook events in one go (store.Q.WriteEnding).
 func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st *Settlement, detail string, events []*store.WebhookEvent) func(ctx context.Context, q *store.Q) error {
-	return func(ctx context.Context, q *store.Q) error {
+	return func(ctx context.Context, q *store.Q) (err error) {
+		held := st != nil || inv.DispatchedAt != nil
+		if held {
+			name := "billing.refund"
+			if st != nil {
+				name = "billing.settle"
+			}
+			c, span := tracing.Child(ctx, name)
+			ctx = c
+			defer func() { tracing.End(span, err) }()
+		}
 		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
-		ok, err := q.MoveInvocation(ctx, inv.RequestID, store.InvDispatching, inv.State, *inv.FinishedAt)
+		r, ok, err := q.ClaimEnding(ctx, inv.RequestID, inv.State, *inv.FinishedAt, held)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return ErrAlreadyFinished
 		}
-		if st != nil || inv.DispatchedAt != nil {
-			closed, err := s.CloseIn(ctx, q, inv.RequestID, Conclusion{Settlement: st, Reason: detail}, *inv.FinishedAt)
-			if err != nil {
+		var hold *store.Closing
+		if r != nil {
+			if hold, err = closing(r, Conclusion{Settlement: st, Reason: detail}, *inv.FinishedAt); err != nil {
 				return err
 			}
-			if !closed && st != nil {
+			if hold == nil && st != nil {
 				return ErrReservationClosed
 			}
 		}
-		for _, a := range attempts {
-			if err := q.AddEvent(ctx, inv.RequestID, "attempt", a.Detail, a.At); err != nil {
-				return err
-			}
-		}
-		if err := q.WriteOutcome(ctx, inv); err != nil {
-			return err
-		}
-		if err := insertEvents(ctx, q, events); err != nil {
-			return err
-		}
-		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, *inv.FinishedAt)
+		return q.WriteEnding(ctx, store.Ending{Invocation: inv, Hold: hold, Attempts: attempts, Events: events, Detail: detail})
 	}
 }
 

@@ -204,7 +204,7 @@ func (q *Q) keySpendStmt(keyID string, spent, held int64) statement {
 // InsertReservation writes a new reservation in state open.
 func (q *Q) InsertReservation(ctx context.Context, r *Reservation) error {
 	r.State = ReservationOpen
-	return q.write(ctx, q.tx.NewInsert().Model(r).Returning("NULL"))
+	return q.write(ctx, q.insertStmt(r))
 }
 
 // DrawReservation moves worst micro-USD of holding out of an open reservation (a budget
@@ -265,12 +265,11 @@ func (q *Q) closeStmt(requestID, state string, now time.Time) statement {
 		Where("request_id = ?", requestID)
 }
 
-// Closing is how a reservation's hold ends, as its caller decided it (tools/billing): the
-// reservation closed in State; the balance row moved by Credit; each of Keys' spend rows by
-// Spent and Held, unless both are zero; and the ledger's rows (a pointer to store/ledger's
-// rows; nil: none) inserted beside them.
-type Closing struct {
-	State       string
+// Move is one move of a reservation's money, as its caller decided it (tools/billing): the
+// balance row of AccountID moved by Credit, each of Keys' spend rows by Spent and Held
+// (unless both are zero), and the ledger's rows (a pointer to store/ledger's; nil: none)
+// inserted beside them.
+type Move struct {
 	AccountID   string
 	Credit      CreditDelta
 	Keys        []string
@@ -278,25 +277,48 @@ type Closing struct {
 	Ledger      any
 }
 
+// Closing is how a reservation's hold ends: closed in State, its money moved by Move.
+type Closing struct {
+	State string
+	Move
+}
+
+// OpenReservation writes the new reservation r, open, and its money's move m (at now) inside
+// q's transaction, after the caller's locks and checks.
+func (q *Q) OpenReservation(ctx context.Context, r *Reservation, m Move, now time.Time) error {
+	if q.rec != nil {
+		return notRecorded("a reservation")
+	}
+	r.State = ReservationOpen
+	stmts := append([]statement{q.insertStmt(r)}, q.moveStmts(m, now)...)
+	return q.writeAll(ctx, stmts...)
+}
+
 // CloseHold writes closing h of the locked reservation requestID inside q's transaction.
 func (q *Q) CloseHold(ctx context.Context, requestID string, h Closing, now time.Time) error {
 	if q.rec != nil {
 		return notRecorded("a hold's close")
 	}
-	return q.writeAll(ctx, q.closingStmts(requestID, h, now)...)
+	stmts := q.closingStmts(requestID, h, now)
+	return q.writeAll(ctx, stmts...)
 }
 
 // closingStmts are h's statements, in the order every writer takes the rows: the
-// reservation, the balance row, the key rows, the ledger.
+// reservation, then its move's.
 func (q *Q) closingStmts(requestID string, h Closing, now time.Time) []statement {
-	stmts := []statement{q.closeStmt(requestID, h.State, now), q.creditStmt(h.AccountID, h.Credit, now)}
-	if h.Spent != 0 || h.Held != 0 {
-		for _, k := range h.Keys {
-			stmts = append(stmts, q.keySpendStmt(k, h.Spent, h.Held))
+	return append([]statement{q.closeStmt(requestID, h.State, now)}, q.moveStmts(h.Move, now)...)
+}
+
+// moveStmts are m's statements: the balance row, the key rows, the ledger.
+func (q *Q) moveStmts(m Move, now time.Time) []statement {
+	stmts := []statement{q.creditStmt(m.AccountID, m.Credit, now)}
+	if m.Spent != 0 || m.Held != 0 {
+		for _, k := range m.Keys {
+			stmts = append(stmts, q.keySpendStmt(k, m.Spent, m.Held))
 		}
 	}
-	if h.Ledger != nil {
-		stmts = append(stmts, q.insertStmt(h.Ledger))
+	if m.Ledger != nil {
+		stmts = append(stmts, q.insertStmt(m.Ledger))
 	}
 	return stmts
 }

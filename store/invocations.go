@@ -223,20 +223,20 @@ func (q *Q) WriteEnding(ctx context.Context, e Ending) error {
 	}
 	inv := e.Invocation
 	at := *inv.FinishedAt
-	var stmts []statement
-	if e.Hold != nil {
-		stmts = q.closingStmts(inv.RequestID, *e.Hold, at)
-	}
+	var record []statement
 	for _, a := range e.Attempts {
-		stmts = append(stmts, q.eventAt(inv.RequestID, "attempt", a.Detail, a.At))
+		record = append(record, q.eventAt(inv.RequestID, "attempt", a.Detail, a.At))
 	}
-	stmts = append(stmts, q.outcomeStmt(inv))
+	record = append(record, q.outcomeStmt(inv))
 	for _, ev := range e.Events {
 		row := *ev // a job run again writes the same rows
-		stmts = append(stmts, q.eventStmt(&row))
+		record = append(record, q.eventStmt(&row))
 	}
-	stmts = append(stmts, q.eventAt(inv.RequestID, inv.State, e.Detail, at))
-	return q.writeAll(ctx, stmts...)
+	record = append(record, q.eventAt(inv.RequestID, inv.State, e.Detail, at))
+	if e.Hold != nil {
+		record = append(q.closingStmts(inv.RequestID, *e.Hold, at), record...) // the hold's close goes first
+	}
+	return q.writeAll(ctx, record...)
 }
 
 // WriteMovement writes the outcome of a finished on-chain movement (its Outcome whole, and its

@@ -12,6 +12,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
@@ -53,6 +54,10 @@ func retryable(err error) bool {
 	var liteErr *sqlite.Error
 	return errors.As(err, &liteErr) && liteErr.Code()&0xff == sqlite3.SQLITE_BUSY
 }
+
+// normalize maps driver errors onto the store's sentinels, keeping the original wrapped: what
+// a driver's error means is decided here, beside whether it is retried (retryable).
+func normalize(err error) error { return dberr.Normalize(err) }
 
 // Q is a transaction-scoped handle: every method runs inside the one transaction that
 // Store.InTx opened, so a caller composes row locks, checks and writes that land together.

@@ -370,10 +370,11 @@ func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservatio
 	if err := fits(ca, ks, r.WorstMicro, limits); err != nil {
 		return err
 	}
-	if err := q.InsertReservation(ctx, r); err != nil {
+	m, err := written(r, reserveMove(r), r.CreatedAt)
+	if err != nil {
 		return err
 	}
-	return apply(ctx, q, r, r.CreatedAt, reserveMove(r))
+	return q.OpenReservation(ctx, r, m, r.CreatedAt)
 }
 
 // A move is one step of a reservation's money: what it does to the account's balance row and
@@ -434,20 +435,18 @@ func refundMove(r *store.Reservation, reason string) move {
 	}
 }
 
-// apply writes moves of r inside q's transaction: one update of the balance row, one of the
-// key's row (when it changes) and one insert of their ledger transactions.
-func apply(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time, moves ...move) error {
-	var sum move
-	txns := make([]ledger.Txn, len(moves))
-	for i, m := range moves {
-		sum.credit.Available, sum.credit.Reserved, sum.credit.Held = sum.credit.Available+m.credit.Available, sum.credit.Reserved+m.credit.Reserved, sum.credit.Held+m.credit.Held
-		sum.spent, sum.held = sum.spent+m.spent, sum.held+m.held
-		txns[i] = m.txn
+// written is r's move m as the store writes it at now (store.Move): one update of the balance
+// row, one of each key's row (when they change) and one insert of its ledger transaction.
+func written(r *store.Reservation, m move, now time.Time) (store.Move, error) {
+	rows, err := ledger.Rows(r.RequestID, now, m.txn)
+	if err != nil {
+		return store.Move{}, err
 	}
-	if err := adjust(ctx, q, r, now, sum); err != nil {
-		return err
+	w := store.Move{AccountID: r.AccountID, Credit: m.credit, Keys: r.SpendKeys(), Spent: m.spent, Held: m.held}
+	if len(rows) > 0 {
+		w.Ledger = &rows
 	}
-	return ledger.PostAll(ctx, q, r.RequestID, now, txns...)
+	return w, nil
 }
 
 // adjust applies m's changes to r's balance and key rows (not its ledger transaction).
@@ -459,18 +458,6 @@ func adjust(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time
 		return q.AdjustKeySpends(ctx, r.SpendKeys(), m.spent, m.held)
 	}
 	return nil
-}
-
-// release closes an open reservation; ok is false (nothing changed) when it was closed
-// already. The reservation's row lock is the claim; the balance and key rows are locked by
-// the caller's updates, balance row first and key row second, the order every writer takes
-// them in, and only from there to the commit.
-func release(ctx context.Context, q *store.Q, requestID, state string, now time.Time) (*store.Reservation, bool, error) {
-	r, err := q.LockReservation(ctx, requestID)
-	if err != nil || r.State != store.ReservationOpen {
-		return r, false, err
-	}
-	return r, true, q.CloseReservation(ctx, requestID, state, now)
 }
 
 // CloseIn concludes the hold of the call requestID inside q's transaction, alone: settled (its
@@ -505,15 +492,11 @@ func closing(r *store.Reservation, c Conclusion, now time.Time) (*store.Closing,
 		}
 		state = store.ReservationSettled
 	}
-	rows, err := ledger.Rows(r.RequestID, now, m.txn)
+	w, err := written(r, m, now)
 	if err != nil {
 		return nil, err
 	}
-	h := &store.Closing{State: state, AccountID: r.AccountID, Credit: m.credit, Keys: r.SpendKeys(), Spent: m.spent, Held: m.held}
-	if len(rows) > 0 {
-		h.Ledger = &rows
-	}
-	return h, nil
+	return &store.Closing{State: state, Move: w}, nil
 }
 
 // refundIn returns a call's reservation to available credit inside q's transaction. It
@@ -528,11 +511,7 @@ func (s *Service) refundIn(ctx context.Context, q *store.Q, requestID, reason st
 		}
 		return true, s.settleLeaseIn(ctx, q, r, now)
 	}
-	r, ok, err := release(ctx, q, requestID, store.ReservationRefunded, now)
-	if err != nil || !ok {
-		return false, err
-	}
-	return true, apply(ctx, q, r, now, refundMove(r, reason))
+	return s.CloseIn(ctx, q, requestID, Conclusion{Reason: reason}, now)
 }
 
 // Refund refunds a reservation in its own transaction (a budget lease's is settled: its calls

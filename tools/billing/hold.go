@@ -100,17 +100,3 @@ type Conclusion struct {
 	Settlement *Settlement
 	Reason     string
 }
-
-// ConcludeOnLease queues the whole record of a call held on a lease to the batch writer, in
-// one write-only job: record, given the ledger transaction the call's row names (its lease's,
-// when it charged anything: its money is posted when the lease is settled; nil otherwise);
-// done gets the commit's outcome. It reports false, doing nothing, for a hold not drawn from a lease (it
-// was written by Hold: CloseIn concludes it).
-func (h *Hold) ConcludeOnLease(ctx context.Context, c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q, ledgerTxn *string) error, done func(error)) bool {
-	if h.lease == nil {
-		return false
-	}
-	h.svc.leases.concludeOnLease(ctx, h, c, now, record, done)
-	h.lease = nil // concluded once
-	return true
-}

@@ -81,7 +81,7 @@ func (s *Service) recorderOf(p *tools.Principal, c Call, policed bool) recorder 
 	switch {
 	case c.Durability.durable || c.Escrow != nil:
 		// A call paid on chain is durable whatever its intent: its escrow is concluded by the
-		// outcome once that has committed (Ticket.pay), which the batch writer would answer
+		// outcome once that has committed (durable.conclude), which the batch writer would answer
 		// before.
 		return durable{}
 	case p == nil:

@@ -199,7 +199,7 @@ func (s *Service) Reopen(inv *store.Invocation, d Durability) *Ticket {
 // ending to the call's recorder. Only one process concludes a call: the others get
 // ErrAlreadyFinished and nothing they wrote lands, so a call is never settled twice. An
 // unavailable database is returned as such (Kept says what becomes of the outcome). A paid
-// call (always durable) has its escrow concluded by the outcome that committed (durable.pay).
+// call (always durable) has its escrow concluded by the outcome that committed (durable.conclude).
 func (t *Ticket) Conclude(ctx context.Context, e Ending) error {
 	return t.rec.conclude(ctx, t, e)
 }

@@ -294,6 +294,19 @@ func (q *Q) OpenReservation(ctx context.Context, r *Reservation, m Move, now tim
 	return q.writeAll(ctx, stmts...)
 }
 
+// OpenClosed writes the new reservation r with its move m (at r.CreatedAt), as
+// OpenReservation does, and at once its closing h (at now), as CloseHold does, inside q's
+// transaction: a hold opened and closed in one write (a call whose budget lease closed before
+// it was recorded).
+func (q *Q) OpenClosed(ctx context.Context, r *Reservation, m Move, h Closing, now time.Time) error {
+	if q.rec != nil {
+		return notRecorded("a reservation")
+	}
+	r.State = ReservationOpen
+	stmts := append(append([]statement{q.insertStmt(r)}, q.moveStmts(m, r.CreatedAt)...), q.closingStmts(r.RequestID, h, now)...)
+	return q.writeAll(ctx, stmts...)
+}
+
 // CloseHold writes closing h of the locked reservation requestID inside q's transaction.
 func (q *Q) CloseHold(ctx context.Context, requestID string, h Closing, now time.Time) error {
 	if q.rec != nil {

@@ -349,11 +349,25 @@ func (s *Service) check(ctx context.Context, p *tools.Principal, q Quote) (err e
 }
 
 // reserveIn writes r inside q's transaction, or refuses it (SPEND_LIMIT, INSUFFICIENT_CREDITS,
-// nothing written) when its worst case does not fit, counting what other calls in flight may
-// still take. The locks make concurrent calls, on any replica, queue for the check.
+// nothing written) when its worst case does not fit (fitIn).
 func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservation, limits spendLimits, admit func(ctx context.Context, q *store.Q) error) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.reserve")
 	defer func() { tracing.End(span, err) }()
+	if err := fitIn(ctx, q, r, limits, admit); err != nil {
+		return err
+	}
+	m, err := written(r, reserveMove(r), r.CreatedAt)
+	if err != nil {
+		return err
+	}
+	return q.OpenReservation(ctx, r, m, r.CreatedAt)
+}
+
+// fitIn locks r's balance row and key rows inside q's transaction (the owner's policies
+// judged, by admit, in between) and refuses r when its worst case does not fit, counting what
+// other calls in flight may still take. The locks make concurrent calls, on any replica, queue
+// for the check.
+func fitIn(ctx context.Context, q *store.Q, r *store.Reservation, limits spendLimits, admit func(ctx context.Context, q *store.Q) error) error {
 	ca, err := q.LockCredit(ctx, r.AccountID, r.CreatedAt)
 	if err != nil {
 		return err
@@ -367,14 +381,7 @@ func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservatio
 	if err != nil {
 		return err
 	}
-	if err := fits(ca, ks, r.WorstMicro, limits); err != nil {
-		return err
-	}
-	m, err := written(r, reserveMove(r), r.CreatedAt)
-	if err != nil {
-		return err
-	}
-	return q.OpenReservation(ctx, r, m, r.CreatedAt)
+	return fits(ca, ks, r.WorstMicro, limits)
 }
 
 // A move is one step of a reservation's money: what it does to the account's balance row and

@@ -344,14 +344,27 @@ func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 		return &txn, nil
 	}
 	s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
-	if err := s.reserveIn(ctx, q, r, limits, nil); err != nil {
-		return nil, err
+	return nil, s.reserveSettledIn(ctx, q, r, limits, c, now)
+}
+
+// reserveSettledIn holds r on its own (as reserveIn would) and settles it by c at now, in one
+// write inside q's transaction: a call whose lease closed before it was recorded.
+func (s *Service) reserveSettledIn(ctx context.Context, q *store.Q, r *store.Reservation, limits spendLimits, c Conclusion, now time.Time) (err error) {
+	ctx, span := tracing.Child(ctx, "billing.reserve")
+	defer func() { tracing.End(span, err) }()
+	if err := fitIn(ctx, q, r, limits, nil); err != nil {
+		return err
 	}
+	open, err := written(r, reserveMove(r), r.CreatedAt)
+	if err != nil {
+		return err
+	}
+	r.State = store.ReservationOpen // as it is written
 	h, err := closing(r, c, now)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return nil, q.CloseHold(ctx, r.RequestID, *h, now)
+	return q.OpenClosed(ctx, r, open, *h, now)
 }
 
 // settleLeaseIn closes the lease r (locked, open) inside q's transaction: its hold is

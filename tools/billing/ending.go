@@ -132,18 +132,6 @@ func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st 
 	}
 }
 
-// insertEvents writes a call's webhook events into the outbox inside q's transaction (a copy
-// of each: a job run again writes the same rows).
-func insertEvents(ctx context.Context, q *store.Q, events []*store.WebhookEvent) error {
-	for _, ev := range events {
-		row := *ev
-		if err := q.InsertWebhookEvent(ctx, &row); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // listens is the filter of the accounts a call's events are written for (nil: every account).
 func (s *Service) listens(ctx context.Context) func(accountID string) bool {
 	if s.cfg.Listens == nil {

@@ -145,8 +145,13 @@ func (q *Q) AdjustCredit(ctx context.Context, accountID string, d CreditDelta, n
 		q.rec.AdjustCredit(accountID, d, now)
 		return nil
 	}
+	return q.write(ctx, q.creditStmt(accountID, d, now))
+}
+
+// creditStmt is AdjustCredit's statement (CreditUpdate).
+func (q *Q) creditStmt(accountID string, d CreditDelta, now time.Time) statement {
 	text, args := CreditUpdate(accountID, d, now)
-	return q.write(ctx, q.tx.NewRaw(text, args...))
+	return q.tx.NewRaw(text, args...)
 }
 
 // CreditUpdate, KeySpendUpdate and ReservationDraw are the SQL, with its arguments, of the
@@ -183,18 +188,23 @@ func (q *Q) AdjustKeySpends(ctx context.Context, keys []string, spent, held int6
 			q.rec.AdjustKeySpend(id, spent, held)
 			continue
 		}
-		text, args := KeySpendUpdate(id, spent, held)
-		if err := q.write(ctx, q.tx.NewRaw(text, args...)); err != nil {
+		if err := q.write(ctx, q.keySpendStmt(id, spent, held)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// keySpendStmt is the statement of one key's change of AdjustKeySpends (KeySpendUpdate).
+func (q *Q) keySpendStmt(keyID string, spent, held int64) statement {
+	text, args := KeySpendUpdate(keyID, spent, held)
+	return q.tx.NewRaw(text, args...)
+}
+
 // InsertReservation writes a new reservation in state open.
 func (q *Q) InsertReservation(ctx context.Context, r *Reservation) error {
 	r.State = ReservationOpen
-	return q.write(ctx, q.tx.NewInsert().Model(r).Returning("NULL"))
+	return q.write(ctx, q.insertStmt(r))
 }
 
 // DrawReservation moves worst micro-USD of holding out of an open reservation (a budget
@@ -246,8 +256,84 @@ func (q *Q) LockReservation(ctx context.Context, requestID string) (*Reservation
 
 // CloseReservation moves a reservation to its final state.
 func (q *Q) CloseReservation(ctx context.Context, requestID, state string, now time.Time) error {
-	return q.write(ctx, q.tx.NewUpdate().Model((*Reservation)(nil)).Set("state = ?", state).Set("closed_at = ?", now).
-		Where("request_id = ?", requestID))
+	return q.write(ctx, q.closeStmt(requestID, state, now))
+}
+
+// closeStmt is CloseReservation's statement.
+func (q *Q) closeStmt(requestID, state string, now time.Time) statement {
+	return q.tx.NewUpdate().Model((*Reservation)(nil)).Set("state = ?", state).Set("closed_at = ?", now).
+		Where("request_id = ?", requestID)
+}
+
+// Move is one move of a reservation's money, as its caller decided it (tools/billing): the
+// balance row of AccountID moved by Credit, each of Keys' spend rows by Spent and Held
+// (unless both are zero), and the ledger's rows (a pointer to store/ledger's; nil: none)
+// inserted beside them.
+type Move struct {
+	AccountID   string
+	Credit      CreditDelta
+	Keys        []string
+	Spent, Held int64
+	Ledger      any
+}
+
+// Closing is how a reservation's hold ends: closed in State, its money moved by Move.
+type Closing struct {
+	State string
+	Move
+}
+
+// OpenReservation writes the new reservation r, open, and its money's move m (at now) inside
+// q's transaction, after the caller's locks and checks.
+func (q *Q) OpenReservation(ctx context.Context, r *Reservation, m Move, now time.Time) error {
+	if q.rec != nil {
+		return notRecorded("a reservation")
+	}
+	r.State = ReservationOpen
+	stmts := append([]statement{q.insertStmt(r)}, q.moveStmts(m, now)...)
+	return q.writeAll(ctx, stmts...)
+}
+
+// OpenClosed writes the new reservation r with its move m (at r.CreatedAt), as
+// OpenReservation does, and at once its closing h (at now), as CloseHold does, inside q's
+// transaction: a hold opened and closed in one write (a call whose budget lease closed before
+// it was recorded).
+func (q *Q) OpenClosed(ctx context.Context, r *Reservation, m Move, h Closing, now time.Time) error {
+	if q.rec != nil {
+		return notRecorded("a reservation")
+	}
+	r.State = ReservationOpen
+	stmts := append(append([]statement{q.insertStmt(r)}, q.moveStmts(m, r.CreatedAt)...), q.closingStmts(r.RequestID, h, now)...)
+	return q.writeAll(ctx, stmts...)
+}
+
+// CloseHold writes closing h of the locked reservation requestID inside q's transaction.
+func (q *Q) CloseHold(ctx context.Context, requestID string, h Closing, now time.Time) error {
+	if q.rec != nil {
+		return notRecorded("a hold's close")
+	}
+	stmts := q.closingStmts(requestID, h, now)
+	return q.writeAll(ctx, stmts...)
+}
+
+// closingStmts are h's statements, in the order every writer takes the rows: the
+// reservation, then its move's.
+func (q *Q) closingStmts(requestID string, h Closing, now time.Time) []statement {
+	return append([]statement{q.closeStmt(requestID, h.State, now)}, q.moveStmts(h.Move, now)...)
+}
+
+// moveStmts are m's statements: the balance row, the key rows, the ledger.
+func (q *Q) moveStmts(m Move, now time.Time) []statement {
+	stmts := []statement{q.creditStmt(m.AccountID, m.Credit, now)}
+	if m.Spent != 0 || m.Held != 0 {
+		for _, k := range m.Keys {
+			stmts = append(stmts, q.keySpendStmt(k, m.Spent, m.Held))
+		}
+	}
+	if m.Ledger != nil {
+		stmts = append(stmts, q.insertStmt(m.Ledger))
+	}
+	return stmts
 }
 
 // Credit returns an account's balance (zero when it never had credit).

@@ -132,9 +132,14 @@ type InvocationEvent struct {
 
 // AddEvent appends a transition, numbered after the invocation's last one.
 func (q *Q) AddEvent(ctx context.Context, requestID, state, detail string, at time.Time) error {
-	return q.write(ctx, q.tx.NewRaw(`INSERT INTO invocation_events (id, request_id, seq, state, detail, at)
+	return q.write(ctx, q.eventAt(requestID, state, detail, at))
+}
+
+// eventAt is AddEvent's statement.
+func (q *Q) eventAt(requestID, state, detail string, at time.Time) statement {
+	return q.tx.NewRaw(`INSERT INTO invocation_events (id, request_id, seq, state, detail, at)
 		SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM invocation_events WHERE request_id = ?`,
-		RowID(), requestID, state, detail, at, requestID))
+		RowID(), requestID, state, detail, at, requestID)
 }
 
 // Event is one step of an invocation's history.
@@ -175,7 +180,63 @@ func (q *Q) MoveInvocation(ctx context.Context, requestID, from, to string, at t
 
 // WriteOutcome writes the outcome of a finished invocation (its Outcome, whole).
 func (q *Q) WriteOutcome(ctx context.Context, inv *Invocation) error {
-	return q.write(ctx, q.tx.NewUpdate().Model(inv).Column(outcomeColumns...).WherePK())
+	return q.write(ctx, q.outcomeStmt(inv))
+}
+
+// outcomeStmt is WriteOutcome's statement.
+func (q *Q) outcomeStmt(inv *Invocation) statement {
+	return q.tx.NewUpdate().Model(inv).Column(outcomeColumns...).WherePK()
+}
+
+// A call's conclusion is claimed (ClaimEnding), decided by its caller (tools/billing: what its
+// hold's Closing is), and written in one go (WriteEnding).
+
+// ClaimEnding claims a dispatching call's record for its outcome: the record moved to state to
+// (at) and, when held, its hold's reservation read and locked until the commit (r). claimed
+// is false, with nothing changed, when another process concluded the call first; r is nil
+// when the call held nothing.
+func (q *Q) ClaimEnding(ctx context.Context, requestID, to string, at time.Time, held bool) (r *Reservation, claimed bool, err error) {
+	claimed, err = q.MoveInvocation(ctx, requestID, InvDispatching, to, at)
+	if err != nil || !claimed || !held {
+		return nil, claimed, err
+	}
+	r, err = q.LockReservation(ctx, requestID)
+	return r, true, err
+}
+
+// Ending is what a claimed call's conclusion writes, in this order: its hold's close (nil:
+// none, or closed already), its attempts' events, its outcome, its webhook events, and its
+// last event (Detail).
+type Ending struct {
+	Invocation *Invocation // carrying its outcome
+	Hold       *Closing
+	Attempts   []Attempt
+	Events     []*WebhookEvent
+	Detail     string
+}
+
+// WriteEnding writes e inside q's transaction: every statement one whose result nobody reads
+// (on PostgreSQL queued for the commit's round trip).
+func (q *Q) WriteEnding(ctx context.Context, e Ending) error {
+	if q.rec != nil {
+		return notRecorded("a call's ending")
+	}
+	inv := e.Invocation
+	at := *inv.FinishedAt
+	var record []statement
+	for _, a := range e.Attempts {
+		record = append(record, q.eventAt(inv.RequestID, "attempt", a.Detail, a.At))
+	}
+	record = append(record, q.outcomeStmt(inv))
+	for _, ev := range e.Events {
+		row := *ev // a job run again writes the same rows
+		record = append(record, q.eventStmt(&row))
+	}
+	record = append(record, q.eventAt(inv.RequestID, inv.State, e.Detail, at))
+	if e.Hold != nil {
+		record = append(q.closingStmts(inv.RequestID, *e.Hold, at), record...) // the hold's close goes first
+	}
+	return q.writeAll(ctx, record...)
 }
 
 // WriteMovement writes the outcome of a finished on-chain movement (its Outcome whole, and its

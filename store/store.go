@@ -255,6 +255,3 @@ func (s *Store) migrator() (*migrate.Migrator, error) {
 // IsUnavailable reports whether err means the database cannot answer now, for any driver
 // (dberr.IsUnavailable). Such a call can be retried; it is not a bug.
 func IsUnavailable(err error) bool { return dberr.IsUnavailable(err) }
-
-// normalize maps driver errors onto the store's sentinels, keeping the original wrapped.
-func normalize(err error) error { return dberr.Normalize(err) }

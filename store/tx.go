@@ -12,6 +12,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
@@ -53,6 +54,10 @@ func retryable(err error) bool {
 	var liteErr *sqlite.Error
 	return errors.As(err, &liteErr) && liteErr.Code()&0xff == sqlite3.SQLITE_BUSY
 }
+
+// normalize maps driver errors onto the store's sentinels, keeping the original wrapped: what
+// a driver's error means is decided here, beside whether it is retried (retryable).
+func normalize(err error) error { return dberr.Normalize(err) }
 
 // Q is a transaction-scoped handle: every method runs inside the one transaction that
 // Store.InTx opened, so a caller composes row locks, checks and writes that land together.
@@ -118,6 +123,16 @@ func (q *Q) write(ctx context.Context, query statement) error {
 	return nil
 }
 
+// writeAll writes statements in their order (write), stopping at the first that fails.
+func (q *Q) writeAll(ctx context.Context, statements ...statement) error {
+	for _, st := range statements {
+		if err := q.write(ctx, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // flush sends the queued writes. Every method that runs a statement now (a read, a write whose
 // result it needs, any method not written with write) calls it first, so a transaction always
 // sees its own writes in order.
@@ -168,8 +183,11 @@ func (q *Q) Insert(ctx context.Context, model any) error {
 	if q.rec != nil {
 		return notRecorded("an insert")
 	}
-	return q.write(ctx, q.tx.NewInsert().Model(model).Returning("NULL"))
+	return q.write(ctx, q.insertStmt(model))
 }
+
+// insertStmt is Insert's statement.
+func (q *Q) insertStmt(model any) statement { return q.tx.NewInsert().Model(model).Returning("NULL") }
 
 // Recorder is the Recorder a Q from Recording hands its writes to; nil in a transaction. A
 // domain package whose rows a commit engine merges asks it for its own recorder interface

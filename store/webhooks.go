@@ -31,8 +31,11 @@ func (q *Q) InsertWebhookEvent(ctx context.Context, ev *WebhookEvent) error {
 		q.rec.WebhookEvent(*ev)
 		return nil
 	}
-	return q.write(ctx, q.tx.NewInsert().Model(ev))
+	return q.write(ctx, q.eventStmt(ev))
 }
+
+// eventStmt is InsertWebhookEvent's statement.
+func (q *Q) eventStmt(ev *WebhookEvent) statement { return q.tx.NewInsert().Model(ev) }
 
 // AddWebhookEvents writes events in a transaction of their own (an event of something that
 // wrote nothing else: a refused call).

@@ -60,6 +60,17 @@ func Post(ctx context.Context, q *store.Q, requestID, memo string, now time.Time
 // PostAll writes balanced ledger transactions of one request in one statement: each sums to
 // zero or nothing is written.
 func PostAll(ctx context.Context, q *store.Q, requestID string, now time.Time, txns ...Txn) error {
+	rows, err := Rows(requestID, now, txns...)
+	if err != nil {
+		return err
+	}
+	return insert(ctx, q, rows)
+}
+
+// Rows are the rows PostAll writes of txns (a leg of zero has none): an error, and no rows,
+// when one does not sum to zero. A writer that sends them with others (store.Closing) inserts
+// them in one statement, as PostAll does.
+func Rows(requestID string, now time.Time, txns ...Txn) ([]Entry, error) {
 	var rid *string
 	if requestID != "" {
 		rid = &requestID
@@ -67,7 +78,7 @@ func PostAll(ctx context.Context, q *store.Q, requestID string, now time.Time, t
 	var rows []Entry
 	for _, t := range txns {
 		if err := t.balanced(); err != nil {
-			return err
+			return nil, err
 		}
 		txn, at := store.RowID(), now
 		if !t.At.IsZero() {
@@ -81,7 +92,7 @@ func PostAll(ctx context.Context, q *store.Q, requestID string, now time.Time, t
 				AmountMicro: l.Micro, Kind: l.Kind, Memo: t.Memo, CreatedAt: at})
 		}
 	}
-	return insert(ctx, q, rows)
+	return rows, nil
 }
 
 // PostBatch writes t as the balanced ledger transaction txnID of no one request: the summed

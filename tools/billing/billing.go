@@ -353,11 +353,25 @@ func (s *Service) check(ctx context.Context, p *tools.Principal, q Quote) (err e
 }
 
 // reserveIn writes r inside q's transaction, or refuses it (SPEND_LIMIT, INSUFFICIENT_CREDITS,
-// nothing written) when its worst case does not fit, counting what other calls in flight may
-// still take. The locks make concurrent calls, on any replica, queue for the check.
+// nothing written) when its worst case does not fit (fitIn).
 func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservation, limits spendLimits, admit func(ctx context.Context, q *store.Q) error) (err error) {
 	ctx, span := tracing.Child(ctx, "billing.reserve")
 	defer func() { tracing.End(span, err) }()
+	if err := fitIn(ctx, q, r, limits, admit); err != nil {
+		return err
+	}
+	m, err := written(r, reserveMove(r), r.CreatedAt)
+	if err != nil {
+		return err
+	}
+	return q.OpenReservation(ctx, r, m, r.CreatedAt)
+}
+
+// fitIn locks r's balance row and key rows inside q's transaction (the owner's policies
+// judged, by admit, in between) and refuses r when its worst case does not fit, counting what
+// other calls in flight may still take. The locks make concurrent calls, on any replica, queue
+// for the check.
+func fitIn(ctx context.Context, q *store.Q, r *store.Reservation, limits spendLimits, admit func(ctx context.Context, q *store.Q) error) error {
 	ca, err := q.LockCredit(ctx, r.AccountID, r.CreatedAt)
 	if err != nil {
 		return err
@@ -371,13 +385,7 @@ func (s *Service) reserveIn(ctx context.Context, q *store.Q, r *store.Reservatio
 	if err != nil {
 		return err
 	}
-	if err := fits(ca, ks, r.WorstMicro, limits); err != nil {
-		return err
-	}
-	if err := q.InsertReservation(ctx, r); err != nil {
-		return err
-	}
-	return apply(ctx, q, r, r.CreatedAt, reserveMove(r))
+	return fits(ca, ks, r.WorstMicro, limits)
 }
 
 // A move is one step of a reservation's money: what it does to the account's balance row and
@@ -438,20 +446,18 @@ func refundMove(r *store.Reservation, reason string) move {
 	}
 }
 
-// apply writes moves of r inside q's transaction: one update of the balance row, one of the
-// key's row (when it changes) and one insert of their ledger transactions.
-func apply(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time, moves ...move) error {
-	var sum move
-	txns := make([]ledger.Txn, len(moves))
-	for i, m := range moves {
-		sum.credit.Available, sum.credit.Reserved, sum.credit.Held = sum.credit.Available+m.credit.Available, sum.credit.Reserved+m.credit.Reserved, sum.credit.Held+m.credit.Held
-		sum.spent, sum.held = sum.spent+m.spent, sum.held+m.held
-		txns[i] = m.txn
+// written is r's move m as the store writes it at now (store.Move): one update of the balance
+// row, one of each key's row (when they change) and one insert of its ledger transaction.
+func written(r *store.Reservation, m move, now time.Time) (store.Move, error) {
+	rows, err := ledger.Rows(r.RequestID, now, m.txn)
+	if err != nil {
+		return store.Move{}, err
 	}
-	if err := adjust(ctx, q, r, now, sum); err != nil {
-		return err
+	w := store.Move{AccountID: r.AccountID, Credit: m.credit, Keys: r.SpendKeys(), Spent: m.spent, Held: m.held}
+	if len(rows) > 0 {
+		w.Ledger = &rows
 	}
-	return ledger.PostAll(ctx, q, r.RequestID, now, txns...)
+	return w, nil
 }
 
 // adjust applies m's changes to r's balance and key rows (not its ledger transaction).
@@ -465,16 +471,43 @@ func adjust(ctx context.Context, q *store.Q, r *store.Reservation, now time.Time
 	return nil
 }
 
-// release closes an open reservation; ok is false (nothing changed) when it was closed
-// already. The reservation's row lock is the claim; the balance and key rows are locked by
-// the caller's updates, balance row first and key row second, the order every writer takes
-// them in, and only from there to the commit.
-func release(ctx context.Context, q *store.Q, requestID, state string, now time.Time) (*store.Reservation, bool, error) {
+// CloseIn concludes the hold of the call requestID inside q's transaction, alone: settled (its
+// reserved part consumed and the fees charged) or refunded, as closing decides. It reports
+// false, changing nothing, when the hold was closed already (concluded elsewhere, or refunded
+// by a sweeper). A call's conclusion closes its hold with the rest of its ending (outcomeIn).
+func (s *Service) CloseIn(ctx context.Context, q *store.Q, requestID string, c Conclusion, now time.Time) (bool, error) {
 	r, err := q.LockReservation(ctx, requestID)
-	if err != nil || r.State != store.ReservationOpen {
-		return r, false, err
+	if err != nil {
+		return false, err
 	}
-	return r, true, q.CloseReservation(ctx, requestID, state, now)
+	h, err := closing(r, c, now)
+	if err != nil || h == nil {
+		return false, err
+	}
+	return true, q.CloseHold(ctx, requestID, *h, now)
+}
+
+// closing is the one decision of how a call's hold r (locked) ends at now, which the store
+// writes as it is (store.Closing): settled with c's Settlement (settleMove), or refunded for
+// c's Reason (refundMove); nil when r was closed already. A call's hold is never a budget
+// lease (a lease's id names no call), whose return is refundIn's.
+func closing(r *store.Reservation, c Conclusion, now time.Time) (*store.Closing, error) {
+	if r.State != store.ReservationOpen {
+		return nil, nil
+	}
+	state, m := store.ReservationRefunded, refundMove(r, c.Reason)
+	if c.Settlement != nil {
+		var err error
+		if m, err = settleMove(r, *c.Settlement); err != nil {
+			return nil, err
+		}
+		state = store.ReservationSettled
+	}
+	w, err := written(r, m, now)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Closing{State: state, Move: w}, nil
 }
 
 // refundIn returns a call's reservation to available credit inside q's transaction. It
@@ -489,11 +522,7 @@ func (s *Service) refundIn(ctx context.Context, q *store.Q, requestID, reason st
 		}
 		return true, s.settleLeaseIn(ctx, q, r, now)
 	}
-	r, ok, err := release(ctx, q, requestID, store.ReservationRefunded, now)
-	if err != nil || !ok {
-		return false, err
-	}
-	return true, apply(ctx, q, r, now, refundMove(r, reason))
+	return s.CloseIn(ctx, q, requestID, Conclusion{Reason: reason}, now)
 }
 
 // Refund refunds a reservation in its own transaction (a budget lease's is settled: its calls

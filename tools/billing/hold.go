@@ -6,7 +6,6 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
-	"github.com/switchboard-hq/switchboard/tools/tracing"
 )
 
 // Plan is what billing needs of a call to hold its worst case.
@@ -100,38 +99,4 @@ func (s *Service) hold(ctx context.Context, p *tools.Principal, plan Plan, admit
 type Conclusion struct {
 	Settlement *Settlement
 	Reason     string
-}
-
-// ConcludeOnLease queues the whole record of a call held on a lease to the batch writer, in
-// one write-only job: record, given the ledger transaction the call's row names (its lease's,
-// when it charged anything: its money is posted when the lease is settled; nil otherwise);
-// done gets the commit's outcome. It reports false, doing nothing, for a hold not drawn from a lease (it
-// was written by Hold: CloseIn concludes it).
-func (h *Hold) ConcludeOnLease(ctx context.Context, c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q, ledgerTxn *string) error, done func(error)) bool {
-	if h.lease == nil {
-		return false
-	}
-	h.svc.leases.concludeOnLease(ctx, h, c, now, record, done)
-	h.lease = nil // concluded once
-	return true
-}
-
-// CloseIn concludes the hold of requestID inside q's transaction: its reserved part consumed
-// and the fees charged (settled), or returned (refunded). It reports false, changing nothing,
-// when the hold was closed already (concluded elsewhere, or refunded by a sweeper).
-func (s *Service) CloseIn(ctx context.Context, q *store.Q, requestID string, c Conclusion, now time.Time) (_ bool, err error) {
-	if c.Settlement != nil {
-		ctx, span := tracing.Child(ctx, "billing.settle")
-		defer func() { tracing.End(span, err) }()
-		r, ok, err := release(ctx, q, requestID, store.ReservationSettled, now)
-		if err != nil || !ok {
-			return false, err
-		}
-		m, err := settleMove(r, *c.Settlement)
-		if err != nil {
-			return false, err
-		}
-		return true, apply(ctx, q, r, now, m)
-	}
-	return s.refundIn(ctx, q, requestID, c.Reason, now)
 }

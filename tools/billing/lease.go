@@ -121,6 +121,20 @@ func (ls *Leases) draw(ctx context.Context, p *tools.Principal, h *Hold) (err er
 	}
 }
 
+// ConcludeOnLease queues the whole record of a call held on a lease to the batch writer, in
+// one write-only job: record, given the ledger transaction the call's row names (its lease's,
+// when it charged anything: its money is posted when the lease is settled; nil otherwise);
+// done gets the commit's outcome. It reports false, doing nothing, for a hold not drawn from a lease (it
+// was written by Hold: CloseIn concludes it).
+func (h *Hold) ConcludeOnLease(ctx context.Context, c Conclusion, now time.Time, record func(ctx context.Context, q *store.Q, ledgerTxn *string) error, done func(error)) bool {
+	if h.lease == nil {
+		return false
+	}
+	h.svc.leases.concludeOnLease(ctx, h, c, now, record, done)
+	h.lease = nil // concluded once
+	return true
+}
+
 // concludeOnLease queues h's whole record to the batch writer in one write-only job (the
 // check that its lease is still open, then record, naming the lease's ledger transaction
 // when the call charged anything), and then, when h was the last call in flight on a lease
@@ -318,8 +332,7 @@ func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 	if c.Settlement == nil {
 		return nil, nil
 	}
-	end, err := settleMove(r, *c.Settlement) // refuses a charge beyond the worst case held
-	if err != nil {
+	if _, err := settleMove(r, *c.Settlement); err != nil { // refuses a charge beyond the worst case held
 		return nil, err
 	}
 	open, err := q.DrawReservation(ctx, leaseID, 0)
@@ -331,13 +344,27 @@ func (s *Service) concludeOnLeaseIn(ctx context.Context, q *store.Q, leaseID str
 		return &txn, nil
 	}
 	s.log.WarnContext(ctx, "budget lease closed before its call was recorded; reserving the call on its own", "lease", leaseID, "request_id", r.RequestID)
-	if err := s.reserveIn(ctx, q, r, limits, nil); err != nil {
-		return nil, err
+	return nil, s.reserveSettledIn(ctx, q, r, limits, c, now)
+}
+
+// reserveSettledIn holds r on its own (as reserveIn would) and settles it by c at now, in one
+// write inside q's transaction: a call whose lease closed before it was recorded.
+func (s *Service) reserveSettledIn(ctx context.Context, q *store.Q, r *store.Reservation, limits spendLimits, c Conclusion, now time.Time) (err error) {
+	ctx, span := tracing.Child(ctx, "billing.reserve")
+	defer func() { tracing.End(span, err) }()
+	if err := fitIn(ctx, q, r, limits, nil); err != nil {
+		return err
 	}
-	if err := q.CloseReservation(ctx, r.RequestID, store.ReservationSettled, now); err != nil {
-		return nil, err
+	open, err := written(r, reserveMove(r), r.CreatedAt)
+	if err != nil {
+		return err
 	}
-	return nil, apply(ctx, q, r, now, end)
+	r.State = store.ReservationOpen // as it is written
+	h, err := closing(r, c, now)
+	if err != nil {
+		return err
+	}
+	return q.OpenClosed(ctx, r, open, *h, now)
 }
 
 // settleLeaseIn closes the lease r (locked, open) inside q's transaction: its hold is

@@ -35,8 +35,8 @@ import (
 //	  record_alone.go             the start, then the outcome, each in its own transaction,
 //	                              before the caller is answered
 //
-// Below them: what the recorders share (the outcome's transaction), and the reads that must
-// see what this replica has yet to commit (Current, Settled, Drain).
+// What every recorder writes of the ending is ending.go's. Below them: the reads that must see
+// what this replica has yet to commit (Current, Settled, Drain).
 
 // Recording is how this replica commits calls' records, decided once, when the service is
 // built.
@@ -81,7 +81,7 @@ func (s *Service) recorderOf(p *tools.Principal, c Call, policed bool) recorder 
 	switch {
 	case c.Durability.durable || c.Escrow != nil:
 		// A call paid on chain is durable whatever its intent: its escrow is concluded by the
-		// outcome once that has committed (Ticket.pay), which the batch writer would answer
+		// outcome once that has committed (durable.conclude), which the batch writer would answer
 		// before.
 		return durable{}
 	case p == nil:
@@ -92,19 +92,6 @@ func (s *Service) recorderOf(p *tools.Principal, c Call, policed bool) recorder 
 		return afterAnswer{}
 	}
 	return alone{}
-}
-
-// end is what every recorder writes of t's ending e: the call's record carrying its outcome,
-// and the webhook events written with it, in the same transaction or merged write.
-func (t *Ticket) end(ctx context.Context, e Ending) (store.Invocation, []*store.WebhookEvent, error) {
-	inv := t.record
-	inv.Outcome = e.Outcome
-	inv.Attempts = len(e.Attempts)
-	if st := e.Settlement; st != nil && st.PartnerFeeMicro > 0 {
-		inv.PayoutBook = st.PartnerBook
-	}
-	events, err := callEvents(&inv, e, t.hold == nil, t.svc.listens(ctx))
-	return inv, events, err
 }
 
 // settleAhead is how long before its hold's deadline an outcome may still be left to the
@@ -136,62 +123,6 @@ func (s *Service) queued(ctx context.Context, requestID string) func(error) {
 			s.log.Error("record invocation outcome; the sweeper will conclude it", "request_id", requestID, "err", err)
 		}
 	}
-}
-
-// outcomeIn is a conclusion's transaction for a call whose start is written: claim the
-// record, close the hold, write the attempts, the outcome and its webhook events.
-func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st *Settlement, detail string, events []*store.WebhookEvent) func(ctx context.Context, q *store.Q) error {
-	return func(ctx context.Context, q *store.Q) error {
-		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
-		ok, err := q.MoveInvocation(ctx, inv.RequestID, store.InvDispatching, inv.State, *inv.FinishedAt)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrAlreadyFinished
-		}
-		if st != nil || inv.DispatchedAt != nil {
-			closed, err := s.CloseIn(ctx, q, inv.RequestID, Conclusion{Settlement: st, Reason: detail}, *inv.FinishedAt)
-			if err != nil {
-				return err
-			}
-			if !closed && st != nil {
-				return ErrReservationClosed
-			}
-		}
-		for _, a := range attempts {
-			if err := q.AddEvent(ctx, inv.RequestID, "attempt", a.Detail, a.At); err != nil {
-				return err
-			}
-		}
-		if err := q.WriteOutcome(ctx, inv); err != nil {
-			return err
-		}
-		if err := insertEvents(ctx, q, events); err != nil {
-			return err
-		}
-		return q.AddEvent(ctx, inv.RequestID, inv.State, detail, *inv.FinishedAt)
-	}
-}
-
-// insertEvents writes a call's webhook events into the outbox inside q's transaction (a copy
-// of each: a job run again writes the same rows).
-func insertEvents(ctx context.Context, q *store.Q, events []*store.WebhookEvent) error {
-	for _, ev := range events {
-		row := *ev
-		if err := q.InsertWebhookEvent(ctx, &row); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// listens is the filter of the accounts a call's events are written for (nil: every account).
-func (s *Service) listens(ctx context.Context) func(accountID string) bool {
-	if s.cfg.Listens == nil {
-		return nil
-	}
-	return func(accountID string) bool { return s.cfg.Listens(ctx, accountID) }
 }
 
 // Current brings requestID's record up to date on this replica before it is read: the

@@ -12,21 +12,33 @@ import (
 
 // durable is the recorder of a write or a paid call: its hold and start committed before
 // dispatch (Open), its outcome committed before its caller is answered, through the journal
-// while the database refuses it.
+// while the database refuses it. A paid call's escrow is concluded here, by the outcome that
+// committed: every paid call is durable (recorderOf).
 type durable struct{}
 
 func (durable) conclude(ctx context.Context, t *Ticket, e Ending) error {
-	s := t.svc
-	inv, events, err := t.end(ctx, e)
-	if err != nil {
+	err := t.svc.commitDurable(ctx, t, e)
+	if t.escrow == nil {
 		return err
 	}
-	entry := journaled{Invocation: inv, Attempts: e.Attempts, Settlement: e.Settlement, RefundReason: e.Detail,
-		Detail: e.Detail, Partner: e.Partner, Paid: e.Paid, Swept: t.hold == nil}
-	return s.commitDurable(ctx, inv.RequestID, entry, func() func(ctx context.Context, q *store.Q) error {
-		row := inv // each attempt writes from the record as it was concluded
-		return s.outcomeIn(&row, e.Attempts, e.Settlement, e.Detail, events)
-	})
+	s, id := t.svc, t.record.RequestID
+	// A paid call's escrow is concluded by its recorded outcome: e's when it committed, the
+	// record's when another process concluded the call first; otherwise the outcome is not
+	// recorded yet, and the payment sweeper concludes the escrow once it is.
+	success := e.Outcome.State == store.InvSucceeded
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrAlreadyFinished):
+		inv, rerr := s.store.InvocationByID(ctx, id)
+		if rerr != nil {
+			return err
+		}
+		success = inv.State == store.InvSucceeded
+	default:
+		return err
+	}
+	s.concludeEscrow(ctx, t.escrow, id, success)
+	return err
 }
 
 func (durable) kept(err error) string {
@@ -62,21 +74,29 @@ func (e journaled) events(listens func(string) bool) ([]*store.WebhookEvent, err
 	return callEvents(&inv, Ending{Settlement: e.Settlement, Partner: e.Partner, Paid: e.Paid}, e.Swept, listens)
 }
 
-// commitDurable commits a durable call's outcome (a transaction of outcome's, one for each
-// attempt) before its caller is answered. When the database cannot take it, the outcome (as
-// entry) goes to the journal (fsynced) before anything else, so
-// neither the outage nor a crash during it loses what the partner answered: the entry stays
-// while the database is away, for ReplayJournal, and leaves once the database has the outcome
-// (or another process's conclusion). The database is retried for up to recordWait before the
-// caller is told it is not recorded yet. (A crash between the partner's answer and the first
-// commit attempt loses the answer, as one before the journal's fsync would: its caller was
-// told nothing, and the sweeper concludes the call outcome_unknown.)
-func (s *Service) commitDurable(ctx context.Context, id string, entry journaled, outcome func() func(ctx context.Context, q *store.Q) error) error {
-	journal := s.rec.Journal
+// commitDurable commits t's ending e (a transaction of outcomeIn's, one for each attempt)
+// before its caller is answered. When the database cannot take it, the outcome (as its
+// journaled entry) goes to the journal (fsynced) before anything else, so neither the outage
+// nor a crash during it loses what the partner answered: the entry stays while the database
+// is away, for ReplayJournal, and leaves once the database has the outcome (or another
+// process's conclusion). The database is retried for up to recordWait before the caller is
+// told it is not recorded yet. (A crash between the partner's answer and the first commit
+// attempt loses the answer, as one before the journal's fsync would: its caller was told
+// nothing, and the sweeper concludes the call outcome_unknown.)
+func (s *Service) commitDurable(ctx context.Context, t *Ticket, e Ending) error {
+	inv, events, err := t.end(ctx, e)
+	if err != nil {
+		return err
+	}
+	id, journal := inv.RequestID, s.rec.Journal
+	entry := journaled{Invocation: inv, Attempts: e.Attempts, Settlement: e.Settlement, RefundReason: e.Detail,
+		Detail: e.Detail, Partner: e.Partner, Paid: e.Paid, Swept: t.hold == nil}
 	deadline := time.Now().Add(recordWait)
 	inJournal := false
 	for attempt := 1; ; attempt++ {
-		err := s.store.InTx(ctx, outcome())
+		row := inv // each attempt writes from the record as it was concluded
+		outcome := s.outcomeIn(&row, e.Attempts, e.Settlement, e.Detail, events)
+		err := s.store.InTx(ctx, outcome)
 		if !store.IsUnavailable(err) {
 			if inJournal {
 				if derr := journal.Delete(id); derr != nil {

@@ -71,6 +71,18 @@ func wholeRecord(inv store.Invocation, e Ending, outbox []*store.WebhookEvent) f
 	}
 }
 
+// insertEvents writes a call's webhook events into the outbox inside q's transaction (a copy
+// of each: a job run again writes the same rows).
+func insertEvents(ctx context.Context, q *store.Q, events []*store.WebhookEvent) error {
+	for _, ev := range events {
+		row := *ev
+		if err := q.InsertWebhookEvent(ctx, &row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // awaitRecord waits (at most recordWait) for a queued record's outcome.
 func awaitRecord(done <-chan error) error {
 	t := time.NewTimer(recordWait)

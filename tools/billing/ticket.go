@@ -199,33 +199,9 @@ func (s *Service) Reopen(inv *store.Invocation, d Durability) *Ticket {
 // ending to the call's recorder. Only one process concludes a call: the others get
 // ErrAlreadyFinished and nothing they wrote lands, so a call is never settled twice. An
 // unavailable database is returned as such (Kept says what becomes of the outcome). A paid
-// call's escrow is concluded by the outcome that committed.
+// call (always durable) has its escrow concluded by the outcome that committed (durable.conclude).
 func (t *Ticket) Conclude(ctx context.Context, e Ending) error {
-	err := t.rec.conclude(ctx, t, e)
-	if t.escrow != nil {
-		t.pay(ctx, e, err)
-	}
-	return err
-}
-
-// pay concludes a paid call's escrow by its recorded outcome: e's when it committed (err nil),
-// the record's when another process concluded the call first; otherwise the outcome is not
-// recorded yet, and the payment sweeper concludes the escrow once it is.
-func (t *Ticket) pay(ctx context.Context, e Ending, err error) {
-	s, id := t.svc, t.record.RequestID
-	success := e.Outcome.State == store.InvSucceeded
-	switch {
-	case err == nil:
-	case errors.Is(err, ErrAlreadyFinished):
-		inv, rerr := s.store.InvocationByID(ctx, id)
-		if rerr != nil {
-			return
-		}
-		success = inv.State == store.InvSucceeded
-	default:
-		return
-	}
-	s.concludeEscrow(ctx, t.escrow, id, success)
+	return t.rec.conclude(ctx, t, e)
 }
 
 // concludeEscrow settles (success) or refunds a call's escrow; one not concluded now (the

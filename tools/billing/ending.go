@@ -1,10 +1,18 @@
 package billing
 
 import (
+	"context"
+
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/tools"
+	"github.com/switchboard-hq/switchboard/tools/tracing"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
+
+// What every recorder writes of a call's ending, in one place: its record carrying the
+// outcome and the webhook events beside it (Ticket.end, callEvents), and, for a call whose
+// start is written, the outcome's transaction (outcomeIn): the hold's close is one decision
+// (closing, billing.go), written with the rest of the ending by one store call.
 
 // Partner is who hears of a call's ending beside its caller (call.* webhooks): the account
 // that owns the intent, and the caller's pseudonym for that partner (the envelope's userId).
@@ -73,4 +81,61 @@ func callEvents(inv *store.Invocation, e Ending, swept bool, listens func(accoun
 		evs = append(evs, ev)
 	}
 	return evs, nil
+}
+
+// end is what every recorder writes of t's ending e: the call's record carrying its outcome,
+// and the webhook events written with it, in the same transaction or merged write.
+func (t *Ticket) end(ctx context.Context, e Ending) (store.Invocation, []*store.WebhookEvent, error) {
+	inv := t.record
+	inv.Outcome = e.Outcome
+	inv.Attempts = len(e.Attempts)
+	if st := e.Settlement; st != nil && st.PartnerFeeMicro > 0 {
+		inv.PayoutBook = st.PartnerBook
+	}
+	events, err := callEvents(&inv, e, t.hold == nil, t.svc.listens(ctx))
+	return inv, events, err
+}
+
+// outcomeIn is a conclusion's transaction for a call whose start is written: claim the
+// record (and lock its hold), decide the hold's close (closing), and write the close, the
+// attempts, the outcome and its webhook events in one go (store.Q.WriteEnding).
+func (s *Service) outcomeIn(inv *store.Invocation, attempts []store.Attempt, st *Settlement, detail string, events []*store.WebhookEvent) func(ctx context.Context, q *store.Q) error {
+	return func(ctx context.Context, q *store.Q) (err error) {
+		held := st != nil || inv.DispatchedAt != nil
+		if held {
+			name := "billing.refund"
+			if st != nil {
+				name = "billing.settle"
+			}
+			c, span := tracing.Child(ctx, name)
+			ctx = c
+			defer func() { tracing.End(span, err) }()
+		}
+		// Claim first: the row lock makes a concurrent finisher wait, then find it finished.
+		r, ok, err := q.ClaimEnding(ctx, inv.RequestID, inv.State, *inv.FinishedAt, held)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrAlreadyFinished
+		}
+		var hold *store.Closing
+		if r != nil {
+			if hold, err = closing(r, Conclusion{Settlement: st, Reason: detail}, *inv.FinishedAt); err != nil {
+				return err
+			}
+			if hold == nil && st != nil {
+				return ErrReservationClosed
+			}
+		}
+		return q.WriteEnding(ctx, store.Ending{Invocation: inv, Hold: hold, Attempts: attempts, Events: events, Detail: detail})
+	}
+}
+
+// listens is the filter of the accounts a call's events are written for (nil: every account).
+func (s *Service) listens(ctx context.Context) func(accountID string) bool {
+	if s.cfg.Listens == nil {
+		return nil
+	}
+	return func(accountID string) bool { return s.cfg.Listens(ctx, accountID) }
 }

@@ -19,7 +19,8 @@ import (
 )
 
 func benchWorld(b testing.TB, dialect string) *world {
-	w := newWorld(b, dialect, func(c *apptest.Config) {
+	// The served path: no answer is checked against its output schema, as in serve.
+	w := newWorldOn(b, apptest.Options{Dialect: dialect, Served: true}, func(c *apptest.Config) {
 		c.DefaultRateLimit = 1 << 30
 		c.DefaultSpendLimit = "1000000"
 		c.StartingCreditUSD = "1000000"

@@ -85,6 +85,9 @@ type Options struct {
 	// Metadata fetches client metadata documents in place of the guarded client, which
 	// refuses loopback whatever the configuration (app.Deps.Metadata).
 	Metadata *http.Client
+	// Served builds the app as serve does, without checking each answer against its tool's
+	// output schema (a test's check, with its own cost): for benchmarks of the served path.
+	Served bool
 }
 
 // Start builds the app against a fresh migrated database, an in-process SMTP server and a
@@ -152,7 +155,11 @@ func Start(t testing.TB, o Options) *Env {
 		w = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(w, nil))
-	a, err := app.BuildOn(context.Background(), cfg, app.Deps{Now: clock.Now, Log: log, Metadata: o.Metadata, CheckAnswers: checkAnswer}, st)
+	checks := checkAnswer
+	if o.Served {
+		checks = nil
+	}
+	a, err := app.BuildOn(context.Background(), cfg, app.Deps{Now: clock.Now, Log: log, Metadata: o.Metadata, CheckAnswers: checks}, st)
 	if err != nil {
 		t.Fatalf("build app: %v", err)
 	}

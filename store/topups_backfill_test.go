@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/store/topups"
 )
 
 // TestTopupBackfill runs the backfills of the top-up record migrations on a top-up credited
@@ -27,8 +28,8 @@ func TestTopupBackfill(t *testing.T) {
 		}
 		const rid = "00000000-0000-4000-8000-0000000000aa"
 		tx := "0x" + strings.Repeat("1f", 32)
-		if err := s.InsertTopup(ctx, &store.CreditTopup{RequestID: rid, AccountID: "a", ChainID: 8453, Token: "0xt", PayTo: "0xp",
-			AmountAtomic: 4_000_000, ValidBefore: old.Unix(), State: store.TopupCredited, PayerAddress: "0xfrom", Nonce: "0x02", PayTx: tx,
+		if err := topups.New(s).Insert(ctx, &topups.CreditTopup{RequestID: rid, AccountID: "a", ChainID: 8453, Token: "0xt", PayTo: "0xp",
+			AmountAtomic: 4_000_000, ValidBefore: old.Unix(), State: topups.Credited, PayerAddress: "0xfrom", Nonce: "0x02", PayTx: tx,
 			CreatedAt: old, UpdatedAt: old}); err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +52,7 @@ func TestTopupBackfill(t *testing.T) {
 		}
 		backfill()
 		backfill()
-		got, err := s.Topup(ctx, rid)
+		got, err := topups.New(s).Get(ctx, rid)
 		if err != nil || got.KeyID != root {
 			t.Fatalf("the top-up's key after the backfill: %+v %v; want the root key %s", got, err, root)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/dberr"
+	"github.com/switchboard-hq/switchboard/store/topups"
 	"github.com/uptrace/bun"
 )
 
@@ -45,7 +46,7 @@ func checkTopups(ctx context.Context, db *bun.DB) error {
 		SELECT i.request_id, 'is a top-up record with no credited top-up' FROM invocations i
 		WHERE i.kind = ? AND NOT EXISTS (SELECT 1 FROM credit_topups t WHERE t.request_id = i.request_id AND t.state = ?)
 	) AS x WHERE why <> '' ORDER BY id LIMIT 5`,
-		store.KindTopup, store.InvSucceeded, BookTreasury, store.TopupCredited, store.KindTopup, store.TopupCredited).Scan(ctx, &bad)
+		store.KindTopup, store.InvSucceeded, BookTreasury, topups.Credited, store.KindTopup, topups.Credited).Scan(ctx, &bad)
 	if err != nil {
 		return dberr.Normalize(err)
 	}

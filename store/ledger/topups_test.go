@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
+	"github.com/switchboard-hq/switchboard/store/topups"
 )
 
 // TestCheckMatchesEachTopupToItsRecord: a credited top-up with its record and its postings
@@ -20,8 +21,8 @@ func TestCheckMatchesEachTopupToItsRecord(t *testing.T) {
 		now := time.Now().UTC().Truncate(time.Second)
 		storetest.Account(t, s, "a")
 		const rid, tx = "00000000-0000-4000-8000-000000000001", "0xfeed"
-		if err := s.InsertTopup(ctx, &store.CreditTopup{RequestID: rid, AccountID: "a", KeyID: "k-a", ChainID: 31337, Token: "0xt", PayTo: "0xp",
-			AmountAtomic: 2_000_000, ValidBefore: now.Unix() + 600, State: store.TopupCredited, PayerAddress: "0xfrom", Nonce: "0x01",
+		if err := topups.New(s).Insert(ctx, &topups.CreditTopup{RequestID: rid, AccountID: "a", KeyID: "k-a", ChainID: 31337, Token: "0xt", PayTo: "0xp",
+			AmountAtomic: 2_000_000, ValidBefore: now.Unix() + 600, State: topups.Credited, PayerAddress: "0xfrom", Nonce: "0x01",
 			PayTx: tx, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
@@ -64,9 +65,9 @@ func TestCheckMatchesEachTopupToItsRecord(t *testing.T) {
 		exec("UPDATE invocations SET value_micro = 2000000, tx_hash = '0xother' WHERE request_id = ?", rid)
 		breaks("another transaction")
 		exec("UPDATE invocations SET tx_hash = ? WHERE request_id = ?", tx, rid)
-		exec("UPDATE credit_topups SET state = ? WHERE request_id = ?", store.TopupSubmitted, rid)
+		exec("UPDATE credit_topups SET state = ? WHERE request_id = ?", topups.Submitted, rid)
 		breaks("no credited top-up")
-		exec("UPDATE credit_topups SET state = ? WHERE request_id = ?", store.TopupCredited, rid)
+		exec("UPDATE credit_topups SET state = ? WHERE request_id = ?", topups.Credited, rid)
 		exec("DELETE FROM invocation_events WHERE request_id = ?", rid)
 		exec("DELETE FROM invocations WHERE request_id = ?", rid)
 		breaks("has no record")

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/topups"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
@@ -47,6 +48,7 @@ type Topups struct {
 	cfg   TopupConfig
 	pay   *Service
 	store *store.Store
+	rows  topups.Topups
 	now   func() time.Time
 }
 
@@ -54,6 +56,9 @@ type Topups struct {
 func NewTopups(cfg TopupConfig, d service.Deps, pay *Service) *Topups {
 	d = d.WithDefaults()
 	t := &Topups{cfg: cfg, pay: pay, store: d.Store, now: d.Now}
+	if d.Store != nil {
+		t.rows = topups.New(d.Store)
+	}
 	if pay != nil {
 		pay.topups = t
 	}
@@ -114,7 +119,7 @@ func (t *Topups) topup(ctx context.Context, c *tools.Caller, in TopupInput) (Top
 	if err != nil {
 		return TopupOutput{}, err
 	}
-	if row != nil && row.State == store.TopupCredited {
+	if row != nil && row.State == topups.Credited {
 		return t.answer(ctx, row) // a retry: credited once, answered again
 	}
 	if in.Payment == nil && !in.PayWithWallet {
@@ -155,11 +160,11 @@ func (t *Topups) admit(c *tools.Caller, in TopupInput) error {
 
 // named is the top-up confirmRequestId names (nil when none is named), refused when it is
 // not the account's or is for another amount.
-func (t *Topups) named(ctx context.Context, acct string, in TopupInput) (*store.CreditTopup, error) {
+func (t *Topups) named(ctx context.Context, acct string, in TopupInput) (*topups.CreditTopup, error) {
 	if in.ConfirmRequestID == "" {
 		return nil, nil
 	}
-	r, err := t.store.Topup(ctx, in.ConfirmRequestID)
+	r, err := t.rows.Get(ctx, in.ConfirmRequestID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && r.AccountID != acct {
 		return nil, tools.Errorf(tools.CodeNotFound, "no top-up %s in this account; call credit_topup without confirmRequestId for a new requirement", in.ConfirmRequestID)
 	}
@@ -174,15 +179,15 @@ func (t *Topups) named(ctx context.Context, acct string, in TopupInput) (*store.
 
 // ask answers a call without payment: a submitted top-up is followed; otherwise the
 // requirement to pay, of row while it can still be paid, else of a new quote.
-func (t *Topups) ask(ctx context.Context, c *tools.Caller, in TopupInput, row *store.CreditTopup) (TopupOutput, error) {
-	if row != nil && row.State == store.TopupSubmitted {
+func (t *Topups) ask(ctx context.Context, c *tools.Caller, in TopupInput, row *topups.CreditTopup) (TopupOutput, error) {
+	if row != nil && row.State == topups.Submitted {
 		return t.follow(ctx, row)
 	}
 	acct := c.Principal.AccountID
 	if err := t.bounds(ctx, acct, in.AmountUsd.Micro()); err != nil {
 		return TopupOutput{}, err
 	}
-	if row == nil || row.State != store.TopupQuoted || t.now().Unix() > row.ValidBefore {
+	if row == nil || row.State != topups.Quoted || t.now().Unix() > row.ValidBefore {
 		var err error
 		if row, err = t.quote(ctx, acct, c.Principal.KeyID, in.AmountUsd.Micro(), c.RequestID); err != nil {
 			return TopupOutput{}, err
@@ -213,7 +218,7 @@ func (t *Topups) bounds(ctx context.Context, accountID string, micro int64) erro
 
 // quote records a new top-up of micro asked by keyID, payable until the quote's TTL passes on
 // chain.
-func (t *Topups) quote(ctx context.Context, accountID, keyID string, micro int64, requestID string) (*store.CreditTopup, error) {
+func (t *Topups) quote(ctx context.Context, accountID, keyID string, micro int64, requestID string) (*topups.CreditTopup, error) {
 	s := t.pay
 	chainNow, err := s.chain.Now(ctx)
 	if err != nil {
@@ -223,11 +228,11 @@ func (t *Topups) quote(ctx context.Context, accountID, keyID string, micro int64
 		requestID = uuid.NewString()
 	}
 	now := t.now().UTC()
-	row := &store.CreditTopup{RequestID: requestID, AccountID: accountID, KeyID: keyID, ChainID: s.cfg.ChainID, Token: s.cfg.Token.Hex(), PayTo: s.cfg.Treasury.Hex(),
-		AmountAtomic: micro, ValidBefore: chainNow.Add(s.cfg.QuoteTTL).Unix(), State: store.TopupQuoted, CreatedAt: now, UpdatedAt: now}
-	if err := t.store.InsertTopup(ctx, row); errors.Is(err, store.ErrConflict) {
+	row := &topups.CreditTopup{RequestID: requestID, AccountID: accountID, KeyID: keyID, ChainID: s.cfg.ChainID, Token: s.cfg.Token.Hex(), PayTo: s.cfg.Treasury.Hex(),
+		AmountAtomic: micro, ValidBefore: chainNow.Add(s.cfg.QuoteTTL).Unix(), State: topups.Quoted, CreatedAt: now, UpdatedAt: now}
+	if err := t.rows.Insert(ctx, row); errors.Is(err, store.ErrConflict) {
 		row.RequestID = uuid.NewString() // the call's id names another top-up already
-		err = t.store.InsertTopup(ctx, row)
+		err = t.rows.Insert(ctx, row)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +243,7 @@ func (t *Topups) quote(ctx context.Context, accountID, keyID string, micro int64
 }
 
 // required is the PAYMENT_REQUIRED answer of a quoted top-up.
-func (t *Topups) required(ctx context.Context, row *store.CreditTopup) error {
+func (t *Topups) required(ctx context.Context, row *topups.CreditTopup) error {
 	s := t.pay
 	var nonce [32]byte
 	_, _ = rand.Read(nonce[:])
@@ -269,7 +274,7 @@ func (t *Topups) required(ctx context.Context, row *store.CreditTopup) error {
 // checkTopup verifies a payment against a top-up off chain: a TransferWithAuthorization to the
 // treasury of the quoted amount, signed by from; the echoed requirement the quote's. The window
 // is not judged: a transfer that paid the treasury is credited even after its quote expired.
-func (t *Topups) checkTopup(row *store.CreditTopup, pay *Payment) (contracts.Authorization, error) {
+func (t *Topups) checkTopup(row *topups.CreditTopup, pay *Payment) (contracts.Authorization, error) {
 	bad := func(reason, format string, a ...any) error {
 		return refuse(tools.CodeBadInput, reason, "payment: "+format+"; pay the PAYMENT-REQUIRED requirement as offered (a TransferWithAuthorization to the treasury), and send it again", a...)
 	}
@@ -287,7 +292,7 @@ func (t *Topups) checkTopup(row *store.CreditTopup, pay *Payment) (contracts.Aut
 // followed (a retry, a replay) and credits at most once; one claimed by another top-up is
 // refused; one submitted to the token by someone else (the payer, a front-runner), even after
 // the quote expired, is credited when it paid the treasury this amount.
-func (t *Topups) collect(ctx context.Context, row *store.CreditTopup, pay *Payment, keyID string) (TopupOutput, error) {
+func (t *Topups) collect(ctx context.Context, row *topups.CreditTopup, pay *Payment, keyID string) (TopupOutput, error) {
 	s := t.pay
 	auth, err := t.checkTopup(row, pay)
 	if err != nil {
@@ -304,7 +309,7 @@ func (t *Topups) collect(ctx context.Context, row *store.CreditTopup, pay *Payme
 	if used {
 		return t.adoptTopup(ctx, row, auth)
 	}
-	if row.State != store.TopupSubmitted { // a claimed authorization is submitted again: the token takes a nonce once
+	if row.State != topups.Submitted { // a claimed authorization is submitted again: the token takes a nonce once
 		row.KeyID = keyID
 		if err := t.take(ctx, row, auth); err != nil {
 			return TopupOutput{}, err
@@ -323,24 +328,24 @@ func deref(o *TopupOutput) TopupOutput {
 // claimedBy is the top-up auth pays: row, or the top-up that claimed auth already (done when
 // that one is credited: its answer). An authorization another top-up claimed, or a second
 // authorization for a top-up being paid, is refused.
-func (t *Topups) claimedBy(ctx context.Context, row *store.CreditTopup, auth contracts.Authorization) (*store.CreditTopup, *TopupOutput, error) {
+func (t *Topups) claimedBy(ctx context.Context, row *topups.CreditTopup, auth contracts.Authorization) (*topups.CreditTopup, *TopupOutput, error) {
 	from, nonceHex := auth.From.Hex(), hexutil.Encode(auth.Nonce[:])
-	claimed, err := t.store.TopupByAuthorization(ctx, row.ChainID, from, nonceHex)
+	claimed, err := t.rows.ByAuthorization(ctx, row.ChainID, from, nonceHex)
 	switch {
 	case err == nil && claimed.RequestID != row.RequestID:
 		return nil, nil, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization (from %s, nonce %s) bought credit already (top-up %s); nothing was credited again. Sign a new one with a fresh nonce to buy more", from, nonceHex, claimed.RequestID)
-	case err == nil && claimed.State == store.TopupCredited:
+	case err == nil && claimed.State == topups.Credited:
 		out, err := t.answer(ctx, claimed)
 		return nil, &out, err
 	case err == nil:
 		return claimed, nil, nil
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, nil, err
-	case row.State == store.TopupSubmitted:
+	case row.State == topups.Submitted:
 		// Another authorization is on its way for this top-up: this one is not taken (it would
 		// move money the claim does not account for).
 		return nil, nil, refuse(tools.CodeConflict, "invalid_payment_requirements", "top-up %s is being paid by another authorization (from %s); call again with that payment, or without confirmRequestId to buy more", row.RequestID, row.PayerAddress)
-	case row.State == store.TopupCredited:
+	case row.State == topups.Credited:
 		return nil, nil, refuse(tools.CodeConflict, "invalid_payment_requirements", "top-up %s was paid already by another authorization; call without confirmRequestId to buy more", row.RequestID)
 	}
 	return row, nil, nil
@@ -348,7 +353,7 @@ func (t *Topups) claimedBy(ctx context.Context, row *store.CreditTopup, auth con
 
 // take judges a fresh authorization for row on chain (its window against the chain's time,
 // the payer's balance, the bounds again) and claims it.
-func (t *Topups) take(ctx context.Context, row *store.CreditTopup, auth contracts.Authorization) error {
+func (t *Topups) take(ctx context.Context, row *topups.CreditTopup, auth contracts.Authorization) error {
 	s := t.pay
 	chainNow, err := s.chain.Now(ctx)
 	if err != nil {
@@ -383,18 +388,18 @@ func (t *Topups) take(ctx context.Context, row *store.CreditTopup, auth contract
 // is sent, and credits it once confirmed. A revert is adopted when the nonce was used by the
 // right transfer meanwhile, else the top-up failed; an unknown outcome leaves the claim for a
 // retry or the sweeper.
-func (t *Topups) submit(ctx context.Context, row *store.CreditTopup, auth contracts.Authorization) (TopupOutput, error) {
+func (t *Topups) submit(ctx context.Context, row *topups.CreditTopup, auth contracts.Authorization) (TopupOutput, error) {
 	s := t.pay
 	rc, err := s.chain.TransactRecorded(ctx, s.cfg.Token, contracts.TestUSDC, func(tx common.Hash) error {
 		row.PayTx, row.UpdatedAt = tx.Hex(), t.now().UTC()
-		return t.move(ctx, row, store.TopupSubmitted)
+		return t.move(ctx, row, topups.Submitted)
 	}, "transferWithAuthorization", auth.From, common.HexToAddress(row.PayTo), auth.Value, auth.ValidAfter, auth.ValidBefore, auth.Nonce, auth.V, auth.R, auth.S)
 	if errors.Is(err, contracts.ErrReverted) {
 		if used, uerr := s.chain.AuthorizationUsed(ctx, s.cfg.Token, auth.From, auth.Nonce); uerr == nil && used {
 			return t.adoptTopup(ctx, row, auth) // submitted by someone else meanwhile
 		}
-		row.State, row.Reason, row.UpdatedAt = store.TopupFailed, err.Error(), t.now().UTC()
-		if merr := t.move(ctx, row, store.TopupSubmitted); merr != nil {
+		row.State, row.Reason, row.UpdatedAt = topups.Failed, err.Error(), t.now().UTC()
+		if merr := t.move(ctx, row, topups.Submitted); merr != nil {
 			return TopupOutput{}, merr
 		}
 		return TopupOutput{}, refuse(tools.CodeUpstream, "invalid_transaction_state", "the chain refused the transfer (%v); nothing was taken or credited. Sign a new authorization and call again", err)
@@ -413,10 +418,10 @@ func (t *Topups) submit(ctx context.Context, row *store.CreditTopup, auth contra
 }
 
 // claim marks row as paid by auth (submitted), refusing when another top-up claimed it.
-func (t *Topups) claim(ctx context.Context, row *store.CreditTopup, auth contracts.Authorization, tx string) error {
+func (t *Topups) claim(ctx context.Context, row *topups.CreditTopup, auth contracts.Authorization, tx string) error {
 	row.State, row.PayerAddress, row.Nonce, row.AuthBefore, row.PayTx, row.Reason, row.UpdatedAt =
-		store.TopupSubmitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), auth.ValidBefore.Int64(), tx, "", t.now().UTC()
-	err := t.move(ctx, row, store.TopupQuoted, store.TopupFailed)
+		topups.Submitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), auth.ValidBefore.Int64(), tx, "", t.now().UTC()
+	err := t.move(ctx, row, topups.Quoted, topups.Failed)
 	if errors.Is(err, store.ErrConflict) {
 		return refuse(tools.CodeConflict, reasonNonceUsed, "this authorization (from %s) is paying another top-up; nothing was credited. Sign a new one with a fresh nonce", row.PayerAddress)
 	}
@@ -424,9 +429,9 @@ func (t *Topups) claim(ctx context.Context, row *store.CreditTopup, auth contrac
 }
 
 // move writes row's state, refusing (CONFLICT) when another call moved it first.
-func (t *Topups) move(ctx context.Context, row *store.CreditTopup, from ...string) error {
+func (t *Topups) move(ctx context.Context, row *topups.CreditTopup, from ...string) error {
 	return t.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		moved, err := q.MoveTopup(ctx, row, from...)
+		moved, err := topups.Move(ctx, q, row, from...)
 		if err == nil && !moved {
 			err = tools.Errorf(tools.CodeConflict, "top-up %s is being paid by another call; call again in a moment with the same payment", row.RequestID)
 		}
@@ -437,7 +442,7 @@ func (t *Topups) move(ctx context.Context, row *store.CreditTopup, from ...strin
 // adoptTopup credits an authorization found used on chain: when its transfer paid the treasury
 // the quoted amount, it is claimed for row (whatever the quote's expiry: the money arrived) and
 // followed to its confirmations.
-func (t *Topups) adoptTopup(ctx context.Context, row *store.CreditTopup, auth contracts.Authorization) (TopupOutput, error) {
+func (t *Topups) adoptTopup(ctx context.Context, row *topups.CreditTopup, auth contracts.Authorization) (TopupOutput, error) {
 	s := t.pay
 	tr, err := s.chain.AuthorizedTransfer(ctx, s.cfg.Token, auth.From, common.HexToAddress(row.PayTo), auth.Nonce)
 	if err != nil {
@@ -446,13 +451,13 @@ func (t *Topups) adoptTopup(ctx context.Context, row *store.CreditTopup, auth co
 	if tr == nil || tr.Value == nil || tr.Value.Cmp(big.NewInt(row.AmountAtomic)) != 0 {
 		return TopupOutput{}, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization's nonce (from %s) was used for something else on chain; nothing was credited. Sign a new one with a fresh nonce", auth.From.Hex())
 	}
-	if row.State != store.TopupSubmitted {
+	if row.State != topups.Submitted {
 		if err := t.claim(ctx, row, auth, tr.Tx.Hex()); err != nil {
 			return TopupOutput{}, err
 		}
 	} else if row.PayTx != tr.Tx.Hex() {
 		row.PayTx, row.UpdatedAt = tr.Tx.Hex(), t.now().UTC()
-		if err := t.move(ctx, row, store.TopupSubmitted); err != nil {
+		if err := t.move(ctx, row, topups.Submitted); err != nil {
 			return TopupOutput{}, err
 		}
 	}
@@ -462,7 +467,7 @@ func (t *Topups) adoptTopup(ctx context.Context, row *store.CreditTopup, auth co
 // follow finishes a submitted top-up from what the chain says: its transfer confirmed is
 // credited; not confirmed yet, the caller is told to call again; never used and past its
 // validBefore, it failed (nothing was taken).
-func (t *Topups) follow(ctx context.Context, row *store.CreditTopup) (TopupOutput, error) {
+func (t *Topups) follow(ctx context.Context, row *topups.CreditTopup) (TopupOutput, error) {
 	s := t.pay
 	var nonce [32]byte
 	copy(nonce[:], common.FromHex(row.Nonce))
@@ -481,8 +486,8 @@ func (t *Topups) follow(ctx context.Context, row *store.CreditTopup) (TopupOutpu
 			e.RetryAfter = 5 * time.Second
 			return TopupOutput{}, e
 		}
-		row.State, row.Reason, row.UpdatedAt = store.TopupFailed, "the authorization expired before it reached the chain", t.now().UTC()
-		if err := t.move(ctx, row, store.TopupSubmitted); err != nil {
+		row.State, row.Reason, row.UpdatedAt = topups.Failed, "the authorization expired before it reached the chain", t.now().UTC()
+		if err := t.move(ctx, row, topups.Submitted); err != nil {
 			return TopupOutput{}, err
 		}
 		return TopupOutput{}, refuse(tools.CodeConflict, "invalid_exact_evm_payload_authorization_valid_before", "top-up %s's authorization expired before it reached the chain; nothing was taken or credited. Call without confirmRequestId for a new requirement", row.RequestID)
@@ -492,8 +497,8 @@ func (t *Topups) follow(ctx context.Context, row *store.CreditTopup) (TopupOutpu
 		return TopupOutput{}, s.unreachable(err)
 	}
 	if tr == nil || tr.Value == nil || tr.Value.Cmp(big.NewInt(row.AmountAtomic)) != 0 {
-		row.State, row.Reason, row.UpdatedAt = store.TopupFailed, "the authorization's nonce was used for another transfer", t.now().UTC()
-		if err := t.move(ctx, row, store.TopupSubmitted); err != nil {
+		row.State, row.Reason, row.UpdatedAt = topups.Failed, "the authorization's nonce was used for another transfer", t.now().UTC()
+		if err := t.move(ctx, row, topups.Submitted); err != nil {
 			return TopupOutput{}, err
 		}
 		return TopupOutput{}, refuse(tools.CodeConflict, reasonNonceUsed, "top-up %s's authorization nonce was used for another transfer on chain; nothing was credited. Sign a new one with a fresh nonce", row.RequestID)
@@ -512,7 +517,7 @@ func (t *Topups) follow(ctx context.Context, row *store.CreditTopup) (TopupOutpu
 
 // walletPayment signs row's TransferWithAuthorization with the account's embedded EVM wallet
 // (allowed only when the account turned signing on), with a fresh random nonce.
-func (t *Topups) walletPayment(ctx context.Context, row *store.CreditTopup) (*Payment, error) {
+func (t *Topups) walletPayment(ctx context.Context, row *topups.CreditTopup) (*Payment, error) {
 	s := t.pay
 	if s.cfg.WalletKey == nil {
 		return nil, tools.Errorf(tools.CodeBadInput, "paying with the embedded wallet is not available here; pay with your own wallet and send payment")
@@ -557,7 +562,7 @@ func (t *Topups) ReconcileTopups(ctx context.Context) (int, error) {
 	if t.pay == nil {
 		return 0, nil
 	}
-	rows, err := t.store.TopupsIn(ctx, store.TopupSubmitted, t.now().UTC().Add(-time.Minute), 100)
+	rows, err := t.rows.In(ctx, topups.Submitted, t.now().UTC().Add(-time.Minute), 100)
 	if err != nil {
 		return 0, err
 	}

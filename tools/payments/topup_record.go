@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/topups"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -20,11 +21,11 @@ import (
 // record (an invocations row of kind topup, by the same requestId, which ledger-check matches
 // to both). The cap was checked before the transfer was submitted; money that arrived is
 // credited whatever happened to the balance meanwhile.
-func (t *Topups) credit(ctx context.Context, row *store.CreditTopup, tx string) (TopupOutput, error) {
+func (t *Topups) credit(ctx context.Context, row *topups.CreditTopup, tx string) (TopupOutput, error) {
 	now := t.now().UTC()
 	err := t.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		row.State, row.PayTx, row.UpdatedAt = store.TopupCredited, tx, now
-		moved, err := q.MoveTopup(ctx, row, store.TopupSubmitted)
+		row.State, row.PayTx, row.UpdatedAt = topups.Credited, tx, now
+		moved, err := topups.Move(ctx, q, row, topups.Submitted)
 		if err != nil || !moved {
 			return err
 		}
@@ -44,12 +45,12 @@ func (t *Topups) credit(ctx context.Context, row *store.CreditTopup, tx string) 
 }
 
 // answer is a credited top-up's answer, with the account's credit now.
-func (t *Topups) answer(ctx context.Context, row *store.CreditTopup) (TopupOutput, error) {
-	cur, err := t.store.Topup(ctx, row.RequestID)
+func (t *Topups) answer(ctx context.Context, row *topups.CreditTopup) (TopupOutput, error) {
+	cur, err := t.rows.Get(ctx, row.RequestID)
 	if err != nil {
 		return TopupOutput{}, err
 	}
-	if cur.State != store.TopupCredited {
+	if cur.State != topups.Credited {
 		return t.follow(ctx, cur) // another call moved it meanwhile
 	}
 	ca, err := t.store.Credit(ctx, cur.AccountID)
@@ -61,4 +62,4 @@ func (t *Topups) answer(ctx context.Context, row *store.CreditTopup) (TopupOutpu
 }
 
 // topupNetwork is the CAIP-2 id of the chain row was paid on.
-func topupNetwork(row *store.CreditTopup) string { return fmt.Sprintf("eip155:%d", row.ChainID) }
+func topupNetwork(row *topups.CreditTopup) string { return fmt.Sprintf("eip155:%d", row.ChainID) }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/flatpay"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
@@ -51,7 +52,7 @@ type Call struct {
 // Escrow concludes a call's payment held on chain: paid to the partner (success) or refunded,
 // exactly once whoever asks (payments.Service).
 type Escrow interface {
-	Conclude(ctx context.Context, requestID string, success bool) (*store.FlatPayment, error)
+	Conclude(ctx context.Context, requestID string, success bool) (*flatpay.FlatPayment, error)
 }
 
 // Ending is how a call ended: its outcome, the partner attempts, and its money, settled with

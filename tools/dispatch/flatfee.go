@@ -21,7 +21,7 @@ import (
 // quoteAgain answers PAYMENT_REQUIRED again with the quote recorded for a call (an approved
 // flat fee not paid yet).
 func (s *Service) quoteAgain(ctx context.Context, intent *store.PartnerIntent, inv *store.Invocation) error {
-	p, err := s.store.Payment(ctx, inv.RequestID)
+	p, err := s.cfg.Payments.Payment(ctx, inv.RequestID)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (s *Service) payAndDispatch(ctx context.Context, cl *call, inv *store.Invoc
 			return InvokeOutput{}, err
 		}
 	}
-	p, err := s.store.Payment(ctx, inv.RequestID)
+	p, err := s.cfg.Payments.Payment(ctx, inv.RequestID)
 	if err != nil {
 		return InvokeOutput{}, err
 	}
@@ -84,7 +84,7 @@ func (s *Service) withPayment(requestID string, out InvokeOutput, err error) (In
 	if s.cfg.Payments == nil || err != nil && !errors.As(err, &te) {
 		return out, err
 	}
-	p, perr := s.store.Payment(context.Background(), requestID)
+	p, perr := s.cfg.Payments.Payment(context.Background(), requestID)
 	if perr != nil {
 		return out, err
 	}

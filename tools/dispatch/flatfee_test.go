@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/flatpay"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
@@ -392,8 +393,8 @@ func TestFlatFeePaidButNeverDispatched(t *testing.T) {
 	if chain.Balance(t, from) != 1_000_000 || chain.Balance(t, chain.Payer) != 0 {
 		t.Fatalf("after the sweep: payer %d, escrow %d", chain.Balance(t, from), chain.Balance(t, chain.Payer))
 	}
-	got, err := w.settledStore(t).Payment(context.Background(), rid)
-	if err != nil || got.State != store.PayRefunded {
+	got, err := flatpay.New(w.settledStore(t)).Get(context.Background(), rid)
+	if err != nil || got.State != flatpay.Refunded {
 		t.Fatalf("payment: %+v %v", got, err)
 	}
 	status, out := w.invoke(t, w.caller, map[string]any{"message": "@flatorphan hi", "confirmRequestId": rid})

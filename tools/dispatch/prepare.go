@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
+	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
 // prepare builds and checks cl's args, resolves a write's tokens, and prices the call (a flat
@@ -117,7 +118,7 @@ func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, rest
 		if err != nil {
 			return err
 		}
-		also = append(also, func(ctx context.Context, q *store.Q) error { return q.InsertPayment(ctx, p) })
+		also = append(also, payments.QuotedIn(p))
 		fee := q.AmountUsd.String()
 		if err := s.admit(ctx, cl, inv, p.AmountAtomic, map[string]any{"flatFeeUsd": fee, "totalUsd": fee, "maxChargeUsd": fee, "network": q.Network}, also...); err != nil {
 			return err

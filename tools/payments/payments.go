@@ -1,8 +1,7 @@
-// Package payments is the flat-fee path: a quote for a stablecoin amount on a test network, the
-// caller's EIP-3009 authorization checked off chain, submitted by the relayer into the
-// FlatFeePayer escrow, then settled (split to the partner and the treasury) when the partner
-// succeeds or refunded when it does not; and partner payouts of per-call fees in the same
-// stablecoin. The ledger mirrors every movement with its transaction hash.
+// Package payments is the flat-fee path: a stablecoin quote, the caller's EIP-3009 authorization
+// checked off chain and submitted by the relayer into the FlatFeePayer escrow, then settled (split
+// to the partner and the treasury) when the partner succeeds or refunded when it does not; and
+// partner payouts of per-call fees in the same stablecoin, the ledger mirroring every movement.
 package payments
 
 import (
@@ -19,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/flatpay"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -109,7 +109,7 @@ type Quote struct {
 // Quoted prices a flat-fee call of intent: the partner's feeRate plus the platform's share,
 // payable until the quote expires. The row is written by the caller with the invocation.
 // payer, when an address, is who will sign: the quote's typedData is then complete.
-func (s *Service) Quoted(ctx context.Context, requestID, accountID, payer string, intent *store.PartnerIntent) (*store.FlatPayment, Quote, error) {
+func (s *Service) Quoted(ctx context.Context, requestID, accountID, payer string, intent *store.PartnerIntent) (*flatpay.FlatPayment, Quote, error) {
 	partnerAddr, ok := PayoutAddress(intent.PayoutAddresses, s.cfg.ChainID)
 	rate, err := decimal.NewFromString(intent.FeeRate)
 	if err != nil || rate.IsNegative() {
@@ -123,13 +123,13 @@ func (s *Service) Quoted(ctx context.Context, requestID, accountID, payer string
 	if err != nil {
 		return nil, Quote{}, tools.Errorf(tools.CodeUnavailable, "the payment network (%s) cannot be reached to quote (%v); try again later", s.Network(), err)
 	}
-	p := &store.FlatPayment{
+	p := &flatpay.FlatPayment{
 		RequestID: requestID, AccountID: accountID, IntentID: intent.ID, ChainID: s.cfg.ChainID,
 		Token: s.cfg.Token.Hex(), PayerContract: s.cfg.Payer.Hex(), PartnerAddress: partnerAddr,
 		AmountAtomic: partner + s.cfg.PlatformMicro, PartnerAtomic: partner, PlatformAtomic: s.cfg.PlatformMicro,
 		Nonce:      hexutil.Encode(contractsNonce(s.cfg, requestID)),
 		ValidAfter: chainNow.Unix() - 60, ValidBefore: chainNow.Add(s.cfg.QuoteTTL).Unix(),
-		State: store.PayQuoted, CreatedAt: s.now().UTC(), UpdatedAt: s.now().UTC(),
+		State: flatpay.Quoted, CreatedAt: s.now().UTC(), UpdatedAt: s.now().UTC(),
 	}
 	if common.IsHexAddress(payer) {
 		p.PayerAddress = common.HexToAddress(payer).Hex() // the signer named; the payment records who paid
@@ -143,7 +143,7 @@ func contractsNonce(cfg Config, requestID string) []byte {
 }
 
 // QuoteOf is the quote of a stored payment.
-func (s *Service) QuoteOf(p *store.FlatPayment) Quote {
+func (s *Service) QuoteOf(p *flatpay.FlatPayment) Quote {
 	var nonce [32]byte
 	copy(nonce[:], common.FromHex(p.Nonce))
 	td := contracts.TypedData(contracts.ReceiveWithAuthorization, p.ChainID, common.HexToAddress(p.Token), common.Address{}, common.HexToAddress(p.PayerContract),
@@ -253,13 +253,13 @@ type Receipt struct {
 }
 
 // ReceiptOf describes a payment.
-func ReceiptOf(p *store.FlatPayment) *Receipt {
+func ReceiptOf(p *flatpay.FlatPayment) *Receipt {
 	r := &Receipt{State: p.State, Network: fmt.Sprintf("eip155:%d", p.ChainID), Payer: p.PayerAddress, Amount: fmt.Sprint(p.AmountAtomic),
 		Partner: fmt.Sprint(p.PartnerAtomic), Platform: fmt.Sprint(p.PlatformAtomic), PayTx: p.PayTx, Explanation: p.Reason}
 	switch p.State {
-	case store.PaySettled:
+	case flatpay.Settled:
 		r.SettleTx = p.CloseTx
-	case store.PayRefunded:
+	case flatpay.Refunded:
 		r.RefundTx = p.CloseTx
 	}
 	return r
@@ -275,15 +275,15 @@ func ReceiptOf(p *store.FlatPayment) *Receipt {
 //
 // guard, when not nil, runs in the transaction that marks the payment as being made, before
 // anything is sent: its error refuses the payment with nothing sent (the spend policies).
-func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment, guard func(ctx context.Context, q *store.Q) error) (*store.FlatPayment, error) {
-	p, err := s.store.Payment(ctx, requestID)
+func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment, guard func(ctx context.Context, q *store.Q) error) (*flatpay.FlatPayment, error) {
+	p, err := s.Payment(ctx, requestID)
 	if err != nil {
 		return nil, err
 	}
 	switch p.State {
-	case store.PayHeld:
+	case flatpay.Held:
 		return p, nil
-	case store.PaySettled, store.PayRefunded:
+	case flatpay.Settled, flatpay.Refunded:
 		return p, tools.Errorf(tools.CodeConflict, "request %s was paid and concluded already (%s); ask for a new quote", requestID, p.State)
 	}
 	if pay == nil {
@@ -320,8 +320,8 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment, g
 		return nil, tools.Errorf(tools.CodePaymentRequired, "%s holds %s of the stablecoin and the quote is %d (atomic units); fund it and call again with the same payment", auth.From.Hex(), bal, p.AmountAtomic).
 			WithDetails(map[string]any{"balance": bal.String(), "amount": fmt.Sprint(p.AmountAtomic), "invalidReason": "insufficient_funds"})
 	}
-	p.State, p.PayerAddress, p.Nonce, p.UpdatedAt = store.PaySubmitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), s.now().UTC()
-	if moved, err := s.moveGuarded(ctx, p, guard, store.PayQuoted, store.PayFailed, store.PaySubmitted); err != nil || !moved {
+	p.State, p.PayerAddress, p.Nonce, p.UpdatedAt = flatpay.Submitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), s.now().UTC()
+	if moved, err := s.moveGuarded(ctx, p, guard, flatpay.Quoted, flatpay.Failed, flatpay.Submitted); err != nil || !moved {
 		if err == nil {
 			err = tools.Errorf(tools.CodeConflict, "request %s is being paid by another call; call again in a moment", requestID)
 		}
@@ -333,8 +333,8 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment, g
 		if used, uerr := s.chain.AuthorizationUsed(ctx, s.cfg.Token, auth.From, auth.Nonce); uerr == nil && used {
 			return s.adopt(ctx, p, auth, nil) // guard passed already: it is counted as submitted
 		}
-		p.State, p.Reason, p.UpdatedAt = store.PayFailed, err.Error(), s.now().UTC()
-		if _, merr := s.move(ctx, p, store.PaySubmitted); merr != nil {
+		p.State, p.Reason, p.UpdatedAt = flatpay.Failed, err.Error(), s.now().UTC()
+		if _, merr := s.move(ctx, p, flatpay.Submitted); merr != nil {
 			return nil, merr
 		}
 		return nil, refuse(tools.CodeUpstream, "invalid_transaction_state", "the chain refused the payment (%v); nothing was taken and the partner was not called", err)
@@ -344,7 +344,7 @@ func (s *Service) Collect(ctx context.Context, requestID string, pay *Payment, g
 		// the same payment finds it in escrow or submits it again (the nonce pays at most once).
 		return nil, s.unreachable(err)
 	}
-	p.State, p.PayTx, p.UpdatedAt = store.PayHeld, rc.TxHash.Hex(), s.now().UTC()
+	p.State, p.PayTx, p.UpdatedAt = flatpay.Held, rc.TxHash.Hex(), s.now().UTC()
 	return p, s.held(ctx, p)
 }
 
@@ -361,7 +361,7 @@ func refuse(code tools.Code, reason, format string, a ...any) *tools.Error {
 // the contract records the escrow for this quote, so the call is dispatched and the payment
 // settled or refunded like any other. guard is Collect's, run where the payment is marked as
 // being made (nil: it ran already).
-func (s *Service) adopt(ctx context.Context, p *store.FlatPayment, auth contracts.Authorization, guard func(ctx context.Context, q *store.Q) error) (*store.FlatPayment, error) {
+func (s *Service) adopt(ctx context.Context, p *flatpay.FlatPayment, auth contracts.Authorization, guard func(ctx context.Context, q *store.Q) error) (*flatpay.FlatPayment, error) {
 	tr, err := s.chain.AuthorizedTransfer(ctx, s.cfg.Token, auth.From, s.cfg.Payer, auth.Nonce)
 	if err != nil {
 		return nil, s.unreachable(err)
@@ -369,12 +369,12 @@ func (s *Service) adopt(ctx context.Context, p *store.FlatPayment, auth contract
 	if tr == nil || tr.Value == nil || tr.Value.Cmp(auth.Value) != 0 || auth.ViaReceive {
 		return nil, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization's nonce (from %s) was used already; sign a new one with a fresh nonce", auth.From.Hex())
 	}
-	p.State, p.PayerAddress, p.Nonce, p.UpdatedAt = store.PaySubmitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), s.now().UTC()
-	moved, err := s.moveGuarded(ctx, p, guard, store.PayQuoted, store.PayFailed, store.PaySubmitted)
+	p.State, p.PayerAddress, p.Nonce, p.UpdatedAt = flatpay.Submitted, auth.From.Hex(), hexutil.Encode(auth.Nonce[:]), s.now().UTC()
+	moved, err := s.moveGuarded(ctx, p, guard, flatpay.Quoted, flatpay.Failed, flatpay.Submitted)
 	if refused := (*tools.Error)(nil); guard != nil && errors.As(err, &refused) {
 		// Refused (the owner's policy), but the money is in the payer contract already: escrow
 		// it for this quote and refund it at once, so that the refusal strands nothing.
-		p.State = store.PayQuoted
+		p.State = flatpay.Quoted
 		if _, aerr := s.adopt(ctx, p, auth, nil); aerr != nil {
 			return nil, aerr
 		}
@@ -401,8 +401,8 @@ func (s *Service) adopt(ctx context.Context, p *store.FlatPayment, auth contract
 			p.PayTx = tr.Tx.Hex()
 			return s.found(ctx, p, e)
 		}
-		p.State, p.Reason, p.UpdatedAt = store.PayFailed, err.Error(), s.now().UTC()
-		if _, merr := s.move(ctx, p, store.PaySubmitted); merr != nil {
+		p.State, p.Reason, p.UpdatedAt = flatpay.Failed, err.Error(), s.now().UTC()
+		if _, merr := s.move(ctx, p, flatpay.Submitted); merr != nil {
 			return nil, merr
 		}
 		return nil, refuse(tools.CodeConflict, reasonNonceUsed, "this authorization (from %s) was submitted to the token directly and is held for another call or was refunded; sign a new one with a fresh nonce", auth.From.Hex())
@@ -410,7 +410,7 @@ func (s *Service) adopt(ctx context.Context, p *store.FlatPayment, auth contract
 	if err != nil {
 		return nil, s.unreachable(err)
 	}
-	p.State, p.PayTx, p.UpdatedAt = store.PayHeld, tr.Tx.Hex(), s.now().UTC()
+	p.State, p.PayTx, p.UpdatedAt = flatpay.Held, tr.Tx.Hex(), s.now().UTC()
 	s.log.InfoContext(ctx, "adopted a flat-fee authorization submitted to the token by someone else", "request_id", p.RequestID, "tx", p.PayTx)
 	return p, s.held(ctx, p)
 }
@@ -430,7 +430,7 @@ const clockSkew = 5 * time.Minute
 // signature recovers `from`, the recipient is the payer contract, the value the quote's, the
 // window open now and no longer than the quote allows (validBefore at most maxTimeoutSeconds
 // ahead, give or take clock skew), and the echoed requirement (x402's accepted) the quote's.
-func (s *Service) check(ctx context.Context, p *store.FlatPayment, pay *Payment) (contracts.Authorization, error) {
+func (s *Service) check(ctx context.Context, p *flatpay.FlatPayment, pay *Payment) (contracts.Authorization, error) {
 	bad := func(reason, format string, a ...any) error {
 		return refuse(tools.CodeBadInput, reason, "payment: "+format+"; sign the quote's typedData or pay the PAYMENT-REQUIRED requirement as offered, and send it again", a...)
 	}
@@ -536,7 +536,7 @@ func checkAccepted(req requirement, acc *Accepted, bad refusal) error {
 // checkWindow checks the quote is still payable and the authorization's validity window
 // (validAfter, validBefore in unix seconds) is open now, lasts long enough to be submitted,
 // and no longer than the quote allows.
-func (s *Service) checkWindow(ctx context.Context, p *store.FlatPayment, after, before int64, bad func(reason, format string, a ...any) error) error {
+func (s *Service) checkWindow(ctx context.Context, p *flatpay.FlatPayment, after, before int64, bad func(reason, format string, a ...any) error) error {
 	chainNow, err := s.chain.Now(ctx)
 	if err != nil {
 		return s.unreachable(err)
@@ -566,18 +566,18 @@ func (s *Service) unreachable(err error) error {
 }
 
 // found records an escrow discovered on chain for a payment the service lost track of.
-func (s *Service) found(ctx context.Context, p *store.FlatPayment, e contracts.Escrow) (*store.FlatPayment, error) {
+func (s *Service) found(ctx context.Context, p *flatpay.FlatPayment, e contracts.Escrow) (*flatpay.FlatPayment, error) {
 	if e.State != contracts.EscrowHeld {
 		return p, tools.Errorf(tools.CodeConflict, "request %s's escrow was concluded on chain already; ask for a new quote", p.RequestID)
 	}
-	p.State, p.PayerAddress, p.UpdatedAt = store.PayHeld, e.Payer.Hex(), s.now().UTC()
+	p.State, p.PayerAddress, p.UpdatedAt = flatpay.Held, e.Payer.Hex(), s.now().UTC()
 	return p, s.held(ctx, p)
 }
 
 // held records the escrow and mirrors it on the ledger, once.
-func (s *Service) held(ctx context.Context, p *store.FlatPayment) error {
+func (s *Service) held(ctx context.Context, p *flatpay.FlatPayment) error {
 	return s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		moved, err := q.MovePayment(ctx, p, store.PayQuoted, store.PaySubmitted, store.PayFailed)
+		moved, err := flatpay.Move(ctx, q, p, flatpay.Quoted, flatpay.Submitted, flatpay.Failed)
 		if err != nil || !moved {
 			return err
 		}
@@ -590,12 +590,12 @@ func (s *Service) held(ctx context.Context, p *store.FlatPayment) error {
 // BookEscrow mirrors the payer contract's escrow on the ledger.
 const BookEscrow = "chain:escrow"
 
-func (s *Service) move(ctx context.Context, p *store.FlatPayment, from ...string) (bool, error) {
+func (s *Service) move(ctx context.Context, p *flatpay.FlatPayment, from ...string) (bool, error) {
 	return s.moveGuarded(ctx, p, nil, from...)
 }
 
 // moveGuarded moves p, after guard (when not nil) allowed it in the same transaction.
-func (s *Service) moveGuarded(ctx context.Context, p *store.FlatPayment, guard func(ctx context.Context, q *store.Q) error, from ...string) (bool, error) {
+func (s *Service) moveGuarded(ctx context.Context, p *flatpay.FlatPayment, guard func(ctx context.Context, q *store.Q) error, from ...string) (bool, error) {
 	var moved bool
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		if guard != nil {
@@ -604,7 +604,7 @@ func (s *Service) moveGuarded(ctx context.Context, p *store.FlatPayment, guard f
 			}
 		}
 		var err error
-		moved, err = q.MovePayment(ctx, p, from...)
+		moved, err = flatpay.Move(ctx, q, p, from...)
 		return err
 	})
 	return moved, err
@@ -614,16 +614,16 @@ func (s *Service) moveGuarded(ctx context.Context, p *store.FlatPayment, guard f
 // payment concluded already is returned as it is; an escrow concluded on chain by another
 // process is recorded as the chain says. Exactly one settlement or refund ever happens: the
 // contract enforces it.
-func (s *Service) Conclude(ctx context.Context, requestID string, success bool) (*store.FlatPayment, error) {
-	p, err := s.store.Payment(ctx, requestID)
-	if err != nil || p.State != store.PayHeld {
+func (s *Service) Conclude(ctx context.Context, requestID string, success bool) (*flatpay.FlatPayment, error) {
+	p, err := s.Payment(ctx, requestID)
+	if err != nil || p.State != flatpay.Held {
 		return p, err
 	}
 	var nonce [32]byte
 	copy(nonce[:], common.FromHex(p.Nonce))
-	method, state := "refund", store.PayRefunded
+	method, state := "refund", flatpay.Refunded
 	if success {
-		method, state = "settle", store.PaySettled
+		method, state = "settle", flatpay.Settled
 	}
 	from := common.HexToAddress(p.PayerAddress)
 	rc, err := s.chain.Transact(ctx, s.cfg.Payer, contracts.FlatFeePayer, method, contracts.EscrowID(from, nonce))
@@ -636,18 +636,18 @@ func (s *Service) Conclude(ctx context.Context, requestID string, success bool) 
 		case rerr != nil || e.State == contracts.EscrowHeld:
 			return p, fmt.Errorf("%s %s: %w", method, requestID, err) // the sweeper tries again
 		case e.State == contracts.EscrowSettled:
-			state = store.PaySettled
+			state = flatpay.Settled
 		default:
-			state = store.PayRefunded
+			state = flatpay.Refunded
 		}
 	}
 	p.State, p.CloseTx, p.UpdatedAt = state, tx, s.now().UTC()
 	err = s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		moved, err := q.MovePayment(ctx, p, store.PayHeld)
+		moved, err := flatpay.Move(ctx, q, p, flatpay.Held)
 		if err != nil || !moved {
 			return err
 		}
-		if state == store.PaySettled {
+		if state == flatpay.Settled {
 			return ledger.Post(ctx, q, p.RequestID, "settle "+tx, p.UpdatedAt,
 				ledger.Posting{Book: BookEscrow, Micro: -p.AmountAtomic, Kind: "chain_settle"},
 				ledger.Posting{Book: "chain:partner:" + p.PartnerAddress, Micro: p.PartnerAtomic, Kind: "chain_settle"},
@@ -666,7 +666,7 @@ func (s *Service) WalletPayment(ctx context.Context, requestID, accountID string
 	if s.cfg.WalletKey == nil {
 		return nil, tools.Errorf(tools.CodeBadInput, "paying with the embedded wallet is not available here; sign with your own wallet and send payment")
 	}
-	p, err := s.store.Payment(ctx, requestID)
+	p, err := s.Payment(ctx, requestID)
 	if err != nil {
 		return nil, err
 	}

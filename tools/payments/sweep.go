@@ -14,6 +14,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/flatpay"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -28,7 +29,7 @@ import (
 func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	n := 0
 	cutoff := s.now().UTC().Add(-30 * time.Second)
-	held, err := s.store.PaymentsIn(ctx, store.PayHeld, cutoff, 100)
+	held, err := flatpay.New(s.store).In(ctx, flatpay.Held, cutoff, 100)
 	if err != nil {
 		return 0, err
 	}
@@ -55,7 +56,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		n++
 		s.log.WarnContext(ctx, "concluded a flat-fee payment left behind", "request_id", p.RequestID, "call", inv.State)
 	}
-	submitted, err := s.store.PaymentsIn(ctx, store.PaySubmitted, s.now().UTC().Add(-2*time.Minute), 100)
+	submitted, err := flatpay.New(s.store).In(ctx, flatpay.Submitted, s.now().UTC().Add(-2*time.Minute), 100)
 	if err != nil {
 		return n, err
 	}
@@ -67,8 +68,8 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 			return n, err
 		}
 		if e.State == contracts.EscrowNone {
-			p.State, p.Reason, p.UpdatedAt = store.PayFailed, "the submission never reached the chain", s.now().UTC()
-			if _, err := s.move(ctx, p, store.PaySubmitted); err != nil {
+			p.State, p.Reason, p.UpdatedAt = flatpay.Failed, "the submission never reached the chain", s.now().UTC()
+			if _, err := s.move(ctx, p, flatpay.Submitted); err != nil {
 				return n, err
 			}
 		} else if _, err := s.found(ctx, p, e); err != nil {

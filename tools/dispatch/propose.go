@@ -72,6 +72,20 @@ func proposalsID(callID string) string {
 	return uuid.NewSHA1(proposalsNS, []byte(callID)).String()
 }
 
+// signingScope refuses a key that may not have the wallet sign what a partner proposes: the
+// scope of the intent's category (swap, bridge, send), or send for a category that has none
+// (EXECUTE, ...), as wallet_send needs; "partner" alone never moves the wallet's funds.
+func signingScope(cl *call) *tools.Error {
+	need := cl.rule.Scope
+	if need == "" {
+		need = tools.ScopeSend
+	}
+	if cl.bill.Caller().HasScope(need) {
+		return nil
+	}
+	return tools.Errorf(tools.CodeForbidden, "%s proposes transactions for the embedded wallet, and signing them needs scope %q as well as \"partner\": nothing was signed. Use a key that has it", cl.intent.PublicIdentifier, need)
+}
+
 func mutates(intent *store.PartnerIntent) bool {
 	return slices.Contains(intent.Capabilities, partners.CapMutatesUserFunds)
 }
@@ -88,6 +102,9 @@ func (s *Service) proposed(ctx context.Context, cl *call, out InvokeOutput, err 
 		return out, nil
 	}
 	callDetails := map[string]any{"call": out}
+	if e := signingScope(cl); e != nil {
+		return InvokeOutput{}, e.WithDetails(callDetails)
+	}
 	if perr != nil {
 		return InvokeOutput{}, tools.Errorf(tools.CodeUpstream, "%s answered, and was paid, but its proposed transactions cannot be read (%v): nothing was signed. Tell the partner, or try another", cl.intent.PublicIdentifier, perr).
 			WithDetails(callDetails)
@@ -281,6 +298,9 @@ func (s *Service) confirmProposals(ctx context.Context, cl *call, inv *store.Inv
 	if in.Decline {
 		return InvokeOutput{}, s.decline(ctx, cl, inv.RequestID, inv, nil)
 	}
+	if e := signingScope(cl); e != nil {
+		return InvokeOutput{}, e
+	}
 	var args proposalArgs
 	if err := json.Unmarshal([]byte(inv.Args), &args); err != nil {
 		return InvokeOutput{}, fmt.Errorf("proposals %s's args: %w", inv.RequestID, err)
@@ -369,6 +389,11 @@ func (s *Service) signProposals(ctx context.Context, cl *call, t *billing.Ticket
 		p := v.Proposal
 		p.Simulated = shownTx(p.Simulated, args.Fees[i])
 		if _, err := s.cfg.Wallet.Sender().SendProposed(ctx, p); err != nil && !errors.Is(err, send.ErrNotBroadcast) {
+			if _, rerr := s.cfg.Wallet.Sender().Recorded(ctx, p.RequestID); rerr == nil {
+				// Signed and recorded: the follower sends those bytes and concludes the
+				// movement; this call says where it stands, never that it failed.
+				break
+			}
 			return InvokeOutput{}, s.proposalsFailed(ctx, inv, i, err)
 		}
 	}
@@ -438,14 +463,16 @@ func (s *Service) proposalAnswer(ctx context.Context, inv *store.Invocation, arg
 			return InvokeOutput{}, body.Error
 		}
 	}
-	out := InvokeOutput{Handle: inv.Handle, RequestID: inv.RequestID, Success: true, Attempts: 1}
+	out := InvokeOutput{Handle: inv.Handle, RequestID: inv.RequestID, Success: inv.State != store.InvFailed, Attempts: 1}
 	sender := s.cfg.Wallet.Sender()
+	unsigned := 0
 	for i := range args.Count {
 		id := send.ProposedID(inv.RequestID, i)
 		tx := SentTransaction{RequestID: id, Chain: args.Proposed[i].Chain, Status: "unsigned"}
 		rec, err := sender.Recorded(ctx, id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			unsigned++
 		case err != nil:
 			return InvokeOutput{}, err
 		default:
@@ -456,6 +483,14 @@ func (s *Service) proposalAnswer(ctx context.Context, inv *store.Invocation, arg
 			tx.ExplorerURL = sender.Explorer(rec.Chain, rec.TxHash)
 		}
 		out.Transactions = append(out.Transactions, tx)
+	}
+	if unsigned > 0 && inv.State == store.InvDispatching {
+		// Its confirmation stopped before signing them all: nothing more is signed, and the
+		// follower ends it (failed) once it is abandoned; till then no answer says success.
+		e := tools.Errorf(tools.CodeConflict, "the transactions %s were confirmed, but %d of them were not signed (the confirming call stopped first); none will be: their outcome is concluded within %d minutes. Call again with the same confirmRequestId for it",
+			inv.RequestID, unsigned, int(send.Abandoned.Minutes())).WithDetails(map[string]any{"requestId": inv.RequestID, "transactions": out.Transactions})
+		e.RetryAfter = 30 * time.Second
+		return InvokeOutput{}, e
 	}
 	return out, nil
 }

@@ -211,6 +211,30 @@ func TestDemoSendProposalLands(t *testing.T) {
 			if err != nil || n != 1 {
 				t.Fatalf("%d wallet.sent events (%v), want 1", n, err)
 			}
+			// Proposals opened by a confirmation whose process stopped before signing: a retry
+			// is never told success, nothing is signed, and the follower ends them failed.
+			status, out = w.invoke(t, w.caller, msg)
+			status, out = w.invoke(t, w.caller, with("confirmRequestId", refusal(t, status, out, "CONFIRMATION_REQUIRED")["requestId"]))
+			stopped, _ := refusal(t, status, out, "CONFIRMATION_REQUIRED")["requestId"].(string)
+			now := w.env.Clock.Now().UTC()
+			if _, err := w.env.App.Store.DB().NewUpdate().Table("invocations").Set("state = ?", store.InvDispatching).Set("dispatched_at = ?", now).
+				Where("request_id = ?", stopped).Exec(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			status, out = w.invoke(t, w.caller, with("confirmRequestId", stopped))
+			if refusal(t, status, out, "CONFLICT"); !strings.Contains(out["error"].(map[string]any)["message"].(string), "not signed") {
+				t.Fatalf("the interrupted proposals: %d %v", status, out)
+			}
+			if inv := w.concluded(t, w.callerID, stopped); inv.State != store.InvFailed {
+				t.Fatalf("the interrupted proposals ended %s", inv.State)
+			}
+			status, out = w.invoke(t, w.caller, with("confirmRequestId", stopped))
+			if at := out["transactions"].([]any)[0].(map[string]any); status != 200 || out["success"] != false || at["status"] != "unsigned" {
+				t.Fatalf("the interrupted proposals, concluded: %d %v", status, out)
+			}
+			if len(w.sendRows(t, w.callerID)) != 1 || w.chain.BalanceAt(t, baseUSDC, bob) != 2_500_000 {
+				t.Fatal("the interrupted proposals were signed")
+			}
 			w.ledgerOK(t)
 		})
 	}
@@ -237,7 +261,15 @@ func TestUnlimitedApprovalProposalRefused(t *testing.T) {
 			effect := func(d map[string]any) map[string]any {
 				return d["transactions"].([]any)[0].(map[string]any)["effects"].([]any)[0].(map[string]any)
 			}
-			status, out := proposeOnce()
+			// A key with "partner" alone may call the intent, but never have the wallet sign.
+			_, k := w.env.REST(t, "POST", "/v1/keys", w.caller, map[string]any{"name": "no-send", "scopes": []string{"partner"}})
+			partnerOnly, _ := k["secret"].(string)
+			status, out := w.invoke(t, partnerOnly, msg)
+			status, out = w.invoke(t, partnerOnly, map[string]any{"message": msg["message"], "confirmRequestId": refusal(t, status, out, "CONFIRMATION_REQUIRED")["requestId"]})
+			if r := refusal(t, status, out, "FORBIDDEN"); r["call"] == nil || !strings.Contains(out["error"].(map[string]any)["message"].(string), `scope "send"`) {
+				t.Fatalf("a partner-only key's proposals: %v", out)
+			}
+			status, out = proposeOnce()
 			d := refusal(t, status, out, "CONFIRMATION_REQUIRED")
 			e := effect(d)
 			unpriced, _ := d["unpriced"].([]any)

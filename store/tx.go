@@ -189,6 +189,21 @@ func (q *Q) Insert(ctx context.Context, model any) error {
 // insertStmt is Insert's statement.
 func (q *Q) insertStmt(model any) statement { return q.tx.NewInsert().Model(model).Returning("NULL") }
 
+// Announce tells, inside q's transaction, that cached rows of kind changed (ids): on
+// PostgreSQL the watch notifies every replica when the transaction commits (watch.Announce),
+// and InTx fans the changes out in this process once it has. For the store's domain packages
+// whose rows processes cache (store/partners' intents); what q queued is sent first.
+func (q *Q) Announce(ctx context.Context, kind watch.Kind, ids ...string) error {
+	tx, err := q.now(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		q.changed = append(q.changed, watch.Change{Kind: kind, ID: id})
+	}
+	return q.store.watch.Announce(ctx, tx, kind, ids...)
+}
+
 // Recorder is the Recorder a Q from Recording hands its writes to; nil in a transaction. A
 // domain package whose rows a commit engine merges asks it for its own recorder interface
 // (ledger.Recorder).

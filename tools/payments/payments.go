@@ -137,11 +137,6 @@ func (s *Service) Quoted(ctx context.Context, requestID, accountID, payer string
 	return p, s.QuoteOf(p), nil
 }
 
-func contractsNonce(cfg Config, requestID string) []byte {
-	n := contracts.Nonce(cfg.ChainID, cfg.Payer, requestID)
-	return n[:]
-}
-
 // QuoteOf is the quote of a stored payment.
 func (s *Service) QuoteOf(p *flatpay.FlatPayment) Quote {
 	var nonce [32]byte

@@ -35,3 +35,8 @@ func typedDataOf(td contracts.TypedMessage) TypedData {
 	}
 	return out
 }
+
+func contractsNonce(cfg Config, requestID string) []byte {
+	n := contracts.Nonce(cfg.ChainID, cfg.Payer, requestID)
+	return n[:]
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
@@ -80,12 +81,12 @@ func TestMarketplaceBrowse(t *testing.T) {
 				t.Fatalf("archive: %d %v", st, out)
 			}
 			// An operator verifies one; another's calls all failed.
-			in, err := env.App.Store.IntentByID(ctx, ids["@weather-verified"])
+			in, err := partners.New(env.App.Store).Intent(ctx, ids["@weather-verified"])
 			if err != nil {
 				t.Fatal(err)
 			}
 			in.VerificationStatus = "VERIFIED"
-			if err := env.App.Store.UpdateIntent(ctx, in); err != nil {
+			if err := partners.New(env.App.Store).UpdateIntent(ctx, in); err != nil {
 				t.Fatal(err)
 			}
 			acct, _ := env.App.Store.AccountByEmail(ctx, "market-pub@example.com")

@@ -52,18 +52,3 @@ func InsertWebhookEvents(ctx context.Context, tx bun.Tx, evs []*WebhookEvent) er
 	_, err := tx.NewInsert().Model(&evs).Exec(ctx)
 	return err
 }
-
-// PartnerAccountID reads the account a partner belongs to, inside q's transaction ("" when
-// there is no such partner).
-func (q *Q) PartnerAccountID(ctx context.Context, partnerID string) (string, error) {
-	tx, err := q.now(ctx)
-	if err != nil {
-		return "", err
-	}
-	var ids []string
-	err = tx.NewSelect().Model((*Partner)(nil)).Column("account_id").Where("id = ?", partnerID).Limit(1).Scan(ctx, &ids)
-	if err != nil || len(ids) == 0 {
-		return "", err
-	}
-	return ids[0], nil
-}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -24,16 +25,16 @@ func TestUsageQueries(t *testing.T) {
 		}
 		base := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 		ia, ib := storetest.IntentRow("ia", "@usage-a", base), storetest.IntentRow("ib", "@usage-b", base)
-		pa, err := st.PublishIntents(ctx, "pub", []*store.PartnerIntent{ia}, base)
+		pa, err := partners.New(st).Publish(ctx, "pub", []*partners.Intent{ia}, base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pb, err := st.PublishIntents(ctx, "pub2", []*store.PartnerIntent{ib}, base)
+		pb, err := partners.New(st).Publish(ctx, "pub2", []*partners.Intent{ib}, base)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
-		add := func(intent *store.PartnerIntent, key, state string, at time.Time, latency int, fee int64) string {
+		add := func(intent *partners.Intent, key, state string, at time.Time, latency int, fee int64) string {
 			t.Helper()
 			n++
 			id := fmt.Sprintf("00000000-0000-0000-0000-%012d", n)

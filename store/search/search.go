@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/dberr"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 )
@@ -30,7 +31,7 @@ type Search interface {
 	IntentQuality(ctx context.Context, ids []string, since time.Time) (map[string]*Quality, error)
 	// PublisherIntents lists a partner's listed intents (active, not archived), by handle, at
 	// most limit.
-	PublisherIntents(ctx context.Context, partnerID string, limit int) ([]*store.PartnerIntent, error)
+	PublisherIntents(ctx context.Context, partnerID string, limit int) ([]*partners.Intent, error)
 }
 
 // New returns the search queries of st.
@@ -76,7 +77,7 @@ func (q SearchQuery) filter(sel *bun.SelectQuery, feeUnitOf string) *bun.SelectQ
 // SearchHit is an intent and its relevance (higher is better; comparable within one query).
 // Intent carries only searchColumns: what a search result shows, not an intent to edit.
 type SearchHit struct {
-	Intent    *store.PartnerIntent
+	Intent    *partners.Intent
 	Relevance float64
 }
 
@@ -133,8 +134,8 @@ func (s *queries) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit
 	}
 	rank = q.filter(rank, feeUnit).OrderExpr("rel DESC, " + handle + " ASC").Limit(int64(q.Limit))
 	var rows []struct {
-		store.PartnerIntent `bun:",extend"`
-		Rel                 float64 `bun:"rel,scanonly"`
+		partners.Intent `bun:",extend"`
+		Rel             float64 `bun:"rel,scanonly"`
 	}
 	err := s.db.NewSelect().Model(&rows).Column(searchColumns...).ColumnExpr("r.rel").
 		Join("JOIN (?) AS r ON r.id = ?TableAlias.id", rank).
@@ -144,15 +145,15 @@ func (s *queries) SearchIntents(ctx context.Context, q SearchQuery) ([]SearchHit
 	}
 	hits := make([]SearchHit, len(rows))
 	for i := range rows {
-		hits[i] = SearchHit{Intent: &rows[i].PartnerIntent, Relevance: rows[i].Rel}
+		hits[i] = SearchHit{Intent: &rows[i].Intent, Relevance: rows[i].Rel}
 	}
 	return hits, nil
 }
 
 func (s *queries) BrowseIntents(ctx context.Context, q SearchQuery) ([]SearchHit, error) {
 	var rows []struct {
-		store.PartnerIntent `bun:",extend"`
-		Rel                 float64 `bun:"rel,scanonly"`
+		partners.Intent `bun:",extend"`
+		Rel             float64 `bun:"rel,scanonly"`
 	}
 	sel := s.db.NewSelect().Model(&rows).ModelTableExpr("partner_intents AS pi")
 	for _, c := range searchColumns {
@@ -165,7 +166,7 @@ func (s *queries) BrowseIntents(ctx context.Context, q SearchQuery) ([]SearchHit
 	}
 	hits := make([]SearchHit, len(rows))
 	for i := range rows {
-		hits[i] = SearchHit{Intent: &rows[i].PartnerIntent, Relevance: rows[i].Rel}
+		hits[i] = SearchHit{Intent: &rows[i].Intent, Relevance: rows[i].Rel}
 	}
 	return hits, nil
 }
@@ -233,8 +234,8 @@ func (s *queries) IntentQuality(ctx context.Context, ids []string, since time.Ti
 	return out, nil
 }
 
-func (s *queries) PublisherIntents(ctx context.Context, partnerID string, limit int) ([]*store.PartnerIntent, error) {
-	var out []*store.PartnerIntent
+func (s *queries) PublisherIntents(ctx context.Context, partnerID string, limit int) ([]*partners.Intent, error) {
+	var out []*partners.Intent
 	sel := s.db.NewSelect().Model(&out)
 	for _, c := range searchColumns {
 		sel = sel.ColumnExpr("?TableAlias.?", bun.Ident(c))

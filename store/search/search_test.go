@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/search"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -16,19 +17,19 @@ import (
 // archiving; a re-probe changes nothing it finds.
 func TestSearchFollowsUpdates(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		s := search.New(st)
+		s, ps := search.New(st), partners.New(st)
 		ctx := context.Background()
 		storetest.Account(t, st, "pub")
 		storetest.Account(t, st, "other")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 		a, b := storetest.IntentRow("ia", "@weather-alpha", now), storetest.IntentRow("ib", "@weather-beta", now)
 		a.Description, b.Description = "Weather for any city", "Weather for any city"
-		if _, err := st.PublishIntents(ctx, "pub", []*store.PartnerIntent{a, b}, now); err != nil {
+		if _, err := ps.Publish(ctx, "pub", []*partners.Intent{a, b}, now); err != nil {
 			t.Fatal(err)
 		}
-		for _, in := range []*store.PartnerIntent{a, b} {
+		for _, in := range []*partners.Intent{a, b} {
 			in.IsActive = true
-			if err := st.UpdateIntent(ctx, in); err != nil {
+			if err := ps.UpdateIntent(ctx, in); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -50,10 +51,10 @@ func TestSearchFollowsUpdates(t *testing.T) {
 
 		// Verification boosts beta above alpha; a re-probe leaves both findable.
 		b.VerificationStatus = "VERIFIED"
-		if err := st.UpdateIntent(ctx, b); err != nil {
+		if err := ps.UpdateIntent(ctx, b); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.RecordProbe(ctx, a.ID, "probe OK", 0, now); err != nil {
+		if err := ps.RecordProbe(ctx, a.ID, "probe OK", 0, now); err != nil {
 			t.Fatal(err)
 		}
 		if got := find("other", "weather"); !slices.Equal(got, []string{"@weather-beta", "@weather-alpha"}) {
@@ -62,7 +63,7 @@ func TestSearchFollowsUpdates(t *testing.T) {
 
 		// Edited text: the new words find it, the old ones no longer do.
 		a.Description, a.SampleQueries = "Tide tables for any harbour", []string{"when is high tide"}
-		if err := st.UpdateIntent(ctx, a); err != nil {
+		if err := ps.UpdateIntent(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		if got := find("other", "tide"); !slices.Equal(got, []string{"@weather-alpha"}) {
@@ -74,7 +75,7 @@ func TestSearchFollowsUpdates(t *testing.T) {
 
 		// Deactivated: only its owner finds it. Archived: nobody does.
 		b.IsActive = false
-		if err := st.UpdateIntent(ctx, b); err != nil {
+		if err := ps.UpdateIntent(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 		if got := find("other", "city"); len(got) != 0 {
@@ -85,7 +86,7 @@ func TestSearchFollowsUpdates(t *testing.T) {
 		}
 		archived := now.Add(time.Hour)
 		b.ArchivedAt = &archived
-		if err := st.UpdateIntent(ctx, b); err != nil {
+		if err := ps.UpdateIntent(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 		if got := find("pub", "city"); len(got) != 0 {
@@ -149,17 +150,17 @@ func TestIntentQualityPerIntent(t *testing.T) {
 // inactive; the fee-unit and verification filters apply to browsing and searching alike.
 func TestBrowseIntents(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		s := search.New(st)
+		s, ps := search.New(st), partners.New(st)
 		ctx := context.Background()
 		storetest.Account(t, st, "pub")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		rows := []*store.PartnerIntent{storetest.IntentRow("b1", "@browse-plain", now), storetest.IntentRow("b2", "@browse-verified", now),
+		rows := []*partners.Intent{storetest.IntentRow("b1", "@browse-plain", now), storetest.IntentRow("b2", "@browse-verified", now),
 			storetest.IntentRow("b3", "@browse-bps", now), storetest.IntentRow("b4", "@browse-off", now), storetest.IntentRow("b5", "@browse-gone", now)}
 		for _, r := range rows {
 			r.Description = "browse weather"
 		}
 		rows[2].FeeRateUnit, rows[2].FeeRate = "bps", "30"
-		if _, err := st.PublishIntents(ctx, "pub", rows, now); err != nil {
+		if _, err := ps.Publish(ctx, "pub", rows, now); err != nil {
 			t.Fatal(err)
 		}
 		rows[1].VerificationStatus = "VERIFIED"
@@ -169,7 +170,7 @@ func TestBrowseIntents(t *testing.T) {
 		rows[4].IsActive = true
 		rows[4].ArchivedAt = &now
 		for _, r := range rows {
-			if err := st.UpdateIntent(ctx, r); err != nil {
+			if err := ps.UpdateIntent(ctx, r); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -199,7 +200,7 @@ func TestBrowseIntents(t *testing.T) {
 		if got := handles(s.SearchIntents(ctx, search.SearchQuery{Words: []string{"weather"}, Verification: "UNVERIFIED", Limit: 10})); !slices.Equal(got, []string{"@browse-bps", "@browse-plain"}) {
 			t.Fatalf("search unverified: %v", got)
 		}
-		pub, _ := st.PartnerByAccount(ctx, "pub")
+		pub, _ := ps.ByAccount(ctx, "pub")
 		list, err := s.PublisherIntents(ctx, pub.ID, 10)
 		if err != nil || len(list) != 3 {
 			t.Fatalf("publisher intents: %d %v", len(list), err)

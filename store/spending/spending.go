@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/dberr"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/uptrace/bun"
 )
 
@@ -149,7 +150,7 @@ func (s *queries) View(ctx context.Context, accountID string, chain []string, in
 }
 
 func (s *queries) PartnerExists(ctx context.Context, partnerID string) (bool, error) {
-	ok, err := s.db().NewSelect().Model((*store.Partner)(nil)).Where("id = ?", partnerID).Exists(ctx)
+	ok, err := s.db().NewSelect().Model((*partners.Partner)(nil)).Where("id = ?", partnerID).Exists(ctx)
 	return ok, dberr.Normalize(err)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 )
 
 // Account creates account id with one key, k-<id> (scopes read and publish).
@@ -20,8 +21,8 @@ func Account(t testing.TB, s *store.Store, id string) {
 }
 
 // IntentRow is an inactive intent, handle @handle, for the store's own tests.
-func IntentRow(id, handle string, now time.Time) *store.PartnerIntent {
-	return &store.PartnerIntent{
+func IntentRow(id, handle string, now time.Time) *partners.Intent {
+	return &partners.Intent{
 		ID: id, PublicIdentifier: handle, Name: "N", Description: "D", Category: "QUERY",
 		Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "https://partner.example/x", TimeoutMs: 30000,
 		ParametersSchema: `{"type":"object","properties":{"q":{"type":"string"}}}`, FeeRate: "0", FeeRateUnit: "usd_per_call",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/store/watch"
 )
@@ -86,9 +87,10 @@ func TestWatchFansOutEveryKind(t *testing.T) {
 			second, stopSecond := watchOn(t, b)
 
 			storetest.Account(t, a, "acct-watch")
+			ps := partners.New(a)
 			now := time.Now().UTC()
 			row := storetest.IntentRow("i-watch", "@watched", now)
-			if _, err := a.PublishIntents(ctx, "acct-watch", []*store.PartnerIntent{row}, time.Now()); err != nil {
+			if _, err := ps.Publish(ctx, "acct-watch", []*partners.Intent{row}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			if err := a.SetTier(ctx, "acct-watch", "pro"); err != nil {
@@ -107,21 +109,21 @@ func TestWatchFansOutEveryKind(t *testing.T) {
 			if first.isLive() || !second.isLive() {
 				t.Fatalf("after the first stopped: first live %v, second live %v", first.isLive(), second.isLive())
 			}
-			won, err := a.ClaimProbe(ctx, "i-watch", now, now.Add(time.Hour))
+			won, err := ps.ClaimProbe(ctx, "i-watch", now, now.Add(time.Hour))
 			if err != nil || won {
 				t.Fatalf("claim of an inactive intent's probe: %v %v", won, err)
 			}
 			row.IsActive = true
-			if err := a.UpdateIntent(ctx, row); err != nil {
+			if err := ps.UpdateIntent(ctx, row); err != nil {
 				t.Fatal(err)
 			}
-			if won, err := a.ClaimProbe(ctx, "i-watch", now, now.Add(time.Hour)); err != nil || !won {
+			if won, err := ps.ClaimProbe(ctx, "i-watch", now, now.Add(time.Hour)); err != nil || !won {
 				t.Fatalf("claim: %v %v", won, err)
 			}
 			second.mu.Lock()
 			second.changes = nil
 			second.mu.Unlock()
-			if err := a.RecordProbe(ctx, "i-watch", "probe PASS", 0, now); err != nil {
+			if err := ps.RecordProbe(ctx, "i-watch", "probe PASS", 0, now); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, "second, after the first stopped", func() bool { return second.has(watch.Change{Kind: watch.IntentChange, ID: "@watched"}) })

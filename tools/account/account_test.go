@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/account"
@@ -36,11 +37,11 @@ func TestAccountGet(t *testing.T) {
 		if err := s.MintKey(ctx, child, keys.MaxLiveKeys); err != nil {
 			t.Fatal(err)
 		}
-		intent := &store.PartnerIntent{ID: "i1", PublicIdentifier: "@acct-test", Name: "N", Description: "D", Category: "QUERY",
+		intent := &partners.Intent{ID: "i1", PublicIdentifier: "@acct-test", Name: "N", Description: "D", Category: "QUERY",
 			Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "https://partner.example/x", TimeoutMs: 30000,
 			ParametersSchema: `{"type":"object"}`, FeeRate: "0", FeeRateUnit: "usd_per_call", Tier: "one_shot",
 			SampleQueries: []string{}, VerificationStatus: "UNVERIFIED", Revision: 1, CreatedAt: now, UpdatedAt: now}
-		if _, err := s.PublishIntents(ctx, "acct", []*store.PartnerIntent{intent}, now); err != nil {
+		if _, err := partners.New(s).Publish(ctx, "acct", []*partners.Intent{intent}, now); err != nil {
 			t.Fatal(err)
 		}
 		for i, finished := range []bool{true, false} {

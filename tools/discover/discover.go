@@ -15,6 +15,7 @@ import (
 
 	invopop "github.com/invopop/jsonschema"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/search"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -46,11 +47,12 @@ var CoreIntents = []Core{
 
 // Service answers discover.
 type Service struct {
-	store  *store.Store
-	search search.Search
-	now    func() time.Time
-	core   map[string]Core // by handle
-	infra  int64           // micro-USD every partner call costs for infrastructure
+	store    *store.Store
+	partners partnerstore.Partners
+	search   search.Search
+	now      func() time.Time
+	core     map[string]Core // by handle
+	infra    int64           // micro-USD every partner call costs for infrastructure
 }
 
 // Config is what discover lists besides the partners' intents.
@@ -68,8 +70,8 @@ type Config struct {
 func NewService(ctx context.Context, cfg Config, d service.Deps) (*Service, error) {
 	d = d.WithDefaults()
 	st, now := d.Store, d.Now
-	s := &Service{store: st, search: search.New(st), now: now, core: map[string]Core{}, infra: cfg.InfraCostMicro}
-	var rows []*store.PartnerIntent
+	s := &Service{store: st, partners: partnerstore.New(st), search: search.New(st), now: now, core: map[string]Core{}, infra: cfg.InfraCostMicro}
+	var rows []*partnerstore.Intent
 	for _, c := range CoreIntents {
 		i := slices.IndexFunc(cfg.Registered, func(t *tools.Tool) bool { return t.Name == c.Tool })
 		if i < 0 {
@@ -78,7 +80,7 @@ func NewService(ctx context.Context, cfg Config, d service.Deps) (*Service, erro
 		t := cfg.Registered[i]
 		handle := "@" + c.Tool
 		s.core[handle] = c
-		rows = append(rows, &store.PartnerIntent{
+		rows = append(rows, &partnerstore.Intent{
 			ID: "core-" + c.Tool, PublicIdentifier: handle, Name: c.Name, Description: c.Description,
 			Category: c.Category, Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "builtin:" + c.Tool,
 			TimeoutMs: partners.DefaultTimeoutMs, ParametersSchema: string(t.InputSchema), FeeRate: "0",
@@ -86,7 +88,7 @@ func NewService(ctx context.Context, cfg Config, d service.Deps) (*Service, erro
 			VerificationStatus: partners.StatusVerified, Revision: 1,
 		})
 	}
-	if err := st.EnsureCoreIntents(ctx, rows, now().UTC()); err != nil {
+	if err := s.partners.EnsureCoreIntents(ctx, rows, now().UTC()); err != nil {
 		return nil, fmt.Errorf("seed core intents: %w", err)
 	}
 	return s, nil
@@ -231,7 +233,7 @@ func HealthFactor(q Quality) float64 {
 	return f * math.Pow(0.8, float64(q.ProbeFailures))
 }
 
-func qualityOf(st *search.Quality, in *store.PartnerIntent) Quality {
+func qualityOf(st *search.Quality, in *partnerstore.Intent) Quality {
 	q := Quality{LastProbeAt: in.LastProbeAt, LastProbeResult: in.LastProbeResult, ProbeFailures: in.ProbeFailures}
 	if q.LastProbeAt != nil {
 		t := q.LastProbeAt.UTC()
@@ -258,7 +260,7 @@ func qualityOf(st *search.Quality, in *store.PartnerIntent) Quality {
 	return q
 }
 
-func (s *Service) match(in *store.PartnerIntent, accountID string) Match {
+func (s *Service) match(in *partnerstore.Intent, accountID string) Match {
 	m := Match{Handle: in.PublicIdentifier, Name: in.Name, Description: in.Description, Category: in.Category,
 		VerificationStatus: in.VerificationStatus, IsCoreIntent: in.IsCoreIntent, Active: in.IsActive,
 		Own: in.OwnerID == accountID, Fee: Fee{FeeRate: in.FeeRate, FeeRateUnit: in.FeeRateUnit},

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/discover"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -42,9 +43,9 @@ func load(t testing.TB, path string, v any) {
 func seed(t testing.TB, env *apptest.Env, accountID string, active bool, fx []fixtureIntent) {
 	t.Helper()
 	now := time.Now().UTC()
-	var rows []*store.PartnerIntent
+	var rows []*partnerstore.Intent
 	for _, f := range fx {
-		rows = append(rows, &store.PartnerIntent{
+		rows = append(rows, &partnerstore.Intent{
 			ID: uuid.NewString(), PublicIdentifier: f.Handle, Name: f.Name, Description: f.Description,
 			Category: f.Category, Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "https://partner.example/" + f.Handle[1:],
 			TimeoutMs: 30000, ParametersSchema: partners.DefaultParametersSchema, FeeRate: "0.01", FeeRateUnit: partners.FeeUSDPerCall,
@@ -52,7 +53,7 @@ func seed(t testing.TB, env *apptest.Env, accountID string, active bool, fx []fi
 			Revision: 1, CreatedAt: now, UpdatedAt: now,
 		})
 	}
-	if _, err := env.App.Store.PublishIntents(context.Background(), accountID, rows, now); err != nil {
+	if _, err := partnerstore.New(env.App.Store).Publish(context.Background(), accountID, rows, now); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -217,7 +218,7 @@ func TestQualityRanking(t *testing.T) {
 func traffic(t *testing.T, env *apptest.Env, accountID, handle string, spec trafficSpec) {
 	t.Helper()
 	ctx := context.Background()
-	in, err := env.App.Store.IntentByHandle(ctx, handle)
+	in, err := partnerstore.New(env.App.Store).IntentByHandle(ctx, handle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func traffic(t *testing.T, env *apptest.Env, accountID, handle string, spec traf
 		t.Fatal(err)
 	}
 	if spec.ProbeFailures > 0 {
-		if err := env.App.Store.RecordProbe(ctx, in.ID, "probe INCONCLUSIVE", spec.ProbeFailures, now); err != nil {
+		if err := partnerstore.New(env.App.Store).RecordProbe(ctx, in.ID, "probe INCONCLUSIVE", spec.ProbeFailures, now); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -235,7 +235,7 @@ type Snippets struct{ MCP, REST, SDK string }
 // NOT_FOUND (it is not listed).
 func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, error) {
 	notFound := tools.Errorf(tools.CodeNotFound, "no listed intent %s; browse the marketplace or search it", handle)
-	in, err := s.store.IntentByHandle(ctx, strings.ToLower(handle))
+	in, err := s.partners.IntentByHandle(ctx, strings.ToLower(handle))
 	if errors.Is(err, store.ErrNotFound) {
 		return Detail{}, notFound
 	}
@@ -259,7 +259,7 @@ func (s *Service) Listed(ctx context.Context, handle, baseURL string) (Detail, e
 	}
 	d.ParametersSchema = Schema(tools.IndentJSON(in.ParametersSchema))
 	d.Publisher = Publisher{PartnerID: in.PartnerID, Core: in.IsCoreIntent}
-	if p, err := s.store.PartnerByAccount(ctx, in.OwnerID); err == nil {
+	if p, err := s.partners.ByAccount(ctx, in.OwnerID); err == nil {
 		d.Publisher.Since = p.CreatedAt.UTC()
 	}
 	others, err := s.search.PublisherIntents(ctx, in.PartnerID, 20)

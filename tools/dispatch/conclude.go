@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
@@ -124,7 +125,7 @@ func relayable(res *outbound.Result, err error) bool {
 
 // classify maps a partner's answer to the error model, nil meaning success (or a relayed
 // partner answer).
-func classify(intent *store.PartnerIntent, res *outbound.Result, err error) *tools.Error {
+func classify(intent *partnerstore.Intent, res *outbound.Result, err error) *tools.Error {
 	h := intent.PublicIdentifier
 	switch outbound.Classify(res, err) {
 	case outbound.OutcomeTimeout:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -106,7 +107,7 @@ func messageHash(rest string) *string {
 // there is none), up to date with what this replica still has to commit for it. A key acts
 // only on the calls of its own subtree (itself and the keys minted under it, as it sees keys):
 // another key's quote, approval or outcome is not found; the portal's human acts on any.
-func (s *Service) quoted(ctx context.Context, p *tools.Principal, intent *store.PartnerIntent, requestID string) (*store.Invocation, error) {
+func (s *Service) quoted(ctx context.Context, p *tools.Principal, intent *partnerstore.Intent, requestID string) (*store.Invocation, error) {
 	if requestID == "" {
 		return nil, store.ErrNotFound
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/tasks"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -50,8 +51,8 @@ type Config struct {
 	Signer *signing.Signer
 	// Observe, when set, is told how each dispatched call went (metrics); it must not block.
 	Observe func(Observation)
-	// Intents reads an intent by @handle (the app passes its cache); nil: the store.
-	Intents func(ctx context.Context, handle string) (*store.PartnerIntent, error)
+	// Intents reads an intent by @handle (the app passes its cache); nil: the store's.
+	Intents func(ctx context.Context, handle string) (*partnerstore.Intent, error)
 	// Failpoint, when set, is told each step an invoke reaches ("reserve": the reservation is
 	// written, not committed; "answered": the partner answered, nothing is recorded yet); the
 	// crash-consistency tests kill the process there.
@@ -101,6 +102,7 @@ func outcomeOf(ctx context.Context, answer *outbound.Result, err error) string {
 type Service struct {
 	cfg       Config
 	store     *store.Store
+	partners  partnerstore.Partners // nil for a service of no store
 	approvals *policies.Approvals
 	client    *outbound.Client
 	billing   *billing.Service
@@ -118,9 +120,6 @@ type Service struct {
 func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billing.Service, tok *tokens.Service) *Service {
 	d = d.WithDefaults()
 	st, now, log := d.Store, d.Now, d.Log
-	if cfg.Intents == nil {
-		cfg.Intents = st.IntentByHandle
-	}
 	if cfg.Failpoint == nil {
 		cfg.Failpoint = func(string) {}
 	}
@@ -133,7 +132,10 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	s := &Service{cfg: cfg, store: st, approvals: cfg.Approvals, client: client, billing: bill, tokens: tok, now: now, log: log,
 		runners: newTaskRunners(), schemas: map[schemaKey]*intentSchemas{}}
 	if st != nil { // a plan's test builds a service of no store
-		s.tasks = tasks.New(st)
+		s.tasks, s.partners = tasks.New(st), partnerstore.New(st)
+		if s.cfg.Intents == nil {
+			s.cfg.Intents = s.partners.IntentByHandle
+		}
 	}
 	return s
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/store/ledger"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -445,7 +446,7 @@ func TestArgsAndVisibility(t *testing.T) {
 	if status != 200 || out["outputSchemaValid"] != false || out["result"].(map[string]any)["answer"] != "not a number" {
 		t.Fatalf("output mismatch: %d %v", status, out)
 	}
-	intent, _ := w.env.App.Store.IntentByHandle(context.Background(), "@mismatch")
+	intent, _ := partnerstore.New(w.env.App.Store).IntentByHandle(context.Background(), "@mismatch")
 	if n, err := w.settledStore(t).OutputSchemaMismatches(context.Background(), intent.ID); n != 1 || err != nil {
 		t.Fatalf("mismatches counted for @mismatch: %d %v", n, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 )
@@ -20,7 +21,7 @@ import (
 
 // quoteAgain answers PAYMENT_REQUIRED again with the quote recorded for a call (an approved
 // flat fee not paid yet).
-func (s *Service) quoteAgain(ctx context.Context, intent *store.PartnerIntent, inv *store.Invocation) error {
+func (s *Service) quoteAgain(ctx context.Context, intent *partnerstore.Intent, inv *store.Invocation) error {
 	p, err := s.cfg.Payments.Payment(ctx, inv.RequestID)
 	if err != nil {
 		return err
@@ -32,7 +33,7 @@ func (s *Service) quoteAgain(ctx context.Context, intent *store.PartnerIntent, i
 
 // paymentRequired is a flat-fee call's PAYMENT_REQUIRED answer: its quote q, for the message
 // the call was asked with (its handle, then rest), and x402's requirements for it.
-func (s *Service) paymentRequired(intent *store.PartnerIntent, q payments.Quote, rest string) error {
+func (s *Service) paymentRequired(intent *partnerstore.Intent, q payments.Quote, rest string) error {
 	message := intent.PublicIdentifier + " " + rest
 	desc := fmt.Sprintf("%s through Switchboard: %s", intent.PublicIdentifier, intent.Description)
 	reason := fmt.Sprintf("%s is paid by a flat fee of %s USD before it is called: pay the exact requirement and send the same request again", intent.PublicIdentifier, q.AmountUsd)

@@ -10,6 +10,7 @@ import (
 	invopop "github.com/invopop/jsonschema"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -102,7 +103,7 @@ func (s *Service) receiptTool() *tools.Tool {
 		if err != nil {
 			return signing.SignedReceipt{}, err
 		}
-		intent, err := s.store.IntentByID(ctx, inv.IntentID)
+		intent, err := s.partners.Intent(ctx, inv.IntentID)
 		if err != nil || intent.OwnerID != c.AccountID() || inv.Answer == nil {
 			return signing.SignedReceipt{}, notFound
 		}
@@ -208,7 +209,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 
 // callable finds an intent the caller may invoke: active ones for everybody, inactive ones
 // only for their publisher; archived and unknown are NOT_FOUND.
-func (s *Service) callable(ctx context.Context, c *tools.Caller, handle string) (*store.PartnerIntent, error) {
+func (s *Service) callable(ctx context.Context, c *tools.Caller, handle string) (*partnerstore.Intent, error) {
 	intent, err := s.cfg.Intents(ctx, handle)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, tools.Errorf(tools.CodeNotFound, "no partner %s; use discover to find one by what it does", handle)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/shopspring/decimal"
-	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -19,7 +19,7 @@ import (
 // record, for its caller: priced, admitted, held and concluded through it (billing.Ticket).
 type call struct {
 	bill       *billing.Ticket
-	intent     *store.PartnerIntent
+	intent     *partnerstore.Intent
 	rule       partners.Rule      // the category's rule
 	write      bool               // a write category: quoted and confirmed first, never retried
 	flat       bool               // paid by a flat on-chain fee before dispatch
@@ -59,7 +59,7 @@ type schemaKey struct {
 // plan decides what intent means for a call of it by accountID: its rule, its partner's
 // endpoint, its payment, its fee rate and payout book, and its schemas (compiled once per
 // revision).
-func (s *Service) plan(intent *store.PartnerIntent, accountID string) *call {
+func (s *Service) plan(intent *partnerstore.Intent, accountID string) *call {
 	cl := &call{intent: intent, rule: partners.RuleOf(intent.Category), flat: partners.IsFlatFee(intent.FeeRateUnit), tries: 2,
 		target: partners.Target(intent), userID: s.cfg.UserID(accountID, intent.PartnerID),
 		feeRate: feeRate(intent), payoutBook: billing.PayoutBook(intent.PartnerID, intent.PayoutAddresses, s.cfg.SettlementChain), schemas: s.schemasOf(intent)}
@@ -80,7 +80,7 @@ func (cl *call) spend() billing.Spend {
 }
 
 // schemasOf is intent's schemas at its revision, compiled on the first call of it.
-func (s *Service) schemasOf(intent *store.PartnerIntent) *intentSchemas {
+func (s *Service) schemasOf(intent *partnerstore.Intent) *intentSchemas {
 	key := schemaKey{intent.ID, intent.Revision}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,7 +104,7 @@ func (s *Service) schemasOf(intent *store.PartnerIntent) *intentSchemas {
 }
 
 // feeRate is the intent's feeRate (validated at publish).
-func feeRate(intent *store.PartnerIntent) decimal.Decimal {
+func feeRate(intent *partnerstore.Intent) decimal.Decimal {
 	d, err := decimal.NewFromString(intent.FeeRate)
 	if err != nil || d.IsNegative() {
 		return decimal.Zero

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/ledger"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/service"
 )
@@ -22,7 +22,7 @@ func TestPlanDecidesWhatTheIntentMeans(t *testing.T) {
 	s := NewService(Config{SettlementChain: "evm:base", UserID: func(account, partner string) string { return "u-" + account + "-" + partner }},
 		service.Deps{}, nil, nil, nil)
 	out := `{"type":"object","required":["n"],"properties":{"n":{"type":"number"}}}`
-	intent := &store.PartnerIntent{ID: "i1", PartnerID: "p1", PublicIdentifier: "@a", Category: "QUERY", Revision: 1, TimeoutMs: 1500,
+	intent := &partnerstore.Intent{ID: "i1", PartnerID: "p1", PublicIdentifier: "@a", Category: "QUERY", Revision: 1, TimeoutMs: 1500,
 		BindingType: "REST", ToolEndpoint: "https://partner.example/a", FeeRate: "0.25", FeeRateUnit: "usd_per_call",
 		ParametersSchema: `{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`, OutputSchema: &out,
 		PayoutAddresses: map[string]string{"evm": "0xabc"}}

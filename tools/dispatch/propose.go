@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-hq/switchboard/chain/evm"
 	"github.com/switchboard-hq/switchboard/chain/solana/transfer"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -86,7 +87,7 @@ func signingScope(cl *call) *tools.Error {
 	return tools.Errorf(tools.CodeForbidden, "%s proposes transactions for the embedded wallet, and signing them needs scope %q as well as \"partner\": nothing was signed. Use a key that has it", cl.intent.PublicIdentifier, need)
 }
 
-func mutates(intent *store.PartnerIntent) bool {
+func mutates(intent *partnerstore.Intent) bool {
 	return slices.Contains(intent.Capabilities, partners.CapMutatesUserFunds)
 }
 
@@ -201,7 +202,7 @@ func (s *Service) judgeOthers(ctx context.Context, cl *call, views []ProposalVie
 	return nil
 }
 
-func (s *Service) proposalMovement(intent *store.PartnerIntent, v ProposalView, args proposalArgs) billing.Movement {
+func (s *Service) proposalMovement(intent *partnerstore.Intent, v ProposalView, args proposalArgs) billing.Movement {
 	m := movementOf(v, store.KindProposed, intent.Category, args.Priced.ValueMicro)
 	m.Label, m.IntentID, m.Unpriced = intent.PublicIdentifier, intent.ID, args.Unpriced
 	m.Network = s.cfg.Wallet.Sender().Network(v.Chain)

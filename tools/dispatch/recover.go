@@ -55,7 +55,7 @@ func (s *Service) Recover(ctx context.Context) (n int, err error) {
 }
 
 func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
-	intent, err := s.store.IntentByID(ctx, inv.IntentID)
+	intent, err := s.partners.Intent(ctx, inv.IntentID)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func (s *Service) Earnings(ctx context.Context, accountID string, in EarningsInp
 			return out, err
 		}
 	}
-	p, err := s.store.PartnerByAccount(ctx, accountID)
+	p, err := s.rows.ByAccount(ctx, accountID)
 	if errors.Is(err, store.ErrNotFound) {
 		return out, nil // nothing published yet
 	}

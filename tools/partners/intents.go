@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -17,14 +18,14 @@ import (
 // List returns accountID's Partner (nil before the first publish) and intents.
 func (s *Service) List(ctx context.Context, accountID string, includeArchived bool) (ListOutput, error) {
 	out := ListOutput{Intents: []Intent{}}
-	p, err := s.store.PartnerByAccount(ctx, accountID)
+	p, err := s.rows.ByAccount(ctx, accountID)
 	switch {
 	case err == nil:
 		out.Partner = PartnerOf(p)
 	case !errors.Is(err, store.ErrNotFound):
 		return out, err
 	}
-	rows, err := s.store.IntentsByOwner(ctx, accountID, includeArchived)
+	rows, err := s.rows.IntentsByOwner(ctx, accountID, includeArchived)
 	if err != nil {
 		return out, err
 	}
@@ -36,8 +37,8 @@ func (s *Service) List(ctx context.Context, accountID string, includeArchived bo
 
 // Archive soft-deletes accountID's intent id.
 func (s *Service) Archive(ctx context.Context, accountID, id string) (Intent, error) {
-	return s.mutate(ctx, byOwner, func(ctx context.Context) (*store.PartnerIntent, error) { return s.owned(ctx, accountID, id) },
-		func(row *store.PartnerIntent) (bool, error) {
+	return s.mutate(ctx, byOwner, func(ctx context.Context) (*partnerstore.Intent, error) { return s.owned(ctx, accountID, id) },
+		func(row *partnerstore.Intent) (bool, error) {
 			if row.ArchivedAt != nil {
 				return false, nil
 			}
@@ -49,10 +50,10 @@ func (s *Service) Archive(ctx context.Context, accountID, id string) (Intent, er
 
 // SetActive activates row (after the probe passes) or deactivates it. The activation is
 // written only if the row still has the endpoint that was probed.
-func (s *Service) SetActive(ctx context.Context, row *store.PartnerIntent, active bool) (SetActiveOutput, error) {
+func (s *Service) SetActive(ctx context.Context, row *partnerstore.Intent, active bool) (SetActiveOutput, error) {
 	if !active {
-		in, err := s.mutate(ctx, byOwner, func(ctx context.Context) (*store.PartnerIntent, error) { return s.store.IntentByID(ctx, row.ID) },
-			func(r *store.PartnerIntent) (bool, error) {
+		in, err := s.mutate(ctx, byOwner, func(ctx context.Context) (*partnerstore.Intent, error) { return s.rows.Intent(ctx, row.ID) },
+			func(r *partnerstore.Intent) (bool, error) {
 				changed := r.IsActive
 				r.IsActive = false
 				return changed, nil
@@ -78,20 +79,20 @@ func (s *Service) SetActive(ctx context.Context, row *store.PartnerIntent, activ
 		probed := row.ToolEndpoint
 		row.IsActive, row.UpdatedAt, row.DeactivatedReason = true, s.now(), ""
 		err := s.update(ctx, row, false, byOwner)
-		if errors.Is(err, store.ErrStale) {
-			fresh, err := s.store.IntentByID(ctx, row.ID)
+		if errors.Is(err, partnerstore.ErrStale) {
+			fresh, err := s.rows.Intent(ctx, row.ID)
 			if err != nil {
 				return SetActiveOutput{}, err
 			}
 			if fresh.ToolEndpoint == probed && fresh.ArchivedAt == nil && !fresh.IsActive {
 				fresh.IsActive, fresh.UpdatedAt, fresh.DeactivatedReason = true, s.now(), ""
 				if err := s.update(ctx, fresh, false, byOwner); err == nil {
-					s.store.RecordProbe(ctx, fresh.ID, "probe PASS (activation)", 0, s.now())
+					s.rows.RecordProbe(ctx, fresh.ID, "probe PASS (activation)", 0, s.now())
 					return SetActiveOutput{Intent: IntentOf(fresh), Probe: rep}, nil
-				} else if !errors.Is(err, store.ErrStale) {
+				} else if !errors.Is(err, partnerstore.ErrStale) {
 					return SetActiveOutput{}, err
 				}
-				fresh, err = s.store.IntentByID(ctx, row.ID)
+				fresh, err = s.rows.Intent(ctx, row.ID)
 				if err != nil {
 					return SetActiveOutput{}, err
 				}
@@ -102,7 +103,7 @@ func (s *Service) SetActive(ctx context.Context, row *store.PartnerIntent, activ
 		if err != nil {
 			return SetActiveOutput{}, err
 		}
-		if err := s.store.RecordProbe(ctx, row.ID, "probe PASS (activation)", 0, s.now()); err != nil {
+		if err := s.rows.RecordProbe(ctx, row.ID, "probe PASS (activation)", 0, s.now()); err != nil {
 			return SetActiveOutput{}, err
 		}
 		row.ProbeFailures, row.LastProbeResult = 0, "probe PASS (activation)"
@@ -119,8 +120,8 @@ func (s *Service) Update(ctx context.Context, accountID string, in UpdateInput) 
 		return UpdateOutput{}, err
 	}
 	var out UpdateOutput
-	intent, err := s.mutate(ctx, byUpdate, func(ctx context.Context) (*store.PartnerIntent, error) { return s.owned(ctx, accountID, in.IntentID) },
-		func(row *store.PartnerIntent) (bool, error) {
+	intent, err := s.mutate(ctx, byUpdate, func(ctx context.Context) (*partnerstore.Intent, error) { return s.owned(ctx, accountID, in.IntentID) },
+		func(row *partnerstore.Intent) (bool, error) {
 			out = UpdateOutput{}
 			return true, s.applyUpdate(ctx, row, e, &out)
 		})
@@ -185,7 +186,7 @@ func (s *Service) checkUpdate(ctx context.Context, in UpdateInput) (edits, error
 // applyUpdate applies checked edits to row, with the rules that depend on the row: an archived
 // intent is frozen, a fee needs payout addresses and fits the unit, a new host loses its
 // verification, and an active intent's new endpoint must pass the probe or is deactivated.
-func (s *Service) applyUpdate(ctx context.Context, row *store.PartnerIntent, e edits, out *UpdateOutput) error {
+func (s *Service) applyUpdate(ctx context.Context, row *partnerstore.Intent, e edits, out *UpdateOutput) error {
 	in := e.in
 	if row.ArchivedAt != nil {
 		return tools.Errorf(tools.CodeConflict, "%s is archived and cannot be updated", row.PublicIdentifier)
@@ -259,11 +260,11 @@ const (
 	byReprobe = "reprobe" // the periodic re-probe failed
 )
 
-// update writes row (store.UpdateIntent) with, when its activity changed from wasActive, the
+// update writes row (UpdateIntent) with, when its activity changed from wasActive, the
 // intent.activated or intent.deactivated event for its owner in the same transaction.
-func (s *Service) update(ctx context.Context, row *store.PartnerIntent, wasActive bool, by string) error {
+func (s *Service) update(ctx context.Context, row *partnerstore.Intent, wasActive bool, by string) error {
 	if row.IsActive == wasActive {
-		return s.store.UpdateIntent(ctx, row)
+		return s.rows.UpdateIntent(ctx, row)
 	}
 	typ, data := webhooks.IntentActivated, webhooks.IntentData{IntentID: row.ID, Handle: row.PublicIdentifier, By: by}
 	if !row.IsActive {
@@ -279,13 +280,13 @@ func (s *Service) update(ctx context.Context, row *store.PartnerIntent, wasActiv
 	if err != nil {
 		return err
 	}
-	return s.store.UpdateIntent(ctx, row, ev)
+	return s.rows.UpdateIntent(ctx, row, ev)
 }
 
 // mutate reads a row, applies change (which reports whether anything changed) and writes
 // it, re-reading and re-applying when another writer got there first; by names what changed
 // it in an intent.* event.
-func (s *Service) mutate(ctx context.Context, by string, load func(context.Context) (*store.PartnerIntent, error), change func(*store.PartnerIntent) (bool, error)) (Intent, error) {
+func (s *Service) mutate(ctx context.Context, by string, load func(context.Context) (*partnerstore.Intent, error), change func(*partnerstore.Intent) (bool, error)) (Intent, error) {
 	for range 3 {
 		row, err := load(ctx)
 		if err != nil {
@@ -301,7 +302,7 @@ func (s *Service) mutate(ctx context.Context, by string, load func(context.Conte
 		}
 		row.UpdatedAt = s.now()
 		err = s.update(ctx, row, wasActive, by)
-		if errors.Is(err, store.ErrStale) {
+		if errors.Is(err, partnerstore.ErrStale) {
 			continue
 		}
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 	"github.com/shopspring/decimal"
-	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 )
@@ -327,7 +327,7 @@ type Health struct {
 }
 
 // IntentOf converts a stored row.
-func IntentOf(r *store.PartnerIntent) Intent {
+func IntentOf(r *partnerstore.Intent) Intent {
 	in := Intent{
 		ID: r.ID, PublicIdentifier: r.PublicIdentifier, Name: r.Name, Description: r.Description,
 		Category: r.Category, Capabilities: r.Capabilities, BindingType: r.BindingType,
@@ -373,7 +373,7 @@ type Partner struct {
 }
 
 // PartnerOf converts a stored Partner.
-func PartnerOf(p *store.Partner) *Partner {
+func PartnerOf(p *partnerstore.Partner) *Partner {
 	return &Partner{ID: p.ID, OwnerID: p.AccountID, CreatedAt: p.CreatedAt.UTC()}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -131,7 +132,7 @@ func TestActivationProbe(t *testing.T) {
 				if er.Details["probe"] == nil {
 					t.Fatalf("no probe report in details: %v", er.Details)
 				}
-				row, _ := e.st.IntentByID(context.Background(), id)
+				row, _ := partnerstore.New(e.st).Intent(context.Background(), id)
 				if row.IsActive {
 					t.Fatal("a refused activation left the intent active")
 				}
@@ -176,7 +177,7 @@ func TestUpdate(t *testing.T) {
 			}
 			out, err := e.call(t, d, key, "partner_update_intent", map[string]any{"intentId": id, "isActive": true})
 			mustErr(t, out, err, tools.CodeBadInput, "isActive", "partner_set_active")
-			if r, _ := e.st.IntentByID(context.Background(), id); r.Name != "Price oracle" || r.Category != "PRICE" {
+			if r, _ := partnerstore.New(e.st).Intent(context.Background(), id); r.Name != "Price oracle" || r.Category != "PRICE" {
 				t.Fatalf("a refused update changed the row: %+v", r)
 			}
 			out, err = e.call(t, d, key, "partner_update_intent", map[string]any{"intentId": id})
@@ -257,7 +258,7 @@ func TestRateLimit(t *testing.T) {
 				out, err = e.call(t, d, key, "partner_publish_intent_bundle", bundle)
 				mustErr(t, out, err, tools.CodeRateLimited, "nothing was published")
 				for _, h := range []string{"@rl-b1", "@rl-b2"} {
-					if _, err := e.st.IntentByHandle(context.Background(), h); !errors.Is(err, store.ErrNotFound) {
+					if _, err := partnerstore.New(e.st).IntentByHandle(context.Background(), h); !errors.Is(err, store.ErrNotFound) {
 						t.Fatalf("%s written by a refused bundle: %v", h, err)
 					}
 				}
@@ -268,7 +269,7 @@ func TestRateLimit(t *testing.T) {
 				if te := tools.Translate(perr); te == nil || te.Code != tools.CodeRateLimited {
 					t.Fatalf("service publish over the limit: %v", perr)
 				}
-				rows, _ := e.st.IntentsByOwner(context.Background(), acct, true)
+				rows, _ := partnerstore.New(e.st).IntentsByOwner(context.Background(), acct, true)
 				if len(rows) != 6 {
 					t.Fatalf("%d rows, want 6", len(rows))
 				}
@@ -291,10 +292,10 @@ func TestBundleAtomicity(t *testing.T) {
 				if er.Details["index"] != float64(2) {
 					t.Fatalf("details %v", er.Details)
 				}
-				if got, _ := e.st.IntentsByOwner(context.Background(), acct, true); len(got) != 0 {
+				if got, _ := partnerstore.New(e.st).IntentsByOwner(context.Background(), acct, true); len(got) != 0 {
 					t.Fatalf("%d rows written by a failed bundle", len(got))
 				}
-				if _, err := e.st.PartnerByAccount(context.Background(), acct); !errors.Is(err, store.ErrNotFound) {
+				if _, err := partnerstore.New(e.st).ByAccount(context.Background(), acct); !errors.Is(err, store.ErrNotFound) {
 					t.Fatalf("a failed bundle created the Partner: %v", err)
 				}
 				// A taken handle in row 4 also leaves nothing.
@@ -303,7 +304,7 @@ func TestBundleAtomicity(t *testing.T) {
 				rows[3] = intent("@b-taken", endpoint)
 				out, err = e.call(t, d, key, "partner_publish_intent_bundle", map[string]any{"intents": rows})
 				mustErr(t, out, err, tools.CodeConflict, "@b-taken", "nothing was published")
-				if got, _ := e.st.IntentsByOwner(context.Background(), acct, true); len(got) != 1 {
+				if got, _ := partnerstore.New(e.st).IntentsByOwner(context.Background(), acct, true); len(got) != 1 {
 					t.Fatalf("%d rows after a conflicting bundle, want 1", len(got))
 				}
 				// Fixed, the bundle lands whole, in order.
@@ -343,7 +344,7 @@ func TestCrossAccount(t *testing.T) {
 			if len(out["intents"].([]any)) != 0 {
 				t.Fatalf("B sees A's intents: %v", out)
 			}
-			r, _ := e.st.IntentByID(context.Background(), id)
+			r, _ := partnerstore.New(e.st).Intent(context.Background(), id)
 			if r.Name != "Price oracle" || r.IsActive || r.ArchivedAt != nil {
 				t.Fatalf("B changed A's intent: %+v", r)
 			}
@@ -457,7 +458,7 @@ func TestPublishQuotaConcurrent(t *testing.T) {
 					t.Errorf("unexpected error: %v", err)
 				}
 			}
-			rows, _ := e.st.IntentsByOwner(context.Background(), acct, true)
+			rows, _ := partnerstore.New(e.st).IntentsByOwner(context.Background(), acct, true)
 			if ok != 5 || limited != 3 || len(rows) != 5 {
 				t.Fatalf("%d published, %d limited, %d rows; want 5, 3 and 5", ok, limited, len(rows))
 			}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/signing"
-	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 )
 
@@ -24,7 +24,7 @@ import (
 // so that replicas never probe the same intent twice in a round. It returns how many it probed.
 func (s *Service) Reprobe(ctx context.Context, every time.Duration, concurrency int) (int, error) {
 	now := s.now()
-	due, err := s.store.DueProbes(ctx, now, 200)
+	due, err := s.rows.DueProbes(ctx, now, 200)
 	if err != nil {
 		return 0, err
 	}
@@ -36,7 +36,7 @@ func (s *Service) Reprobe(ctx context.Context, every time.Duration, concurrency 
 	for _, row := range due {
 		// ±10% jitter keeps probes of a fleet from marching in step.
 		next := now.Add(every + time.Duration((rand.Float64()*0.2-0.1)*float64(every)))
-		won, err := s.store.ClaimProbe(ctx, row.ID, now, next)
+		won, err := s.rows.ClaimProbe(ctx, row.ID, now, next)
 		if err != nil {
 			return n, err
 		}
@@ -45,7 +45,7 @@ func (s *Service) Reprobe(ctx context.Context, every time.Duration, concurrency 
 		}
 		sem <- struct{}{}
 		wg.Add(1)
-		go func(row *store.PartnerIntent) {
+		go func(row *partnerstore.Intent) {
 			defer func() { <-sem; wg.Done() }()
 			if err := s.reprobeOne(ctx, row); err != nil {
 				mu.Lock()
@@ -64,7 +64,7 @@ func (s *Service) Reprobe(ctx context.Context, every time.Duration, concurrency 
 	return n, firstErr
 }
 
-func (s *Service) reprobeOne(ctx context.Context, row *store.PartnerIntent) error {
+func (s *Service) reprobeOne(ctx context.Context, row *partnerstore.Intent) error {
 	rep := s.Probe(ctx, row)
 	result := "probe " + rep.Verdict
 	healthy := rep.Verdict == outbound.ProbePass
@@ -94,7 +94,7 @@ func (s *Service) reprobeOne(ctx context.Context, row *store.PartnerIntent) erro
 	if !healthy {
 		failures = row.ProbeFailures + 1
 	}
-	if err := s.store.RecordProbe(ctx, row.ID, result, failures, s.now()); err != nil {
+	if err := s.rows.RecordProbe(ctx, row.ID, result, failures, s.now()); err != nil {
 		return err
 	}
 	if limit := s.reprobeLimit(); failures >= limit {
@@ -111,9 +111,9 @@ func (s *Service) reprobeLimit() int {
 }
 
 // deactivate turns an intent off with the reason recorded on it and tells its publisher.
-func (s *Service) deactivate(ctx context.Context, row *store.PartnerIntent, reason, result string) error {
-	_, err := s.mutate(ctx, byReprobe, func(ctx context.Context) (*store.PartnerIntent, error) { return s.store.IntentByID(ctx, row.ID) },
-		func(r *store.PartnerIntent) (bool, error) {
+func (s *Service) deactivate(ctx context.Context, row *partnerstore.Intent, reason, result string) error {
+	_, err := s.mutate(ctx, byReprobe, func(ctx context.Context) (*partnerstore.Intent, error) { return s.rows.Intent(ctx, row.ID) },
+		func(r *partnerstore.Intent) (bool, error) {
 			if !r.IsActive {
 				return false, nil
 			}
@@ -123,7 +123,7 @@ func (s *Service) deactivate(ctx context.Context, row *store.PartnerIntent, reas
 	if err != nil {
 		return err
 	}
-	if err := s.store.RecordProbe(ctx, row.ID, result, row.ProbeFailures, s.now()); err != nil {
+	if err := s.rows.RecordProbe(ctx, row.ID, result, row.ProbeFailures, s.now()); err != nil {
 		return err
 	}
 	s.log.WarnContext(ctx, "intent deactivated by re-probe", "intent", row.PublicIdentifier, "reason", reason)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
@@ -47,6 +48,7 @@ type Config struct {
 type Service struct {
 	cfg       Config
 	store     *store.Store
+	rows      partnerstore.Partners // the partners and their intents
 	reports   reports.Reports
 	clock     func() time.Time
 	log       *slog.Logger
@@ -69,7 +71,7 @@ func NewService(cfg Config, d service.Deps, out *outbound.Client) (*Service, err
 		cfg.ProbeTimeout = 10 * time.Second
 	}
 	d = d.WithDefaults()
-	return &Service{cfg: cfg, store: d.Store, reports: reports.New(d.Store), clock: d.Now, log: d.Log, out: out, validator: NewValidator(out.Guard())}, nil
+	return &Service{cfg: cfg, store: d.Store, rows: partnerstore.New(d.Store), reports: reports.New(d.Store), clock: d.Now, log: d.Log, out: out, validator: NewValidator(out.Guard())}, nil
 }
 
 func (s *Service) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
@@ -81,7 +83,7 @@ func (s *Service) UserID(accountID, partnerID string) string {
 
 // Target is how to call an intent's endpoint: its URL, binding, tool name (the handle)
 // and timeout.
-func Target(row *store.PartnerIntent) outbound.Target {
+func Target(row *partnerstore.Intent) outbound.Target {
 	return outbound.Target{Endpoint: row.ToolEndpoint, Binding: signing.Binding(row.BindingType),
 		ToolName: row.PublicIdentifier, Timeout: time.Duration(row.TimeoutMs) * time.Millisecond}
 }
@@ -89,7 +91,7 @@ func Target(row *store.PartnerIntent) outbound.Target {
 // CanInvoke says whether accountID may invoke row: an archived intent never; an inactive
 // one only from its publisher's own account (to test it before activation). The error is
 // NOT_FOUND, so that inactive intents of others stay invisible.
-func CanInvoke(row *store.PartnerIntent, accountID string) error {
+func CanInvoke(row *partnerstore.Intent, accountID string) error {
 	switch {
 	case row.ArchivedAt != nil:
 		return tools.Errorf(tools.CodeNotFound, "%s is archived and can no longer be invoked", row.PublicIdentifier)
@@ -103,7 +105,7 @@ func CanInvoke(row *store.PartnerIntent, accountID string) error {
 // flat-fee intent {query} with the first sample query; otherwise sample args made from the
 // parametersSchema (its required fields), or {} when none can be made. The source says
 // which.
-func ProbeArgs(row *store.PartnerIntent) (args []byte, source string) {
+func ProbeArgs(row *partnerstore.Intent) (args []byte, source string) {
 	if IsFlatFee(row.FeeRateUnit) {
 		q := "test"
 		if len(row.SampleQueries) > 0 {
@@ -119,7 +121,7 @@ func ProbeArgs(row *store.PartnerIntent) (args []byte, source string) {
 }
 
 // Probe runs the negative-auth probe against row's endpoint.
-func (s *Service) Probe(ctx context.Context, row *store.PartnerIntent) *outbound.ProbeReport {
+func (s *Service) Probe(ctx context.Context, row *partnerstore.Intent) *outbound.ProbeReport {
 	t := Target(row)
 	t.Timeout = min(t.Timeout, s.cfg.ProbeTimeout)
 	args, _ := ProbeArgs(row)
@@ -158,9 +160,9 @@ func (s *Service) Publish(ctx context.Context, accountID string, ins []IntentInp
 }
 
 // validate checks every intent and the handles across the bundle.
-func (s *Service) validate(ctx context.Context, ins []IntentInput) ([]*store.PartnerIntent, error) {
+func (s *Service) validate(ctx context.Context, ins []IntentInput) ([]*partnerstore.Intent, error) {
 	bundle := len(ins) > 1
-	rows := make([]*store.PartnerIntent, len(ins))
+	rows := make([]*partnerstore.Intent, len(ins))
 	seen := map[string]int{}
 	for i := range ins {
 		row, ps := s.validator.Intent(ctx, &ins[i])
@@ -184,15 +186,15 @@ func (s *Service) validate(ctx context.Context, ins []IntentInput) ([]*store.Par
 // the publishing quota: at most limit rows created in any PublishWindow per Partner (0: no
 // quota, the operator's insertion). The Partner's row is locked first, so that concurrent
 // publishes of one Partner are counted one after the other.
-func (s *Service) publishRows(ctx context.Context, accountID string, rows []*store.PartnerIntent, limit int, now time.Time) (*store.Partner, error) {
-	var p *store.Partner
+func (s *Service) publishRows(ctx context.Context, accountID string, rows []*partnerstore.Intent, limit int, now time.Time) (*partnerstore.Partner, error) {
+	var p *partnerstore.Partner
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		var err error
-		if p, err = q.LockPartner(ctx, accountID, now); err != nil {
+		if p, err = partnerstore.Lock(ctx, q, accountID, now); err != nil {
 			return err
 		}
 		if limit > 0 {
-			times, err := q.PublishedSince(ctx, p.ID, now.Add(-s.cfg.PublishWindow))
+			times, err := partnerstore.PublishedSince(ctx, q, p.ID, now.Add(-s.cfg.PublishWindow))
 			if err != nil {
 				return err
 			}
@@ -205,7 +207,7 @@ func (s *Service) publishRows(ctx context.Context, accountID string, rows []*sto
 				return &quotaError{Used: len(times), Limit: limit, Requested: len(rows), NextSlot: next.UTC()}
 			}
 		}
-		return q.InsertIntents(ctx, p, rows)
+		return partnerstore.InsertIntents(ctx, q, p, rows)
 	})
 	return p, err
 }
@@ -226,7 +228,7 @@ func (s *Service) publishError(err error, ins []IntentInput, bundle bool, now ti
 	if bundle {
 		nothing = " The bundle was refused whole: nothing was published."
 	}
-	var he *store.HandlesTakenError
+	var he *partnerstore.HandlesTakenError
 	var q *quotaError
 	if errors.As(err, &q) {
 		wait := q.NextSlot.Sub(now)
@@ -284,13 +286,13 @@ func (s *Service) Insert(ctx context.Context, ownerID string, in IntentInput, st
 }
 
 // Lookup finds an intent by id or @handle, whoever owns it (operator commands).
-func (s *Service) Lookup(ctx context.Context, ref string) (*store.PartnerIntent, error) {
-	var row *store.PartnerIntent
+func (s *Service) Lookup(ctx context.Context, ref string) (*partnerstore.Intent, error) {
+	var row *partnerstore.Intent
 	var err error
 	if strings.HasPrefix(ref, "@") {
-		row, err = s.store.IntentByHandle(ctx, ref)
+		row, err = s.rows.IntentByHandle(ctx, ref)
 	} else {
-		row, err = s.store.IntentByID(ctx, ref)
+		row, err = s.rows.Intent(ctx, ref)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, tools.Errorf(tools.CodeNotFound, "no intent %q", ref)
@@ -299,8 +301,8 @@ func (s *Service) Lookup(ctx context.Context, ref string) (*store.PartnerIntent,
 }
 
 // owned returns accountID's intent id; another account's intent is NOT_FOUND.
-func (s *Service) owned(ctx context.Context, accountID, id string) (*store.PartnerIntent, error) {
-	row, err := s.store.OwnedIntent(ctx, accountID, id)
+func (s *Service) owned(ctx context.Context, accountID, id string) (*partnerstore.Intent, error) {
+	row, err := s.rows.OwnedIntent(ctx, accountID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, tools.Errorf(tools.CodeNotFound, "no intent %q among yours; partner_list_intents shows your intent ids", id)
 	}
@@ -312,8 +314,8 @@ func (s *Service) SetVerificationStatus(ctx context.Context, ref, status string)
 	if !slices.Contains(VerificationStatuses, status) {
 		return Intent{}, tools.Errorf(tools.CodeBadInput, "verificationStatus must be one of %v", VerificationStatuses)
 	}
-	return s.mutate(ctx, byOwner, func(ctx context.Context) (*store.PartnerIntent, error) { return s.Lookup(ctx, ref) },
-		func(row *store.PartnerIntent) (bool, error) {
+	return s.mutate(ctx, byOwner, func(ctx context.Context) (*partnerstore.Intent, error) { return s.Lookup(ctx, ref) },
+		func(row *partnerstore.Intent) (bool, error) {
 			changed := row.VerificationStatus != status
 			row.VerificationStatus = status
 			return changed, nil

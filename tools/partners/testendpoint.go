@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/signing"
-	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 )
@@ -125,7 +125,7 @@ func (s *Service) Test(ctx context.Context, accountID string, in TestInput) (Tes
 
 // testRow returns what partner_test_endpoint tests: one of accountID's intents, or an
 // unpublished row for a URL (not on production).
-func (s *Service) testRow(ctx context.Context, accountID string, in TestInput) (*store.PartnerIntent, error) {
+func (s *Service) testRow(ctx context.Context, accountID string, in TestInput) (*partnerstore.Intent, error) {
 	switch {
 	case in.IntentID != "" && in.ToolEndpoint != "":
 		return nil, tools.Errorf(tools.CodeBadInput, "give intentId or toolEndpoint, not both")
@@ -143,14 +143,14 @@ func (s *Service) testRow(ctx context.Context, accountID string, in TestInput) (
 
 // urlRow is the unpublished intent a test of in.ToolEndpoint calls: the defaults, with the
 // binding, handle and timeout in gives.
-func (s *Service) urlRow(ctx context.Context, accountID string, in TestInput) (*store.PartnerIntent, error) {
+func (s *Service) urlRow(ctx context.Context, accountID string, in TestInput) (*partnerstore.Intent, error) {
 	if s.cfg.Env == "production" {
 		return nil, tools.Errorf(tools.CodeForbidden, "on production, partner_test_endpoint tests your published intents only (give intentId); test URLs on the test environment")
 	}
 	if p := s.validator.Endpoint(ctx, in.ToolEndpoint); p != nil {
 		return nil, problemsError("cannot test this endpoint", []Problem{*p}, nil)
 	}
-	row := &store.PartnerIntent{ID: "test", OwnerID: accountID, ToolEndpoint: in.ToolEndpoint, BindingType: in.BindingType,
+	row := &partnerstore.Intent{ID: "test", OwnerID: accountID, ToolEndpoint: in.ToolEndpoint, BindingType: in.BindingType,
 		TimeoutMs: DefaultTimeoutMs, ParametersSchema: DefaultParametersSchema, FeeRateUnit: FeeUSDPerCall, PublicIdentifier: in.PublicIdentifier}
 	if row.BindingType == "" {
 		row.BindingType = string(signing.BindingREST)
@@ -164,7 +164,7 @@ func (s *Service) urlRow(ctx context.Context, accountID string, in TestInput) (*
 	if row.BindingType == string(signing.BindingMCPHTTP) && row.PublicIdentifier == "" {
 		return nil, tools.Errorf(tools.CodeBadInput, "an MCP_HTTP test calls the tool named exactly as your handle: give publicIdentifier (e.g. @my-tool)")
 	}
-	if p, err := s.store.PartnerByAccount(ctx, accountID); err == nil {
+	if p, err := s.rows.ByAccount(ctx, accountID); err == nil {
 		row.PartnerID = p.ID
 	}
 	return row, nil
@@ -172,7 +172,7 @@ func (s *Service) urlRow(ctx context.Context, accountID string, in TestInput) (*
 
 // testArgs returns the args of the round trip and where they came from. Args given for an
 // intent must match its parametersSchema ({query} for a flat fee).
-func testArgs(row *store.PartnerIntent, in TestInput) ([]byte, string, error) {
+func testArgs(row *partnerstore.Intent, in TestInput) ([]byte, string, error) {
 	if len(in.Args) == 0 {
 		args, source := ProbeArgs(row)
 		return args, source, nil
@@ -203,7 +203,7 @@ func validateArgs(schema string, args []byte) *tools.Error {
 	return tools.Validate(compiled, v, "args")
 }
 
-func (s *Service) judge(rt *RoundTrip, row *store.PartnerIntent, res *outbound.Result, err error) {
+func (s *Service) judge(rt *RoundTrip, row *partnerstore.Intent, res *outbound.Result, err error) {
 	outcome := outbound.Classify(res, err)
 	if err != nil {
 		rt.Verdict, rt.Error = "NO_ANSWER", err.Error()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/signing/partnerexample"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
@@ -21,7 +22,7 @@ func TestTestEndpoint(t *testing.T) {
 			args["outputSchema"] = map[string]any{"type": "object", "required": []string{"ticker", "days"}}
 			row := e.ok(t, d, key, "partner_publish_intent", args)
 			id := row["id"].(string)
-			before, _ := e.st.IntentByID(context.Background(), id)
+			before, _ := partnerstore.New(e.st).Intent(context.Background(), id)
 
 			// An intent, with sample args made from its parametersSchema.
 			out := e.ok(t, d, key, "partner_test_endpoint", map[string]any{"intentId": id})
@@ -43,7 +44,7 @@ func TestTestEndpoint(t *testing.T) {
 				t.Fatalf("given args: %v", out)
 			}
 			// It changes no state.
-			after, _ := e.st.IntentByID(context.Background(), id)
+			after, _ := partnerstore.New(e.st).Intent(context.Background(), id)
 			if after.Revision != before.Revision || after.IsActive || !after.UpdatedAt.Equal(before.UpdatedAt) {
 				t.Fatalf("test_endpoint changed the row: %+v -> %+v", before, after)
 			}

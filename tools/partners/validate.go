@@ -16,7 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/signing"
-	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
@@ -272,7 +272,7 @@ func pricing(raw []byte) (string, *Problem) {
 // Intent validates one intent to publish and returns the row to store: a new id, the
 // defaults applied, inactive, UNVERIFIED, revision 1 (timestamps and owner are the
 // caller's). It reports every problem at once.
-func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.PartnerIntent, []Problem) {
+func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*partnerstore.Intent, []Problem) {
 	var ps []Problem
 	add := func(p *Problem) {
 		if p != nil {
@@ -280,7 +280,7 @@ func (v *Validator) Intent(ctx context.Context, in *IntentInput) (*store.Partner
 		}
 	}
 	category := string(in.Category)
-	row := &store.PartnerIntent{
+	row := &partnerstore.Intent{
 		ID: uuid.NewString(), PublicIdentifier: in.PublicIdentifier, Category: category,
 		BindingType: in.BindingType, ToolEndpoint: in.ToolEndpoint, TimeoutMs: DefaultTimeoutMs,
 		FeeRateUnit: in.FeeRateUnit, Tier: in.Tier, VerificationStatus: StatusUnverified, Revision: 1,

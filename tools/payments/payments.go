@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/flatpay"
 	"github.com/switchboard-hq/switchboard/store/ledger"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -109,7 +110,7 @@ type Quote struct {
 // Quoted prices a flat-fee call of intent: the partner's feeRate plus the platform's share,
 // payable until the quote expires. The row is written by the caller with the invocation.
 // payer, when an address, is who will sign: the quote's typedData is then complete.
-func (s *Service) Quoted(ctx context.Context, requestID, accountID, payer string, intent *store.PartnerIntent) (*flatpay.FlatPayment, Quote, error) {
+func (s *Service) Quoted(ctx context.Context, requestID, accountID, payer string, intent *partners.Intent) (*flatpay.FlatPayment, Quote, error) {
 	partnerAddr, ok := PayoutAddress(intent.PayoutAddresses, s.cfg.ChainID)
 	rate, err := decimal.NewFromString(intent.FeeRate)
 	if err != nil || rate.IsNegative() {

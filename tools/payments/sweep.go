@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/flatpay"
 	"github.com/switchboard-hq/switchboard/store/ledger"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
@@ -268,7 +269,7 @@ func (s *Service) emitSettled(ctx context.Context, q *store.Q, p *store.Payout) 
 	if len(parts) < 3 || parts[0] != "partner" {
 		return nil
 	}
-	accountID, err := q.PartnerAccountID(ctx, parts[1])
+	accountID, err := partners.AccountOf(ctx, q, parts[1])
 	if err != nil {
 		return fmt.Errorf("the account of partner %s: %w", parts[1], err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -34,7 +35,7 @@ func newLife(t *testing.T, st *store.Store) *life {
 	ctx := context.Background()
 	storetest.Account(t, st, "acct")
 	l := &life{st: st, now: time.Now().UTC().Truncate(time.Millisecond)}
-	if _, err := st.PublishIntents(ctx, "acct", []*store.PartnerIntent{storetest.IntentRow("i1", "@asked", l.now)}, l.now); err != nil {
+	if _, err := partners.New(st).Publish(ctx, "acct", []*partners.Intent{storetest.IntentRow("i1", "@asked", l.now)}, l.now); err != nil {
 		t.Fatal(err)
 	}
 	d := service.Deps{Store: st, Now: l.clock}

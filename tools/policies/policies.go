@@ -16,6 +16,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -27,6 +28,7 @@ import (
 // Service serves the policy and approval tools.
 type Service struct {
 	store     *store.Store
+	partners  partnerstore.Partners
 	spending  spending.Queries
 	billing   *billing.Service
 	keys      *keys.Service
@@ -38,7 +40,7 @@ type Service struct {
 // one dispatch asks with).
 func NewService(d service.Deps, bill *billing.Service, ks *keys.Service, approvals *Approvals) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, spending: spending.New(d.Store), billing: bill, keys: ks, approvals: approvals, now: d.Now}
+	return &Service{store: d.Store, partners: partnerstore.New(d.Store), spending: spending.New(d.Store), billing: bill, keys: ks, approvals: approvals, now: d.Now}
 }
 
 // GetInput names whose policy to read.
@@ -373,7 +375,7 @@ func (s *Service) known(ctx context.Context, p *billing.Policy) error {
 	}
 	for name, l := range map[string][]string{"allow.handles": p.Allow.Handles, "deny.handles": p.Deny.Handles} {
 		for _, h := range l {
-			if _, err := s.store.IntentByHandle(ctx, h); errors.Is(err, store.ErrNotFound) {
+			if _, err := s.partners.IntentByHandle(ctx, h); errors.Is(err, store.ErrNotFound) {
 				return tools.Errorf(tools.CodeBadInput, "%s: no partner %s; use discover to find handles", name, h)
 			} else if err != nil {
 				return err

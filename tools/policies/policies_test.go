@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -24,7 +25,7 @@ func TestCapAboveWhatIsHeld(t *testing.T) {
 		ctx := context.Background()
 		storetest.Account(t, st, "acct")
 		now := time.Now().UTC()
-		if _, err := st.PublishIntents(ctx, "acct", []*store.PartnerIntent{storetest.IntentRow("i1", "@held", now)}, now); err != nil {
+		if _, err := partners.New(st).Publish(ctx, "acct", []*partners.Intent{storetest.IntentRow("i1", "@held", now)}, now); err != nil {
 			t.Fatal(err)
 		}
 		inv := &store.Invocation{RequestID: "0193b6c0-0000-7000-8000-000000000001", AccountID: "acct", KeyID: "k-acct", IntentID: "i1", Handle: "@held",

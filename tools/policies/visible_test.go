@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -202,7 +203,7 @@ func TestAllowOnlyAgreesWithJudge(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		w := newTree(t, st)
 		ctx, now := context.Background(), time.Now().UTC()
-		if _, err := st.PublishIntents(ctx, "acct", []*store.PartnerIntent{storetest.IntentRow("i1", "@x", now)}, now); err != nil {
+		if _, err := partners.New(st).Publish(ctx, "acct", []*partners.Intent{storetest.IntentRow("i1", "@x", now)}, now); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := w.svc.SetAs(ctx, "acct", "", &billing.Policy{DenyByDefault: true, Allow: billing.Lists{Handles: []string{"@x"}}}, "portal"); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -22,7 +23,7 @@ func BenchmarkLookups(b *testing.B) {
 			publish(b, st, acct, handle)
 			b.Run("store", func(b *testing.B) {
 				for b.Loop() {
-					if _, err := st.IntentByHandle(ctx, handle); err != nil {
+					if _, err := partners.New(st).IntentByHandle(ctx, handle); err != nil {
 						b.Fatal(err)
 					}
 					if _, err := st.AccountByID(ctx, acct); err != nil {

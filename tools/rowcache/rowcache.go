@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/watch"
 	"github.com/switchboard-hq/switchboard/tools/service"
 )
@@ -26,13 +27,14 @@ const (
 // serves them only while Watch runs and the store's watch is live; otherwise every lookup
 // reads the store.
 type Cache struct {
-	store *store.Store
-	now   func() time.Time
+	store    *store.Store
+	partners partners.Partners
+	now      func() time.Time
 
 	mu      sync.Mutex
 	live    bool
-	gen     uint64                                 // counts changes, so a lookup racing one is not cached
-	intents map[string]entry[*store.PartnerIntent] // nil: no such handle
+	gen     uint64                             // counts changes, so a lookup racing one is not cached
+	intents map[string]entry[*partners.Intent] // nil: no such handle
 	tiers   map[string]entry[string]
 }
 
@@ -44,7 +46,7 @@ type entry[V any] struct {
 // New builds a Cache on d's store; d's clock times the entries' lifetime.
 func New(d service.Deps) *Cache {
 	d = d.WithDefaults()
-	return &Cache{store: d.Store, now: d.Now, intents: map[string]entry[*store.PartnerIntent]{}, tiers: map[string]entry[string]{}}
+	return &Cache{store: d.Store, partners: partners.New(d.Store), now: d.Now, intents: map[string]entry[*partners.Intent]{}, tiers: map[string]entry[string]{}}
 }
 
 // Watch keeps the cache in step with changes on every replica until ctx ends.
@@ -88,11 +90,11 @@ func (c *Cache) forget(ch watch.Change) {
 	c.gen++
 }
 
-// Intent returns the intent with the @handle, archived or not (store.IntentByHandle), as a
+// Intent returns the intent with the @handle, archived or not (partners.IntentByHandle), as a
 // copy the caller may change.
-func (c *Cache) Intent(ctx context.Context, handle string) (*store.PartnerIntent, error) {
-	row, err := lookup(c, c.intents, handle, func() (*store.PartnerIntent, error) {
-		row, err := c.store.IntentByHandle(ctx, handle)
+func (c *Cache) Intent(ctx context.Context, handle string) (*partners.Intent, error) {
+	row, err := lookup(c, c.intents, handle, func() (*partners.Intent, error) {
+		row, err := c.partners.IntentByHandle(ctx, handle)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil // cached too: a publish of the handle announces itself
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -93,26 +94,26 @@ func account(t testing.TB, st *store.Store) string {
 func publish(t testing.TB, st *store.Store, owner, handle string) {
 	t.Helper()
 	now := time.Now().UTC()
-	row := &store.PartnerIntent{
+	row := &partners.Intent{
 		ID: unique("intent-"), PublicIdentifier: handle, Name: "first", Description: "D", Category: "QUERY",
 		Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "https://partner.example/x", TimeoutMs: 1000,
 		ParametersSchema: `{"type":"object"}`, FeeRate: "0", FeeRateUnit: "usd_per_call", Tier: "one_shot",
 		SampleQueries: []string{}, VerificationStatus: "UNVERIFIED", Revision: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	if _, err := st.PublishIntents(context.Background(), owner, []*store.PartnerIntent{row}, time.Now()); err != nil {
+	if _, err := partners.New(st).Publish(context.Background(), owner, []*partners.Intent{row}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // edit changes an intent through st as the partner tools do (read, change, UpdateIntent).
-func edit(t *testing.T, st *store.Store, handle string, change func(*store.PartnerIntent)) {
+func edit(t *testing.T, st *store.Store, handle string, change func(*partners.Intent)) {
 	t.Helper()
-	row, err := st.IntentByHandle(context.Background(), handle)
+	row, err := partners.New(st).IntentByHandle(context.Background(), handle)
 	if err != nil {
 		t.Fatal(err)
 	}
 	change(row)
-	if err := st.UpdateIntent(context.Background(), row); err != nil {
+	if err := partners.New(st).UpdateIntent(context.Background(), row); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -142,7 +143,7 @@ func TestIntentChangeReachesEveryReplica(t *testing.T) {
 			cache := clk.cacheOn(b)
 			watching(t, cache)
 			handle := unique("@cache")
-			read := func() *store.PartnerIntent {
+			read := func() *partners.Intent {
 				row, err := cache.Intent(ctx, handle)
 				if err != nil && !errors.Is(err, store.ErrNotFound) {
 					t.Fatal(err)
@@ -156,22 +157,22 @@ func TestIntentChangeReachesEveryReplica(t *testing.T) {
 			publish(t, a, account(t, a), handle) // b cached "no such handle"
 			within(t, "publish", func() bool { return read() != nil })
 
-			edit(t, a, handle, func(r *store.PartnerIntent) { r.IsActive = true })
+			edit(t, a, handle, func(r *partners.Intent) { r.IsActive = true })
 			within(t, "activation", func() bool { r := read(); return r.IsActive && r.Revision == 2 })
 
 			behind(t, b, "UPDATE partner_intents SET description = 'unannounced' WHERE public_identifier = ?", handle)
 			if r := read(); r.Description != "D" {
 				t.Fatalf("the row was not served from the cache: %+v", r)
 			}
-			edit(t, a, handle, func(r *store.PartnerIntent) { r.Name = "second" })
+			edit(t, a, handle, func(r *partners.Intent) { r.Name = "second" })
 			within(t, "new revision", func() bool { r := read(); return r.Name == "second" && r.Revision == 3 })
 
-			if err := a.RecordProbe(ctx, read().ID, "probe FAIL", 3, time.Now()); err != nil {
+			if err := partners.New(a).RecordProbe(ctx, read().ID, "probe FAIL", 3, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			within(t, "probe outcome", func() bool { return read().ProbeFailures == 3 })
 
-			edit(t, a, handle, func(r *store.PartnerIntent) { r.IsActive = false })
+			edit(t, a, handle, func(r *partners.Intent) { r.IsActive = false })
 			within(t, "deactivation", func() bool { r := read(); return !r.IsActive && r.Revision == 4 })
 		})
 	}

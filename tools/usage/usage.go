@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -32,17 +33,18 @@ type Config struct {
 
 // Service answers the usage reads.
 type Service struct {
-	store   *store.Store
-	reports reports.Reports
-	now     func() time.Time
-	settled func(ctx context.Context, accountID string) error
-	userID  func(accountID, partnerID string) string
+	store    *store.Store
+	partners partners.Partners
+	reports  reports.Reports
+	now      func() time.Time
+	settled  func(ctx context.Context, accountID string) error
+	userID   func(accountID, partnerID string) string
 }
 
 // NewService builds the usage reads.
 func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, reports: reports.New(d.Store), now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
+	return &Service{store: d.Store, partners: partners.New(d.Store), reports: reports.New(d.Store), now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
 }
 
 func (s *Service) wait(ctx context.Context, accountID string) error {
@@ -171,7 +173,7 @@ const latencySample = 5000
 // Intent returns the record of one of the caller's intents; another account's intent (or
 // none) is NOT_FOUND.
 func (s *Service) Intent(ctx context.Context, p *tools.Principal, intentID string) (IntentStats, error) {
-	in, err := s.store.OwnedIntent(ctx, p.AccountID, intentID)
+	in, err := s.partners.OwnedIntent(ctx, p.AccountID, intentID)
 	if errors.Is(err, store.ErrNotFound) {
 		return IntentStats{}, tools.Errorf(tools.CodeNotFound, "no intent %s in this account; open one from your intents", intentID)
 	}
@@ -317,7 +319,7 @@ func (s *Service) Calls(ctx context.Context, p *tools.Principal, side Side, f Fi
 			return Page{}, err
 		}
 	case Partner:
-		pt, err := s.store.PartnerByAccount(ctx, p.AccountID)
+		pt, err := s.partners.ByAccount(ctx, p.AccountID)
 		if errors.Is(err, store.ErrNotFound) {
 			return Page{}, nil // no intents published: no calls
 		}
@@ -385,7 +387,7 @@ type Detail struct {
 func (s *Service) Call(ctx context.Context, p *tools.Principal, side Side, requestID string) (Detail, error) {
 	notFound := tools.Errorf(tools.CodeNotFound, "no call %s in this log; open one from the list", requestID)
 	var inv *store.Invocation
-	var intent *store.PartnerIntent // the partner's side: its intent
+	var intent *partners.Intent // the partner's side: its intent
 	var err error
 	switch side {
 	case Caller:
@@ -399,7 +401,7 @@ func (s *Service) Call(ctx context.Context, p *tools.Principal, side Side, reque
 		}
 		inv, err = s.store.InvocationByID(ctx, requestID)
 		if err == nil {
-			intent, err = s.store.OwnedIntent(ctx, p.AccountID, inv.IntentID)
+			intent, err = s.partners.OwnedIntent(ctx, p.AccountID, inv.IntentID)
 			if err == nil && (inv.State == store.InvAwaitingConfirmation || inv.State == store.InvAwaitingPayment) {
 				err = store.ErrNotFound // never sent to the partner
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -29,11 +30,11 @@ func TestSpendAndCallLogs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		intent := &store.PartnerIntent{ID: "i1", PublicIdentifier: "@usage", Name: "N", Description: "D", Category: "QUERY",
+		intent := &partners.Intent{ID: "i1", PublicIdentifier: "@usage", Name: "N", Description: "D", Category: "QUERY",
 			Capabilities: []string{}, BindingType: "REST", ToolEndpoint: "https://partner.example/x", TimeoutMs: 30000,
 			ParametersSchema: `{"type":"object"}`, FeeRate: "0", FeeRateUnit: "usd_per_call", Tier: "one_shot",
 			SampleQueries: []string{}, VerificationStatus: "UNVERIFIED", Revision: 1, CreatedAt: now, UpdatedAt: now}
-		pt, err := s.PublishIntents(ctx, "partner", []*store.PartnerIntent{intent}, now)
+		pt, err := partners.New(s).Publish(ctx, "partner", []*partners.Intent{intent}, now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package store_test
+package partners_test
 
 import (
 	"context"
@@ -7,22 +7,15 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
-
-func mustAccount(t *testing.T, s *store.Store, id string) {
-	t.Helper()
-	now := time.Now().UTC()
-	if err := s.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil,
-		newKey("k-"+id, id, "h-"+id)); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestPublishIntentsRoundTrip(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		mustAccount(t, s, "acct1")
+		ps := partners.New(s)
+		storetest.Account(t, s, "acct1")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 		r := storetest.IntentRow("i1", "@alpha", now)
 		out := `{"type":"object","properties":{"b":{"type":"number"},"a":{"type":"string"}}}`
@@ -32,14 +25,14 @@ func TestPublishIntentsRoundTrip(t *testing.T) {
 		r.SampleQueries = []string{"price of eth", "btc"}
 		r.Capabilities = []string{"MUTATES_USER_FUNDS"}
 		r.FeeRate = "0.25"
-		p, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{r}, now)
+		p, err := ps.Publish(ctx, "acct1", []*partners.Intent{r}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.AccountID != "acct1" || p.ID == "" {
 			t.Fatalf("partner = %+v", p)
 		}
-		got, err := s.IntentByHandle(ctx, "@alpha")
+		got, err := ps.IntentByHandle(ctx, "@alpha")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,10 +47,10 @@ func TestPublishIntentsRoundTrip(t *testing.T) {
 		}
 		// A row without payout addresses or pricing shape reads back as nil.
 		r2 := storetest.IntentRow("i2", "@beta", now)
-		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{r2}, now); err != nil {
+		if _, err := ps.Publish(ctx, "acct1", []*partners.Intent{r2}, now); err != nil {
 			t.Fatal(err)
 		}
-		got2, err := s.IntentByID(ctx, "i2")
+		got2, err := ps.Intent(ctx, "i2")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,11 +58,11 @@ func TestPublishIntentsRoundTrip(t *testing.T) {
 			t.Fatalf("null columns: %+v", got2)
 		}
 		// Ownership.
-		mustAccount(t, s, "acct2")
-		if _, err := s.OwnedIntent(ctx, "acct2", "i1"); !errors.Is(err, store.ErrNotFound) {
+		storetest.Account(t, s, "acct2")
+		if _, err := ps.OwnedIntent(ctx, "acct2", "i1"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("other owner: %v", err)
 		}
-		list, err := s.IntentsByOwner(ctx, "acct1", false)
+		list, err := ps.IntentsByOwner(ctx, "acct1", false)
 		if err != nil || len(list) != 2 {
 			t.Fatalf("list: %v %v", list, err)
 		}
@@ -79,26 +72,27 @@ func TestPublishIntentsRoundTrip(t *testing.T) {
 func TestPublishIntentsAtomicAndHandlesUnique(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		mustAccount(t, s, "acct1")
-		mustAccount(t, s, "acct2")
+		ps := partners.New(s)
+		storetest.Account(t, s, "acct1")
+		storetest.Account(t, s, "acct2")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{storetest.IntentRow("i1", "@taken", now)}, now); err != nil {
+		if _, err := ps.Publish(ctx, "acct1", []*partners.Intent{storetest.IntentRow("i1", "@taken", now)}, now); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{storetest.IntentRow("i2", "@fresh", now), storetest.IntentRow("i3", "@taken", now)}, now)
-		var he *store.HandlesTakenError
+		_, err := ps.Publish(ctx, "acct2", []*partners.Intent{storetest.IntentRow("i2", "@fresh", now), storetest.IntentRow("i3", "@taken", now)}, now)
+		var he *partners.HandlesTakenError
 		if !errors.As(err, &he) || len(he.Handles) != 1 || he.Handles[0] != "@taken" || !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("taken handle: %v", err)
 		}
-		if _, err := s.IntentByHandle(ctx, "@fresh"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := ps.IntentByHandle(ctx, "@fresh"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("row of a failed bundle exists: %v", err)
 		}
 		// A duplicate id inside the bundle fails at insert: still nothing written.
-		_, err = s.PublishIntents(ctx, "acct2", []*store.PartnerIntent{storetest.IntentRow("i4", "@one", now), storetest.IntentRow("i4", "@two", now)}, now)
+		_, err = ps.Publish(ctx, "acct2", []*partners.Intent{storetest.IntentRow("i4", "@one", now), storetest.IntentRow("i4", "@two", now)}, now)
 		if !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("duplicate id: %v", err)
 		}
-		if _, err := s.IntentByHandle(ctx, "@one"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := ps.IntentByHandle(ctx, "@one"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("row of a failed bundle exists: %v", err)
 		}
 	})
@@ -107,30 +101,31 @@ func TestPublishIntentsAtomicAndHandlesUnique(t *testing.T) {
 func TestUpdateIntentRevision(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		mustAccount(t, s, "acct1")
+		ps := partners.New(s)
+		storetest.Account(t, s, "acct1")
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		if _, err := s.PublishIntents(ctx, "acct1", []*store.PartnerIntent{storetest.IntentRow("i1", "@alpha", now)}, now); err != nil {
+		if _, err := ps.Publish(ctx, "acct1", []*partners.Intent{storetest.IntentRow("i1", "@alpha", now)}, now); err != nil {
 			t.Fatal(err)
 		}
-		a, _ := s.IntentByID(ctx, "i1")
-		b, _ := s.IntentByID(ctx, "i1")
+		a, _ := ps.Intent(ctx, "i1")
+		b, _ := ps.Intent(ctx, "i1")
 		a.Name, a.IsActive, a.Category = "New", true, "SWAP"
-		if err := s.UpdateIntent(ctx, a); err != nil {
+		if err := ps.UpdateIntent(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		if a.Revision != 2 {
 			t.Fatalf("revision = %d", a.Revision)
 		}
 		b.Name = "Lost"
-		if err := s.UpdateIntent(ctx, b); !errors.Is(err, store.ErrStale) || !errors.Is(err, store.ErrConflict) {
+		if err := ps.UpdateIntent(ctx, b); !errors.Is(err, partners.ErrStale) || !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("stale update: %v", err)
 		}
-		got, _ := s.IntentByID(ctx, "i1")
+		got, _ := ps.Intent(ctx, "i1")
 		if got.Name != "New" || !got.IsActive || got.Category != "QUERY" || got.Revision != 2 {
 			t.Fatalf("after update: %+v (category must be immutable)", got)
 		}
 		missing := storetest.IntentRow("nope", "@nope", now)
-		if err := s.UpdateIntent(ctx, missing); !errors.Is(err, store.ErrNotFound) {
+		if err := ps.UpdateIntent(ctx, missing); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("missing: %v", err)
 		}
 	})

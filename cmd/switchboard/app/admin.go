@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/ledger"
+	"github.com/switchboard-hq/switchboard/store/payouts"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
 	"github.com/switchboard-hq/switchboard/tools/idempotency"
@@ -179,7 +180,7 @@ func (a *Admin) Sweep(ctx context.Context) (recovered, refunded int, err error) 
 }
 
 // Payouts pays partners' accrued per-call fees on chain now.
-func (a *Admin) Payouts(ctx context.Context) ([]*store.Payout, error) {
+func (a *Admin) Payouts(ctx context.Context) ([]*payouts.Payout, error) {
 	if a.payments == nil {
 		return nil, errors.New("payout needs the flat-fee network: set SWITCHBOARD_FLATFEE_RPC_URL and the other SWITCHBOARD_FLATFEE_* settings")
 	}

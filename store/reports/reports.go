@@ -251,7 +251,7 @@ func (s *queries) LedgerTotals(ctx context.Context, books ...string) (Totals, er
 	if len(books) == 0 {
 		return t, nil
 	}
-	var sums []store.BookBalance
+	var sums []ledger.BookBalance
 	if err := s.db.NewSelect().Model((*ledger.Entry)(nil)).ColumnExpr("book, SUM(amount_micro) AS micro").
 		Where("book IN (?)", bun.List(books)).Group("book").Scan(ctx, &sums); err != nil {
 		return t, dberr.Normalize(err)

@@ -117,7 +117,7 @@ func (s *Service) Payouts(ctx context.Context) ([]*payouts.Payout, error) {
 	if err := s.resumePayouts(ctx); err != nil {
 		return nil, err
 	}
-	books, err := s.store.BookBalances(ctx, "partner:")
+	books, err := ledger.BookBalances(ctx, s.store, "partner:")
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (s *Service) payoutAddress(book string) (common.Address, bool) {
 
 const bookPayoutsPending = "payouts:pending"
 
-func (s *Service) payOne(ctx context.Context, b store.BookBalance, addr common.Address) (*payouts.Payout, error) {
+func (s *Service) payOne(ctx context.Context, b ledger.BookBalance, addr common.Address) (*payouts.Payout, error) {
 	now := s.now().UTC()
 	p := &payouts.Payout{ID: fmt.Sprintf("po_%d_%s", now.UnixNano(), addr.Hex()[2:10]), Book: b.Book, ChainID: s.cfg.ChainID, Address: addr.Hex(),
 		AmountAtomic: b.Micro, State: payouts.Pending, CreatedAt: now, UpdatedAt: now}

@@ -112,7 +112,7 @@ func describe(ps []*payouts.Payout) string {
 // balances is every non-zero ledger book.
 func balances(t *testing.T, st *store.Store) map[string]int64 {
 	t.Helper()
-	bs, err := st.BookBalances(context.Background(), "")
+	bs, err := ledger.BookBalances(context.Background(), st, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,8 @@ func (s *queries) dayOf(col string) string {
 }
 
 // costOf is what a finished invocation cost its caller: the infrastructure reserve it kept
-// plus the partner and platform fees and gas (store.Store.SpentSince's sum, row by row).
+// plus the partner and platform fees and gas (invocations.Invocations.SpentSince's sum, row
+// by row).
 const costOf = "(reserve_micro - refunded_micro + partner_fee_micro + platform_fee_micro + gas_micro)"
 
 // DaySpend is what one key of an account spent on one UTC day.

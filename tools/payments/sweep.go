@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/flatpay"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/payouts"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -35,7 +36,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	for _, p := range held {
-		inv, err := s.store.InvocationByID(ctx, p.RequestID)
+		inv, err := invocations.New(s.store).ByID(ctx, p.RequestID)
 		if err != nil {
 			return n, err
 		}

@@ -376,8 +376,8 @@ func (s *Store) KeySpendOf(ctx context.Context, keyID string) (*KeySpend, error)
 }
 
 // ExpiredReservations lists open reservations whose deadline passed, except those of an
-// invocation still dispatching: those are finished with their invocation (StuckInvocations),
-// so the record and the money end together.
+// invocation still dispatching: those are finished with their invocation
+// (invocations.Invocations.Stuck), so the record and the money end together.
 func (s *Store) ExpiredReservations(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
 	err := s.db.NewSelect().Model((*Reservation)(nil)).Column("request_id").

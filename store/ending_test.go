@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -91,10 +92,10 @@ func TestEndingClaimsThenWritesInOrder(t *testing.T) {
 		if err != nil || ca.AvailableMicro != -50 || ca.ReservedMicro != 0 || ca.HeldMicro != 0 {
 			t.Fatalf("balance: %+v %v", ca, err)
 		}
-		if got, err := s.InvocationByID(ctx, "call-1"); err != nil || got.State != store.InvSucceeded || got.PartnerFeeMicro != 40 {
+		if got, err := invocations.New(s).ByID(ctx, "call-1"); err != nil || got.State != store.InvSucceeded || got.PartnerFeeMicro != 40 {
 			t.Fatalf("record: %+v %v", got, err)
 		}
-		events, err := s.InvocationEvents(ctx, "call-1")
+		events, err := invocations.New(s).Events(ctx, "call-1")
 		if err != nil || len(events) != 2 || events[0].Detail != "try 1" || events[1].Detail != "succeeded" {
 			t.Fatalf("events: %+v %v", events, err)
 		}

@@ -265,42 +265,6 @@ func (s *Store) CreateInvocation(ctx context.Context, inv *Invocation, detail st
 	})
 }
 
-// Invocation returns an account's invocation by request id.
-func (s *Store) Invocation(ctx context.Context, accountID, requestID string) (*Invocation, error) {
-	inv := new(Invocation)
-	err := s.db.NewSelect().Model(inv).Where("request_id = ? AND account_id = ?", requestID, accountID).Scan(ctx)
-	if err != nil {
-		return nil, normalize(err)
-	}
-	return inv, nil
-}
-
-// InvocationByID returns any invocation (operator view).
-func (s *Store) InvocationByID(ctx context.Context, requestID string) (*Invocation, error) {
-	inv := new(Invocation)
-	if err := s.db.NewSelect().Model(inv).Where("request_id = ?", requestID).Scan(ctx); err != nil {
-		return nil, normalize(err)
-	}
-	return inv, nil
-}
-
-// InvocationEvents lists an invocation's transitions in order: its event rows, or the trail
-// of a call recorded whole in its own row.
-func (s *Store) InvocationEvents(ctx context.Context, requestID string) ([]InvocationEvent, error) {
-	var evs []InvocationEvent
-	if err := s.db.NewSelect().Model(&evs).Where("request_id = ?", requestID).OrderExpr("seq ASC").Scan(ctx); err != nil || len(evs) > 0 {
-		return evs, normalize(err)
-	}
-	var trail []*string
-	if err := s.db.NewSelect().Model((*Invocation)(nil)).Column("trail").Where("request_id = ?", requestID).Scan(ctx, &trail); err != nil {
-		return nil, normalize(err)
-	}
-	if len(trail) == 0 || trail[0] == nil {
-		return nil, nil
-	}
-	return TrailEvents(requestID, *trail[0])
-}
-
 // Trail encodes events as an invocation's trail (Invocation.Trail).
 func Trail(events ...Event) string {
 	rows := make([]trailEvent, len(events))
@@ -334,41 +298,4 @@ type trailEvent struct {
 type Attempt struct {
 	Detail string
 	At     time.Time
-}
-
-// StuckInvocations lists invocations still dispatching after their reservation's deadline:
-// the process that dispatched them crashed or lost its database before finishing.
-func (s *Store) StuckInvocations(ctx context.Context, now time.Time, limit int) ([]*Invocation, error) {
-	var invs []*Invocation
-	err := s.db.NewSelect().Model(&invs).
-		Where("state = ?", InvDispatching).
-		Where("EXISTS (SELECT 1 FROM reservations r WHERE r.request_id = invocation.request_id AND (r.expires_at < ? OR r.state <> ?))", now, ReservationOpen).
-		OrderExpr("dispatched_at ASC").Limit(int64(limit)).Scan(ctx)
-	return invs, normalize(err)
-}
-
-// DispatchingMovements lists on-chain movements of kind (KindSend, ...) still dispatching that
-// were dispatched before before, oldest first: those whose process may have died before it
-// concluded them.
-func (s *Store) DispatchingMovements(ctx context.Context, kind string, before time.Time, limit int) ([]*Invocation, error) {
-	var invs []*Invocation
-	err := s.db.NewSelect().Model(&invs).
-		Where("state = ?", InvDispatching).Where("kind = ?", kind).Where("dispatched_at < ?", before).
-		OrderExpr("dispatched_at ASC").Limit(int64(limit)).Scan(ctx)
-	return invs, normalize(err)
-}
-
-// OutputSchemaMismatches counts an intent's results that did not match its outputSchema.
-func (s *Store) OutputSchemaMismatches(ctx context.Context, intentID string) (int, error) {
-	n, err := s.db.NewSelect().Model((*Invocation)(nil)).
-		Where("intent_id = ? AND output_schema_valid = ?", intentID, false).Count(ctx)
-	return int(n), normalize(err)
-}
-
-// infrastructure reserve it kept plus the partner and platform fees and gas.
-func (s *Store) SpentSince(ctx context.Context, accountID string, since time.Time) (int64, error) {
-	var sum int64
-	err := s.db.NewRaw(`SELECT COALESCE(SUM(reserve_micro - refunded_micro + partner_fee_micro + platform_fee_micro + gas_micro), 0)
-		FROM invocations WHERE account_id = ? AND created_at >= ? AND finished_at IS NOT NULL AND state <> ?`, accountID, since, InvDeclined).Scan(ctx, &sum)
-	return sum, normalize(err)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/store/topups"
 )
@@ -56,7 +57,7 @@ func TestTopupBackfill(t *testing.T) {
 		if err != nil || got.KeyID != root {
 			t.Fatalf("the top-up's key after the backfill: %+v %v; want the root key %s", got, err, root)
 		}
-		inv, err := s.Invocation(ctx, "a", rid)
+		inv, err := invocations.New(s).Get(ctx, "a", rid)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/contracts"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/payouts"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners"
@@ -133,7 +133,7 @@ var adminCommands = []adminCommand{
 				return nil, err
 			}
 			if paid == nil {
-				paid = []*store.Payout{}
+				paid = []*payouts.Payout{}
 			}
 			return map[string]any{"payouts": paid}, nil
 		}},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit/redistest"
@@ -296,7 +297,7 @@ func (w *crashWorld) check(c *crashCell) {
 	told := fmt.Sprintf("%d %v", c.status, c.answer)
 	var inv *store.Invocation
 	if c.requestID != "" {
-		found, err := st.InvocationByID(ctx, c.requestID)
+		found, err := invocations.New(st).ByID(ctx, c.requestID)
 		switch {
 		case err == nil:
 			inv = found

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/store/tasks"
 )
@@ -97,14 +98,14 @@ func TestSIGTERMWaitsForTasks(t *testing.T) {
 			if err != nil || waited.Status != tasks.Completed || waited.Result == nil || !strings.Contains(*waited.Result, `"success":true`) {
 				t.Fatalf("the task that answered within the timeout: %+v %v, want completed with its answer", waited, err)
 			}
-			if inv, err := db.InvocationByID(ctx, waited.RequestID); err != nil || inv.State != store.InvSucceeded || partnerFees(t, db, waited.RequestID) != 1 {
+			if inv, err := invocations.New(db).ByID(ctx, waited.RequestID); err != nil || inv.State != store.InvSucceeded || partnerFees(t, db, waited.RequestID) != 1 {
 				t.Fatalf("its call: %+v %v, want succeeded with one partner fee", inv, err)
 			}
 			left, err := q.ByRequest(ctx, requestOf(t, db, ids["@hangtask"]))
 			if err != nil || left.Status != tasks.Working {
 				t.Fatalf("the task left to the sweeper: %+v %v, want working", left, err)
 			}
-			if inv, err := db.InvocationByID(ctx, left.RequestID); err != nil || inv.State != store.InvDispatching {
+			if inv, err := invocations.New(db).ByID(ctx, left.RequestID); err != nil || inv.State != store.InvDispatching {
 				t.Fatalf("its call: %+v %v, want still dispatching (held) for the sweeper", inv, err)
 			}
 		})

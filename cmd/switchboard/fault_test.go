@@ -23,6 +23,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
@@ -127,7 +128,7 @@ func partnerFees(t *testing.T, db *store.Store, requestID string) int {
 	}
 	// A call recorded whole in its row is charged in its batch's transaction, which
 	// ledger-check proves is the sum of the rows naming it: one more fee when it names one.
-	inv, err := db.InvocationByID(ctx, requestID)
+	inv, err := invocations.New(db).ByID(ctx, requestID)
 	if err != nil || inv.LedgerTxn == nil {
 		return fees
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -120,7 +121,7 @@ func (w *crashWorld) idempotentRetry(t *testing.T, write bool) {
 	}
 	st := w.store()
 	defer st.Close()
-	inv, err := st.InvocationByID(ctx, requestID)
+	inv, err := invocations.New(st).ByID(ctx, requestID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/ratelimit/redistest"
 )
@@ -240,7 +241,7 @@ func TestTwoReplicas(t *testing.T) {
 		// The call is at the partner; kill once its record has landed.
 		rid := slowID.Load().(string)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			inv, err := db.InvocationByID(ctx, rid)
+			inv, err := invocations.New(db).ByID(ctx, rid)
 			if err == nil && inv.State == store.InvDispatching {
 				break
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
@@ -225,7 +226,7 @@ func TestBackupRestoreDrill(t *testing.T) {
 			continue
 		}
 		kept++
-		inv, err := db.InvocationByID(ctx, c.requestID)
+		inv, err := invocations.New(db).ByID(ctx, c.requestID)
 		if err != nil || inv.State != store.InvSucceeded {
 			t.Errorf("call %s, answered %s before the dump began, in the restored database: %+v %v", c.requestID, dumpBegan.Sub(c.at).Round(time.Millisecond), inv, err)
 		}

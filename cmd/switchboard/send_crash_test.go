@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/sends"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -183,7 +184,7 @@ func sendCrashCell(t *testing.T, s *server, db *store.Store, chain *anviltest.Ch
 func concludedSend(t *testing.T, db *store.Store, accountID, requestID string, s *server) *store.Invocation {
 	t.Helper()
 	for range 150 {
-		inv, err := db.Invocation(context.Background(), accountID, requestID)
+		inv, err := invocations.New(db).Get(context.Background(), accountID, requestID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -171,7 +172,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	}
 	defer db.Close()
 	for _, a := range answers {
-		inv, err := db.InvocationByID(ctx, a.requestID)
+		inv, err := invocations.New(db).ByID(ctx, a.requestID)
 		if err != nil || inv.State != store.InvSucceeded {
 			t.Errorf("answered call %s: recorded %+v, %v; want succeeded", a.requestID, inv, err)
 			continue

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/commit"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -238,7 +239,7 @@ func TestBatcherMergesWriteOnlyJobs(t *testing.T) {
 			t.Fatalf("balance after four draws: %+v (%v)", ca, err)
 		}
 		for _, id := range []string{"c1", "c2", "c3", "d1"} {
-			evs, err := s.InvocationEvents(ctx, id)
+			evs, err := invocations.New(s).Events(ctx, id)
 			if err != nil || len(evs) != 1 || evs[0].Seq != 1 {
 				t.Fatalf("%s events: %+v (%v)", id, evs, err)
 			}

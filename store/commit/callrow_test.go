@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/commit"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/uptrace/bun/dialect"
@@ -90,7 +91,7 @@ func TestABatchOfCallRows(t *testing.T) {
 		}
 		var evs []store.InvocationEvent
 		for _, id := range []string{"s1", "s2", "s3", "r1"} {
-			inv, err := s.InvocationByID(ctx, id)
+			inv, err := invocations.New(s).ByID(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +102,7 @@ func TestABatchOfCallRows(t *testing.T) {
 				t.Fatalf("call %s has %d ledger rows of its own, want none", id, len(rows))
 			}
 		}
-		evs, err := s.InvocationEvents(ctx, "s2")
+		evs, err := invocations.New(s).Events(ctx, "s2")
 		if err != nil || len(evs) != 2 || evs[0].State != store.InvDispatching || evs[1].Detail != "done" || evs[1].Seq != 2 || !evs[1].At.Equal(now) {
 			t.Fatalf("history from the row's trail: %+v %v", evs, err)
 		}

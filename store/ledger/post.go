@@ -177,3 +177,17 @@ func BatchEntries(ctx context.Context, st *store.Store, txnID string) ([]Entry, 
 	err := st.DB().NewSelect().Model(&rows).Where("request_id IS NULL AND txn_id = ?", txnID).OrderExpr("kind, book").Scan(ctx)
 	return rows, dberr.Normalize(err)
 }
+
+// BookBalance is a ledger book and its sum.
+type BookBalance struct {
+	Book  string `bun:"book"`
+	Micro int64  `bun:"micro"`
+}
+
+// BookBalances sums every book whose name starts with prefix.
+func BookBalances(ctx context.Context, st *store.Store, prefix string) ([]BookBalance, error) {
+	var out []BookBalance
+	err := st.DB().NewRaw(`SELECT book, SUM(amount_micro) AS micro FROM ledger_entries WHERE book LIKE ? GROUP BY book HAVING SUM(amount_micro) <> 0 ORDER BY book`,
+		prefix+"%").Scan(ctx, &out)
+	return out, dberr.Normalize(err)
+}

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,3 +72,30 @@ type rowsRecorder struct {
 }
 
 func (r *rowsRecorder) LedgerRows(rows ...ledger.Entry) { r.rows = append(r.rows, rows...) }
+
+// BookBalances sums the books whose name starts with a prefix, leaves out those that sum to
+// zero, and orders them by name; on both databases.
+func TestBookBalances(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx, now := context.Background(), time.Now().UTC()
+		if err := s.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+			if err := ledger.Post(ctx, q, "", "fees", now, ledger.Posting{Book: "external:calls", Micro: -5_000, Kind: "fee"},
+				ledger.Posting{Book: "partner:p2:evm:0xb", Micro: 2_000, Kind: "fee"}, ledger.Posting{Book: "partner:p1:evm:0xa", Micro: 3_000, Kind: "fee"}); err != nil {
+				return err
+			}
+			return ledger.Post(ctx, q, "", "paid", now, ledger.Posting{Book: "partner:p2:evm:0xb", Micro: -2_000, Kind: "payout"},
+				ledger.Posting{Book: "payouts:pending", Micro: 2_000, Kind: "payout"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ledger.BookBalances(ctx, s, "partner:")
+		if err != nil || len(got) != 1 || got[0] != (ledger.BookBalance{Book: "partner:p1:evm:0xa", Micro: 3_000}) {
+			t.Fatalf("partner books: %+v %v", got, err)
+		}
+		all, err := ledger.BookBalances(ctx, s, "")
+		want := []ledger.BookBalance{{Book: "external:calls", Micro: -5_000}, {Book: "partner:p1:evm:0xa", Micro: 3_000}, {Book: "payouts:pending", Micro: 2_000}}
+		if err != nil || fmt.Sprint(all) != fmt.Sprint(want) {
+			t.Fatalf("every book: %+v %v, want %+v", all, err, want)
+		}
+	})
+}

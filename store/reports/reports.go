@@ -61,7 +61,8 @@ func (s *queries) dayOf(col string) string {
 }
 
 // costOf is what a finished invocation cost its caller: the infrastructure reserve it kept
-// plus the partner and platform fees and gas (store.Store.SpentSince's sum, row by row).
+// plus the partner and platform fees and gas (invocations.Invocations.SpentSince's sum, row
+// by row).
 const costOf = "(reserve_micro - refunded_micro + partner_fee_micro + platform_fee_micro + gas_micro)"
 
 // DaySpend is what one key of an account spent on one UTC day.
@@ -251,7 +252,7 @@ func (s *queries) LedgerTotals(ctx context.Context, books ...string) (Totals, er
 	if len(books) == 0 {
 		return t, nil
 	}
-	var sums []store.BookBalance
+	var sums []ledger.BookBalance
 	if err := s.db.NewSelect().Model((*ledger.Entry)(nil)).ColumnExpr("book, SUM(amount_micro) AS micro").
 		Where("book IN (?)", bun.List(books)).Group("book").Scan(ctx, &sums); err != nil {
 		return t, dberr.Normalize(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -72,7 +73,7 @@ func TestUsageQueries(t *testing.T) {
 		for _, d := range spend {
 			total += d.SpentMicro
 		}
-		if sum, _ := st.SpentSince(ctx, "caller", since); sum != total {
+		if sum, _ := invocations.New(st).SpentSince(ctx, "caller", since); sum != total {
 			t.Fatalf("the days sum to %d, SpentSince says %d", total, sum)
 		}
 

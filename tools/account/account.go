@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -15,16 +16,17 @@ import (
 
 // Service reads accounts.
 type Service struct {
-	store   *store.Store
-	reports reports.Reports
-	keys    *keys.Service
-	now     func() time.Time
+	store       *store.Store
+	invocations invocations.Invocations
+	reports     reports.Reports
+	keys        *keys.Service
+	now         func() time.Time
 }
 
 // NewService builds the account tool's service on ks's keys.
 func NewService(d service.Deps, ks *keys.Service) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, reports: reports.New(d.Store), keys: ks, now: d.Now}
+	return &Service{store: d.Store, invocations: invocations.New(d.Store), reports: reports.New(d.Store), keys: ks, now: d.Now}
 }
 
 // GetInput is account_get's (empty) input.
@@ -105,7 +107,7 @@ func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutp
 		return GetOutput{}, err
 	}
 	now := s.now().UTC()
-	monthSpent, err := s.store.SpentSince(ctx, acct.ID, time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC))
+	monthSpent, err := s.invocations.SpentSince(ctx, acct.ID, time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		return GetOutput{}, err
 	}

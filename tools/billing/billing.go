@@ -17,6 +17,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -88,14 +89,15 @@ func DefaultConfig() Config {
 
 // Service moves credit.
 type Service struct {
-	store    *store.Store
-	spending spending.Queries
-	cfg      Config
-	now      func() time.Time
-	log      *slog.Logger
-	rec      Recording
-	leases   *Leases // nil: every hold commits before its call is dispatched
-	pol      noPolicies
+	store       *store.Store
+	invocations invocations.Invocations
+	spending    spending.Queries
+	cfg         Config
+	now         func() time.Time
+	log         *slog.Logger
+	rec         Recording
+	leases      *Leases // nil: every hold commits before its call is dispatched
+	pol         noPolicies
 }
 
 // NewService builds the billing service, recording calls as rec says (Recording{}: each
@@ -108,7 +110,7 @@ func NewService(cfg Config, d service.Deps, rec Recording) *Service {
 	if rec.Failpoint == nil {
 		rec.Failpoint = func(string) {}
 	}
-	s := &Service{store: d.Store, spending: spending.New(d.Store), cfg: cfg, now: d.Now, log: d.Log, rec: rec, pol: noPolicies{seen: map[string]time.Time{}}}
+	s := &Service{store: d.Store, invocations: invocations.New(d.Store), spending: spending.New(d.Store), cfg: cfg, now: d.Now, log: d.Log, rec: rec, pol: noPolicies{seen: map[string]time.Time{}}}
 	if rec.Batch != nil && rec.Leases != nil {
 		s.leases = &Leases{svc: s, batch: rec.Batch, cfg: *rec.Leases, open: map[string]map[string]*lease{}}
 	}

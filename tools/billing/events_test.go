@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/commit"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -204,7 +205,7 @@ func TestCallEventsLandOncePerCallOnEveryPath(t *testing.T) {
 		open(t, r.alone, p, "swept-durable", true)
 		open(t, r.alone, p, "swept-ok", false)
 		for id, durable := range map[string]bool{"swept": false, "swept-durable": true, "swept-ok": false} {
-			inv, err := st.Invocation(ctx, p.AccountID, id)
+			inv, err := invocations.New(st).Get(ctx, p.AccountID, id)
 			if err != nil || inv.State != store.InvDispatching {
 				t.Fatalf("%s: %+v %v", id, inv, err)
 			}
@@ -215,7 +216,7 @@ func TestCallEventsLandOncePerCallOnEveryPath(t *testing.T) {
 			conclude(r.alone.Reopen(inv, billing.DurabilityOf(durable, false)), ending(state, false))
 		}
 		// The sweeper finds a call concluded meanwhile by its own process: nothing more.
-		inv, err := st.Invocation(ctx, p.AccountID, "alone")
+		inv, err := invocations.New(st).Get(ctx, p.AccountID, "alone")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +229,7 @@ func TestCallEventsLandOncePerCallOnEveryPath(t *testing.T) {
 		// Conclude writes it) until the sweeper replays it, twice here: it lands once.
 		open(t, r.lease, p, "journaled", true)
 		e := ending(store.InvSucceeded, false)
-		jinv, err := st.Invocation(ctx, p.AccountID, "journaled")
+		jinv, err := invocations.New(st).Get(ctx, p.AccountID, "journaled")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +358,7 @@ func TestJournalReplayWritesEventsOnlyForListeners(t *testing.T) {
 		}
 		open(t, svc, p, "journaled", true)
 		e := ending(store.InvSucceeded, false)
-		inv, err := st.Invocation(ctx, p.AccountID, "journaled")
+		inv, err := invocations.New(st).Get(ctx, p.AccountID, "journaled")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/commit"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -271,7 +272,7 @@ func TestSweeperRefundsADeadReplicasLease(t *testing.T) {
 		if ca, _ := st.Credit(ctx, "d"); ca.AvailableMicro != 1_000_000 || ca.HeldMicro == 0 {
 			t.Fatalf("before the lease is settled: %+v", ca)
 		}
-		if inv, err := st.InvocationByID(ctx, "d1"); err != nil || inv.LedgerTxn == nil || "lease:"+*inv.LedgerTxn != leaseRows(t, st, "d")[0].RequestID {
+		if inv, err := invocations.New(st).ByID(ctx, "d1"); err != nil || inv.LedgerTxn == nil || "lease:"+*inv.LedgerTxn != leaseRows(t, st, "d")[0].RequestID {
 			t.Fatalf("the call's row: %+v %v, want it naming its lease's transaction", inv, err)
 		}
 		ledgerOK(t, st)
@@ -325,7 +326,7 @@ func TestACallOutlivingItsLeaseIsChargedOnItsOwn(t *testing.T) {
 		if ca.AvailableMicro != 1_000_000-270 || ca.HeldMicro != 0 || ks.SpentMicro != 270 || ks.HeldMicro != 0 {
 			t.Fatalf("after the call: %+v %+v, want 270 charged and nothing held", ca, ks)
 		}
-		if inv, err := st.InvocationByID(ctx, "s1"); err != nil || inv.LedgerTxn != nil {
+		if inv, err := invocations.New(st).ByID(ctx, "s1"); err != nil || inv.LedgerTxn != nil {
 			t.Fatalf("the call's row: %+v %v, want it naming no lease", inv, err)
 		}
 		if entries, err := ledger.Entries(ctx, st, "s1"); err != nil || len(entries) == 0 {
@@ -391,7 +392,7 @@ func TestASettlementRacingItsCallsChargesEachOnce(t *testing.T) {
 		}
 		onLease, alone := 0, 0
 		for i := range calls {
-			inv, err := st.InvocationByID(ctx, fmt.Sprintf("race%d", i))
+			inv, err := invocations.New(st).ByID(ctx, fmt.Sprintf("race%d", i))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -106,7 +107,7 @@ func TestMovementTicket(t *testing.T) {
 		if err := tk.ConcludeMove(ctx, billing.Moved{Settled: true, TxHash: "0xabc"}); !errors.Is(err, billing.ErrAlreadyFinished) {
 			t.Fatalf("a second conclusion: %v; want ErrAlreadyFinished", err)
 		}
-		inv, err := st.InvocationByID(ctx, "00000000-0000-4000-8000-000000000002")
+		inv, err := invocations.New(st).ByID(ctx, "00000000-0000-4000-8000-000000000002")
 		if err != nil || inv.State != store.InvSucceeded || inv.TxHash == nil || *inv.TxHash != "0xabc" || inv.Kind != store.KindX402 || inv.ValueMicro != 600_000 || inv.Network == nil {
 			t.Fatalf("the record %+v (%v)", inv, err)
 		}

@@ -29,7 +29,7 @@ func (durable) conclude(ctx context.Context, t *Ticket, e Ending) error {
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrAlreadyFinished):
-		inv, rerr := s.store.InvocationByID(ctx, id)
+		inv, rerr := s.invocations.ByID(ctx, id)
 		if rerr != nil {
 			return err
 		}

@@ -29,7 +29,7 @@ func (onLease) conclude(ctx context.Context, t *Ticket, e Ending) error {
 		// A batch whose commit landed but whose answer the connection lost is sent again,
 		// and then fails on the rows it wrote the first time: the call's row is its
 		// record, and the caller is answered from it, never told it failed.
-		if _, ferr := s.store.Invocation(ctx, inv.AccountID, inv.RequestID); ferr == nil {
+		if _, ferr := s.invocations.Get(ctx, inv.AccountID, inv.RequestID); ferr == nil {
 			return ErrAlreadyFinished
 		}
 	}

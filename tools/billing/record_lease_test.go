@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -51,7 +52,7 @@ func TestLeaseRecorderWritesTheWholeCallOnceAnswered(t *testing.T) {
 			}
 		}
 		for id, state := range map[string]string{"ok": store.InvSucceeded, "failed": store.InvFailed} {
-			inv, err := st.Invocation(ctx, p.AccountID, id)
+			inv, err := invocations.New(st).Get(ctx, p.AccountID, id)
 			if err != nil || inv.State != state {
 				t.Fatalf("%s once concluded: %+v %v", id, inv, err)
 			}

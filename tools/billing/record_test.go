@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -15,7 +16,7 @@ import (
 // stateOf is requestID's recorded state, "" while it has no row.
 func stateOf(t *testing.T, st *store.Store, p *tools.Principal, requestID string) string {
 	t.Helper()
-	inv, err := st.Invocation(context.Background(), p.AccountID, requestID)
+	inv, err := invocations.New(st).Get(context.Background(), p.AccountID, requestID)
 	if errors.Is(err, store.ErrNotFound) {
 		return ""
 	}
@@ -139,7 +140,7 @@ func TestOpenChoosesOneRecorderPerCall(t *testing.T) {
 
 		// The sweeper's conclusion of a call left dispatching: alone, before it returns.
 		open(t, r.alone, p, "swept", false)
-		inv, err := st.Invocation(ctx, p.AccountID, "swept")
+		inv, err := invocations.New(st).Get(ctx, p.AccountID, "swept")
 		if err != nil {
 			t.Fatal(err)
 		}

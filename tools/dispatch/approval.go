@@ -108,7 +108,7 @@ func (s *Service) closeUnapproved(ctx context.Context, cl *call, inv *store.Invo
 		return err
 	}
 	if !closed { // moved by another call first: its record answers
-		done, err := s.store.Invocation(ctx, inv.AccountID, inv.RequestID)
+		done, err := s.invocations.Get(ctx, inv.AccountID, inv.RequestID)
 		if err != nil {
 			return err
 		}

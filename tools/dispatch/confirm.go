@@ -114,7 +114,7 @@ func (s *Service) quoted(ctx context.Context, p *tools.Principal, intent *partne
 	if err := s.billing.Current(ctx, p.AccountID, requestID); err != nil {
 		return nil, err
 	}
-	inv, err := s.store.Invocation(ctx, p.AccountID, requestID)
+	inv, err := s.invocations.Get(ctx, p.AccountID, requestID)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/tasks"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -100,17 +101,18 @@ func outcomeOf(ctx context.Context, answer *outbound.Result, err error) string {
 
 // Service dispatches invocations.
 type Service struct {
-	cfg       Config
-	store     *store.Store
-	partners  partnerstore.Partners // nil for a service of no store
-	approvals *policies.Approvals
-	client    *outbound.Client
-	billing   *billing.Service
-	tokens    *tokens.Service // nil: no token resolution before writes
-	tasks     tasks.Tasks
-	runners   *taskRunners
-	now       func() time.Time
-	log       *slog.Logger
+	cfg         Config
+	store       *store.Store
+	partners    partnerstore.Partners   // nil for a service of no store
+	invocations invocations.Invocations // nil for a service of no store
+	approvals   *policies.Approvals
+	client      *outbound.Client
+	billing     *billing.Service
+	tokens      *tokens.Service // nil: no token resolution before writes
+	tasks       tasks.Tasks
+	runners     *taskRunners
+	now         func() time.Time
+	log         *slog.Logger
 
 	mu      sync.Mutex
 	schemas map[schemaKey]*intentSchemas // by intent revision
@@ -132,7 +134,7 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	s := &Service{cfg: cfg, store: st, approvals: cfg.Approvals, client: client, billing: bill, tokens: tok, now: now, log: log,
 		runners: newTaskRunners(), schemas: map[schemaKey]*intentSchemas{}}
 	if st != nil { // a plan's test builds a service of no store
-		s.tasks, s.partners = tasks.New(st), partnerstore.New(st)
+		s.tasks, s.partners, s.invocations = tasks.New(st), partnerstore.New(st), invocations.New(st)
 		if s.cfg.Intents == nil {
 			s.cfg.Intents = s.partners.IntentByHandle
 		}
@@ -201,7 +203,7 @@ func (s *Service) run(ctx context.Context, cl *call, inv *store.Invocation, bega
 		// The sweeper of another replica finished it first (this one lost its database for a
 		// while), or its own record landed in a commit whose answer was lost: its record is
 		// the truth.
-		if done, ferr := s.store.Invocation(bg, inv.AccountID, inv.RequestID); ferr == nil {
+		if done, ferr := s.invocations.Get(bg, inv.AccountID, inv.RequestID); ferr == nil {
 			return replay(done)
 		}
 	case store.IsUnavailable(err):

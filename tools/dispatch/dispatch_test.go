@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
@@ -332,7 +333,7 @@ func TestBillingTable(t *testing.T) {
 			w.ledgerOK(t)
 
 			// The operator's view of what happened to a request.
-			evs, err := w.settledStore(t).InvocationEvents(context.Background(), w.seen["/down"][0].RequestID)
+			evs, err := invocations.New(w.settledStore(t)).Events(context.Background(), w.seen["/down"][0].RequestID)
 			if err != nil || len(evs) != 4 || evs[0].State != "dispatching" || evs[3].State != "failed" {
 				t.Fatalf("events of a failed request: %+v %v", evs, err)
 			}
@@ -447,7 +448,7 @@ func TestArgsAndVisibility(t *testing.T) {
 		t.Fatalf("output mismatch: %d %v", status, out)
 	}
 	intent, _ := partnerstore.New(w.env.App.Store).IntentByHandle(context.Background(), "@mismatch")
-	if n, err := w.settledStore(t).OutputSchemaMismatches(context.Background(), intent.ID); n != 1 || err != nil {
+	if n, err := invocations.New(w.settledStore(t)).OutputSchemaMismatches(context.Background(), intent.ID); n != 1 || err != nil {
 		t.Fatalf("mismatches counted for @mismatch: %d %v", n, err)
 	}
 	// Flat-fee intents are never dispatched unpaid.
@@ -661,7 +662,7 @@ func TestInvocationsReserveFromABudgetLease(t *testing.T) {
 				t.Fatalf("balance after five calls: %+v %v, want %d available and nothing held", ca, err, start-5*3000)
 			}
 			for _, id := range ids {
-				if inv, err := w.env.App.Store.InvocationByID(ctx, id); err != nil || inv.State != store.InvSucceeded {
+				if inv, err := invocations.New(w.env.App.Store).ByID(ctx, id); err != nil || inv.State != store.InvSucceeded {
 					t.Fatalf("invocation %s: %+v %v", id, inv, err)
 				}
 			}

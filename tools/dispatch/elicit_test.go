@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/mcpserver"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
@@ -107,7 +108,7 @@ func TestWriteConfirmationByElicitation(t *testing.T) {
 		t.Fatalf("approved write charged %d, want 2700", got)
 	}
 	rid := out["requestId"].(string)
-	if inv, err := w.settledStore(t).Invocation(context.Background(), w.callerID, rid); err != nil || inv.State != store.InvSucceeded {
+	if inv, err := invocations.New(w.settledStore(t)).Get(context.Background(), w.callerID, rid); err != nil || inv.State != store.InvSucceeded {
 		t.Fatalf("approved invocation: %+v %v", inv, err)
 	}
 
@@ -116,7 +117,7 @@ func TestWriteConfirmationByElicitation(t *testing.T) {
 			declining, asked := connect(t, w, "2026-07-28", decide(c.decision))
 			before, hits := w.credit(t), w.hits("/write")
 			spent := func() int64 {
-				n, err := w.settledStore(t).SpentSince(context.Background(), w.callerID, time.Time{})
+				n, err := invocations.New(w.settledStore(t)).SpentSince(context.Background(), w.callerID, time.Time{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -131,7 +132,7 @@ func TestWriteConfirmationByElicitation(t *testing.T) {
 				t.Fatalf("a declined write was sent or charged: hits %d -> %d, credit %d -> %d", hits, w.hits("/write"), before, w.credit(t))
 			}
 			rid := e.Details["requestId"].(string)
-			inv, err := w.settledStore(t).Invocation(context.Background(), w.callerID, rid)
+			inv, err := invocations.New(w.settledStore(t)).Get(context.Background(), w.callerID, rid)
 			if err != nil || inv.State != store.InvDeclined || inv.DispatchedAt != nil {
 				t.Fatalf("declined invocation: %+v %v", inv, err)
 			}

@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/flatpay"
+	"github.com/switchboard-hq/switchboard/store/payouts"
 	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
@@ -420,7 +421,7 @@ func TestPayouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	paid, err := w.env.App.Payments.Payouts(context.Background())
-	if err != nil || len(paid) != 1 || paid[0].AmountAtomic != 3_000 || paid[0].State != store.PayoutDone || paid[0].Tx == "" {
+	if err != nil || len(paid) != 1 || paid[0].AmountAtomic != 3_000 || paid[0].State != payouts.Done || paid[0].Tx == "" {
 		t.Fatalf("payouts: %+v %v", paid, err)
 	}
 	if chain.Balance(t, partnerWallet) != 3_000 {

@@ -96,7 +96,7 @@ func (s *Service) receiptTool() *tools.Tool {
 		ReadsOtherAccounts: true,
 	}, func(ctx context.Context, c *tools.Caller, in ReceiptInput) (signing.SignedReceipt, error) {
 		notFound := tools.Errorf(tools.CodeNotFound, "no receipt for request %s among your intents' calls (receipts exist for answered calls)", in.RequestID)
-		inv, err := s.store.InvocationByID(ctx, in.RequestID)
+		inv, err := s.invocations.ByID(ctx, in.RequestID)
 		if errors.Is(err, store.ErrNotFound) {
 			return signing.SignedReceipt{}, notFound
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
@@ -46,7 +47,7 @@ func TestAnAnswerLostAfterTheCommitIsNotAFailure(t *testing.T) {
 		t.Fatalf("the proxy lost %d answers, want 1: the batch did not go in one trip", proxy.lost.Load())
 	}
 	requestID := out["requestId"].(string)
-	inv, err := w.settledStore(t).Invocation(context.Background(), w.callerID, requestID)
+	inv, err := invocations.New(w.settledStore(t)).Get(context.Background(), w.callerID, requestID)
 	if err != nil || inv.State != store.InvSucceeded {
 		t.Fatalf("the call's record: %+v %v", inv, err)
 	}

@@ -115,7 +115,7 @@ func (s *Service) proposed(ctx context.Context, cl *call, out InvokeOutput, err 
 			WithDetails(callDetails)
 	}
 	id := proposalsID(out.RequestID)
-	inv, err := s.store.Invocation(ctx, cl.bill.Caller().AccountID, id)
+	inv, err := s.invocations.Get(ctx, cl.bill.Caller().AccountID, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return InvokeOutput{}, s.propose(ctx, cl, out, txs, id)
@@ -378,7 +378,7 @@ func (s *Service) signProposals(ctx context.Context, cl *call, t *billing.Ticket
 		return InvokeOutput{}, withProposals(err, now)
 	}
 	if err := t.OpenMove(ctx, inv, inv.State); errors.Is(err, billing.ErrMoved) {
-		moved, rerr := s.store.Invocation(ctx, inv.AccountID, inv.RequestID)
+		moved, rerr := s.invocations.Get(ctx, inv.AccountID, inv.RequestID)
 		if rerr != nil {
 			return InvokeOutput{}, rerr
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/sends"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/demo"
@@ -100,7 +101,7 @@ func (w *proposeWorld) sendRows(t *testing.T, accountID string) []*sends.Send {
 func (w *proposeWorld) concluded(t *testing.T, accountID, requestID string) *store.Invocation {
 	t.Helper()
 	for range 600 {
-		inv, err := w.env.App.Store.Invocation(context.Background(), accountID, requestID)
+		inv, err := invocations.New(w.env.App.Store).Get(context.Background(), accountID, requestID)
 		if err != nil {
 			t.Fatal(err)
 		}

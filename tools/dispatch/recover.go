@@ -30,7 +30,7 @@ func (s *Service) Recover(ctx context.Context) (n int, err error) {
 	if err != nil {
 		return replayed, fmt.Errorf("replay the journal: %w", err)
 	}
-	stuck, err := s.store.StuckInvocations(ctx, s.now().UTC(), 100)
+	stuck, err := s.invocations.Stuck(ctx, s.now().UTC(), 100)
 	if err != nil {
 		return 0, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
@@ -90,7 +91,7 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 		t.Fatalf("the write's outcome is not in the journal: %v", err)
 	}
 	for _, id := range []string{queryID, writeID, lostID} {
-		inv, err := st.InvocationByID(ctx, id)
+		inv, err := invocations.New(st).ByID(ctx, id)
 		if err != nil || inv.State != store.InvDispatching {
 			t.Fatalf("%s before the sweep: %+v %v, want dispatching", id, inv, err)
 		}
@@ -124,7 +125,7 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 		t.Fatalf("%d invocations concluded, want 2 (each exactly once)", concluded.Load())
 	}
 
-	q, _ := st.InvocationByID(ctx, queryID)
+	q, _ := invocations.New(st).ByID(ctx, queryID)
 	if q.State != store.InvSucceeded || q.PartnerFeeMicro != 500 {
 		t.Fatalf("idempotent call after recovery: %+v", q)
 	}
@@ -135,11 +136,11 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 	if hits := len(partner.Hits()); hits < 4 {
 		t.Fatalf("%d requests reached the partner: the query was not sent again", hits)
 	}
-	wr, _ := st.InvocationByID(ctx, writeID)
+	wr, _ := invocations.New(st).ByID(ctx, writeID)
 	if wr.State != store.InvSucceeded || wr.PartnerFeeMicro != 500 {
 		t.Fatalf("the journaled write: %+v, want succeeded with its partner fee", wr)
 	}
-	lost, _ := st.InvocationByID(ctx, lostID)
+	lost, _ := invocations.New(st).ByID(ctx, lostID)
 	if lost.State != store.InvOutcomeUnknown || lost.PartnerFeeMicro != 0 {
 		t.Fatalf("the write whose journal was lost, after the sweep: %+v", lost)
 	}
@@ -149,7 +150,7 @@ func TestDispatchOrphanedByADatabaseLossIsConcluded(t *testing.T) {
 			t.Fatalf("the write %s ran %d times: it must never be sent again", path, got)
 		}
 	}
-	events, _ := st.InvocationEvents(ctx, lostID)
+	events, _ := invocations.New(st).Events(ctx, lostID)
 	if last := events[len(events)-1]; last.State != store.InvOutcomeUnknown || !strings.Contains(last.Detail, "sweeper") {
 		t.Fatalf("the terminal transition is not recorded: %+v", last)
 	}
@@ -207,7 +208,7 @@ func TestOutcomeLandsWhenTheDatabaseReturns(t *testing.T) {
 	}
 	requestID := details["requestId"].(string)
 	cluster.Start()
-	inv, err := w.settledStore(t).InvocationByID(ctx, requestID)
+	inv, err := invocations.New(w.settledStore(t)).ByID(ctx, requestID)
 	if err != nil || inv.State != store.InvSucceeded || inv.PartnerFeeMicro != 500 {
 		t.Fatalf("the outcome once the database is back: %+v %v", inv, err)
 	}

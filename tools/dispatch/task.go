@@ -219,7 +219,7 @@ func (s *Service) RecoverTasks(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, t := range orphans {
-		inv, err := s.store.Invocation(ctx, t.AccountID, t.RequestID)
+		inv, err := s.invocations.Get(ctx, t.AccountID, t.RequestID)
 		if err != nil {
 			return n, err
 		}
@@ -287,7 +287,7 @@ func (s *Service) taskTools() []*tools.Tool {
 			return tools.Task{}, err
 		}
 		if !t.Done() { // its call may have concluded without it (the sweeper, a stopped runner)
-			if inv, err := s.store.Invocation(ctx, t.AccountID, t.RequestID); err == nil && store.StateOf(inv.State).Final {
+			if inv, err := s.invocations.Get(ctx, t.AccountID, t.RequestID); err == nil && store.StateOf(inv.State).Final {
 				if err := s.finishFromRecord(ctx, t, inv); err != nil {
 					return tools.Task{}, err
 				}
@@ -364,7 +364,7 @@ func (s *Service) running(ctx context.Context, accountID string) (TaskList, erro
 	out := TaskList{Tasks: make([]RunningTask, 0, len(ts))}
 	for _, t := range ts {
 		rt := RunningTask{TaskID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage, CreatedAt: t.CreatedAt.UTC(), RequestID: t.RequestID, KeyID: t.KeyID}
-		if inv, err := s.store.Invocation(ctx, accountID, t.RequestID); err == nil {
+		if inv, err := s.invocations.Get(ctx, accountID, t.RequestID); err == nil {
 			rt.Handle = inv.Handle
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return TaskList{}, err

@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
 	idem "github.com/switchboard-hq/switchboard/store/idempotency"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
@@ -64,12 +65,13 @@ type Config struct {
 
 // Service keeps idempotency keys.
 type Service struct {
-	keys   idem.Keys
-	st     *store.Store
-	sealer *wallets.Sealer
-	legacy cipher.AEAD // nil: no legacy rows open
-	now    func() time.Time
-	log    *slog.Logger
+	keys        idem.Keys
+	st          *store.Store
+	invocations invocations.Invocations
+	sealer      *wallets.Sealer
+	legacy      cipher.AEAD // nil: no legacy rows open
+	now         func() time.Time
+	log         *slog.Logger
 }
 
 // NewService builds the rule on d's store.
@@ -78,7 +80,7 @@ func NewService(cfg Config, d service.Deps) (*Service, error) {
 	if cfg.Sealer == nil {
 		return nil, errors.New("idempotency: no sealer for the stored answers")
 	}
-	s := &Service{keys: idem.New(d.Store), st: d.Store, sealer: cfg.Sealer, now: d.Now, log: d.Log}
+	s := &Service{keys: idem.New(d.Store), st: d.Store, invocations: invocations.New(d.Store), sealer: cfg.Sealer, now: d.Now, log: d.Log}
 	if cfg.LegacyKey != nil {
 		block, err := aes.NewCipher(cfg.LegacyKey)
 		if err != nil {
@@ -227,7 +229,7 @@ func (s *Service) inFlight(ctx context.Context, t *tools.Tool, c *tools.Caller, 
 // key's, or a key's minted under it, as dispatch allows): another key's is not found, so a
 // retry never answers with it.
 func (s *Service) linked(ctx context.Context, c *tools.Caller, link string) (*store.Invocation, error) {
-	inv, err := s.st.Invocation(ctx, c.AccountID(), link)
+	inv, err := s.invocations.Get(ctx, c.AccountID(), link)
 	if err != nil || c.Principal.Method == tools.AuthSession || inv.KeyID == c.Principal.KeyID {
 		return inv, err
 	}

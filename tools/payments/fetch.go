@@ -19,6 +19,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/partners/outbound"
@@ -403,7 +404,7 @@ func (f *Fetches) admit(ctx context.Context, t *billing.Ticket, inv *store.Invoc
 // resume reads the record a confirmRequestId names: approved, it is paid now (inv); a payment
 // that ended answers again as it did (out); pending, declined or expired is said so.
 func (f *Fetches) resume(ctx context.Context, c *tools.Caller, requestID string) (*store.Invocation, FetchOutput, error) {
-	inv, err := f.store.Invocation(ctx, c.Principal.AccountID, requestID)
+	inv, err := invocations.New(f.store).Get(ctx, c.Principal.AccountID, requestID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && inv.Kind != store.KindX402 {
 		return nil, FetchOutput{}, tools.Errorf(tools.CodeNotFound, "no x402 payment %s in this account; call x402_fetch without confirmRequestId", requestID)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -81,7 +82,7 @@ func withAuth(inv *store.Invocation, auth *signedAuth) error {
 // answered (or, without an answer, its outcome); dispatching, that its outcome is being
 // learned; nothing is signed again.
 func (f *Fetches) recorded(ctx context.Context, accountID, requestID string) (FetchOutput, bool, error) {
-	inv, err := f.store.Invocation(ctx, accountID, requestID)
+	inv, err := invocations.New(f.store).Get(ctx, accountID, requestID)
 	if errors.Is(err, store.ErrNotFound) {
 		return FetchOutput{}, false, nil
 	}
@@ -142,7 +143,7 @@ func (s *Service) fetchAfter() time.Duration {
 // unused and still valid, it is left for a later sweep. Safe on several replicas: ConcludeMove
 // moves a record out of dispatching once. It returns how many it concluded.
 func (s *Service) ReconcileFetches(ctx context.Context) (int, error) {
-	open, err := s.store.DispatchingMovements(ctx, store.KindX402, s.now().UTC().Add(-s.fetchAfter()), 100)
+	open, err := invocations.New(s.store).Dispatching(ctx, store.KindX402, s.now().UTC().Add(-s.fetchAfter()), 100)
 	if err != nil || len(open) == 0 {
 		return 0, err
 	}

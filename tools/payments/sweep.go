@@ -15,8 +15,10 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/flatpay"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/partners"
+	"github.com/switchboard-hq/switchboard/store/payouts"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
 )
@@ -35,7 +37,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	for _, p := range held {
-		inv, err := s.store.InvocationByID(ctx, p.RequestID)
+		inv, err := invocations.New(s.store).ByID(ctx, p.RequestID)
 		if err != nil {
 			return n, err
 		}
@@ -113,15 +115,15 @@ func (s *Service) abandon(ctx context.Context, inv *store.Invocation) error {
 // an EVM payout address for this chain) in the stablecoin, from the relayer's balance: one
 // transfer per address, each recorded before it is sent and mirrored on the ledger, so a run
 // can be repeated safely.
-func (s *Service) Payouts(ctx context.Context) ([]*store.Payout, error) {
+func (s *Service) Payouts(ctx context.Context) ([]*payouts.Payout, error) {
 	if err := s.resumePayouts(ctx); err != nil {
 		return nil, err
 	}
-	books, err := s.store.BookBalances(ctx, "partner:")
+	books, err := ledger.BookBalances(ctx, s.store, "partner:")
 	if err != nil {
 		return nil, err
 	}
-	var out []*store.Payout
+	var out []*payouts.Payout
 	for _, b := range books {
 		addr, ok := s.payoutAddress(b.Book)
 		if !ok || b.Micro <= 0 {
@@ -155,12 +157,12 @@ func (s *Service) payoutAddress(book string) (common.Address, bool) {
 
 const bookPayoutsPending = "payouts:pending"
 
-func (s *Service) payOne(ctx context.Context, b store.BookBalance, addr common.Address) (*store.Payout, error) {
+func (s *Service) payOne(ctx context.Context, b ledger.BookBalance, addr common.Address) (*payouts.Payout, error) {
 	now := s.now().UTC()
-	p := &store.Payout{ID: fmt.Sprintf("po_%d_%s", now.UnixNano(), addr.Hex()[2:10]), Book: b.Book, ChainID: s.cfg.ChainID, Address: addr.Hex(),
-		AmountAtomic: b.Micro, State: store.PayoutPending, CreatedAt: now, UpdatedAt: now}
+	p := &payouts.Payout{ID: fmt.Sprintf("po_%d_%s", now.UnixNano(), addr.Hex()[2:10]), Book: b.Book, ChainID: s.cfg.ChainID, Address: addr.Hex(),
+		AmountAtomic: b.Micro, State: payouts.Pending, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		if err := q.InsertPayout(ctx, p); err != nil {
+		if err := payouts.Insert(ctx, q, p); err != nil {
 			return err
 		}
 		return ledger.Post(ctx, q, "", "payout "+p.ID, now,
@@ -171,7 +173,7 @@ func (s *Service) payOne(ctx context.Context, b store.BookBalance, addr common.A
 	}
 	rc, err := s.chain.TransactRecorded(ctx, s.cfg.Token, contracts.TestUSDC, func(tx common.Hash) error {
 		p.Tx, p.UpdatedAt = tx.Hex(), s.now().UTC()
-		return s.store.UpdatePayout(ctx, p)
+		return payouts.New(s.store).Update(ctx, p)
 	}, "transfer", addr, bigInt(b.Micro))
 	if err != nil && p.Tx == "" || errors.Is(err, contracts.ErrReverted) {
 		if ferr := s.failPayout(ctx, p, err); ferr != nil {
@@ -185,8 +187,8 @@ func (s *Service) payOne(ctx context.Context, b store.BookBalance, addr common.A
 	return p, s.donePayout(ctx, p, rc.TxHash.Hex())
 }
 
-func (s *Service) donePayout(ctx context.Context, p *store.Payout, tx string) error {
-	p.State, p.Tx, p.UpdatedAt = store.PayoutDone, tx, s.now().UTC()
+func (s *Service) donePayout(ctx context.Context, p *payouts.Payout, tx string) error {
+	p.State, p.Tx, p.UpdatedAt = payouts.Done, tx, s.now().UTC()
 	return s.closePayout(ctx, p, "payout "+p.ID+" "+tx,
 		ledger.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
 		ledger.Posting{Book: "external:payouts:" + p.Address, Micro: p.AmountAtomic, Kind: "payout"})
@@ -194,8 +196,8 @@ func (s *Service) donePayout(ctx context.Context, p *store.Payout, tx string) er
 
 // failPayout records that a payout never reached the chain: its amount goes back to the
 // partner's book. The error is the recording's only (nil once it is recorded).
-func (s *Service) failPayout(ctx context.Context, p *store.Payout, cause error) error {
-	p.State, p.Reason, p.UpdatedAt = store.PayoutFailed, fmt.Sprint(cause), s.now().UTC()
+func (s *Service) failPayout(ctx context.Context, p *payouts.Payout, cause error) error {
+	p.State, p.Reason, p.UpdatedAt = payouts.Failed, fmt.Sprint(cause), s.now().UTC()
 	return s.closePayout(ctx, p, "payout "+p.ID+" failed",
 		ledger.Posting{Book: bookPayoutsPending, Micro: -p.AmountAtomic, Kind: "payout"},
 		ledger.Posting{Book: p.Book, Micro: p.AmountAtomic, Kind: "payout"})
@@ -204,16 +206,16 @@ func (s *Service) failPayout(ctx context.Context, p *store.Payout, cause error) 
 // closePayout moves a pending payout to p.State and posts its ledger legs in one transaction,
 // only if it was still pending: a payout half-recorded, or concluded by another run first, is
 // never posted twice.
-func (s *Service) closePayout(ctx context.Context, p *store.Payout, memo string, legs ...ledger.Posting) error {
+func (s *Service) closePayout(ctx context.Context, p *payouts.Payout, memo string, legs ...ledger.Posting) error {
 	err := s.store.InTx(ctx, func(ctx context.Context, q *store.Q) error {
-		moved, err := q.MovePayout(ctx, p, store.PayoutPending)
+		moved, err := payouts.Move(ctx, q, p, payouts.Pending)
 		if err != nil || !moved {
 			return err
 		}
 		if err := ledger.Post(ctx, q, "", memo, p.UpdatedAt, legs...); err != nil {
 			return err
 		}
-		if p.State != store.PayoutDone {
+		if p.State != payouts.Done {
 			return nil
 		}
 		return s.emitSettled(ctx, q, p)
@@ -226,7 +228,7 @@ func (s *Service) closePayout(ctx context.Context, p *store.Payout, memo string,
 
 // resumePayouts settles the pending payouts of an interrupted run by their receipts.
 func (s *Service) resumePayouts(ctx context.Context) error {
-	pending, err := s.store.Payouts(ctx, store.PayoutPending)
+	pending, err := payouts.New(s.store).In(ctx, payouts.Pending)
 	if err != nil {
 		return err
 	}
@@ -264,7 +266,7 @@ func bigInt(n int64) *big.Int { return big.NewInt(n) }
 
 // emitSettled writes payout.settled for the partner whose book was paid, in the payout's
 // transaction.
-func (s *Service) emitSettled(ctx context.Context, q *store.Q, p *store.Payout) error {
+func (s *Service) emitSettled(ctx context.Context, q *store.Q, p *payouts.Payout) error {
 	parts := strings.SplitN(p.Book, ":", 3) // partner:<id>:<payout>
 	if len(parts) < 3 || parts[0] != "partner" {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
 	"github.com/switchboard-hq/switchboard/store/ledger"
+	"github.com/switchboard-hq/switchboard/store/payouts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/payments"
@@ -42,13 +43,13 @@ func TestPayoutsStopWhenAStalePayoutCannotBeRecorded(t *testing.T) {
 			// The partner earned 3,000; a run took it into a payout and stopped before signing.
 			book := "partner:p1:evm:" + partnerWallet.Hex()
 			now := time.Now().UTC()
-			stale := &store.Payout{ID: "po_stale", Book: book, ChainID: anviltest.ChainID, Address: partnerWallet.Hex(), AmountAtomic: 3_000,
-				State: store.PayoutPending, CreatedAt: now, UpdatedAt: now}
+			stale := &payouts.Payout{ID: "po_stale", Book: book, ChainID: anviltest.ChainID, Address: partnerWallet.Hex(), AmountAtomic: 3_000,
+				State: payouts.Pending, CreatedAt: now, UpdatedAt: now}
 			if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 				if err := ledger.Post(ctx, q, "", "fees", now, ledger.Posting{Book: "external:calls", Micro: -3_000, Kind: "fee"}, ledger.Posting{Book: book, Micro: 3_000, Kind: "fee"}); err != nil {
 					return err
 				}
-				if err := q.InsertPayout(ctx, stale); err != nil {
+				if err := payouts.Insert(ctx, q, stale); err != nil {
 					return err
 				}
 				return ledger.Post(ctx, q, "", "payout po_stale", now, ledger.Posting{Book: book, Micro: -3_000, Kind: "payout"}, ledger.Posting{Book: "payouts:pending", Micro: 3_000, Kind: "payout"})
@@ -80,7 +81,7 @@ func TestPayoutsStopWhenAStalePayoutCannotBeRecorded(t *testing.T) {
 				t.Fatal(err)
 			}
 			paid, err := svc.Payouts(ctx)
-			if err != nil || len(paid) != 1 || paid[0].State != store.PayoutDone || paid[0].AmountAtomic != 3_000 {
+			if err != nil || len(paid) != 1 || paid[0].State != payouts.Done || paid[0].AmountAtomic != 3_000 {
 				t.Fatalf("the next run: %s %v", describe(paid), err)
 			}
 			if again, err := svc.Payouts(ctx); err != nil || len(again) != 0 {
@@ -92,7 +93,7 @@ func TestPayoutsStopWhenAStalePayoutCannotBeRecorded(t *testing.T) {
 			if n := chain.Balance(t, partnerWallet); n != 3_000 {
 				t.Fatalf("the partner holds %d on chain, want 3000 (paid once)", n)
 			}
-			failed, err := st.Payouts(ctx, store.PayoutFailed)
+			failed, err := payouts.New(st).In(ctx, payouts.Failed)
 			if err != nil || len(failed) != 1 || failed[0].ID != "po_stale" {
 				t.Fatalf("failed payouts: %s %v", describe(failed), err)
 			}
@@ -100,7 +101,7 @@ func TestPayoutsStopWhenAStalePayoutCannotBeRecorded(t *testing.T) {
 	}
 }
 
-func describe(ps []*store.Payout) string {
+func describe(ps []*payouts.Payout) string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, fmt.Sprintf("%s %s %d %q", p.ID, p.State, p.AmountAtomic, p.Reason))
@@ -111,7 +112,7 @@ func describe(ps []*store.Payout) string {
 // balances is every non-zero ledger book.
 func balances(t *testing.T, st *store.Store) map[string]int64 {
 	t.Helper()
-	bs, err := st.BookBalances(context.Background(), "")
+	bs, err := ledger.BookBalances(context.Background(), st, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,7 +229,7 @@ func TestTopupBuysCreditOncePerAuthorization(t *testing.T) {
 
 func balancesOf(t *testing.T, a *apptest.App) map[string]int64 {
 	t.Helper()
-	bs, err := a.Store.BookBalances(context.Background(), "")
+	bs, err := ledger.BookBalances(context.Background(), a.Store, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -120,11 +121,11 @@ func TestAskRecordsTheCallAndItsApprovalTogether(t *testing.T) {
 		if !expires.Equal(asked.CreatedAt.Add(policies.ApprovalWindow)) {
 			t.Fatalf("expires %v, asked at %v", expires, asked.CreatedAt)
 		}
-		inv, err := st.Invocation(ctx, "acct", reqA)
+		inv, err := invocations.New(st).Get(ctx, "acct", reqA)
 		if err != nil || inv.State != store.InvAwaitingApproval {
 			t.Fatalf("the call's record: %+v %v", inv, err)
 		}
-		if evs, err := st.InvocationEvents(ctx, reqA); err != nil || len(evs) != 1 || evs[0].Detail != "sent to the account's owner for approval (approval.aboveUsd)" {
+		if evs, err := invocations.New(st).Events(ctx, reqA); err != nil || len(evs) != 1 || evs[0].Detail != "sent to the account's owner for approval (approval.aboveUsd)" {
 			t.Fatalf("the record's events: %+v %v", evs, err)
 		}
 		st1, err := l.approvals.Standing(ctx, inv)
@@ -149,7 +150,7 @@ func TestAskRecordsTheCallAndItsApprovalTogether(t *testing.T) {
 		if !errors.Is(err, broken) {
 			t.Fatalf("a failing row beside the ask: %v", err)
 		}
-		if _, err := st.Invocation(ctx, "acct", reqB); !errors.Is(err, store.ErrNotFound) {
+		if _, err := invocations.New(st).Get(ctx, "acct", reqB); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("the call's record was written without its approval: %v", err)
 		}
 		if _, err := l.approvals.Standing(ctx, l.record(reqB)); !errors.Is(err, store.ErrNotFound) {
@@ -233,7 +234,7 @@ func TestCloseLapsedApprovals(t *testing.T) {
 				!strings.Contains(answer.Message, "Nothing was sent, held or charged") {
 				t.Fatalf("close %s: %v %+v %v", how, closed, answer, err)
 			}
-			row, err := st.Invocation(ctx, "acct", inv.RequestID)
+			row, err := invocations.New(st).Get(ctx, "acct", inv.RequestID)
 			if err != nil || row.State != store.InvDeclined || row.OutcomeMessage != "approval "+how || row.Answer == nil ||
 				!strings.Contains(*row.Answer, answer.Message) || row.DispatchedAt != nil {
 				t.Fatalf("the closed record of %s: %+v %v", how, row, err)

@@ -23,7 +23,7 @@ import (
 // sent again as recorded (dispatching: never a second transaction), or opened and sent.
 func (w *Wallet) confirm(ctx context.Context, c *tools.Caller, a ask) (WalletSendOutput, error) {
 	p, id := c.Principal, a.in.ConfirmRequestID
-	inv, err := w.store.Invocation(ctx, p.AccountID, id)
+	inv, err := w.invocations.Get(ctx, p.AccountID, id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && inv.Kind != store.KindSend {
 		return WalletSendOutput{}, tools.Errorf(tools.CodeNotFound, "no wallet send %s in this account; call wallet_send without confirmRequestId for a quote", id)
 	}
@@ -156,7 +156,7 @@ func (w *Wallet) dispatch(ctx context.Context, t *billing.Ticket, inv *store.Inv
 	from := inv.State
 	if err := t.OpenMove(ctx, inv, from); errors.Is(err, billing.ErrMoved) {
 		// Another confirmation opened it first: the same send, as it stands.
-		now, rerr := w.store.Invocation(ctx, inv.AccountID, inv.RequestID)
+		now, rerr := w.invocations.Get(ctx, inv.AccountID, inv.RequestID)
 		switch {
 		case rerr != nil:
 			return WalletSendOutput{}, rerr
@@ -346,7 +346,7 @@ func (w *Wallet) Follow(ctx context.Context) int {
 			}
 			continue
 		}
-		inv, err := w.store.InvocationByID(ctx, rec.RequestID)
+		inv, err := w.invocations.ByID(ctx, rec.RequestID)
 		if err != nil || inv.Kind != store.KindSend || inv.State != store.InvDispatching {
 			continue // a send of no wallet_send, or concluded already
 		}
@@ -371,7 +371,7 @@ const Abandoned = 5 * time.Minute
 // before concluding), or never signed (it died before signing: failed, nothing sent). An open
 // send is the follower's.
 func (w *Wallet) abandoned(ctx context.Context) int {
-	left, err := w.store.DispatchingMovements(ctx, store.KindSend, w.now().Add(-Abandoned), 100)
+	left, err := w.invocations.Dispatching(ctx, store.KindSend, w.now().Add(-Abandoned), 100)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("list abandoned sends", "error", err)

@@ -127,7 +127,7 @@ func (w *Wallet) followProposed(ctx context.Context, rec *sends.Send) bool {
 	if id == "" {
 		return false
 	}
-	inv, err := w.store.InvocationByID(ctx, id)
+	inv, err := w.invocations.ByID(ctx, id)
 	if err != nil || inv.Kind != store.KindProposed || inv.State != store.InvDispatching {
 		return false
 	}
@@ -141,7 +141,7 @@ func (w *Wallet) followProposed(ctx context.Context, rec *sends.Send) bool {
 // abandonedProposals concludes the proposals movements a process left dispatching long ago:
 // ended on chain, or some never signed.
 func (w *Wallet) abandonedProposals(ctx context.Context) int {
-	left, err := w.store.DispatchingMovements(ctx, store.KindProposed, w.now().Add(-Abandoned), 100)
+	left, err := w.invocations.Dispatching(ctx, store.KindProposed, w.now().Add(-Abandoned), 100)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("list abandoned proposals", "error", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/chain/evm"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/policies"
@@ -35,20 +36,21 @@ const QuoteWindow = 10 * time.Minute
 
 // Wallet serves wallet_send.
 type Wallet struct {
-	sender    *Sender
-	tokens    *tokens.Service
-	bill      *billing.Service
-	approvals *policies.Approvals
-	store     *store.Store
-	now       func() time.Time
-	log       *slog.Logger
+	sender      *Sender
+	tokens      *tokens.Service
+	bill        *billing.Service
+	approvals   *policies.Approvals
+	store       *store.Store
+	invocations invocations.Invocations
+	now         func() time.Time
+	log         *slog.Logger
 }
 
 // NewWallet builds wallet_send's service on sender (its chains), the token lookups, the
 // money seam and the owner's approvals (nil: a send a policy sends to a human is refused).
 func NewWallet(sender *Sender, tok *tokens.Service, bill *billing.Service, approvals *policies.Approvals, d service.Deps) *Wallet {
 	d = d.WithDefaults()
-	return &Wallet{sender: sender, tokens: tok, bill: bill, approvals: approvals, store: d.Store, now: d.Now, log: d.Log}
+	return &Wallet{sender: sender, tokens: tok, bill: bill, approvals: approvals, store: d.Store, invocations: invocations.New(d.Store), now: d.Now, log: d.Log}
 }
 
 // WalletSendInput is wallet_send's input.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -33,18 +34,19 @@ type Config struct {
 
 // Service answers the usage reads.
 type Service struct {
-	store    *store.Store
-	partners partners.Partners
-	reports  reports.Reports
-	now      func() time.Time
-	settled  func(ctx context.Context, accountID string) error
-	userID   func(accountID, partnerID string) string
+	store       *store.Store
+	partners    partners.Partners
+	invocations invocations.Invocations
+	reports     reports.Reports
+	now         func() time.Time
+	settled     func(ctx context.Context, accountID string) error
+	userID      func(accountID, partnerID string) string
 }
 
 // NewService builds the usage reads.
 func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, partners: partners.New(d.Store), reports: reports.New(d.Store), now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
+	return &Service{store: d.Store, partners: partners.New(d.Store), invocations: invocations.New(d.Store), reports: reports.New(d.Store), now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
 }
 
 func (s *Service) wait(ctx context.Context, accountID string) error {
@@ -394,12 +396,12 @@ func (s *Service) Call(ctx context.Context, p *tools.Principal, side Side, reque
 		if err := s.wait(ctx, p.AccountID); err != nil {
 			return Detail{}, err
 		}
-		inv, err = s.store.Invocation(ctx, p.AccountID, requestID)
+		inv, err = s.invocations.Get(ctx, p.AccountID, requestID)
 	case Partner:
 		if err := s.wait(ctx, ""); err != nil {
 			return Detail{}, err
 		}
-		inv, err = s.store.InvocationByID(ctx, requestID)
+		inv, err = s.invocations.ByID(ctx, requestID)
 		if err == nil {
 			intent, err = s.partners.OwnedIntent(ctx, p.AccountID, inv.IntentID)
 			if err == nil && (inv.State == store.InvAwaitingConfirmation || inv.State == store.InvAwaitingPayment) {
@@ -437,7 +439,7 @@ func (s *Service) Call(ctx context.Context, p *tools.Principal, side Side, reque
 	if inv.Answer != nil {
 		d.Answer = tools.IndentJSON(*inv.Answer)
 	}
-	if d.Events, err = s.store.InvocationEvents(ctx, inv.RequestID); err != nil {
+	if d.Events, err = s.invocations.Events(ctx, inv.RequestID); err != nil {
 		return Detail{}, err
 	}
 	return d, nil

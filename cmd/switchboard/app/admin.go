@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
+	"github.com/switchboard-hq/switchboard/store/payouts"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
 	"github.com/switchboard-hq/switchboard/tools/idempotency"
@@ -26,16 +28,17 @@ import (
 // reseal, sweeps and payouts. BuildOn builds it with the App (App.Admin); the CLI reaches
 // nothing else. Errors come as the services return them: the CLI words them for the operator.
 type Admin struct {
-	store      *store.Store
-	partners   *partners.Service
-	billing    *billing.Service
-	dispatch   *dispatch.Service
-	payments   *payments.Service // nil without the flat-fee network
-	ring       *keyring.Ring
-	sealer     *wallets.Sealer
-	onboarding *onboarding.Service
-	apiKeys    *keys.Service
-	policies   *policies.Service
+	store       *store.Store
+	invocations invocations.Invocations
+	partners    *partners.Service
+	billing     *billing.Service
+	dispatch    *dispatch.Service
+	payments    *payments.Service // nil without the flat-fee network
+	ring        *keyring.Ring
+	sealer      *wallets.Sealer
+	onboarding  *onboarding.Service
+	apiKeys     *keys.Service
+	policies    *policies.Service
 	// idempotency's answers are sealed under the master key too (Reseal).
 	idempotency *idempotency.Service
 }
@@ -145,12 +148,12 @@ type InvocationRecord struct {
 // Invocation gathers what happened to a request: the invocation, its transitions and its
 // ledger rows.
 func (a *Admin) Invocation(ctx context.Context, requestID string) (InvocationRecord, error) {
-	inv, err := a.store.InvocationByID(ctx, requestID)
+	inv, err := a.invocations.ByID(ctx, requestID)
 	if err != nil {
 		return InvocationRecord{}, fmt.Errorf("invocation %s: %w", requestID, err)
 	}
 	r := InvocationRecord{Invocation: inv}
-	if r.Events, err = a.store.InvocationEvents(ctx, requestID); err != nil {
+	if r.Events, err = a.invocations.Events(ctx, requestID); err != nil {
 		return InvocationRecord{}, err
 	}
 	if r.Ledger, err = ledger.Entries(ctx, a.store, requestID); err != nil {
@@ -179,7 +182,7 @@ func (a *Admin) Sweep(ctx context.Context) (recovered, refunded int, err error) 
 }
 
 // Payouts pays partners' accrued per-call fees on chain now.
-func (a *Admin) Payouts(ctx context.Context) ([]*store.Payout, error) {
+func (a *Admin) Payouts(ctx context.Context) ([]*payouts.Payout, error) {
 	if a.payments == nil {
 		return nil, errors.New("payout needs the flat-fee network: set SWITCHBOARD_FLATFEE_RPC_URL and the other SWITCHBOARD_FLATFEE_* settings")
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/mcpserver"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -32,8 +32,8 @@ func newApprovalWorld(t *testing.T, pending func(details map[string]any) (summar
 	t.Helper()
 	st := storetest.Open(t, "sqlite")
 	ctx, now := context.Background(), time.Now
-	if err := st.CreateAccount(ctx, &store.Account{ID: "acct", Email: "m@example.com", CreatedAt: now()}, nil,
-		&store.APIKey{ID: "k-read", AccountID: "acct", Name: "r", Prefix: "r", Hash: tools.HashKey(secret), Scopes: []string{"read"},
+	if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "acct", Email: "m@example.com", CreatedAt: now()}, nil,
+		&accounts.APIKey{ID: "k-read", AccountID: "acct", Name: "r", Prefix: "r", Hash: tools.HashKey(secret), Scopes: []string{"read"},
 			SpendLimitMicro: 1, RateLimitPerMinute: 1000, CreatedAt: now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/mcpserver"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -76,8 +77,8 @@ func newKernelWith(t *testing.T) (*tools.Kernel, world) {
 	sent := new(atomic.Int64)
 	now := time.Now
 	ctx := context.Background()
-	if err := st.CreateAccount(ctx, &store.Account{ID: "acct", Email: "m@example.com", CreatedAt: now()}, nil,
-		&store.APIKey{ID: "k-read", AccountID: "acct", Name: "r", Prefix: "r", Hash: tools.HashKey(secret), Scopes: []string{"read"},
+	if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "acct", Email: "m@example.com", CreatedAt: now()}, nil,
+		&accounts.APIKey{ID: "k-read", AccountID: "acct", Name: "r", Prefix: "r", Hash: tools.HashKey(secret), Scopes: []string{"read"},
 			SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/mcpserver"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/tools"
 )
 
@@ -128,7 +128,7 @@ func TestSessionCaps(t *testing.T) {
 	k, w := newKernelWith(t)
 	ctx := context.Background()
 	const other = "sb_test_other"
-	if err := w.store.CreateKey(ctx, &store.APIKey{ID: "k-other", AccountID: "acct", Name: "o", Prefix: "o", Hash: tools.HashKey(other),
+	if err := accounts.New(w.store).CreateKey(ctx, &accounts.APIKey{ID: "k-other", AccountID: "acct", Name: "o", Prefix: "o", Hash: tools.HashKey(other),
 		Scopes: []string{"read"}, SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestSessionKeyCheckedOnEveryRequest(t *testing.T) {
 	k, w := newKernelWith(t)
 	ctx := context.Background()
 	const other = "sb_test_other"
-	if err := w.store.CreateKey(ctx, &store.APIKey{ID: "k-other", AccountID: "acct", Name: "o", Prefix: "o", Hash: tools.HashKey(other),
+	if err := accounts.New(w.store).CreateKey(ctx, &accounts.APIKey{ID: "k-other", AccountID: "acct", Name: "o", Prefix: "o", Hash: tools.HashKey(other),
 		Scopes: []string{"read"}, SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestSessionKeyCheckedOnEveryRequest(t *testing.T) {
 	if got := post(t, r.url, cs.ID(), "", ping); got != http.StatusUnauthorized {
 		t.Fatalf("no key: %d, want 401", got)
 	}
-	if _, err := w.store.RevokeKey(ctx, "acct", "k-read", time.Now(), nil); err != nil {
+	if _, err := accounts.New(w.store).RevokeKey(ctx, "acct", "k-read", time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := post(t, r.url, cs.ID(), secret, ping); got != http.StatusUnauthorized || r.door.Live() != 0 {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/switchboard-hq/switchboard/mcpserver"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -25,8 +25,8 @@ func scopedKernel(t *testing.T) *tools.Kernel {
 	t.Helper()
 	st := storetest.Open(t, "sqlite")
 	now := time.Now
-	if err := st.CreateAccount(context.Background(), &store.Account{ID: "acct", Email: "m@example.com", CreatedAt: now()}, nil,
-		&store.APIKey{ID: "k-read", AccountID: "acct", Name: "r", Prefix: "r", Hash: tools.HashKey(secret), Scopes: []string{"read"},
+	if err := accounts.New(st).Create(context.Background(), &accounts.Account{ID: "acct", Email: "m@example.com", CreatedAt: now()}, nil,
+		&accounts.APIKey{ID: "k-read", AccountID: "acct", Name: "r", Prefix: "r", Hash: tools.HashKey(secret), Scopes: []string{"read"},
 			SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
@@ -40,7 +41,7 @@ func TestOAuthGrantMintsAndRevokesNoKeys(t *testing.T) {
 			if st != 200 {
 				t.Fatalf("exchange: %d %v", st, tok)
 			}
-			before, err := env.App.Store.Keys(ctx, accountID)
+			before, err := accounts.New(env.App.Store).Keys(ctx, accountID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +65,7 @@ func TestOAuthGrantMintsAndRevokesNoKeys(t *testing.T) {
 			if resp, err := http.PostForm(env.URL+"/oauth/revoke", url.Values{"token": {tok["refresh_token"].(string)}}); err != nil || resp.StatusCode != 200 {
 				t.Fatalf("revoke: %v %v", resp, err)
 			}
-			after, err := env.App.Store.Keys(ctx, accountID)
+			after, err := accounts.New(env.App.Store).Keys(ctx, accountID)
 			if err != nil {
 				t.Fatal(err)
 			}

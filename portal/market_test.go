@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
@@ -89,7 +90,7 @@ func TestMarketplaceBrowse(t *testing.T) {
 			if err := partners.New(env.App.Store).UpdateIntent(ctx, in); err != nil {
 				t.Fatal(err)
 			}
-			acct, _ := env.App.Store.AccountByEmail(ctx, "market-pub@example.com")
+			acct, _ := accounts.New(env.App.Store).ByEmail(ctx, "market-pub@example.com")
 			for i := range 4 {
 				now := time.Now().UTC().Add(-time.Duration(i+1) * time.Hour)
 				inv := &store.Invocation{RequestID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), AccountID: acct.ID, KeyID: "k", IntentID: ids["@weather-flaky"],
@@ -347,11 +348,11 @@ func TestChartsAndCallLogs(t *testing.T) {
 				t.Fatalf("partner A's log:\n%s", body)
 			}
 			st, body = a.get("/developer/calls/" + reqIDs[0] + "?side=partner")
-			cAcct, _ := env.App.Store.AccountByEmail(context.Background(), "logs-c@example.com")
+			cAcct, _ := accounts.New(env.App.Store).ByEmail(context.Background(), "logs-c@example.com")
 			if st != 200 || !strings.Contains(body, "You asked: one") || strings.Contains(body, cAcct.ID) || strings.Contains(body, "logs-c@example.com") {
 				t.Fatalf("partner A's detail: %d\n%s", st, body)
 			}
-			cKeys, _ := env.App.Store.Keys(context.Background(), cAcct.ID)
+			cKeys, _ := accounts.New(env.App.Store).Keys(context.Background(), cAcct.ID)
 			for _, k := range cKeys {
 				if strings.Contains(body, k.ID) || strings.Contains(body, k.Prefix) {
 					t.Fatalf("partner A's detail shows the caller's key %s", k.Name)

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 )
 
@@ -43,11 +44,11 @@ func TestCallLogShowsMoneyMovements(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`table`))) // the account page: the sign-in pages have none
 
 	bg := context.Background()
-	acct, err := env.App.Store.AccountByEmail(bg, email)
+	acct, err := accounts.New(env.App.Store).ByEmail(bg, email)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := env.App.Store.Wallets(bg, acct.ID)
+	ws, err := accounts.New(env.App.Store).Wallets(bg, acct.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestCallLogShowsMoneyMovements(t *testing.T) {
 			chain.Mint(t, common.HexToAddress(w.Address), 20_000_000)
 		}
 	}
-	if err := env.App.Store.SetSigning(bg, acct.ID, true); err != nil {
+	if err := accounts.New(env.App.Store).SetSigning(bg, acct.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	do("top up by button",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/demo"
 	"github.com/switchboard-hq/switchboard/tools/tokens/tokenstest"
@@ -268,7 +269,7 @@ func TestApprovalShowsProposedEffect(t *testing.T) {
 			wallet := common.HexToAddress(acct["wallets"].(map[string]any)["evm"].(string))
 			ch.SetBalance(t, wallet, big.NewInt(1e18))
 			ch.MintAt(t, usdc, wallet, 10_000_000)
-			if err := env.App.Store.SetSigning(context.Background(), acct["userId"].(string), true); err != nil {
+			if err := accounts.New(env.App.Store).SetSigning(context.Background(), acct["userId"].(string), true); err != nil {
 				t.Fatal(err)
 			}
 			h := newHuman(t, env)

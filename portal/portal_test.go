@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/signing/partnerexample"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
@@ -488,7 +489,7 @@ func TestSigningToggleNeedsAFreshSignIn(t *testing.T) {
 	if _, body := h.post("/developer/settings/signing", url.Values{"csrf": {h.csrf()}, "signing": {"on"}}, false); !strings.Contains(body, "<strong>on</strong>") {
 		t.Fatalf("fresh session could not turn signing on:\n%s", body)
 	}
-	acct, _ := env.App.Store.AccountByEmail(context.Background(), "sign@example.com")
+	acct, _ := accounts.New(env.App.Store).ByEmail(context.Background(), "sign@example.com")
 	if !acct.SigningEnabled {
 		t.Fatal("the flag did not change")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 )
 
@@ -32,11 +33,11 @@ func TestDashboardAddsCredit(t *testing.T) {
 	if !strings.Contains(body, "Add credit") || !strings.Contains(body, "/v1/credit/topup") || !strings.Contains(body, "turn signing on") || strings.Contains(body, `action="/developer/credit/topup"`) {
 		t.Fatalf("dashboard with signing off:\n%s", body)
 	}
-	acct, err := env.App.Store.AccountByEmail(context.Background(), email)
+	acct, err := accounts.New(env.App.Store).ByEmail(context.Background(), email)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := env.App.Store.Wallets(context.Background(), acct.ID)
+	ws, err := accounts.New(env.App.Store).Wallets(context.Background(), acct.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestDashboardAddsCredit(t *testing.T) {
 		}
 	}
 	chain.Mint(t, common.HexToAddress(evm), 20_000_000)
-	if err := env.App.Store.SetSigning(context.Background(), acct.ID, true); err != nil {
+	if err := accounts.New(env.App.Store).SetSigning(context.Background(), acct.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	_, body = h.get("/developer")

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,11 +13,12 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
-func newKey(id, accountID, hash string) *store.APIKey {
-	return &store.APIKey{ID: id, AccountID: accountID, Name: "k", Prefix: "sb_test_abc", Hash: hash,
+func newKey(id, accountID, hash string) *accounts.APIKey {
+	return &accounts.APIKey{ID: id, AccountID: accountID, Name: "k", Prefix: "sb_test_abc", Hash: hash,
 		Scopes: []string{"read", "publish"}, SpendLimitMicro: 50_000_000, RateLimitPerMinute: 30,
 		CreatedAt: time.Now().UTC()}
 }
@@ -31,68 +31,6 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		}
 		if len(applied) != 0 {
 			t.Fatalf("second migrate applied %v, want nothing", applied)
-		}
-	})
-}
-
-func TestCreateAccountIsAtomic(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		now := time.Now().UTC()
-		acct := &store.Account{ID: "a1", Email: "a@example.com", CreatedAt: now}
-		wallets := []*store.Wallet{
-			{ID: "w1", AccountID: "a1", Family: store.FamilyEVM, Address: "0xabc", SealedKey: []byte{1}, MasterKeyID: "m", CreatedAt: now},
-			{ID: "w2", AccountID: "a1", Family: store.FamilySVM, Address: "So1", SealedKey: []byte{2}, MasterKeyID: "m", CreatedAt: now},
-		}
-		if err := s.CreateAccount(ctx, acct, wallets, newKey("k1", "a1", "h1")); err != nil {
-			t.Fatal(err)
-		}
-		// A second account whose key collides with the first key's hash must leave nothing.
-		acct2 := &store.Account{ID: "a2", Email: "b@example.com", CreatedAt: now}
-		w2 := []*store.Wallet{{ID: "w3", AccountID: "a2", Family: store.FamilyEVM, Address: "0xdef", SealedKey: []byte{1}, MasterKeyID: "m", CreatedAt: now}}
-		err := s.CreateAccount(ctx, acct2, w2, newKey("k2", "a2", "h1"))
-		if !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("duplicate key hash: got %v, want ErrConflict", err)
-		}
-		if _, err := s.AccountByEmail(ctx, "b@example.com"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("account of failed transaction: got %v, want ErrNotFound", err)
-		}
-		ws, err := s.Wallets(ctx, "a2")
-		if err != nil || len(ws) != 0 {
-			t.Fatalf("wallets of failed transaction: %v, %v", ws, err)
-		}
-		// Duplicate e-mail is a conflict too.
-		err = s.CreateAccount(ctx, &store.Account{ID: "a3", Email: "a@example.com", CreatedAt: now}, nil, newKey("k3", "a3", "h3"))
-		if !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("duplicate e-mail: got %v, want ErrConflict", err)
-		}
-	})
-}
-
-func TestKeysRoundTripAndRevoke(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		now := time.Now().UTC().Truncate(time.Microsecond)
-		if err := s.CreateAccount(ctx, &store.Account{ID: "a1", Email: "a@example.com", CreatedAt: now}, nil, newKey("k1", "a1", "h1")); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.KeyByHash(ctx, "h1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.ID != "k1" || len(got.Scopes) != 2 || got.Scopes[1] != "publish" || got.SpendLimitMicro != 50_000_000 {
-			t.Fatalf("key round trip: %+v", got)
-		}
-		if _, err := s.RevokeKey(ctx, "someone-else", "k1", now, nil); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("revoke another account's key: got %v, want ErrNotFound", err)
-		}
-		first, err := s.RevokeKey(ctx, "a1", "k1", now, nil)
-		if err != nil || first.RevokedAt == nil || !first.RevokedAt.Equal(now) {
-			t.Fatalf("revoke: %+v %v", first, err)
-		}
-		again, err := s.RevokeKey(ctx, "a1", "k1", now.Add(time.Hour), nil)
-		if err != nil || !again.RevokedAt.Equal(now) {
-			t.Fatalf("second revoke moved revokedAt: %+v %v", again, err)
 		}
 	})
 }
@@ -115,7 +53,7 @@ func TestSQLiteCheckpointsOffTheCommitPath(t *testing.T) {
 	}
 	for i := range 200 {
 		id := fmt.Sprintf("ckpt-%d", i)
-		if err := s.CreateAccount(ctx, &store.Account{ID: id, Email: id + "@example.com", CreatedAt: time.Now().UTC()}, nil, nil); err != nil {
+		if err := accounts.New(s).Create(ctx, &accounts.Account{ID: id, Email: id + "@example.com", CreatedAt: time.Now().UTC()}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

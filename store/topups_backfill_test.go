@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/store/topups"
@@ -23,7 +24,7 @@ func TestTopupBackfill(t *testing.T) {
 		old := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 		storetest.Account(t, s, "a")
 		root := "k-a"
-		if err := s.CreateKey(ctx, &store.APIKey{ID: "k-child", AccountID: "a", Name: "c", Prefix: "p", Hash: "h-child", Scopes: []string{"read"},
+		if err := accounts.New(s).CreateKey(ctx, &accounts.APIKey{ID: "k-child", AccountID: "a", Name: "c", Prefix: "p", Hash: "h-child", Scopes: []string{"read"},
 			CreatedAt: old.Add(-time.Hour), ParentID: &root}); err != nil {
 			t.Fatal(err)
 		}

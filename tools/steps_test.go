@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -70,11 +71,11 @@ func stepKernel(t *testing.T, s *store.Store, limiter tools.Limiter, settled too
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := s.CreateAccount(ctx, &store.Account{ID: "acct", Email: "k@example.com", CreatedAt: now()}, nil,
-		&store.APIKey{ID: "k-pub", AccountID: "acct", Name: "p", Prefix: "p", Hash: tools.HashKey("sb_test_pub"), Scopes: []string{"publish"}, SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: now()}); err != nil {
+	if err := accounts.New(s).Create(ctx, &accounts.Account{ID: "acct", Email: "k@example.com", CreatedAt: now()}, nil,
+		&accounts.APIKey{ID: "k-pub", AccountID: "acct", Name: "p", Prefix: "p", Hash: tools.HashKey("sb_test_pub"), Scopes: []string{"publish"}, SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: now()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateKey(ctx, &store.APIKey{ID: "k-read", AccountID: "acct", Name: "r", Prefix: "r", Hash: tools.HashKey("sb_test_read"), Scopes: []string{"read"}, SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: now()}); err != nil {
+	if err := accounts.New(s).CreateKey(ctx, &accounts.APIKey{ID: "k-read", AccountID: "acct", Name: "r", Prefix: "r", Hash: tools.HashKey("sb_test_read"), Scopes: []string{"read"}, SpendLimitMicro: 1, RateLimitPerMinute: 100, CreatedAt: now()}); err != nil {
 		t.Fatal(err)
 	}
 	return k

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/signing/partnerexample"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
 
@@ -65,8 +66,8 @@ func TestAdminListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	if err := st.CreateAccount(ctx, &store.Account{ID: "acct_partner", Email: "p@example.com", CreatedAt: now}, nil,
-		&store.APIKey{ID: "k1", AccountID: "acct_partner", Name: "k", Prefix: "sb_live_x", Hash: "h", Scopes: []string{"publish"}, CreatedAt: now}); err != nil {
+	if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "acct_partner", Email: "p@example.com", CreatedAt: now}, nil,
+		&accounts.APIKey{ID: "k1", AccountID: "acct_partner", Name: "k", Prefix: "sb_live_x", Hash: "h", Scopes: []string{"publish"}, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -160,8 +161,8 @@ func TestAdminCredit(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	if err := st.CreateAccount(ctx, &store.Account{ID: "acct_1", Email: "buyer@example.com", CreatedAt: now}, nil,
-		&store.APIKey{ID: "k1", AccountID: "acct_1", Name: "k", Prefix: "sb_test_x", Hash: "h", Scopes: []string{"partner"}, CreatedAt: now}); err != nil {
+	if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "acct_1", Email: "buyer@example.com", CreatedAt: now}, nil,
+		&accounts.APIKey{ID: "k1", AccountID: "acct_1", Name: "k", Prefix: "sb_test_x", Hash: "h", Scopes: []string{"partner"}, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -228,7 +229,7 @@ func TestAdminCredit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acct, _ := st.AccountByID(ctx, "acct_1"); acct.Tier != "pro" {
+	if acct, _ := accounts.New(st).ByID(ctx, "acct_1"); acct.Tier != "pro" {
 		t.Fatalf("tier stored: %q", acct.Tier)
 	}
 	if err := st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
@@ -275,8 +276,8 @@ func TestAdminCreditIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	if err := st.CreateAccount(ctx, &store.Account{ID: "acct_rich", Email: "rich@example.com", CreatedAt: now}, nil,
-		&store.APIKey{ID: "k1", AccountID: "acct_rich", Name: "k", Prefix: "sb_test_x", Hash: "h", Scopes: []string{"read"}, CreatedAt: now}); err != nil {
+	if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "acct_rich", Email: "rich@example.com", CreatedAt: now}, nil,
+		&accounts.APIKey{ID: "k1", AccountID: "acct_rich", Name: "k", Prefix: "sb_test_x", Hash: "h", Scopes: []string{"read"}, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
 
@@ -50,8 +51,8 @@ func TestAdminReseal(t *testing.T) {
 	evm, _ := wallets.NewEVM()
 	sealed, id := sealer.Seal(evm.Private, []byte(evm.Address))
 	now := time.Now().UTC()
-	if err := st.CreateAccount(ctx, &store.Account{ID: "acct_1", Email: "w@example.com", CreatedAt: now},
-		[]*store.Wallet{{ID: "w1", AccountID: "acct_1", Family: store.FamilyEVM, Address: evm.Address, SealedKey: sealed, MasterKeyID: id, CreatedAt: now}}, nil); err != nil {
+	if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "acct_1", Email: "w@example.com", CreatedAt: now},
+		[]*accounts.Wallet{{ID: "w1", AccountID: "acct_1", Family: accounts.FamilyEVM, Address: evm.Address, SealedKey: sealed, MasterKeyID: id, CreatedAt: now}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

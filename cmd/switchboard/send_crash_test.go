@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/sends"
@@ -89,7 +90,7 @@ func TestSendCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			if err := db.SetSigning(ctx, userID, true); err != nil {
+			if err := accounts.New(db).SetSigning(ctx, userID, true); err != nil {
 				t.Fatal(err)
 			}
 			s.kill9()

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -119,7 +120,7 @@ func TestX402FetchCrashAfterPayment(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			if err := db.SetSigning(ctx, userID, true); err != nil {
+			if err := accounts.New(db).SetSigning(ctx, userID, true); err != nil {
 				t.Fatal(err)
 			}
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/connected"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -17,12 +18,12 @@ func TestConnectedWallets(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now().UTC()
 		for _, id := range []string{"a1", "a2"} {
-			if err := st.CreateAccount(ctx, &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, nil); err != nil {
+			if err := accounts.New(st).Create(ctx, &accounts.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
 		w := func(id, acct, key string) *connected.Wallet {
-			return &connected.Wallet{ID: id, AccountID: acct, Family: store.FamilyEVM, Address: key, AddressKey: key, CreatedAt: now}
+			return &connected.Wallet{ID: id, AccountID: acct, Family: accounts.FamilyEVM, Address: key, AddressKey: key, CreatedAt: now}
 		}
 		if err := s.AddConnectedWallet(ctx, w("c1", "a1", "0x1"), 2); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/uptrace/bun"
 )
@@ -240,6 +241,6 @@ func Revoke(ctx context.Context, q *store.Q, id, why string, now time.Time) (*Gr
 		return nil, nil, err
 	}
 	// Nothing a grant created outlives it.
-	revoked, err := q.RevokeKeyTree(ctx, g.AccountID, g.KeyID, now)
+	revoked, err := accounts.RevokeTree(ctx, q, g.AccountID, g.KeyID, now)
 	return g, revoked, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/grants"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -21,15 +22,15 @@ func TestGrantFromCodeToRevocation(t *testing.T) {
 		ctx := context.Background()
 		g := grants.New(st)
 		now := time.Now().UTC().Truncate(time.Millisecond)
-		key := func(id string, parent *string) *store.APIKey {
-			return &store.APIKey{ID: id, AccountID: "a1", Name: id, Prefix: id, Hash: "h-" + id, Scopes: []string{"read"}, CreatedAt: now, ParentID: parent}
+		key := func(id string, parent *string) *accounts.APIKey {
+			return &accounts.APIKey{ID: id, AccountID: "a1", Name: id, Prefix: id, Hash: "h-" + id, Scopes: []string{"read"}, CreatedAt: now, ParentID: parent}
 		}
-		if err := st.CreateAccount(ctx, &store.Account{ID: "a1", Email: "a1@example.com", CreatedAt: now}, nil, key("root", nil)); err != nil {
+		if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "a1", Email: "a1@example.com", CreatedAt: now}, nil, key("root", nil)); err != nil {
 			t.Fatal(err)
 		}
 		backing := "grant-key"
-		for _, k := range []*store.APIKey{key(backing, nil), key("minted", &backing)} {
-			if err := st.CreateKey(ctx, k); err != nil {
+		for _, k := range []*accounts.APIKey{key(backing, nil), key("minted", &backing)} {
+			if err := accounts.New(st).CreateKey(ctx, k); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -113,7 +114,7 @@ func TestGrantFromCodeToRevocation(t *testing.T) {
 			t.Fatalf("live after revocation: %v %v", live, err)
 		}
 		for _, id := range []string{backing, "minted", "root"} {
-			k, err := st.KeyByID(ctx, id)
+			k, err := accounts.New(st).KeyByID(ctx, id)
 			if err != nil || (k.RevokedAt != nil) != (id != "root") {
 				t.Fatalf("key %s after the revocation: %+v %v", id, k, err)
 			}

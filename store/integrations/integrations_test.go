@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/integrations"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -15,7 +16,7 @@ func TestIntegrationsBySlugAndID(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s, ctx := integrations.New(st), context.Background()
 		now := time.Now().UTC().Truncate(time.Second)
-		if err := st.CreateAccount(ctx, &store.Account{ID: "p1", Email: "p1@example.com", CreatedAt: now}, nil, nil); err != nil {
+		if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "p1", Email: "p1@example.com", CreatedAt: now}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		in := func(id, slug string, at time.Time) *integrations.Integration {

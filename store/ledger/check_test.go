@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -17,7 +18,7 @@ func TestCheckFindsABreak(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		now := time.Now().UTC()
-		if err := s.CreateAccount(ctx, &store.Account{ID: "a", Email: "a@example.com", CreatedAt: now}, nil, nil); err != nil {
+		if err := accounts.New(s).Create(ctx, &accounts.Account{ID: "a", Email: "a@example.com", CreatedAt: now}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		grant := func(ctx context.Context, q *store.Q) error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/outbox"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/uptrace/bun"
@@ -23,7 +24,7 @@ func TestOutboxFanOutClaimAndAttempt(t *testing.T) {
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		n := 0
 		id := func() string { n++; return fmt.Sprintf("id%d", n) }
-		if err := st.CreateAccount(ctx, &store.Account{ID: "a", Email: "a@example.com", CreatedAt: now}, nil, nil); err != nil {
+		if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "a", Email: "a@example.com", CreatedAt: now}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		all := &outbox.Endpoint{ID: "e-all", AccountID: "a", URL: "https://a.example/hooks", SecretSalt: []byte("salt"), CreatedAt: now.Add(-time.Minute)}
@@ -121,7 +122,7 @@ func TestPruneWebhookEvents(t *testing.T) {
 		o := outbox.New(st)
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		old := now.Add(-40 * 24 * time.Hour)
-		if err := st.CreateAccount(ctx, &store.Account{ID: "a", Email: "a@example.com", CreatedAt: old}, nil, nil); err != nil {
+		if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "a", Email: "a@example.com", CreatedAt: old}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.CreateWebhookEndpoint(ctx, &outbox.Endpoint{ID: "e", AccountID: "a", URL: "https://a.example/h", SecretSalt: []byte("s"), CreatedAt: old.Add(-time.Hour)}, 5); err != nil {

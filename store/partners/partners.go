@@ -16,6 +16,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/switchboard-hq/switchboard/store/watch"
 )
@@ -371,7 +372,7 @@ func (s partners) RecordProbe(ctx context.Context, id, result string, failures i
 
 func (s partners) EnsureCoreIntents(ctx context.Context, rows []*Intent, now time.Time) error {
 	return s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewInsert().Model(&store.Account{ID: SystemAccountID, Email: "system@switchboard.invalid", CreatedAt: now}).
+		if _, err := tx.NewInsert().Model(&accounts.Account{ID: SystemAccountID, Email: "system@switchboard.invalid", CreatedAt: now}).
 			On("CONFLICT (id) DO NOTHING").Exec(ctx); err != nil {
 			return err
 		}

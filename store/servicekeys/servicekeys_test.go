@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/servicekeys"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -67,7 +68,7 @@ func TestServiceKeyRotationAndReseal(t *testing.T) {
 		if ok, err := s.ResealServiceKey(ctx, "k1", "m1", []byte("again"), "m2"); err != nil || ok {
 			t.Fatalf("a second reseal of the same row: %v %v", ok, err)
 		}
-		if w, k, err := st.SealedElsewhere(ctx, "m2"); err != nil || w != 0 || k != 1 {
+		if w, k, err := accounts.New(st).SealedElsewhere(ctx, "m2"); err != nil || w != 0 || k != 1 {
 			t.Fatalf("counted sealed elsewhere: %d %d %v", w, k, err)
 		}
 		if ks, err := s.ServiceKeysSealedElsewhere(ctx, "m2"); err != nil || len(ks) != 1 || ks[0].KID != "k2" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/uptrace/bun"
 )
@@ -39,7 +40,7 @@ type Sessions interface {
 	// returns the event; when open fails, or the event cannot be written, nothing is recorded
 	// and nothing may be shown. open may run again when the transaction is retried: it must
 	// only compute.
-	ExportWallets(ctx context.Context, accountID string, open func([]*store.Wallet) (*AccountEvent, []*store.WebhookEvent, error)) error
+	ExportWallets(ctx context.Context, accountID string, open func([]*accounts.Wallet) (*AccountEvent, []*store.WebhookEvent, error)) error
 }
 
 // New returns the sessions queries of st.
@@ -175,9 +176,9 @@ func (s *queries) TakeUnseenEvents(ctx context.Context, accountID, sessionID str
 	return out, err
 }
 
-func (s *queries) ExportWallets(ctx context.Context, accountID string, open func([]*store.Wallet) (*AccountEvent, []*store.WebhookEvent, error)) error {
+func (s *queries) ExportWallets(ctx context.Context, accountID string, open func([]*accounts.Wallet) (*AccountEvent, []*store.WebhookEvent, error)) error {
 	return s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var ws []*store.Wallet
+		var ws []*accounts.Wallet
 		if err := tx.NewSelect().Model(&ws).Where("account_id = ?", accountID).OrderExpr("family ASC").Scan(ctx); err != nil {
 			return err
 		}

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
 
 func account(t *testing.T, st *store.Store, id string, now time.Time) {
 	t.Helper()
-	if err := st.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, nil); err != nil {
+	if err := accounts.New(st).Create(context.Background(), &accounts.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -82,11 +83,13 @@ func TestUnseenEventsShownOncePerSession(t *testing.T) {
 		}
 		// The export itself: the wallets read and the event written in one transaction.
 		ev := &sessions.AccountEvent{ID: "e1", AccountID: "a1", Kind: sessions.EventWalletExported, SessionID: "laptop", ClientAddr: "1.2.3.4", CreatedAt: now.Add(time.Second)}
-		if err := s.ExportWallets(ctx, "a1", func(ws []*store.Wallet) (*sessions.AccountEvent, []*store.WebhookEvent, error) { return ev, nil, nil }); err != nil {
+		if err := s.ExportWallets(ctx, "a1", func(ws []*accounts.Wallet) (*sessions.AccountEvent, []*store.WebhookEvent, error) {
+			return ev, nil, nil
+		}); err != nil {
 			t.Fatal(err)
 		}
 		// A failed export records nothing.
-		if err := s.ExportWallets(ctx, "a1", func([]*store.Wallet) (*sessions.AccountEvent, []*store.WebhookEvent, error) {
+		if err := s.ExportWallets(ctx, "a1", func([]*accounts.Wallet) (*sessions.AccountEvent, []*store.WebhookEvent, error) {
 			return nil, nil, errors.New("wrong code")
 		}); err == nil {
 			t.Fatal("a failed export succeeded")

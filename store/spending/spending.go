@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/uptrace/bun"
@@ -304,7 +305,7 @@ func PolicyForUpdate(ctx context.Context, q *store.Q, accountID, keyID string) (
 	}
 	if keyID != "" {
 		var id string
-		if err := q.ForUpdate(tx.NewSelect().Model((*store.APIKey)(nil)).Column("id").Where("id = ? AND account_id = ?", keyID, accountID)).
+		if err := q.ForUpdate(tx.NewSelect().Model((*accounts.APIKey)(nil)).Column("id").Where("id = ? AND account_id = ?", keyID, accountID)).
 			Scan(ctx, &id); err != nil {
 			return nil, dberr.Normalize(err)
 		}

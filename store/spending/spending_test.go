@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -22,7 +23,7 @@ func TestSpentCountsWhatMovedInEachWindow(t *testing.T) {
 		storetest.Account(t, st, "a1")
 		child := "k-child"
 		parent := "k-a1"
-		if err := st.CreateKey(ctx, &store.APIKey{ID: child, AccountID: "a1", Name: "c", Prefix: "p", Hash: "h-child", Scopes: []string{"read"}, CreatedAt: now, ParentID: &parent}); err != nil {
+		if err := accounts.New(st).CreateKey(ctx, &accounts.APIKey{ID: child, AccountID: "a1", Name: "c", Prefix: "p", Hash: "h-child", Scopes: []string{"read"}, CreatedAt: now, ParentID: &parent}); err != nil {
 			t.Fatal(err)
 		}
 		price := store.Price{ReserveMicro: 1_000, MaxPartnerFeeMicro: 10_000, MaxPlatformFeeMicro: 100}

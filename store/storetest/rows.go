@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/partners"
 )
 
@@ -13,9 +14,9 @@ import (
 func Account(t testing.TB, s *store.Store, id string) {
 	t.Helper()
 	now := time.Now().UTC()
-	key := &store.APIKey{ID: "k-" + id, AccountID: id, Name: "k", Prefix: "sb_test_abc", Hash: "h-" + id,
+	key := &accounts.APIKey{ID: "k-" + id, AccountID: id, Name: "k", Prefix: "sb_test_abc", Hash: "h-" + id,
 		Scopes: []string{"read", "publish"}, SpendLimitMicro: 50_000_000, RateLimitPerMinute: 30, CreatedAt: now}
-	if err := s.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, key); err != nil {
+	if err := accounts.New(s).Create(context.Background(), &accounts.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, key); err != nil {
 		t.Fatal(err)
 	}
 }

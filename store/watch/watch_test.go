@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/store/watch"
@@ -93,10 +94,10 @@ func TestWatchFansOutEveryKind(t *testing.T) {
 			if _, err := ps.Publish(ctx, "acct-watch", []*partners.Intent{row}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.SetTier(ctx, "acct-watch", "pro"); err != nil {
+			if err := accounts.New(a).SetTier(ctx, "acct-watch", "pro"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.RevokeKey(ctx, "acct-watch", "k-acct-watch", now, nil); err != nil {
+			if _, err := accounts.New(a).RevokeKey(ctx, "acct-watch", "k-acct-watch", now, nil); err != nil {
 				t.Fatal(err)
 			}
 			want := []watch.Change{{Kind: watch.IntentChange, ID: "@watched"}, {Kind: watch.TierChange, ID: "acct-watch"}, {Kind: watch.KeyChange, ID: "k-acct-watch"}}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -17,6 +18,7 @@ import (
 // Service reads accounts.
 type Service struct {
 	store       *store.Store
+	accounts    accounts.Accounts
 	invocations invocations.Invocations
 	reports     reports.Reports
 	keys        *keys.Service
@@ -26,7 +28,7 @@ type Service struct {
 // NewService builds the account tool's service on ks's keys.
 func NewService(d service.Deps, ks *keys.Service) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, invocations: invocations.New(d.Store), reports: reports.New(d.Store), keys: ks, now: d.Now}
+	return &Service{store: d.Store, accounts: accounts.New(d.Store), invocations: invocations.New(d.Store), reports: reports.New(d.Store), keys: ks, now: d.Now}
 }
 
 // GetInput is account_get's (empty) input.
@@ -86,11 +88,11 @@ func (s *Service) Tools() []*tools.Tool {
 }
 
 func (s *Service) get(ctx context.Context, c *tools.Caller, _ GetInput) (GetOutput, error) {
-	acct, err := s.store.AccountByID(ctx, c.Principal.AccountID)
+	acct, err := s.accounts.ByID(ctx, c.Principal.AccountID)
 	if err != nil {
 		return GetOutput{}, err
 	}
-	ws, err := s.store.Wallets(ctx, acct.ID)
+	ws, err := s.accounts.Wallets(ctx, acct.ID)
 	if err != nil {
 		return GetOutput{}, err
 	}

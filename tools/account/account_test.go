@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -29,12 +30,12 @@ func TestAccountGet(t *testing.T) {
 		d := service.Deps{Store: s, Now: clock, Log: quiet}
 		ks := keys.NewService(keys.Config{Env: "test", Defaults: keys.Limits{SpendMicro: 5_000_000, RatePerMinute: 60}}, d)
 		root, _ := ks.New("acct", "root", []string{"read", "invoke"}, keys.Limits{SpendMicro: 9_000_000, RatePerMinute: 100})
-		if err := s.CreateAccount(ctx, &store.Account{ID: "acct", Email: "who@example.com", CreatedAt: now}, nil, root); err != nil {
+		if err := accounts.New(s).Create(ctx, &accounts.Account{ID: "acct", Email: "who@example.com", CreatedAt: now}, nil, root); err != nil {
 			t.Fatal(err)
 		}
 		child, secret := ks.New("acct", "child", []string{"read"}, keys.Limits{SpendMicro: 2_000_000, RatePerMinute: 30})
 		child.ParentID = &root.ID
-		if err := s.MintKey(ctx, child, keys.MaxLiveKeys); err != nil {
+		if err := accounts.New(s).MintKey(ctx, child, keys.MaxLiveKeys); err != nil {
 			t.Fatal(err)
 		}
 		intent := &partners.Intent{ID: "i1", PublicIdentifier: "@acct-test", Name: "N", Description: "D", Category: "QUERY",

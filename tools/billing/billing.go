@@ -17,6 +17,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/spending"
@@ -78,7 +79,7 @@ func DefaultConfig() Config {
 	return Config{
 		InfraCostMicro:     1_000,
 		TierBps:            map[string]int64{"standard": 30, "pro": 15, "enterprise": 5},
-		DefaultTier:        store.DefaultTier,
+		DefaultTier:        accounts.DefaultTier,
 		PlatformFloorMicro: 1_000,
 		GasMarginBps:       5_000,
 		StartingGrantMicro: 10_000_000,
@@ -90,6 +91,7 @@ func DefaultConfig() Config {
 // Service moves credit.
 type Service struct {
 	store       *store.Store
+	accounts    accounts.Accounts
 	invocations invocations.Invocations
 	spending    spending.Queries
 	cfg         Config
@@ -104,13 +106,14 @@ type Service struct {
 // record commits on its own before its caller is answered).
 func NewService(cfg Config, d service.Deps, rec Recording) *Service {
 	d = d.WithDefaults()
+	rows := accounts.New(d.Store)
 	if cfg.TierOf == nil {
-		cfg.TierOf = d.Store.TierOf
+		cfg.TierOf = rows.TierOf
 	}
 	if rec.Failpoint == nil {
 		rec.Failpoint = func(string) {}
 	}
-	s := &Service{store: d.Store, invocations: invocations.New(d.Store), spending: spending.New(d.Store), cfg: cfg, now: d.Now, log: d.Log, rec: rec, pol: noPolicies{seen: map[string]time.Time{}}}
+	s := &Service{store: d.Store, accounts: rows, invocations: invocations.New(d.Store), spending: spending.New(d.Store), cfg: cfg, now: d.Now, log: d.Log, rec: rec, pol: noPolicies{seen: map[string]time.Time{}}}
 	if rec.Batch != nil && rec.Leases != nil {
 		s.leases = &Leases{svc: s, batch: rec.Batch, cfg: *rec.Leases, open: map[string]map[string]*lease{}}
 	}
@@ -130,7 +133,7 @@ func (s *Service) SetTier(ctx context.Context, accountID, tier string) error {
 		slices.Sort(names)
 		return tools.Errorf(tools.CodeBadInput, "no fee tier %q; the configured tiers are %s (SWITCHBOARD_FEE_TIERS)", tier, strings.Join(names, ", "))
 	}
-	return s.store.SetTier(ctx, accountID, tier)
+	return s.accounts.SetTier(ctx, accountID, tier)
 }
 
 // Terms are what a call is priced from.
@@ -576,11 +579,11 @@ func (s *Service) Grant(ctx context.Context, accountID string, micro int64, memo
 
 // StartingGrant grants a new account its starting credit in the transaction that creates it
 // (nil when there is none).
-func (s *Service) StartingGrant() store.CreateOption {
+func (s *Service) StartingGrant() accounts.CreateOption {
 	if s.cfg.StartingGrantMicro <= 0 {
 		return nil
 	}
-	return func(ctx context.Context, q *store.Q, acct *store.Account) error {
+	return func(ctx context.Context, q *store.Q, acct *accounts.Account) error {
 		return s.GrantIn(ctx, q, acct.ID, s.cfg.StartingGrantMicro, "starting grant", acct.CreatedAt)
 	}
 }

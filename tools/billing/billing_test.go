@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -26,9 +27,9 @@ func newService(st *store.Store, tweak ...func(*billing.Config)) *billing.Servic
 func account(t *testing.T, st *store.Store, id string) *tools.Principal {
 	t.Helper()
 	now := time.Now().UTC()
-	key := &store.APIKey{ID: "key-" + id, AccountID: id, Name: "k", Prefix: "p", Hash: "hash-" + id, Scopes: []string{"partner"},
+	key := &accounts.APIKey{ID: "key-" + id, AccountID: id, Name: "k", Prefix: "p", Hash: "hash-" + id, Scopes: []string{"partner"},
 		SpendLimitMicro: 1_000_000, RateLimitPerMinute: 60, CreatedAt: now}
-	if err := st.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, key); err != nil {
+	if err := accounts.New(st).Create(context.Background(), &accounts.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, key); err != nil {
 		t.Fatal(err)
 	}
 	return &tools.Principal{AccountID: id, KeyID: key.ID, SpendLimitMicro: key.SpendLimitMicro}

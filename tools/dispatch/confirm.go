@@ -122,7 +122,7 @@ func (s *Service) quoted(ctx context.Context, p *tools.Principal, intent *partne
 		return nil, store.ErrNotFound
 	}
 	if p.Method != tools.AuthSession && inv.KeyID != p.KeyID {
-		under, err := s.store.KeyUnder(ctx, p.AccountID, inv.KeyID, p.KeyID)
+		under, err := s.accounts.KeyUnder(ctx, p.AccountID, inv.KeyID, p.KeyID)
 		if err != nil {
 			return nil, err
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/tasks"
@@ -103,6 +104,7 @@ func outcomeOf(ctx context.Context, answer *outbound.Result, err error) string {
 type Service struct {
 	cfg         Config
 	store       *store.Store
+	accounts    accounts.Accounts
 	partners    partnerstore.Partners   // nil for a service of no store
 	invocations invocations.Invocations // nil for a service of no store
 	approvals   *policies.Approvals
@@ -131,7 +133,7 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	if cfg.TaskAfter <= 0 {
 		cfg.TaskAfter = DefaultTaskAfter
 	}
-	s := &Service{cfg: cfg, store: st, approvals: cfg.Approvals, client: client, billing: bill, tokens: tok, now: now, log: log,
+	s := &Service{cfg: cfg, store: st, accounts: accounts.New(st), approvals: cfg.Approvals, client: client, billing: bill, tokens: tok, now: now, log: log,
 		runners: newTaskRunners(), schemas: map[schemaKey]*intentSchemas{}}
 	if st != nil { // a plan's test builds a service of no store
 		s.tasks, s.partners, s.invocations = tasks.New(st), partnerstore.New(st), invocations.New(st)

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/store/ledger"
@@ -506,7 +507,7 @@ func TestCallerCancel(t *testing.T) {
 func TestSweeperRefundsAbandonedReservation(t *testing.T) {
 	w := newWorld(t, "sqlite", nil)
 	ctx := context.Background()
-	key, err := w.settledStore(t).KeyByHash(ctx, tools.HashKey(w.caller))
+	key, err := accounts.New(w.settledStore(t)).KeyByHash(ctx, tools.HashKey(w.caller))
 	if err != nil {
 		t.Fatal(err)
 	}

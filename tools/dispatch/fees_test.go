@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
@@ -122,7 +123,7 @@ func TestFeesOnRoutedValue(t *testing.T) {
 			w.ledgerOK(t)
 
 			// The operator moves the caller to tier pro: 15 bps of the same value.
-			if err := w.settledStore(t).SetTier(context.Background(), w.callerID, "pro"); err != nil {
+			if err := accounts.New(w.settledStore(t)).SetTier(context.Background(), w.callerID, "pro"); err != nil {
 				t.Fatal(err)
 			}
 			status, out = w.invoke(t, w.caller, map[string]any{"message": "@swapbps", "args": args})

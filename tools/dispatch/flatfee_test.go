@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/flatpay"
 	"github.com/switchboard-hq/switchboard/store/payouts"
 	"github.com/switchboard-hq/switchboard/tools/payments"
@@ -443,13 +444,13 @@ func TestPayouts(t *testing.T) {
 func TestFlatFeePaidWithTheEmbeddedWallet(t *testing.T) {
 	w, chain := flatWorld(t)
 	w.publish(t, "@flatwallet", "/free", map[string]any{"feeRate": 0.25, "feeRateUnit": "flat_usdc", "payoutAddresses": map[string]string{"evm": partnerWallet.Hex()}})
-	ws, err := w.settledStore(t).Wallets(context.Background(), w.callerID)
+	ws, err := accounts.New(w.settledStore(t)).Wallets(context.Background(), w.callerID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wallet common.Address
 	for _, x := range ws {
-		if x.Family == store.FamilyEVM {
+		if x.Family == accounts.FamilyEVM {
 			wallet = common.HexToAddress(x.Address)
 		}
 	}
@@ -459,7 +460,7 @@ func TestFlatFeePaidWithTheEmbeddedWallet(t *testing.T) {
 	if status != 403 || !strings.Contains(fmt.Sprint(out), "portal's settings") || chain.Balance(t, wallet) != 1_000_000 {
 		t.Fatalf("signing off: %d %v", status, out)
 	}
-	if err := w.settledStore(t).SetSigning(context.Background(), w.callerID, true); err != nil {
+	if err := accounts.New(w.settledStore(t)).SetSigning(context.Background(), w.callerID, true); err != nil {
 		t.Fatal(err)
 	}
 	status, out = w.invoke(t, w.caller, map[string]any{"message": "@flatwallet hi", "confirmRequestId": q["requestId"], "payWithWallet": true})

@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -143,7 +144,7 @@ func TestSweeperRefundsAChildKeysHoldOnEveryAncestor(t *testing.T) {
 				key, chain = k["secret"].(string), append(chain, k["id"].(string))
 			}
 			st := w.settledStore(t)
-			k, err := st.KeyByHash(ctx, tools.HashKey(key))
+			k, err := accounts.New(st).KeyByHash(ctx, tools.HashKey(key))
 			if err != nil {
 				t.Fatal(err)
 			}

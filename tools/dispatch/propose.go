@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-hq/switchboard/chain/evm"
 	"github.com/switchboard-hq/switchboard/chain/solana/transfer"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -240,15 +241,15 @@ func feesOf(tx *evm.Tx) shownFees {
 
 // walletAddresses are the account's embedded wallets' addresses (no key opened).
 func (s *Service) walletAddresses(ctx context.Context, accountID string) (evmAddr, solAddr string, err error) {
-	ws, err := s.store.Wallets(ctx, accountID)
+	ws, err := s.accounts.Wallets(ctx, accountID)
 	if err != nil {
 		return "", "", err
 	}
 	for _, w := range ws {
 		switch w.Family {
-		case store.FamilyEVM:
+		case accounts.FamilyEVM:
 			evmAddr = w.Address
-		case store.FamilySVM:
+		case accounts.FamilySVM:
 			solAddr = w.Address
 		}
 	}
@@ -356,7 +357,7 @@ func (s *Service) proposalApproved(ctx context.Context, t *billing.Ticket, inv *
 // recorded dispatching) and signs and sends each once. Signing off refuses first, with
 // nothing written.
 func (s *Service) signProposals(ctx context.Context, cl *call, t *billing.Ticket, inv *store.Invocation, args proposalArgs) (InvokeOutput, error) {
-	acct, err := s.store.AccountByID(ctx, inv.AccountID)
+	acct, err := s.accounts.ByID(ctx, inv.AccountID)
 	if err != nil {
 		return InvokeOutput{}, err
 	}

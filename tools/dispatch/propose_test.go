@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/sends"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -62,13 +63,13 @@ func newProposeWorldAt(t *testing.T, dialect string, start time.Time) *proposeWo
 // funded is the caller's embedded EVM wallet with 1 ETH and 10 USDC on base.
 func (w *proposeWorld) funded(t *testing.T, accountID string) common.Address {
 	t.Helper()
-	ws, err := w.env.App.Store.Wallets(context.Background(), accountID)
+	ws, err := accounts.New(w.env.App.Store).Wallets(context.Background(), accountID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var addr common.Address
 	for _, wl := range ws {
-		if wl.Family == store.FamilyEVM {
+		if wl.Family == accounts.FamilyEVM {
 			addr = common.HexToAddress(wl.Address)
 		}
 	}
@@ -171,7 +172,7 @@ func TestDemoSendProposalLands(t *testing.T) {
 			if len(w.sendRows(t, w.callerID)) != 0 {
 				t.Fatal("signed with signing off")
 			}
-			if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+			if err := accounts.New(w.env.App.Store).SetSigning(context.Background(), w.callerID, true); err != nil {
 				t.Fatal(err)
 			}
 			eth := w.eth(t, wallet)
@@ -249,7 +250,7 @@ func TestUnlimitedApprovalProposalRefused(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			w := newProposeWorld(t, dialect)
 			w.funded(t, w.callerID)
-			if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+			if err := accounts.New(w.env.App.Store).SetSigning(context.Background(), w.callerID, true); err != nil {
 				t.Fatal(err)
 			}
 			handle := w.publish(t, "@approver", "/approve", map[string]any{"category": "EXECUTE", "capabilities": []string{"MUTATES_USER_FUNDS"}})
@@ -308,7 +309,7 @@ func TestProposalByElicitation(t *testing.T) {
 			// On a session the question waits until the quote expires: the clock is now's.
 			w := newProposeWorldAt(t, "sqlite", time.Time{})
 			w.funded(t, w.callerID)
-			if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+			if err := accounts.New(w.env.App.Store).SetSigning(context.Background(), w.callerID, true); err != nil {
 				t.Fatal(err)
 			}
 			bob := crypto.PubkeyToAddress(w.chain.NewKey(t).PublicKey)
@@ -339,18 +340,18 @@ func TestSolanaProposalLands(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			svm := svmtest.Start(t)
 			w := newWorldOn(t, apptest.Options{Dialect: dialect}, func(c *apptest.Config) { c.Tokens.SolanaRPC = svm.URL })
-			ws, err := w.env.App.Store.Wallets(context.Background(), w.callerID)
+			ws, err := accounts.New(w.env.App.Store).Wallets(context.Background(), w.callerID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var wallet string
 			for _, wl := range ws {
-				if wl.Family == store.FamilySVM {
+				if wl.Family == accounts.FamilySVM {
 					wallet = wl.Address
 				}
 			}
 			svm.Airdrop(t, wallet, 1_000_000_000)
-			if err := w.env.App.Store.SetSigning(context.Background(), w.callerID, true); err != nil {
+			if err := accounts.New(w.env.App.Store).SetSigning(context.Background(), w.callerID, true); err != nil {
 				t.Fatal(err)
 			}
 			_, bob := svmtest.NewWallet(t)

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	idem "github.com/switchboard-hq/switchboard/store/idempotency"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -67,6 +68,7 @@ type Config struct {
 type Service struct {
 	keys        idem.Keys
 	st          *store.Store
+	accounts    accounts.Accounts
 	invocations invocations.Invocations
 	sealer      *wallets.Sealer
 	legacy      cipher.AEAD // nil: no legacy rows open
@@ -80,7 +82,7 @@ func NewService(cfg Config, d service.Deps) (*Service, error) {
 	if cfg.Sealer == nil {
 		return nil, errors.New("idempotency: no sealer for the stored answers")
 	}
-	s := &Service{keys: idem.New(d.Store), st: d.Store, invocations: invocations.New(d.Store), sealer: cfg.Sealer, now: d.Now, log: d.Log}
+	s := &Service{keys: idem.New(d.Store), st: d.Store, accounts: accounts.New(d.Store), invocations: invocations.New(d.Store), sealer: cfg.Sealer, now: d.Now, log: d.Log}
 	if cfg.LegacyKey != nil {
 		block, err := aes.NewCipher(cfg.LegacyKey)
 		if err != nil {
@@ -233,7 +235,7 @@ func (s *Service) linked(ctx context.Context, c *tools.Caller, link string) (*st
 	if err != nil || c.Principal.Method == tools.AuthSession || inv.KeyID == c.Principal.KeyID {
 		return inv, err
 	}
-	under, err := s.st.KeyUnder(ctx, c.AccountID(), inv.KeyID, c.Principal.KeyID)
+	under, err := s.accounts.KeyUnder(ctx, c.AccountID(), inv.KeyID, c.Principal.KeyID)
 	if err != nil {
 		return nil, err
 	}

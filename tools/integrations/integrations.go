@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	integrationstore "github.com/switchboard-hq/switchboard/store/integrations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -49,7 +50,7 @@ func of(in *integrationstore.Integration) Integration {
 
 // Service creates and finds integrations.
 type Service struct {
-	store        *store.Store
+	accounts     accounts.Accounts
 	integrations integrationstore.Integrations
 	now          func() time.Time
 }
@@ -57,7 +58,7 @@ type Service struct {
 // NewService builds the service.
 func NewService(d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, integrations: integrationstore.New(d.Store), now: d.Now}
+	return &Service{accounts: accounts.New(d.Store), integrations: integrationstore.New(d.Store), now: d.Now}
 }
 
 // Create validates and stores an integration of accountID. Problems are BAD_INPUT with the
@@ -123,7 +124,7 @@ func (s *Service) BySlug(ctx context.Context, slug string) (Integration, error) 
 // Publisher is the domain of the e-mail the integration's publisher signed in with: a claim
 // Switchboard checked, unlike the integration's name (the connect page shows it first).
 func (s *Service) Publisher(ctx context.Context, in Integration) string {
-	acct, err := s.store.AccountByID(ctx, in.AccountID)
+	acct, err := s.accounts.ByID(ctx, in.AccountID)
 	if err != nil {
 		return "an unknown publisher"
 	}

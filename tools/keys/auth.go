@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/watch"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -21,9 +22,10 @@ import (
 // key watch runs (Watch): a revocation on any replica reaches this cache within
 // milliseconds, and without the watch nothing is cached.
 type Authenticator struct {
-	store *store.Store
-	now   func() time.Time
-	log   *slog.Logger
+	store    *store.Store
+	accounts accounts.Accounts
+	now      func() time.Time
+	log      *slog.Logger
 	// tokens resolves an OAuth access token (sbat_...) of an MCP host; nil: none are accepted.
 	tokens Tokens
 
@@ -35,8 +37,8 @@ type Authenticator struct {
 }
 
 type cachedKey struct {
-	key     *store.APIKey
-	up      []*store.APIKey // its ancestors, nearest first
+	key     *accounts.APIKey
+	up      []*accounts.APIKey // its ancestors, nearest first
 	expires time.Time
 }
 
@@ -48,7 +50,7 @@ type Tokens func(ctx context.Context, token string) (*tools.Principal, error)
 // nil where nobody can sign in to get one (none are accepted then).
 func NewAuthenticator(d service.Deps, tokens Tokens) *Authenticator {
 	d = d.WithDefaults()
-	return &Authenticator{store: d.Store, now: d.Now, log: d.Log, tokens: tokens, cache: map[string]cachedKey{}, touched: map[string]time.Time{}}
+	return &Authenticator{store: d.Store, accounts: accounts.New(d.Store), now: d.Now, log: d.Log, tokens: tokens, cache: map[string]cachedKey{}, touched: map[string]time.Time{}}
 }
 
 const (
@@ -106,7 +108,7 @@ func (a *Authenticator) forget(keyID string) {
 		return
 	}
 	for h, c := range a.cache {
-		if c.key.ID == keyID || slices.ContainsFunc(c.up, func(k *store.APIKey) bool { return k.ID == keyID }) {
+		if c.key.ID == keyID || slices.ContainsFunc(c.up, func(k *accounts.APIKey) bool { return k.ID == keyID }) {
 			delete(a.cache, h)
 		}
 	}
@@ -145,7 +147,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*tools
 
 // lookup finds a key by hash with its ancestors (store.KeyAncestors: a second query only for a
 // key minted from another), from the cache while the watch is live.
-func (a *Authenticator) lookup(ctx context.Context, hash string, now time.Time) (*store.APIKey, []*store.APIKey, error) {
+func (a *Authenticator) lookup(ctx context.Context, hash string, now time.Time) (*accounts.APIKey, []*accounts.APIKey, error) {
 	a.mu.Lock()
 	c, ok := a.cache[hash]
 	live, gen := a.live, a.gen
@@ -153,12 +155,12 @@ func (a *Authenticator) lookup(ctx context.Context, hash string, now time.Time) 
 	if ok && live && now.Before(c.expires) {
 		return c.key, c.up, nil
 	}
-	key, err := a.store.KeyByHash(ctx, hash)
+	key, err := a.accounts.KeyByHash(ctx, hash)
 	if err != nil || key.RevokedAt != nil {
 		return key, nil, err
 	}
-	up, err := a.store.KeyAncestors(ctx, key)
-	if err != nil || !live || slices.ContainsFunc(up, func(k *store.APIKey) bool { return k.RevokedAt != nil }) {
+	up, err := a.accounts.KeyAncestors(ctx, key)
+	if err != nil || !live || slices.ContainsFunc(up, func(k *accounts.APIKey) bool { return k.RevokedAt != nil }) {
 		return key, up, err
 	}
 	a.mu.Lock()
@@ -174,7 +176,7 @@ func (a *Authenticator) lookup(ctx context.Context, hash string, now time.Time) 
 
 // used records a key's use at most once a minute: in the next batch while the watch runs,
 // at once otherwise. A failed bookkeeping write never fails the caller's request.
-func (a *Authenticator) used(ctx context.Context, key *store.APIKey, now time.Time) {
+func (a *Authenticator) used(ctx context.Context, key *accounts.APIKey, now time.Time) {
 	a.mu.Lock()
 	if key.LastUsedAt != nil && now.Sub(*key.LastUsedAt) <= touchEvery {
 		a.mu.Unlock()
@@ -188,7 +190,7 @@ func (a *Authenticator) used(ctx context.Context, key *store.APIKey, now time.Ti
 	}
 	a.mu.Unlock()
 	if !live {
-		if err := a.store.TouchKeys(ctx, map[string]time.Time{key.ID: now}); err != nil {
+		if err := a.accounts.TouchKeys(ctx, map[string]time.Time{key.ID: now}); err != nil {
 			a.log.WarnContext(ctx, "record key use", "key_id", key.ID, "err", err)
 		}
 	}
@@ -203,14 +205,14 @@ func (a *Authenticator) FlushUses(ctx context.Context) {
 	if len(batch) == 0 {
 		return
 	}
-	if err := a.store.TouchKeys(ctx, batch); err != nil {
+	if err := a.accounts.TouchKeys(ctx, batch); err != nil {
 		a.log.WarnContext(ctx, "record key uses", "keys", len(batch), "err", err)
 	}
 }
 
 // KeyPrincipal is the principal an API key stands for, under its ancestors (nearest first;
 // store.KeyAncestors).
-func KeyPrincipal(k *store.APIKey, ancestors ...*store.APIKey) *tools.Principal {
+func KeyPrincipal(k *accounts.APIKey, ancestors ...*accounts.APIKey) *tools.Principal {
 	p := &tools.Principal{
 		AccountID: k.AccountID, Method: tools.AuthAPIKey, KeyID: k.ID, Scopes: k.Scopes,
 		SpendLimitMicro: k.SpendLimitMicro, RateLimitPerMinute: k.RateLimitPerMinute,
@@ -224,8 +226,8 @@ func KeyPrincipal(k *store.APIKey, ancestors ...*store.APIKey) *tools.Principal 
 // ResolveKey returns the principal of a live key with its ancestors, or UNAUTHENTICATED when
 // one of them is revoked (revoking a key revokes the keys under it; this holds even for a
 // key minted while its parent was being revoked).
-func ResolveKey(ctx context.Context, st *store.Store, k *store.APIKey) (*tools.Principal, error) {
-	up, err := st.KeyAncestors(ctx, k)
+func ResolveKey(ctx context.Context, st *store.Store, k *accounts.APIKey) (*tools.Principal, error) {
+	up, err := accounts.New(st).KeyAncestors(ctx, k)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +237,7 @@ func ResolveKey(ctx context.Context, st *store.Store, k *store.APIKey) (*tools.P
 	return KeyPrincipal(k, up...), nil
 }
 
-func ancestorsLive(up []*store.APIKey) error {
+func ancestorsLive(up []*accounts.APIKey) error {
 	for _, a := range up {
 		if a.RevokedAt != nil {
 			return tools.Errorf(tools.CodeUnauthenticated, "the key this key was minted from (%s, %s) was revoked at %s, and with it every key minted under it; use another key of the account",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -19,7 +20,7 @@ func TestIssue(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		now := time.Now().UTC()
-		if err := st.CreateAccount(ctx, &store.Account{ID: "acct", Email: "ops@example.com", CreatedAt: now}, nil, nil, nil); err != nil {
+		if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "acct", Email: "ops@example.com", CreatedAt: now}, nil, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		svc := keys.NewService(keys.Config{Env: "production", Defaults: keys.Limits{SpendMicro: 50_000_000, RatePerMinute: 30}}, service.Deps{Store: st})
@@ -42,7 +43,7 @@ func TestIssue(t *testing.T) {
 			out.RateLimitPerMinute != 30 || out.Name != "issued by the operator" {
 			t.Fatalf("issued: %+v", out)
 		}
-		stored, err := st.KeyByHash(ctx, tools.HashKey(out.Secret))
+		stored, err := accounts.New(st).KeyByHash(ctx, tools.HashKey(out.Secret))
 		if err != nil || stored.AccountID != "acct" || stored.Hash == out.Secret {
 			t.Fatalf("stored: %+v %v", stored, err)
 		}

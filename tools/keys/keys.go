@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/integrations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -37,7 +38,7 @@ type Config struct {
 
 // Service mints and manages keys.
 type Service struct {
-	store        *store.Store
+	accounts     accounts.Accounts
 	integrations integrations.Integrations
 	env          string
 	defaults     Limits
@@ -47,16 +48,16 @@ type Service struct {
 // NewService builds the key service.
 func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, integrations: integrations.New(d.Store), env: cfg.Env, defaults: cfg.Defaults, now: d.Now}
+	return &Service{accounts: accounts.New(d.Store), integrations: integrations.New(d.Store), env: cfg.Env, defaults: cfg.Defaults, now: d.Now}
 }
 
 // Defaults returns the configured default limits.
 func (s *Service) Defaults() Limits { return s.defaults }
 
 // New builds (does not store) a key for accountID, returning it and its secret.
-func (s *Service) New(accountID, name string, scopes []string, lim Limits) (*store.APIKey, string) {
+func (s *Service) New(accountID, name string, scopes []string, lim Limits) (*accounts.APIKey, string) {
 	secret, prefix := tools.NewKeySecret(s.env)
-	return &store.APIKey{
+	return &accounts.APIKey{
 		ID:                 uuid.NewString(),
 		AccountID:          accountID,
 		Name:               name,
@@ -85,7 +86,7 @@ type Meta struct {
 }
 
 // MetaOf returns a key's public metadata.
-func MetaOf(k *store.APIKey) Meta {
+func MetaOf(k *accounts.APIKey) Meta {
 	return Meta{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes,
 		SpendLimitUsd: tools.USD(k.SpendLimitMicro), RateLimitPerMinute: k.RateLimitPerMinute,
 		CreatedAt: k.CreatedAt.UTC(), LastUsedAt: utc(k.LastUsedAt), RevokedAt: utc(k.RevokedAt), IntegrationID: deref(k.IntegrationID), ParentID: deref(k.ParentID)}
@@ -239,7 +240,7 @@ func (s *Service) create(ctx context.Context, c *tools.Caller, in CreateInput) (
 // idempotency key's) whose answer was lost with its process: the key exists, and its secret,
 // shown once, cannot be shown again.
 func (s *Service) mintedBy(ctx context.Context, c *tools.Caller) error {
-	k, err := s.store.KeyByID(ctx, c.CallID)
+	k, err := s.accounts.KeyByID(ctx, c.CallID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil
@@ -254,16 +255,16 @@ func (s *Service) mintedBy(ctx context.Context, c *tools.Caller) error {
 }
 
 // mint stores a new key within the account's cap.
-func (s *Service) mint(ctx context.Context, key *store.APIKey) error {
+func (s *Service) mint(ctx context.Context, key *accounts.APIKey) error {
 	ev, err := webhooks.KeyCreatedEvent(key)
 	if err != nil {
 		return err
 	}
-	err = s.store.MintKey(ctx, key, MaxLiveKeys, ev)
+	err = s.accounts.MintKey(ctx, key, MaxLiveKeys, ev)
 	switch {
-	case errors.Is(err, store.ErrTooManyKeys):
+	case errors.Is(err, accounts.ErrTooManyKeys):
 		return tools.Errorf(tools.CodeConflict, "this account already has %d live API keys, the most it may hold; revoke keys it no longer uses (api_key_list, then api_key_revoke, or the portal's Keys page) and mint again", MaxLiveKeys)
-	case errors.Is(err, store.ErrParentRevoked):
+	case errors.Is(err, accounts.ErrParentRevoked):
 		return tools.Errorf(tools.CodeUnauthenticated, "the calling key was revoked while this key was being minted; use another key of the account")
 	case err != nil:
 		return fmt.Errorf("store key: %w", err)
@@ -274,8 +275,8 @@ func (s *Service) mint(ctx context.Context, key *store.APIKey) error {
 // Visible are the account's keys p may see and act on (revoked ones included), oldest first:
 // the portal's human sees every key; an API key (or the key behind an OAuth token) sees
 // itself and the keys minted under it, at any depth.
-func (s *Service) Visible(ctx context.Context, p *tools.Principal) ([]*store.APIKey, error) {
-	ks, err := s.store.Keys(ctx, p.AccountID)
+func (s *Service) Visible(ctx context.Context, p *tools.Principal) ([]*accounts.APIKey, error) {
+	ks, err := s.accounts.Keys(ctx, p.AccountID)
 	if err != nil || p.Method == tools.AuthSession {
 		return ks, err
 	}
@@ -283,7 +284,7 @@ func (s *Service) Visible(ctx context.Context, p *tools.Principal) ([]*store.API
 }
 
 // subtree is the key root and its descendants among ks, in the order of ks.
-func subtree(ks []*store.APIKey, root string) []*store.APIKey {
+func subtree(ks []*accounts.APIKey, root string) []*accounts.APIKey {
 	children := map[string][]string{}
 	for _, k := range ks {
 		if k.ParentID != nil {
@@ -301,7 +302,7 @@ func subtree(ks []*store.APIKey, root string) []*store.APIKey {
 			}
 		}
 	}
-	out := make([]*store.APIKey, 0, len(in))
+	out := make([]*accounts.APIKey, 0, len(in))
 	for _, k := range ks {
 		if in[k.ID] {
 			out = append(out, k)
@@ -327,17 +328,17 @@ func (s *Service) revoke(ctx context.Context, c *tools.Caller, in RevokeInput) (
 	case tools.AuthOAuth:
 		return Meta{}, tools.Errorf(tools.CodeForbidden, "an OAuth connection revokes no API keys (it mints none); to end this connection, revoke its token (/oauth/revoke) or the connection on the portal's Connections page")
 	case tools.AuthAPIKey:
-		ks, err := s.store.Keys(ctx, c.Principal.AccountID)
+		ks, err := s.accounts.Keys(ctx, c.Principal.AccountID)
 		if err != nil {
 			return Meta{}, err
 		}
-		is := func(k *store.APIKey) bool { return k.ID == in.KeyID }
+		is := func(k *accounts.APIKey) bool { return k.ID == in.KeyID }
 		if slices.ContainsFunc(ks, is) && !slices.ContainsFunc(subtree(ks, c.Principal.KeyID), is) {
 			return Meta{}, tools.Errorf(tools.CodeForbidden, "key %q is not this key nor one minted under it; a key revokes only itself and the keys minted under it (api_key_list shows them). The account's other keys are revoked by its owner on the portal's Keys page", in.KeyID)
 		}
 	}
 	now := s.now().UTC()
-	k, err := s.store.RevokeKey(ctx, c.Principal.AccountID, in.KeyID, now, webhooks.KeyRevokedEvents(c.Principal.AccountID, in.KeyID, now))
+	k, err := s.accounts.RevokeKey(ctx, c.Principal.AccountID, in.KeyID, now, webhooks.KeyRevokedEvents(c.Principal.AccountID, in.KeyID, now))
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return Meta{}, tools.Errorf(tools.CodeNotFound, "no key %q in this account; api_key_list shows the account's key ids", in.KeyID)
@@ -376,16 +377,16 @@ func (s *Service) ForSession(ctx context.Context, p *tools.Principal, scopes []s
 	if extra := slices.DeleteFunc(slices.Clone(need), func(sc string) bool { return sc == string(tools.ScopePartner) }); len(extra) > 0 {
 		name += " (" + strings.Join(extra, ", ") + ")"
 	}
-	list, err := s.store.Keys(ctx, p.AccountID)
+	list, err := s.accounts.Keys(ctx, p.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(list, func(k *store.APIKey) bool {
+	i := slices.IndexFunc(list, func(k *accounts.APIKey) bool {
 		have := slices.Clone(k.Scopes)
 		slices.Sort(have)
 		return k.Name == name && k.RevokedAt == nil && slices.Equal(have, need)
 	})
-	var key *store.APIKey
+	var key *accounts.APIKey
 	if i >= 0 {
 		key = list[i]
 	} else {
@@ -396,7 +397,7 @@ func (s *Service) ForSession(ctx context.Context, p *tools.Principal, scopes []s
 	}
 	// Recorded at most once a minute, as the authenticator records an agent's key.
 	if now := s.now().UTC(); key.LastUsedAt == nil || now.Sub(*key.LastUsedAt) > touchEvery {
-		if err := s.store.TouchKeys(ctx, map[string]time.Time{key.ID: now}); err != nil {
+		if err := s.accounts.TouchKeys(ctx, map[string]time.Time{key.ID: now}); err != nil {
 			return nil, fmt.Errorf("record the Try it key's use: %w", err)
 		}
 	}

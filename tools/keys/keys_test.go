@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -23,17 +24,17 @@ func TestVisibleIsTheKeysSubtree(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		svc := keys.NewService(keys.Config{Env: "test", Defaults: keys.Limits{SpendMicro: 1, RatePerMinute: 1}}, service.Deps{Store: s})
-		key := func(id string, parent *string, at time.Duration) *store.APIKey {
-			return &store.APIKey{ID: id, AccountID: "acct", Name: id, Prefix: id, Hash: "h-" + id, Scopes: []string{"read"},
+		key := func(id string, parent *string, at time.Duration) *accounts.APIKey {
+			return &accounts.APIKey{ID: id, AccountID: "acct", Name: id, Prefix: id, Hash: "h-" + id, Scopes: []string{"read"},
 				SpendLimitMicro: 1, RateLimitPerMinute: 1, CreatedAt: now.Add(at), ParentID: parent}
 		}
 		str := func(s string) *string { return &s }
-		if err := s.CreateAccount(ctx, &store.Account{ID: "acct", Email: "v@example.com", CreatedAt: now}, nil, key("root", nil, 0)); err != nil {
+		if err := accounts.New(s).Create(ctx, &accounts.Account{ID: "acct", Email: "v@example.com", CreatedAt: now}, nil, key("root", nil, 0)); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []*store.APIKey{key("a", str("root"), time.Second), key("b", str("root"), 2*time.Second),
+		for _, k := range []*accounts.APIKey{key("a", str("root"), time.Second), key("b", str("root"), 2*time.Second),
 			key("a1", str("a"), -time.Hour), key("a1x", str("a1"), 3*time.Second), key("other", nil, 4*time.Second)} {
-			if err := s.MintKey(ctx, k, keys.MaxLiveKeys); err != nil {
+			if err := accounts.New(s).MintKey(ctx, k, keys.MaxLiveKeys); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -60,16 +61,16 @@ func TestVisibleIsTheKeysSubtree(t *testing.T) {
 			}
 		}
 		// Revoking a key revokes its subtree, and no key is minted under a revoked one.
-		if _, err := s.RevokeKey(ctx, "acct", "a", now, nil); err != nil {
+		if _, err := accounts.New(s).RevokeKey(ctx, "acct", "a", now, nil); err != nil {
 			t.Fatal(err)
 		}
-		all, _ := s.Keys(ctx, "acct")
+		all, _ := accounts.New(s).Keys(ctx, "acct")
 		for _, k := range all {
 			if revoked := k.RevokedAt != nil; revoked != slices.Contains([]string{"a", "a1", "a1x"}, k.ID) {
 				t.Errorf("%s revoked: %v", k.ID, revoked)
 			}
 		}
-		if err := s.MintKey(ctx, key("late", str("a1"), 5*time.Second), keys.MaxLiveKeys); !errors.Is(err, store.ErrParentRevoked) {
+		if err := accounts.New(s).MintKey(ctx, key("late", str("a1"), 5*time.Second), keys.MaxLiveKeys); !errors.Is(err, accounts.ErrParentRevoked) {
 			t.Fatalf("a key minted under a revoked one: %v", err)
 		}
 	})
@@ -84,14 +85,14 @@ func TestTryItKeyHasOnlyTheScopesACallNeeds(t *testing.T) {
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 		svc := keys.NewService(keys.Config{Env: "test", Defaults: keys.Limits{SpendMicro: 50_000_000, RatePerMinute: 30}},
 			service.Deps{Store: st, Now: func() time.Time { return now }})
-		acct := &store.Account{ID: uuid.NewString(), Email: "try@example.com", CreatedAt: now}
-		if err := st.CreateAccount(ctx, acct, nil, nil); err != nil {
+		acct := &accounts.Account{ID: uuid.NewString(), Email: "try@example.com", CreatedAt: now}
+		if err := accounts.New(st).Create(ctx, acct, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		session := &tools.Principal{AccountID: acct.ID, Method: tools.AuthSession, SessionID: "s", Scopes: tools.ScopeNames()}
-		live := func() []*store.APIKey {
+		live := func() []*accounts.APIKey {
 			t.Helper()
-			list, err := st.Keys(ctx, acct.ID)
+			list, err := accounts.New(st).Keys(ctx, acct.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/grants"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -54,11 +55,12 @@ type Config struct {
 
 // Service issues and checks grants and tokens.
 type Service struct {
-	cfg    Config
-	store  *store.Store
-	grants grants.Grants
-	now    func() time.Time
-	meta   *metadataClients // nil: no client metadata documents
+	cfg      Config
+	store    *store.Store
+	accounts accounts.Accounts
+	grants   grants.Grants
+	now      func() time.Time
+	meta     *metadataClients // nil: no client metadata documents
 }
 
 // New builds the service.
@@ -73,7 +75,7 @@ func New(cfg Config, d service.Deps) *Service {
 	if cfg.CodeTTL == 0 {
 		cfg.CodeTTL = 5 * time.Minute
 	}
-	s := &Service{cfg: cfg, store: d.Store, grants: grants.New(d.Store), now: d.Now}
+	s := &Service{cfg: cfg, store: d.Store, accounts: accounts.New(d.Store), grants: grants.New(d.Store), now: d.Now}
 	if cfg.Metadata != nil {
 		s.meta = newMetadataClients(cfg.Metadata, d.Now)
 	}
@@ -496,7 +498,7 @@ func (s *Service) Connections(ctx context.Context, accountID string) ([]Connecti
 		c := Connection{Grant: g}
 		// The scopes are shown beside the connection; one unreadable key does not hide the
 		// list, and the grant still names its client and can be revoked.
-		if k, err := s.store.KeyByID(ctx, g.KeyID); err == nil {
+		if k, err := s.accounts.KeyByID(ctx, g.KeyID); err == nil {
 			c.Scopes = k.Scopes
 		}
 		out = append(out, c)
@@ -525,7 +527,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*tools.Princi
 	case g.Resource != s.cfg.Resource:
 		return nil, fmt.Errorf("%w: issued for %s, not %s", ErrInvalidToken, g.Resource, s.cfg.Resource)
 	}
-	key, err := s.store.KeyByID(ctx, g.KeyID)
+	key, err := s.accounts.KeyByID(ctx, g.KeyID)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/grants"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -28,7 +29,7 @@ func connect(t *testing.T, st *store.Store, svc *Service, clientID, accountID, k
 	t.Helper()
 	ctx := context.Background()
 	now := svc.now().UTC()
-	if err := st.CreateKey(ctx, &store.APIKey{ID: keyID, AccountID: accountID, Name: keyID, Prefix: "sb_" + keyID, Hash: "h_" + keyID,
+	if err := accounts.New(st).CreateKey(ctx, &accounts.APIKey{ID: keyID, AccountID: accountID, Name: keyID, Prefix: "sb_" + keyID, Hash: "h_" + keyID,
 		Scopes: scopes, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestConnections(t *testing.T) {
 		clock := func() time.Time { return now }
 		svc := New(Config{Issuer: "https://sb.example", Resource: "https://sb.example/mcp"}, service.Deps{Store: st, Now: clock})
 		for _, id := range []string{"a1", "a2"} {
-			if err := st.CreateAccount(ctx, &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, nil); err != nil {
+			if err := accounts.New(st).Create(ctx, &accounts.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -121,7 +122,7 @@ func TestEndingAGrantTellsTheAccountOfItsKeys(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 		svc := New(Config{Issuer: "https://sb.example", Resource: "https://sb.example/mcp"}, service.Deps{Store: st, Now: func() time.Time { return now }})
-		if err := st.CreateAccount(ctx, &store.Account{ID: "a1", Email: "a1@example.com", CreatedAt: now}, nil, nil); err != nil {
+		if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "a1", Email: "a1@example.com", CreatedAt: now}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		reg, oe := svc.Register(ctx, Registration{ClientName: "Test Host", RedirectURIs: []string{testRedirect}})
@@ -148,7 +149,7 @@ func TestEndingAGrantTellsTheAccountOfItsKeys(t *testing.T) {
 		// The portal's Revoke: the grant's key and a key minted under it.
 		portal := connect(t, st, svc, reg.ClientID, "a1", "k1", []string{"read"}, true)
 		parent := "k1"
-		if err := st.MintKey(ctx, &store.APIKey{ID: "k1child", AccountID: "a1", ParentID: &parent, Name: "child", Prefix: "sb_k1c", Hash: "h_k1c",
+		if err := accounts.New(st).MintKey(ctx, &accounts.APIKey{ID: "k1child", AccountID: "a1", ParentID: &parent, Name: "child", Prefix: "sb_k1c", Hash: "h_k1c",
 			Scopes: []string{"read"}, CreatedAt: now}, 10); err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +166,7 @@ func TestEndingAGrantTellsTheAccountOfItsKeys(t *testing.T) {
 		}
 
 		// The client revokes its access token: the grant ends, and its key with it.
-		if err := st.CreateKey(ctx, &store.APIKey{ID: "k2", AccountID: "a1", Name: "k2", Prefix: "sb_k2", Hash: "h_k2", Scopes: []string{"read"}, CreatedAt: now}); err != nil {
+		if err := accounts.New(st).CreateKey(ctx, &accounts.APIKey{ID: "k2", AccountID: "a1", Name: "k2", Prefix: "sb_k2", Hash: "h_k2", Scopes: []string{"read"}, CreatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 		verifier := strings.Repeat("w", 43)
@@ -191,7 +192,7 @@ func TestEndingAGrantTellsTheAccountOfItsKeys(t *testing.T) {
 		if len(got) != 2 || got[1].KeyID != "k2" || !slices.Equal(got[1].Revoked, []string{"k2"}) || !strings.Contains(got[1].Reason, "revoked by the client") {
 			t.Fatalf("key.revoked after the client's revocation: %+v", got)
 		}
-		if k, err := st.KeyByHash(ctx, "h_k2"); err != nil || k.RevokedAt == nil {
+		if k, err := accounts.New(st).KeyByHash(ctx, "h_k2"); err != nil || k.RevokedAt == nil {
 			t.Fatalf("the grant's key is live: %+v %v", k, err)
 		}
 	})

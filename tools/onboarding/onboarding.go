@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/codes"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -52,7 +53,7 @@ type Config struct {
 	MaxSendGap          time.Duration // the longest spacing between sends to one address: 5 minutes
 	SendWindow          time.Duration // 1 hour
 	ServiceName         string
-	OnCreate            store.CreateOption // runs in the account-creating transaction (billing's starting credit); nil: nothing
+	OnCreate            accounts.CreateOption // runs in the account-creating transaction (billing's starting credit); nil: nothing
 }
 
 // codeDigits is the length of a code: 10^8 codes, so that 1,000 IPv4 addresses and a /48 of
@@ -69,19 +70,19 @@ func DefaultConfig(codeSecret []byte) Config {
 
 // Service runs signup and verify.
 type Service struct {
-	cfg    Config
-	store  *store.Store
-	codes  codes.Codes
-	now    func() time.Time
-	mailer Mailer
-	keys   *keys.Service
-	sealer *wallets.Sealer
+	cfg      Config
+	accounts accounts.Accounts
+	codes    codes.Codes
+	now      func() time.Time
+	mailer   Mailer
+	keys     *keys.Service
+	sealer   *wallets.Sealer
 }
 
 // NewService wires the onboarding tools.
 func NewService(cfg Config, d service.Deps, mailer Mailer, ks *keys.Service, sealer *wallets.Sealer) *Service {
 	d = d.WithDefaults()
-	return &Service{cfg: cfg, store: d.Store, codes: codes.New(d.Store), now: d.Now, mailer: mailer, keys: ks, sealer: sealer}
+	return &Service{cfg: cfg, accounts: accounts.New(d.Store), codes: codes.New(d.Store), now: d.Now, mailer: mailer, keys: ks, sealer: sealer}
 }
 
 // SignupInput is agent_signup's input.
@@ -350,7 +351,7 @@ func (s *Service) verify(ctx context.Context, c *tools.Caller, in VerifyInput) (
 	if err := s.consumeCode(ctx, email, in.Code, c.ClientAddr); err != nil {
 		return Account{}, err
 	}
-	acct, err := s.store.AccountByEmail(ctx, email)
+	acct, err := s.accounts.ByEmail(ctx, email)
 	switch {
 	case err == nil:
 		return s.recover(ctx, acct)
@@ -376,14 +377,14 @@ func (s *Service) SignIn(ctx context.Context, email, code, clientAddr string) (a
 // it, or a code was consumed), creating it with its wallets, and no key, when there is none.
 func (s *Service) AccountForEmail(ctx context.Context, email string) (string, error) {
 	email = normalizeEmail(email)
-	acct, err := s.store.AccountByEmail(ctx, email)
+	acct, err := s.accounts.ByEmail(ctx, email)
 	switch {
 	case err == nil:
 		return acct.ID, nil
 	case errors.Is(err, store.ErrNotFound):
 		created, err := s.create(ctx, email, s.now().UTC(), false)
 		if errors.Is(err, store.ErrConflict) { // created by a concurrent sign-in
-			if acct, err := s.store.AccountByEmail(ctx, email); err == nil {
+			if acct, err := s.accounts.ByEmail(ctx, email); err == nil {
 				return acct.ID, nil
 			}
 		}
@@ -483,12 +484,12 @@ func (s *Service) consumeCode(ctx context.Context, email, code, clientAddr strin
 }
 
 // firstKey mints the key verify hands out: every scope, the agent defaults.
-func (s *Service) firstKey(accountID string) (*store.APIKey, string) {
+func (s *Service) firstKey(accountID string) (*accounts.APIKey, string) {
 	return s.keys.New(accountID, "agent (e-mail verification)", tools.ScopeNames(), s.keys.Defaults())
 }
 
 func (s *Service) create(ctx context.Context, email string, now time.Time, withKey bool) (Account, error) {
-	acct := &store.Account{ID: uuid.NewString(), Email: email, CreatedAt: now}
+	acct := &accounts.Account{ID: uuid.NewString(), Email: email, CreatedAt: now}
 	evm, err := wallets.NewEVM()
 	if err != nil {
 		return Account{}, err
@@ -497,22 +498,22 @@ func (s *Service) create(ctx context.Context, email string, now time.Time, withK
 	if err != nil {
 		return Account{}, err
 	}
-	var ws []*store.Wallet
+	var ws []*accounts.Wallet
 	for _, w := range []struct {
 		family string
 		kp     wallets.KeyPair
-	}{{store.FamilyEVM, evm}, {store.FamilySVM, svm}} {
+	}{{accounts.FamilyEVM, evm}, {accounts.FamilySVM, svm}} {
 		sealed, keyID := s.sealer.Seal(w.kp.Private, []byte(w.kp.Address))
 		clear(w.kp.Private)
-		ws = append(ws, &store.Wallet{ID: uuid.NewString(), AccountID: acct.ID, Family: w.family,
+		ws = append(ws, &accounts.Wallet{ID: uuid.NewString(), AccountID: acct.ID, Family: w.family,
 			Address: w.kp.Address, SealedKey: sealed, MasterKeyID: keyID, CreatedAt: now})
 	}
-	var key *store.APIKey
+	var key *accounts.APIKey
 	var secret string
 	if withKey {
 		key, secret = s.firstKey(acct.ID)
 	}
-	if err := s.store.CreateAccount(ctx, acct, ws, key, s.cfg.OnCreate); err != nil {
+	if err := s.accounts.Create(ctx, acct, ws, key, s.cfg.OnCreate); err != nil {
 		return Account{}, fmt.Errorf("create account: %w", err)
 	}
 	if key == nil {
@@ -521,8 +522,8 @@ func (s *Service) create(ctx context.Context, email string, now time.Time, withK
 	return account(acct.ID, Wallets{EVM: evm.Address, SVM: svm.Address}, key, secret), nil
 }
 
-func (s *Service) recover(ctx context.Context, acct *store.Account) (Account, error) {
-	ws, err := s.store.Wallets(ctx, acct.ID)
+func (s *Service) recover(ctx context.Context, acct *accounts.Account) (Account, error) {
+	ws, err := s.accounts.Wallets(ctx, acct.ID)
 	if err != nil {
 		return Account{}, err
 	}
@@ -531,27 +532,27 @@ func (s *Service) recover(ctx context.Context, acct *store.Account) (Account, er
 	if err != nil {
 		return Account{}, err
 	}
-	if err := s.store.CreateKey(ctx, key, ev); err != nil {
+	if err := s.accounts.CreateKey(ctx, key, ev); err != nil {
 		return Account{}, fmt.Errorf("store recovery key: %w", err)
 	}
 	return account(acct.ID, AddressesOf(ws), key, secret), nil
 }
 
 // AddressesOf picks the EVM and Solana addresses out of an account's wallets.
-func AddressesOf(ws []*store.Wallet) Wallets {
+func AddressesOf(ws []*accounts.Wallet) Wallets {
 	var out Wallets
 	for _, w := range ws {
 		switch w.Family {
-		case store.FamilyEVM:
+		case accounts.FamilyEVM:
 			out.EVM = w.Address
-		case store.FamilySVM:
+		case accounts.FamilySVM:
 			out.SVM = w.Address
 		}
 	}
 	return out
 }
 
-func account(userID string, w Wallets, key *store.APIKey, secret string) Account {
+func account(userID string, w Wallets, key *accounts.APIKey, secret string) Account {
 	return Account{UserID: userID, Wallets: w, APIKey: secret, Scopes: key.Scopes,
 		SpendLimitUsd: tools.USD(key.SpendLimitMicro), RateLimitPerMinute: key.RateLimitPerMinute}
 }

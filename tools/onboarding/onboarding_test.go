@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -118,7 +119,7 @@ func TestSignupVerifyRecover(t *testing.T) {
 		if again.UserID != acct.UserID || again.Wallets != acct.Wallets || again.APIKey == acct.APIKey {
 			t.Fatalf("recovery: %+v, first %+v", again, acct)
 		}
-		if ks, _ := s.Keys(ctx, acct.UserID); len(ks) != 2 {
+		if ks, _ := accounts.New(s).Keys(ctx, acct.UserID); len(ks) != 2 {
 			t.Fatalf("%d keys after recovery, want 2", len(ks))
 		}
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-hq/switchboard/rest"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -102,9 +103,9 @@ func (e *env) account(t *testing.T, scopes ...string) (string, string) {
 	id := "acct_" + signing.NewRequestID()[24:] // the random tail (the head is the time)
 	secret, prefix := tools.NewKeySecret("test")
 	now := e.clock.Now()
-	key := &store.APIKey{ID: "key_" + id, AccountID: id, Name: "k", Prefix: prefix, Hash: tools.HashKey(secret), Scopes: scopes,
+	key := &accounts.APIKey{ID: "key_" + id, AccountID: id, Name: "k", Prefix: prefix, Hash: tools.HashKey(secret), Scopes: scopes,
 		SpendLimitMicro: 50_000_000, RateLimitPerMinute: 1000, CreatedAt: now}
-	if err := e.st.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, key); err != nil {
+	if err := accounts.New(e.st).Create(context.Background(), &accounts.Account{ID: id, Email: id + "@example.com", CreatedAt: now}, nil, key); err != nil {
 		t.Fatal(err)
 	}
 	return id, secret

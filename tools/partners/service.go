@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/reports"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -49,6 +50,7 @@ type Service struct {
 	cfg       Config
 	store     *store.Store
 	rows      partnerstore.Partners // the partners and their intents
+	accounts  accounts.Accounts
 	reports   reports.Reports
 	clock     func() time.Time
 	log       *slog.Logger
@@ -71,7 +73,7 @@ func NewService(cfg Config, d service.Deps, out *outbound.Client) (*Service, err
 		cfg.ProbeTimeout = 10 * time.Second
 	}
 	d = d.WithDefaults()
-	return &Service{cfg: cfg, store: d.Store, rows: partnerstore.New(d.Store), reports: reports.New(d.Store), clock: d.Now, log: d.Log, out: out, validator: NewValidator(out.Guard())}, nil
+	return &Service{cfg: cfg, store: d.Store, accounts: accounts.New(d.Store), rows: partnerstore.New(d.Store), reports: reports.New(d.Store), clock: d.Now, log: d.Log, out: out, validator: NewValidator(out.Guard())}, nil
 }
 
 func (s *Service) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
@@ -264,7 +266,7 @@ func (s *Service) Insert(ctx context.Context, ownerID string, in IntentInput, st
 	if !slices.Contains(VerificationStatuses, status) {
 		return Intent{}, tools.Errorf(tools.CodeBadInput, "verificationStatus must be one of %v", VerificationStatuses)
 	}
-	if _, err := s.store.AccountByID(ctx, ownerID); err != nil {
+	if _, err := s.accounts.ByID(ctx, ownerID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return Intent{}, tools.Errorf(tools.CodeNotFound, "no account %q in this database; the partner signs up here first", ownerID)
 		}

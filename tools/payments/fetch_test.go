@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/partners/partnertest"
 )
@@ -208,7 +209,7 @@ func (w *fetchWorld) agent(t *testing.T, email string, signing bool, policy map[
 	a := agent{key: acct["apiKey"].(string), userID: acct["userId"].(string), wallet: common.HexToAddress(acct["wallets"].(map[string]any)["evm"].(string))}
 	w.chain.Mint(t, a.wallet, 10_000_000)
 	if signing {
-		if err := w.env.App.Store.SetSigning(context.Background(), a.userID, true); err != nil {
+		if err := accounts.New(w.env.App.Store).SetSigning(context.Background(), a.userID, true); err != nil {
 			t.Fatal(err)
 		}
 	}

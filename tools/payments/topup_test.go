@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 )
@@ -263,7 +264,7 @@ func TestTopupFromTheEmbeddedWallet(t *testing.T) {
 				t.Fatalf("signing off took %d from the wallet, credit %s", 10_000_000-w.chain.Balance(t, wallet), w.credit(t))
 			}
 
-			if err := w.env.App.Store.SetSigning(context.Background(), w.userID, true); err != nil {
+			if err := accounts.New(w.env.App.Store).SetSigning(context.Background(), w.userID, true); err != nil {
 				t.Fatal(err)
 			}
 			status, _, out = apptest.Do(t, "POST", w.env.URL+"/v1/credit/topup", w.key, map[string]any{"amountUsd": 4, "payWithWallet": true})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -29,6 +30,7 @@ import (
 type Service struct {
 	store     *store.Store
 	partners  partnerstore.Partners
+	accounts  accounts.Accounts
 	spending  spending.Queries
 	billing   *billing.Service
 	keys      *keys.Service
@@ -40,7 +42,7 @@ type Service struct {
 // one dispatch asks with).
 func NewService(d service.Deps, bill *billing.Service, ks *keys.Service, approvals *Approvals) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, partners: partnerstore.New(d.Store), spending: spending.New(d.Store), billing: bill, keys: ks, approvals: approvals, now: d.Now}
+	return &Service{store: d.Store, accounts: accounts.New(d.Store), partners: partnerstore.New(d.Store), spending: spending.New(d.Store), billing: bill, keys: ks, approvals: approvals, now: d.Now}
 }
 
 // GetInput names whose policy to read.
@@ -94,7 +96,7 @@ func (s *Service) target(ctx context.Context, c *tools.Caller, keyID string) (st
 	if err != nil {
 		return "", err
 	}
-	if !slices.ContainsFunc(visible, func(k *store.APIKey) bool { return k.ID == keyID }) {
+	if !slices.ContainsFunc(visible, func(k *accounts.APIKey) bool { return k.ID == keyID }) {
 		return "", tools.Errorf(tools.CodeNotFound, "no key %s that this caller acts on (a key acts on itself and the keys minted under it); api_key_list shows them", keyID)
 	}
 	return keyID, nil
@@ -105,7 +107,7 @@ func (s *Service) chain(ctx context.Context, accountID, keyID string) ([]string,
 	if keyID == "" {
 		return nil, nil
 	}
-	ks, err := s.store.Keys(ctx, accountID)
+	ks, err := s.accounts.Keys(ctx, accountID)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/spending"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -37,7 +38,7 @@ func newTree(t *testing.T, st *store.Store) *tree {
 	now := time.Now().UTC()
 	for _, k := range []struct{ id, parent string }{{"parent", "k-acct"}, {"child", "parent"}, {"sibling", "parent"}} {
 		parent := k.parent
-		if err := st.MintKey(ctx, &store.APIKey{ID: k.id, AccountID: "acct", Name: k.id, Prefix: k.id, Hash: "h-" + k.id, Scopes: []string{"read"},
+		if err := accounts.New(st).MintKey(ctx, &accounts.APIKey{ID: k.id, AccountID: "acct", Name: k.id, Prefix: k.id, Hash: "h-" + k.id, Scopes: []string{"read"},
 			SpendLimitMicro: 1, RateLimitPerMinute: 1, CreatedAt: now, ParentID: &parent}, keys.MaxLiveKeys); err != nil {
 			t.Fatal(err)
 		}

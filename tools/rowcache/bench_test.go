@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
@@ -26,7 +27,7 @@ func BenchmarkLookups(b *testing.B) {
 					if _, err := partners.New(st).IntentByHandle(ctx, handle); err != nil {
 						b.Fatal(err)
 					}
-					if _, err := st.AccountByID(ctx, acct); err != nil {
+					if _, err := accounts.New(st).ByID(ctx, acct); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/watch"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -29,6 +30,7 @@ const (
 type Cache struct {
 	store    *store.Store
 	partners partners.Partners
+	accounts accounts.Accounts
 	now      func() time.Time
 
 	mu      sync.Mutex
@@ -46,7 +48,7 @@ type entry[V any] struct {
 // New builds a Cache on d's store; d's clock times the entries' lifetime.
 func New(d service.Deps) *Cache {
 	d = d.WithDefaults()
-	return &Cache{store: d.Store, partners: partners.New(d.Store), now: d.Now, intents: map[string]entry[*partners.Intent]{}, tiers: map[string]entry[string]{}}
+	return &Cache{store: d.Store, accounts: accounts.New(d.Store), partners: partners.New(d.Store), now: d.Now, intents: map[string]entry[*partners.Intent]{}, tiers: map[string]entry[string]{}}
 }
 
 // Watch keeps the cache in step with changes on every replica until ctx ends.
@@ -112,7 +114,7 @@ func (c *Cache) Intent(ctx context.Context, handle string) (*partners.Intent, er
 
 // Tier returns the account's fee tier.
 func (c *Cache) Tier(ctx context.Context, accountID string) (string, error) {
-	return lookup(c, c.tiers, accountID, func() (string, error) { return c.store.TierOf(ctx, accountID) })
+	return lookup(c, c.tiers, accountID, func() (string, error) { return c.accounts.TierOf(ctx, accountID) })
 }
 
 // lookup serves key from m while the watch is live and the entry fresh; otherwise it loads

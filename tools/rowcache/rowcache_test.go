@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/rowcache"
@@ -85,7 +86,7 @@ func unique(prefix string) string {
 func account(t testing.TB, st *store.Store) string {
 	t.Helper()
 	id := unique("acct-")
-	if err := st.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: time.Now().UTC()}, nil, nil); err != nil {
+	if err := accounts.New(st).Create(context.Background(), &accounts.Account{ID: id, Email: id + "@example.com", CreatedAt: time.Now().UTC()}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -195,14 +196,14 @@ func TestTierChangeReachesEveryReplica(t *testing.T) {
 				}
 				return tier
 			}
-			if got := tier(); got != store.DefaultTier {
+			if got := tier(); got != accounts.DefaultTier {
 				t.Fatalf("a new account's tier = %q", got)
 			}
 			behind(t, b, "UPDATE accounts SET tier = 'unannounced' WHERE id = ?", acct)
-			if got := tier(); got != store.DefaultTier {
+			if got := tier(); got != accounts.DefaultTier {
 				t.Fatalf("the tier was not served from the cache: %q", got)
 			}
-			if err := a.SetTier(ctx, acct, "pro"); err != nil {
+			if err := accounts.New(a).SetTier(ctx, acct, "pro"); err != nil {
 				t.Fatal(err)
 			}
 			within(t, "tier change", func() bool { return tier() == "pro" })

@@ -146,7 +146,7 @@ func replay(inv *store.Invocation) (WalletSendOutput, error) {
 // dispatch opens the quoted send on its ticket (judged again where the caps are exact) and
 // sends it. Signing off refuses it first, with nothing recorded.
 func (w *Wallet) dispatch(ctx context.Context, t *billing.Ticket, inv *store.Invocation, a ask, args sendArgs) (WalletSendOutput, error) {
-	acct, err := w.store.AccountByID(ctx, inv.AccountID)
+	acct, err := w.accounts.ByID(ctx, inv.AccountID)
 	if err != nil {
 		return WalletSendOutput{}, err
 	}

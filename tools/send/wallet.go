@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/chain/evm"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -41,6 +42,7 @@ type Wallet struct {
 	bill        *billing.Service
 	approvals   *policies.Approvals
 	store       *store.Store
+	accounts    accounts.Accounts
 	invocations invocations.Invocations
 	now         func() time.Time
 	log         *slog.Logger
@@ -50,7 +52,7 @@ type Wallet struct {
 // money seam and the owner's approvals (nil: a send a policy sends to a human is refused).
 func NewWallet(sender *Sender, tok *tokens.Service, bill *billing.Service, approvals *policies.Approvals, d service.Deps) *Wallet {
 	d = d.WithDefaults()
-	return &Wallet{sender: sender, tokens: tok, bill: bill, approvals: approvals, store: d.Store, invocations: invocations.New(d.Store), now: d.Now, log: d.Log}
+	return &Wallet{sender: sender, tokens: tok, bill: bill, approvals: approvals, store: d.Store, accounts: accounts.New(d.Store), invocations: invocations.New(d.Store), now: d.Now, log: d.Log}
 }
 
 // WalletSendInput is wallet_send's input.
@@ -178,13 +180,13 @@ func (w *Wallet) check(ctx context.Context, in WalletSendInput) (ask, error) {
 
 // from is the account's wallet address of the chain's family (no key is opened).
 func (w *Wallet) from(ctx context.Context, accountID, family string) (string, error) {
-	ws, err := w.store.Wallets(ctx, accountID)
+	ws, err := w.accounts.Wallets(ctx, accountID)
 	if err != nil {
 		return "", err
 	}
-	fam := store.FamilyEVM
+	fam := accounts.FamilyEVM
 	if family == tokens.FamilySVM {
-		fam = store.FamilySVM
+		fam = accounts.FamilySVM
 	}
 	for _, wl := range ws {
 		if wl.Family == fam {

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/contracts/anviltest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/sends"
 	"github.com/switchboard-hq/switchboard/store/storetest"
@@ -92,7 +93,7 @@ func (w *sendWorld) sender(t *testing.T, email string, signing bool, policy map[
 		w.svm.Airdrop(t, s.svm, 5_000_000_000)
 	}
 	if signing {
-		if err := w.env.App.Store.SetSigning(context.Background(), s.userID, true); err != nil {
+		if err := accounts.New(w.env.App.Store).SetSigning(context.Background(), s.userID, true); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	sessionstore "github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -33,7 +34,7 @@ type Config struct {
 // Service runs sessions.
 type Service struct {
 	cfg      Config
-	store    *store.Store
+	accounts accounts.Accounts
 	sessions sessionstore.Sessions
 	now      func() time.Time
 }
@@ -41,7 +42,7 @@ type Service struct {
 // NewService builds the session service.
 func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{cfg: cfg, store: d.Store, sessions: sessionstore.New(d.Store), now: d.Now}
+	return &Service{cfg: cfg, accounts: accounts.New(d.Store), sessions: sessionstore.New(d.Store), now: d.Now}
 }
 
 // ErrNoSession is a cookie that names no live session: sign in again.
@@ -159,5 +160,5 @@ func (s *Service) SetSigning(ctx context.Context, p *tools.Principal, on bool) e
 			return tools.Errorf(tools.CodeForbidden, "turning signing on needs a fresh sign-in (within %d minutes): sign out, sign in again, and turn it on", int(FreshWindow.Minutes()))
 		}
 	}
-	return s.store.SetSigning(ctx, p.AccountID, on)
+	return s.accounts.SetSigning(ctx, p.AccountID, on)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
@@ -16,7 +17,7 @@ import (
 
 func account(t *testing.T, s *store.Store, id string) {
 	t.Helper()
-	if err := s.CreateAccount(context.Background(), &store.Account{ID: id, Email: id + "@example.com", CreatedAt: time.Now().UTC()}, nil, nil); err != nil {
+	if err := accounts.New(s).Create(context.Background(), &accounts.Account{ID: id, Email: id + "@example.com", CreatedAt: time.Now().UTC()}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -96,7 +97,7 @@ func TestSessionLifecycle(t *testing.T) {
 		if err := svc.SetSigning(ctx, p2, true); err != nil {
 			t.Fatal(err)
 		}
-		if acct, _ := s.AccountByID(ctx, "a"); !acct.SigningEnabled {
+		if acct, _ := accounts.New(s).ByID(ctx, "a"); !acct.SigningEnabled {
 			t.Fatal("signing not on")
 		}
 		// Both unrevoked sessions end, the idle one too.

@@ -148,7 +148,7 @@ func (s *Service) balanceQuery(text string) (chains []string, tickers map[string
 
 // holders lists the account's wallets per family, primary first.
 func (s *Service) holders(ctx context.Context, accountID string) (map[string][]holder, []WalletRef, error) {
-	primary, err := s.store.Wallets(ctx, accountID)
+	primary, err := s.accounts.Wallets(ctx, accountID)
 	if err != nil {
 		return nil, nil, err
 	}

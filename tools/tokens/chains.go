@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Family values match store.FamilyEVM and store.FamilySVM.
+// Family values match accounts.FamilyEVM and accounts.FamilySVM (store/accounts).
 const (
 	FamilyEVM = "evm"
 	FamilySVM = "svm"

@@ -77,7 +77,7 @@ func (s *Service) connectTool(ctx context.Context, c *tools.Caller, in ConnectIn
 	if err != nil {
 		return ConnectOutput{}, err
 	}
-	primary, err := s.store.Wallets(ctx, c.Principal.AccountID)
+	primary, err := s.accounts.Wallets(ctx, c.Principal.AccountID)
 	if err != nil {
 		return ConnectOutput{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-hq/switchboard/chain/evm"
 	"github.com/switchboard-hq/switchboard/chain/solana"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/connected"
 	"github.com/switchboard-hq/switchboard/store/learned"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -101,6 +102,7 @@ const (
 // Service holds the token lookups' dependencies.
 type Service struct {
 	store        *store.Store
+	accounts     accounts.Accounts
 	connected    connected.Wallets
 	learned      learned.Tokens
 	reg          *Registry
@@ -147,7 +149,7 @@ func NewService(cfg Config, d service.Deps) (*Service, error) {
 	llama := prices.NewDefiLlama(cfg.DefiLlamaURL, maxAge, client(priceTimeout), now)
 	jup := prices.NewJupiter(cfg.JupiterURL, cfg.JupiterAPIKey, client(priceTimeout), now)
 	s := &Service{
-		store: st, connected: connected.New(st), learned: learned.New(st), reg: reg, now: now, log: log, chainTimeout: chainTimeout, maxConnected: cfg.MaxConnectedWallets,
+		store: st, accounts: accounts.New(st), connected: connected.New(st), learned: learned.New(st), reg: reg, now: now, log: log, chainTimeout: chainTimeout, maxConnected: cfg.MaxConnectedWallets,
 		quoter: prices.NewQuoter(prices.Config{MaxAge: maxAge},
 			[]prices.Provider{cg, llama}, []prices.Provider{jup, cg, llama}, now),
 		evm:     map[string]*evm.Client{},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/keys"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -99,13 +100,13 @@ func newEnv(t testing.TB, st *store.Store, tweak ...func(*Config)) *env {
 func withAccount(t testing.TB, st *store.Store) *tools.Caller {
 	t.Helper()
 	now := time.Now().UTC()
-	key := &store.APIKey{ID: "key-1", AccountID: accountID, Name: "k", Prefix: apiSecret[:12], Hash: tools.HashKey(apiSecret),
+	key := &accounts.APIKey{ID: "key-1", AccountID: accountID, Name: "k", Prefix: apiSecret[:12], Hash: tools.HashKey(apiSecret),
 		Scopes: []string{"read", "quote", "swap", "bridge", "send", "wallet", "publish", "partner"}, SpendLimitMicro: 50_000_000,
 		RateLimitPerMinute: 1000, CreatedAt: now}
-	err := st.CreateAccount(context.Background(), &store.Account{ID: accountID, Email: "agent@example.com", CreatedAt: now},
-		[]*store.Wallet{
-			{ID: "w-evm", AccountID: accountID, Family: store.FamilyEVM, Address: primaryEVM, SealedKey: []byte{1}, MasterKeyID: "m", CreatedAt: now},
-			{ID: "w-svm", AccountID: accountID, Family: store.FamilySVM, Address: primarySVM, SealedKey: []byte{1}, MasterKeyID: "m", CreatedAt: now},
+	err := accounts.New(st).Create(context.Background(), &accounts.Account{ID: accountID, Email: "agent@example.com", CreatedAt: now},
+		[]*accounts.Wallet{
+			{ID: "w-evm", AccountID: accountID, Family: accounts.FamilyEVM, Address: primaryEVM, SealedKey: []byte{1}, MasterKeyID: "m", CreatedAt: now},
+			{ID: "w-svm", AccountID: accountID, Family: accounts.FamilySVM, Address: primarySVM, SealedKey: []byte{1}, MasterKeyID: "m", CreatedAt: now},
 		}, key)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -22,7 +23,7 @@ func TestMovementsOnTheRecord(t *testing.T) {
 		now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 		storetest.Account(t, s, "a")
 		root := "k-a"
-		if err := s.CreateKey(ctx, &store.APIKey{ID: "k-child", AccountID: "a", Name: "c", Prefix: "p", Hash: "h-child", Scopes: []string{"read"}, CreatedAt: now, ParentID: &root}); err != nil {
+		if err := accounts.New(s).CreateKey(ctx, &accounts.APIKey{ID: "k-child", AccountID: "a", Name: "c", Prefix: "p", Hash: "h-child", Scopes: []string{"read"}, CreatedAt: now, ParentID: &root}); err != nil {
 			t.Fatal(err)
 		}
 		network, tx := "eip155:8453", "0xabc"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/reports"
@@ -35,6 +36,7 @@ type Config struct {
 // Service answers the usage reads.
 type Service struct {
 	store       *store.Store
+	accounts    accounts.Accounts
 	partners    partners.Partners
 	invocations invocations.Invocations
 	reports     reports.Reports
@@ -46,7 +48,7 @@ type Service struct {
 // NewService builds the usage reads.
 func NewService(cfg Config, d service.Deps) *Service {
 	d = d.WithDefaults()
-	return &Service{store: d.Store, partners: partners.New(d.Store), invocations: invocations.New(d.Store), reports: reports.New(d.Store), now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
+	return &Service{store: d.Store, accounts: accounts.New(d.Store), partners: partners.New(d.Store), invocations: invocations.New(d.Store), reports: reports.New(d.Store), now: d.Now, settled: cfg.Settled, userID: cfg.UserID}
 }
 
 func (s *Service) wait(ctx context.Context, accountID string) error {
@@ -102,7 +104,7 @@ func (s *Service) Spend(ctx context.Context, p *tools.Principal) (Spend, error) 
 	if err != nil {
 		return Spend{}, err
 	}
-	keys, err := s.store.Keys(ctx, p.AccountID)
+	keys, err := s.accounts.Keys(ctx, p.AccountID)
 	if err != nil {
 		return Spend{}, err
 	}

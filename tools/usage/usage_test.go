@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -24,8 +25,8 @@ func TestSpendAndCallLogs(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 		for _, a := range []string{"caller", "partner"} {
-			if err := s.CreateAccount(ctx, &store.Account{ID: a, Email: a + "@example.com", CreatedAt: now}, nil,
-				&store.APIKey{ID: "k-" + a, AccountID: a, Name: "main", Prefix: "sb_test_" + a[:2], Hash: "h-" + a, Scopes: []string{"read"},
+			if err := accounts.New(s).Create(ctx, &accounts.Account{ID: a, Email: a + "@example.com", CreatedAt: now}, nil,
+				&accounts.APIKey{ID: "k-" + a, AccountID: a, Name: "main", Prefix: "sb_test_" + a[:2], Hash: "h-" + a, Scopes: []string{"read"},
 					SpendLimitMicro: 1, RateLimitPerMinute: 1, CreatedAt: now}); err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/mr-tron/base58"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/sessions"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/service"
@@ -40,7 +41,7 @@ type ConfirmCode func(ctx context.Context, email, code, clientAddr string) (acco
 
 // Exporter runs wallet_export.
 type Exporter struct {
-	store    *store.Store
+	accounts accounts.Accounts
 	sessions sessions.Sessions
 	sealer   *Sealer
 	confirm  ConfirmCode
@@ -51,7 +52,7 @@ type Exporter struct {
 // NewExporter builds the export; confirm checks the code the export asks for.
 func NewExporter(d service.Deps, sealer *Sealer, confirm ConfirmCode) *Exporter {
 	d = d.WithDefaults()
-	return &Exporter{store: d.Store, sessions: sessions.New(d.Store), sealer: sealer, confirm: confirm, now: d.Now, log: d.Log}
+	return &Exporter{accounts: accounts.New(d.Store), sessions: sessions.New(d.Store), sealer: sealer, confirm: confirm, now: d.Now, log: d.Log}
 }
 
 // ExportInput is the code e-mailed for the export.
@@ -78,7 +79,7 @@ func (x *Exporter) Tools() []*tools.Tool {
 
 func (x *Exporter) export(ctx context.Context, c *tools.Caller, in ExportInput) (ExportOutput, error) {
 	p := c.Principal
-	acct, err := x.store.AccountByID(ctx, p.AccountID)
+	acct, err := x.accounts.ByID(ctx, p.AccountID)
 	if err != nil {
 		return ExportOutput{}, err
 	}
@@ -93,7 +94,7 @@ func (x *Exporter) export(ctx context.Context, c *tools.Caller, in ExportInput) 
 	// Recorded in the transaction that reads the keys: no export goes unrecorded, and an
 	// export that fails records nothing.
 	// The owner's backend hears of every export too (wallet.exported), from the same transaction.
-	err = x.sessions.ExportWallets(ctx, p.AccountID, func(ws []*store.Wallet) (*sessions.AccountEvent, []*store.WebhookEvent, error) {
+	err = x.sessions.ExportWallets(ctx, p.AccountID, func(ws []*accounts.Wallet) (*sessions.AccountEvent, []*store.WebhookEvent, error) {
 		keys, err := x.open(ws)
 		if err != nil {
 			return nil, nil, err
@@ -120,7 +121,7 @@ func (x *Exporter) export(ctx context.Context, c *tools.Caller, in ExportInput) 
 
 // open unseals every wallet for its owner to take into self-custody. It checks that each key
 // still yields its address, so what is shown is what holds the funds.
-func (x *Exporter) open(ws []*store.Wallet) ([]Exported, error) {
+func (x *Exporter) open(ws []*accounts.Wallet) ([]Exported, error) {
 	out := make([]Exported, 0, len(ws))
 	for _, w := range ws {
 		key, err := x.sealer.Open(w.SealedKey, w.MasterKeyID, []byte(w.Address))
@@ -129,7 +130,7 @@ func (x *Exporter) open(ws []*store.Wallet) ([]Exported, error) {
 		}
 		ex := Exported{Family: w.Family, Address: w.Address}
 		switch w.Family {
-		case store.FamilyEVM:
+		case accounts.FamilyEVM:
 			priv := secp256k1.PrivKeyFromBytes(key)
 			if ChecksumAddress(keccak(priv.PubKey().SerializeUncompressed()[1:])[12:]) != ChecksumAddress(mustHex(w.Address)) {
 				return nil, fmt.Errorf("the EVM key of %s does not yield its address", w.Address)

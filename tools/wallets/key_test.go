@@ -11,6 +11,7 @@ import (
 	"github.com/mr-tron/base58"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 )
@@ -29,20 +30,20 @@ func TestSolanaKeyOpensTheSeedOnlyWhenSigningIsOn(t *testing.T) {
 		solKP, _ := wallets.NewSolana()
 		wantSeed, wantEVM := bytes.Clone(solKP.Private), bytes.Clone(evmKP.Private)
 		now := time.Now().UTC()
-		var ws []*store.Wallet
+		var ws []*accounts.Wallet
 		for i, kp := range []wallets.KeyPair{evmKP, solKP} {
-			fam := []string{store.FamilyEVM, store.FamilySVM}[i]
+			fam := []string{accounts.FamilyEVM, accounts.FamilySVM}[i]
 			sealed, id := sealer.Seal(kp.Private, []byte(kp.Address))
-			ws = append(ws, &store.Wallet{ID: fam, AccountID: "a1", Family: fam, Address: kp.Address, SealedKey: sealed, MasterKeyID: id, CreatedAt: now})
+			ws = append(ws, &accounts.Wallet{ID: fam, AccountID: "a1", Family: fam, Address: kp.Address, SealedKey: sealed, MasterKeyID: id, CreatedAt: now})
 		}
-		key := &store.APIKey{ID: "k1", AccountID: "a1", Name: "k", Prefix: "sb_test_abc", Hash: "h1", Scopes: []string{"read"}, CreatedAt: now}
-		if err := st.CreateAccount(ctx, &store.Account{ID: "a1", Email: "a1@example.com", CreatedAt: now}, ws, key); err != nil {
+		key := &accounts.APIKey{ID: "k1", AccountID: "a1", Name: "k", Prefix: "sb_test_abc", Hash: "h1", Scopes: []string{"read"}, CreatedAt: now}
+		if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "a1", Email: "a1@example.com", CreatedAt: now}, ws, key); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := wallets.SolanaKey(ctx, st, sealer, "a1"); !errors.Is(err, wallets.ErrSigningOff) {
 			t.Fatalf("signing off: %v, want ErrSigningOff", err)
 		}
-		if err := st.SetSigning(ctx, "a1", true); err != nil {
+		if err := accounts.New(st).SetSigning(ctx, "a1", true); err != nil {
 			t.Fatal(err)
 		}
 		seed, addr, err := wallets.SolanaKey(ctx, st, sealer, "a1")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 )
 
 // Current is the id of the master key new seals use (the first configured).
@@ -41,9 +42,10 @@ type ResealReport struct {
 // and a finished run leaves nothing for the next. done, when set, is told after each row.
 func ResealWallets(ctx context.Context, st *store.Store, s *Sealer, batch int, rep *ResealReport, done func()) error {
 	rep.CurrentMasterKey = s.current
+	rows := accounts.New(st)
 	after := ""
 	for {
-		ws, err := st.WalletsSealedElsewhere(ctx, s.current, after, batch)
+		ws, err := rows.WalletsSealedElsewhere(ctx, s.current, after, batch)
 		if err != nil {
 			return fmt.Errorf("list wallets to re-seal: %w", err)
 		}
@@ -57,7 +59,7 @@ func ResealWallets(ctx context.Context, st *store.Store, s *Sealer, batch int, r
 				rep.Unopenable = append(rep.Unopenable, fmt.Sprintf("wallet %s (master key %s): %v", w.ID, w.MasterKeyID, err))
 				continue
 			}
-			changed, err := st.ResealWallet(ctx, w.ID, w.MasterKeyID, sealed, to)
+			changed, err := rows.ResealWallet(ctx, w.ID, w.MasterKeyID, sealed, to)
 			if err != nil {
 				return fmt.Errorf("re-seal wallet %s: %w", w.ID, err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/mr-tron/base58"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"golang.org/x/crypto/sha3"
 )
 
@@ -178,24 +179,25 @@ var ErrSigningOff = errors.New("signing with the embedded wallets is off for thi
 // EVMKey unseals an account's primary EVM wallet key, only when the account turned signing on
 // (the portal's settings). The caller must use it for one signature and drop it.
 func EVMKey(ctx context.Context, st *store.Store, sealer *Sealer, accountID string) ([]byte, string, error) {
-	return walletKey(ctx, st, sealer, accountID, store.FamilyEVM)
+	return walletKey(ctx, st, sealer, accountID, accounts.FamilyEVM)
 }
 
 // SolanaKey unseals an account's Solana wallet key, its 32-byte ed25519 seed, only when the
 // account turned signing on, as EVMKey does.
 func SolanaKey(ctx context.Context, st *store.Store, sealer *Sealer, accountID string) ([]byte, string, error) {
-	return walletKey(ctx, st, sealer, accountID, store.FamilySVM)
+	return walletKey(ctx, st, sealer, accountID, accounts.FamilySVM)
 }
 
 func walletKey(ctx context.Context, st *store.Store, sealer *Sealer, accountID, family string) ([]byte, string, error) {
-	acct, err := st.AccountByID(ctx, accountID)
+	rows := accounts.New(st)
+	acct, err := rows.ByID(ctx, accountID)
 	if err != nil {
 		return nil, "", err
 	}
 	if !acct.SigningEnabled {
 		return nil, "", ErrSigningOff
 	}
-	ws, err := st.Wallets(ctx, accountID)
+	ws, err := rows.Wallets(ctx, accountID)
 	if err != nil {
 		return nil, "", err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 )
 
 // The event types (fixed: receivers switch on them). Partners receive their intents' events
@@ -239,7 +240,7 @@ func Emit(ctx context.Context, q *store.Q, typ, accountID string, at time.Time, 
 }
 
 // KeyCreatedEvent is key.created for a key about to be stored.
-func KeyCreatedEvent(k *store.APIKey) (*store.WebhookEvent, error) {
+func KeyCreatedEvent(k *accounts.APIKey) (*store.WebhookEvent, error) {
 	d := KeyData{KeyID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: nonNil(k.Scopes)}
 	if k.ParentID != nil {
 		d.ParentID = *k.ParentID

@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/outbox"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -90,12 +91,12 @@ func newWorld(t testing.TB, s *store.Store, o worldOptions) *world {
 	}
 	ks := keys.NewService(keys.Config{Env: "test", Defaults: keys.Limits{SpendMicro: 5_000_000, RatePerMinute: 10_000}}, d)
 	root, rootSecret := ks.New("acct", "root", tools.ScopeNames(), keys.Limits{SpendMicro: 9_000_000, RatePerMinute: 10_000})
-	if err := s.CreateAccount(ctx, &store.Account{ID: "acct", Email: "owner@example.com", CreatedAt: w.clock.Now()}, nil, root); err != nil {
+	if err := accounts.New(s).Create(ctx, &accounts.Account{ID: "acct", Email: "owner@example.com", CreatedAt: w.clock.Now()}, nil, root); err != nil {
 		t.Fatal(err)
 	}
 	child, childSecret := ks.New("acct", "child", []string{"read", "publish"}, keys.Limits{SpendMicro: 1_000_000, RatePerMinute: 10_000})
 	child.ParentID = &root.ID
-	if err := s.MintKey(ctx, child, keys.MaxLiveKeys); err != nil {
+	if err := accounts.New(s).MintKey(ctx, child, keys.MaxLiveKeys); err != nil {
 		t.Fatal(err)
 	}
 	w.root, w.child = rootSecret, childSecret

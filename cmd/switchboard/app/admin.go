@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/store/ledger"
 	"github.com/switchboard-hq/switchboard/store/payouts"
@@ -29,6 +30,7 @@ import (
 // nothing else. Errors come as the services return them: the CLI words them for the operator.
 type Admin struct {
 	store       *store.Store
+	accounts    accounts.Accounts
 	invocations invocations.Invocations
 	partners    *partners.Service
 	billing     *billing.Service
@@ -79,10 +81,10 @@ func (a *Admin) Listing(ctx context.Context, ref string) (partners.Intent, error
 }
 
 // Account finds an account by id or, failing that, by e-mail.
-func (a *Admin) Account(ctx context.Context, who string) (*store.Account, error) {
-	acct, err := a.store.AccountByID(ctx, who)
+func (a *Admin) Account(ctx context.Context, who string) (*accounts.Account, error) {
+	acct, err := a.accounts.ByID(ctx, who)
 	if errors.Is(err, store.ErrNotFound) {
-		acct, err = a.store.AccountByEmail(ctx, strings.ToLower(who))
+		acct, err = a.accounts.ByEmail(ctx, strings.ToLower(who))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("no account %q: %w", who, err)
@@ -91,8 +93,8 @@ func (a *Admin) Account(ctx context.Context, who string) (*store.Account, error)
 }
 
 // AccountByEmail is the account of an e-mail (store.ErrNotFound when there is none).
-func (a *Admin) AccountByEmail(ctx context.Context, email string) (*store.Account, error) {
-	return a.store.AccountByEmail(ctx, email)
+func (a *Admin) AccountByEmail(ctx context.Context, email string) (*accounts.Account, error) {
+	return a.accounts.ByEmail(ctx, email)
 }
 
 // AccountForEmail returns the account of an e-mail, creating it with its wallets (and, in the
@@ -103,7 +105,7 @@ func (a *Admin) AccountForEmail(ctx context.Context, email string) (string, erro
 
 // Wallets are an account's wallet addresses.
 func (a *Admin) Wallets(ctx context.Context, accountID string) (onboarding.Wallets, error) {
-	ws, err := a.store.Wallets(ctx, accountID)
+	ws, err := a.accounts.Wallets(ctx, accountID)
 	if err != nil {
 		return onboarding.Wallets{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/switchboard-hq/switchboard/mcpserver"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/invocations"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -214,7 +215,7 @@ func BuildOn(ctx context.Context, cfg Config, deps Deps, st *store.Store) (_ *Ap
 		return nil, err
 	}
 	stop := startBackground(ctx, cfg, d, s, dr)
-	admin := &Admin{store: st, invocations: invocations.New(st), partners: s.partners.svc, billing: s.billing, dispatch: s.dispatch, payments: s.payments, ring: ring, sealer: sec.sealer,
+	admin := &Admin{store: st, accounts: accounts.New(st), invocations: invocations.New(st), partners: s.partners.svc, billing: s.billing, dispatch: s.dispatch, payments: s.payments, ring: ring, sealer: sec.sealer,
 		onboarding: s.onboarding, apiKeys: s.keys, policies: s.policies, idempotency: s.idem}
 	return &App{cfg: cfg, log: d.Log, store: st, kernel: dr.kernel, handler: closeWhenDraining(dr.handler, dr.draining), metrics: s.metrics.Handler(), signingKey: sec.signingKey,
 		ring: ring, partners: s.partners.svc, billing: s.billing, dispatch: s.dispatch, payments: s.payments, webhooks: s.webhooks, admin: admin,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 )
 
 // A key's use is recorded in a batch, not by a write on the call's path: right after a call
@@ -18,7 +19,7 @@ func TestKeyUseIsWrittenInBatches(t *testing.T) {
 		t.Fatalf("call: %d %v", status, body)
 	}
 	lastUsed := func() bool {
-		keys, err := env.App.Store.Keys(context.Background(), accountID)
+		keys, err := accounts.New(env.App.Store).Keys(context.Background(), accountID)
 		if err != nil || len(keys) != 1 {
 			t.Fatalf("keys: %v %v", keys, err)
 		}

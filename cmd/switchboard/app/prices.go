@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/payments"
@@ -66,10 +66,10 @@ func feeTiers(v string) (map[string]int64, string, error) {
 		}
 		tiers[name] = bps
 	}
-	if _, ok := tiers[store.DefaultTier]; !ok {
-		return nil, "", bad(fmt.Sprintf("the tier %q (every new account's) must be listed", store.DefaultTier))
+	if _, ok := tiers[accounts.DefaultTier]; !ok {
+		return nil, "", bad(fmt.Sprintf("the tier %q (every new account's) must be listed", accounts.DefaultTier))
 	}
-	return tiers, store.DefaultTier, nil
+	return tiers, accounts.DefaultTier, nil
 }
 
 // usdMicro parses a non-negative decimal USD amount with at most 6 places into micro-USD.

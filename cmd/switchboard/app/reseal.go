@@ -49,7 +49,7 @@ func leftAfter(ctx context.Context, a *Admin, rep *ResealReport, err error) erro
 	if err != nil {
 		return err
 	}
-	if rep.LeftWallets, rep.LeftServiceKeys, err = a.store.SealedElsewhere(ctx, rep.CurrentMasterKey); err != nil {
+	if rep.LeftWallets, rep.LeftServiceKeys, err = a.accounts.SealedElsewhere(ctx, rep.CurrentMasterKey); err != nil {
 		return err
 	}
 	rep.LeftIdempotencyAnswers, err = a.idempotency.SealedElsewhere(ctx)

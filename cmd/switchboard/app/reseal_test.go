@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/apptest"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	idem "github.com/switchboard-hq/switchboard/store/idempotency"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
@@ -42,7 +43,7 @@ func TestResealMovesEveryRowToTheNewMasterKey(t *testing.T) {
 			rotating := replica(newKey + "," + oldKey) // new rows under the new key, old rows still open
 			rotating.Onboard(t, "d@example.com")
 			newID := keyID(t, newKey)
-			if w, k, err := st.SealedElsewhere(context.Background(), newID); err != nil || w != 6 || k != 1 {
+			if w, k, err := accounts.New(st).SealedElsewhere(context.Background(), newID); err != nil || w != 6 || k != 1 {
 				t.Fatalf("before the re-seal: %d wallets, %d service keys under the old key (%v); want 6 and 1", w, k, err)
 			}
 
@@ -57,7 +58,7 @@ func TestResealMovesEveryRowToTheNewMasterKey(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("a stopped re-seal: %+v %v", rep, err)
 			}
-			if w, k, _ := st.SealedElsewhere(context.Background(), newID); w != 4 || k != 0 {
+			if w, k, _ := accounts.New(st).SealedElsewhere(context.Background(), newID); w != 4 || k != 0 {
 				t.Fatalf("after the stop: %d wallets, %d service keys under the old key; want 4 and 0", w, k)
 			}
 			// Run again: it carries on; once more: nothing left.
@@ -104,7 +105,7 @@ func openAll(t *testing.T, st *store.Store, k string) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ws []*store.Wallet
+	var ws []*accounts.Wallet
 	if err := st.DB().NewSelect().Model(&ws).Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-hq/switchboard/contracts"
 	"github.com/switchboard-hq/switchboard/signing"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/commit"
 	"github.com/switchboard-hq/switchboard/store/sends"
 	"github.com/switchboard-hq/switchboard/tools"
@@ -264,7 +265,7 @@ func notifier(d service.Deps, mailer onboarding.Mailer) func(ctx context.Context
 		return nil
 	}
 	return func(ctx context.Context, accountID, subject, text string) error {
-		acct, err := d.Store.AccountByID(ctx, accountID)
+		acct, err := accounts.New(d.Store).ByID(ctx, accountID)
 		if err != nil {
 			return err
 		}

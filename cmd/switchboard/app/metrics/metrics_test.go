@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/switchboard-hq/switchboard/cmd/switchboard/app/metrics"
 	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/accounts"
 	"github.com/switchboard-hq/switchboard/store/storetest"
 	"github.com/switchboard-hq/switchboard/tools/billing"
 	"github.com/switchboard-hq/switchboard/tools/dispatch"
@@ -224,7 +225,7 @@ func TestLedgerTotalsAndDatabasePool(t *testing.T) {
 				t.Fatal(err)
 			}
 			bill := billing.NewService(billing.DefaultConfig(), service.Deps{Store: st, Log: quiet}, billing.Recording{})
-			if err := st.CreateAccount(ctx, &store.Account{ID: "acct-1", Email: "m@example.com", CreatedAt: time.Now()}, nil, nil); err != nil {
+			if err := accounts.New(st).Create(ctx, &accounts.Account{ID: "acct-1", Email: "m@example.com", CreatedAt: time.Now()}, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := bill.Grant(ctx, "acct-1", 2_500_000, "test"); err != nil {

@@ -1,4 +1,4 @@
-package store
+package accounts
 
 import (
 	"context"
@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 
+	"github.com/switchboard-hq/switchboard/store"
+	"github.com/switchboard-hq/switchboard/store/dberr"
 	"github.com/switchboard-hq/switchboard/store/watch"
 )
 
@@ -41,12 +44,12 @@ func (k *APIKey) HasScope(scope string) bool {
 }
 
 // CreateKey inserts a key, with the events it causes (the webhook outbox) in its transaction.
-func (s *Store) CreateKey(ctx context.Context, key *APIKey, events ...*WebhookEvent) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+func (s *queries) CreateKey(ctx context.Context, key *APIKey, events ...*store.WebhookEvent) error {
+	return s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(key).Exec(ctx); err != nil {
 			return err
 		}
-		return InsertWebhookEvents(ctx, tx, events)
+		return store.InsertWebhookEvents(ctx, tx, events)
 	})
 }
 
@@ -61,9 +64,9 @@ var (
 // RevokeKey locks it, so concurrent mints and revocations of one account's keys queue: no
 // count is passed, and no key is minted under a revoked one. The events it causes (the webhook
 // outbox) are written in its transaction.
-func (s *Store) MintKey(ctx context.Context, key *APIKey, maxLive int, events ...*WebhookEvent) error {
-	return s.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if err := s.lockAccountKeys(ctx, tx, key.AccountID); err != nil {
+func (s *queries) MintKey(ctx context.Context, key *APIKey, maxLive int, events ...*store.WebhookEvent) error {
+	return s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := lockAccountKeys(ctx, tx, key.AccountID); err != nil {
 			return err
 		}
 		live, err := tx.NewSelect().Model((*APIKey)(nil)).Where("account_id = ? AND revoked_at IS NULL", key.AccountID).Count(ctx)
@@ -85,16 +88,17 @@ func (s *Store) MintKey(ctx context.Context, key *APIKey, maxLive int, events ..
 		if _, err = tx.NewInsert().Model(key).Exec(ctx); err != nil {
 			return err
 		}
-		return InsertWebhookEvents(ctx, tx, events)
+		return store.InsertWebhookEvents(ctx, tx, events)
 	})
 }
 
 // lockAccountKeys locks the account's row, which every change to the set of its live keys
 // takes first (SQLite's write transactions are exclusive already). FOR NO KEY UPDATE
 // serialises mints and revocations as well as FOR UPDATE would, without blocking the KEY
-// SHARE locks every insert referencing the account takes (its calls' rows).
-func (s *Store) lockAccountKeys(ctx context.Context, tx bun.Tx, accountID string) error {
-	if !s.postgres {
+// SHARE locks every insert referencing the account takes (its calls' rows). Which database
+// it runs on is the transaction's dialect (RevokeTree has only the caller's Q).
+func lockAccountKeys(ctx context.Context, tx bun.Tx, accountID string) error {
+	if tx.Dialect().Name() != dialect.PG {
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, "SELECT 1 FROM accounts WHERE id = ? FOR NO KEY UPDATE", accountID)
@@ -103,33 +107,33 @@ func (s *Store) lockAccountKeys(ctx context.Context, tx bun.Tx, accountID string
 
 // KeyAncestors returns the keys above a key in its tree, nearest first (none for a root), in
 // one query.
-func (s *Store) KeyAncestors(ctx context.Context, key *APIKey) ([]*APIKey, error) {
+func (s *queries) KeyAncestors(ctx context.Context, key *APIKey) ([]*APIKey, error) {
 	if key.ParentID == nil {
 		return nil, nil
 	}
 	var up []*APIKey
 	// The model's own columns, never *: a later release may add columns this one cannot scan.
-	err := s.db.NewSelect().WithRecursive("up", s.db.NewRaw(`SELECT parent_id AS id, 1 AS depth FROM api_keys WHERE id = ?
+	err := s.db().NewSelect().WithRecursive("up", s.db().NewRaw(`SELECT parent_id AS id, 1 AS depth FROM api_keys WHERE id = ?
 			UNION ALL SELECT k.parent_id, up.depth + 1 FROM api_keys k JOIN up ON k.id = up.id WHERE k.parent_id IS NOT NULL`, key.ID)).
 		Model(&up).Join("JOIN up ON up.id = api_key.id").OrderExpr("up.depth").Scan(ctx)
-	return up, normalize(err)
+	return up, dberr.Normalize(err)
 }
 
 // KeyByHash finds a key (revoked or not) by the hash of its secret.
-func (s *Store) KeyByHash(ctx context.Context, hash string) (*APIKey, error) {
+func (s *queries) KeyByHash(ctx context.Context, hash string) (*APIKey, error) {
 	key := new(APIKey)
-	if err := s.db.NewSelect().Model(key).Where("hash = ?", hash).Scan(ctx); err != nil {
-		return nil, normalize(err)
+	if err := s.db().NewSelect().Model(key).Where("hash = ?", hash).Scan(ctx); err != nil {
+		return nil, dberr.Normalize(err)
 	}
 	return key, nil
 }
 
 // Keys lists an account's keys, oldest first.
-func (s *Store) Keys(ctx context.Context, accountID string) ([]*APIKey, error) {
+func (s *queries) Keys(ctx context.Context, accountID string) ([]*APIKey, error) {
 	var keys []*APIKey
-	err := s.db.NewSelect().Model(&keys).Where("account_id = ?", accountID).
+	err := s.db().NewSelect().Model(&keys).Where("account_id = ?", accountID).
 		OrderExpr("created_at ASC, id ASC").Scan(ctx)
-	return keys, normalize(err)
+	return keys, dberr.Normalize(err)
 }
 
 // RevokeKey marks an account's key revoked at now, with every live key minted under it, and
@@ -137,10 +141,10 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]*APIKey, error) {
 // is ErrNotFound. events, when set, gives the events the revocation causes (the webhook
 // outbox), from the ids it revoked (none when the key was revoked already), written in its
 // transaction.
-func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time.Time, events func(revoked []string) ([]*WebhookEvent, error)) (*APIKey, error) {
+func (s *queries) RevokeKey(ctx context.Context, accountID, keyID string, now time.Time, events func(revoked []string) ([]*store.WebhookEvent, error)) (*APIKey, error) {
 	key := new(APIKey)
-	err := s.InTx(ctx, func(ctx context.Context, q *Q) error {
-		revoked, err := q.RevokeKeyTree(ctx, accountID, keyID, now)
+	err := s.st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		revoked, err := RevokeTree(ctx, q, accountID, keyID, now)
 		if err != nil {
 			return fmt.Errorf("revoke key: %w", err)
 		}
@@ -167,36 +171,33 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID string, now time
 	return key, nil
 }
 
-// RevokeKeyTree revokes an account's key and every live key minted under it at now, inside
+// RevokeTree revokes an account's key and every live key minted under it at now, inside
 // q's transaction and under the account's lock, as every change to its live keys; it returns
 // the ids it revoked (none when the key was revoked already), announced to every replica when
-// the transaction commits.
-func (q *Q) RevokeKeyTree(ctx context.Context, accountID, keyID string, now time.Time) ([]string, error) {
-	tx, err := q.now(ctx)
+// the transaction commits (q.Announce).
+func RevokeTree(ctx context.Context, q *store.Q, accountID, keyID string, now time.Time) ([]string, error) {
+	tx, err := q.Tx(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := q.store.lockAccountKeys(ctx, tx, accountID); err != nil {
+	if err := lockAccountKeys(ctx, tx, accountID); err != nil {
 		return nil, err
 	}
 	revoked, err := revokeTree(ctx, tx, accountID, keyID, now)
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range revoked {
-		q.changed = append(q.changed, watch.Change{Kind: watch.KeyChange, ID: id})
-	}
-	return revoked, q.store.watch.Announce(ctx, tx, watch.KeyChange, revoked...)
+	return revoked, q.Announce(ctx, watch.KeyChange, revoked...)
 }
 
 // KeyUnder reports whether the account's key keyID is root or was minted under it, at any
 // depth.
-func (s *Store) KeyUnder(ctx context.Context, accountID, keyID, root string) (bool, error) {
+func (s *queries) KeyUnder(ctx context.Context, accountID, keyID, root string) (bool, error) {
 	var n int
-	err := s.db.NewRaw(`WITH RECURSIVE sub(id) AS (SELECT CAST(? AS TEXT) UNION ALL
+	err := s.db().NewRaw(`WITH RECURSIVE sub(id) AS (SELECT CAST(? AS TEXT) UNION ALL
 		SELECT k.id FROM api_keys k JOIN sub ON k.parent_id = sub.id WHERE k.account_id = ?)
 		SELECT COUNT(*) FROM sub WHERE id = ?`, root, accountID, keyID).Scan(ctx, &n)
-	return n > 0, normalize(err)
+	return n > 0, dberr.Normalize(err)
 }
 
 // revokeTree revokes an account's key and its live descendants at now, returning their ids.
@@ -218,7 +219,7 @@ func revokeTree(ctx context.Context, tx bun.Tx, accountID, keyID string, now tim
 
 // TouchKeys records when keys were last used, in one statement: each key gets the latest
 // time of the batch (callers batch a few seconds of uses), never an earlier one than it has.
-func (s *Store) TouchKeys(ctx context.Context, uses map[string]time.Time) error {
+func (s *queries) TouchKeys(ctx context.Context, uses map[string]time.Time) error {
 	if len(uses) == 0 {
 		return nil
 	}
@@ -230,16 +231,16 @@ func (s *Store) TouchKeys(ctx context.Context, uses map[string]time.Time) error 
 			latest = at
 		}
 	}
-	_, err := s.db.NewUpdate().Model((*APIKey)(nil)).Set("last_used_at = ?", latest).
+	_, err := s.db().NewUpdate().Model((*APIKey)(nil)).Set("last_used_at = ?", latest).
 		Where("id IN (?)", bun.List(ids)).Where("(last_used_at IS NULL OR last_used_at < ?)", latest).Exec(ctx)
-	return normalize(err)
+	return dberr.Normalize(err)
 }
 
 // KeyByID returns a key.
-func (s *Store) KeyByID(ctx context.Context, id string) (*APIKey, error) {
+func (s *queries) KeyByID(ctx context.Context, id string) (*APIKey, error) {
 	k := new(APIKey)
-	if err := s.db.NewSelect().Model(k).Where("id = ?", id).Scan(ctx); err != nil {
-		return nil, normalize(err)
+	if err := s.db().NewSelect().Model(k).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, dberr.Normalize(err)
 	}
 	return k, nil
 }

@@ -79,15 +79,6 @@ func Open(ctx context.Context, url, dataDir string) (*Store, error) {
 // Changes is where the changes committed to cached rows (keys, intents, tiers) are watched.
 func (s *Store) Changes() *watch.Hub { return s.watch }
 
-// changed fans committed changes of kind out in this process.
-func (s *Store) changed(kind watch.Kind, ids ...string) {
-	cs := make([]watch.Change, len(ids))
-	for i, id := range ids {
-		cs[i] = watch.Change{Kind: kind, ID: id}
-	}
-	s.watch.Changed(cs...)
-}
-
 func sqliteDSN(url, dataDir string) (string, error) {
 	path := strings.TrimPrefix(url, "sqlite://")
 	if path == "" {

@@ -196,10 +196,12 @@ func TestWalletSendMovesUSDCOnce(t *testing.T) {
 			if status != 200 || out["requestId"] != id || (out["status"] != "submitted" && out["status"] != "confirmed") || len(tx) != 66 || out["valueUsd"] != 2.49953 {
 				t.Fatalf("confirmed send: %d %v", status, out)
 			}
+			// anvil mines the broadcast transaction after it has answered its hash: read the
+			// balance once the follower has seen the receipt.
+			inv := w.concluded(t, s.userID, id)
 			if got := w.chain.BalanceAt(t, baseUSDC, to); got != 2_500_000 {
 				t.Fatalf("the recipient holds %d, want 2500000", got)
 			}
-			inv := w.concluded(t, s.userID, id)
 			if inv.State != store.InvSucceeded || inv.Kind != store.KindSend || inv.ValueMicro != 2_499_530 || inv.TxHash == nil || *inv.TxHash != tx || inv.Network == nil || *inv.Network != "eip155:8453" {
 				t.Fatalf("the record %+v", inv)
 			}
@@ -418,6 +420,7 @@ func TestWalletSendApprovalsAndFailures(t *testing.T) {
 						t.Fatalf("approved: %d %v", status, out)
 					}
 				}
+				w.concluded(t, s.userID, id) // its receipt seen, then the balance
 				if w.chain.BalanceAt(t, baseUSDC, to) != 1_000_000 || w.sendRows(t, s.userID) != 1 {
 					t.Fatalf("the approved send: the recipient holds %d, %d sends", w.chain.BalanceAt(t, baseUSDC, to), w.sendRows(t, s.userID))
 				}
@@ -577,6 +580,8 @@ func TestWalletSendNativeOnASecondChain(t *testing.T) {
 			if status != 200 || out["chain"] != "arbitrum" {
 				t.Fatalf("confirmed: %d %v", status, out)
 			}
+			rid, _ := q["requestId"].(string)
+			w.concluded(t, s.userID, rid) // its receipt seen, then the balances
 			want, _ := new(big.Int).SetString("12300000000000000", 10)
 			if got := eth(w.arb, to); got.Cmp(want) != 0 {
 				t.Fatalf("the recipient holds %s wei on arbitrum, want %s", got, want)

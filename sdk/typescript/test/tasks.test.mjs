@@ -27,11 +27,12 @@ const unique = (p) => `${p}-${process.pid}-${++n}`;
 // slowProxy forwards every request to target, after the delay its body names (sleep-<ms>);
 // a body with "fail" is answered 500 after it. A request whose caller goes away is dropped.
 async function slowProxy(target) {
-  const p = { forwarded: 0, dropped: 0 };
+  const p = { arrived: 0, forwarded: 0, dropped: 0 };
   const srv = createServer(async (req, res) => {
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const body = Buffer.concat(chunks);
+    p.arrived++;
     const ms = Number(/sleep-(\d+)/.exec(body.toString())?.[1] ?? 0);
     const gone = await new Promise((resolve) => {
       const t = setTimeout(() => resolve(false), ms);
@@ -54,6 +55,13 @@ async function slowProxy(target) {
   p.url = `http://127.0.0.1:${srv.address().port}/rest`;
   p.close = () => { srv.closeAllConnections(); return new Promise((r) => srv.close(r)); };
   return p;
+}
+
+// until polls cond for up to 10 s and fails with what it waited for.
+async function until(cond, what) {
+  for (const end = Date.now() + 10_000; !cond(); await new Promise((r) => setTimeout(r, 20))) {
+    if (Date.now() > end) assert.fail(`waited 10 s: ${what}`);
+  }
 }
 
 async function onboard() {
@@ -115,15 +123,18 @@ test("invokeAndWait throws the call's error; a cancelled task is refunded", asyn
   assert.equal(err.status, 503);
   assert.match(err.requestId, /^[0-9a-f-]{36}$/);
 
-  const dropped = proxy.dropped;
+  const dropped = proxy.dropped, arrived = proxy.arrived;
   const started = await client.invoke({ message: `${handle} echo`, args: { query: "sleep-60000" } }, { async: true });
   assert.ok(isTask(started));
+  // Cancel once the partner holds the call, so there is a call to stop.
+  await until(() => proxy.arrived > arrived, "the call reached the partner");
   const asked = await client.cancelTask(started.taskId);
   assert.equal(asked.taskId, started.taskId);
   const ended = await client.waitTask(started.taskId);
   assert.equal(ended.status, "cancelled");
   assert.ok(ended.error, "a cancelled task carries the call's error");
-  assert.ok(proxy.dropped > dropped, "the partner call was stopped");
+  // The proxy hears the closed connection on its own clock, after the task has ended.
+  await until(() => proxy.dropped > dropped, "the partner call was stopped");
   const row = (await client.usage({})).rows.find((r) => r.requestId === started.requestId);
   assert.deepEqual([row.chargeMicro, row.outcome], [0, "cancelled"], JSON.stringify(row));
   const seen = [];

@@ -116,7 +116,11 @@ func (s *queries) db() *bun.DB { return s.st.DB() }
 
 // SetTier sets an account's fee tier; ErrNotFound when there is no such account.
 func (s *queries) SetTier(ctx context.Context, accountID, tier string) error {
-	err := s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		tx, err := q.Tx(ctx)
+		if err != nil {
+			return err
+		}
 		res, err := tx.NewUpdate().Model((*Account)(nil)).Set("tier = ?", tier).Where("id = ?", accountID).Exec(ctx)
 		if err != nil {
 			return err
@@ -124,13 +128,9 @@ func (s *queries) SetTier(ctx context.Context, accountID, tier string) error {
 		if n, _ := res.RowsAffected(); n != 1 {
 			return dberr.ErrNotFound
 		}
-		return s.st.Changes().Announce(ctx, tx, watch.TierChange, accountID)
+		return q.Announce(ctx, watch.TierChange, accountID)
 	})
-	if err != nil {
-		return dberr.Normalize(err)
-	}
-	s.st.Changes().Changed(watch.Change{Kind: watch.TierChange, ID: accountID})
-	return nil
+	return dberr.Normalize(err)
 }
 
 // Create writes an account, its wallets and its first key (nil: none) in one transaction.

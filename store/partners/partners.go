@@ -289,7 +289,11 @@ func (s partners) IntentsByOwner(ctx context.Context, ownerID string, includeArc
 func (s partners) UpdateIntent(ctx context.Context, in *Intent, events ...*store.WebhookEvent) error {
 	handle := in.PublicIdentifier // "" (a row not read whole): caches drop every intent
 	var n int64
-	err := s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
+		tx, err := q.Tx(ctx)
+		if err != nil {
+			return err
+		}
 		res, err := tx.NewUpdate().Model(in).
 			Column("name", "description", "tool_endpoint", "timeout_ms", "fee_rate", "sample_queries",
 				"is_active", "verification_status", "is_core_intent", "archived_at", "updated_at", "deactivated_reason").
@@ -305,7 +309,7 @@ func (s partners) UpdateIntent(ctx context.Context, in *Intent, events ...*store
 		if err := store.InsertWebhookEvents(ctx, tx, events); err != nil {
 			return err
 		}
-		return s.st.Changes().Announce(ctx, tx, watch.IntentChange, handle)
+		return q.Announce(ctx, watch.IntentChange, handle)
 	})
 	if err != nil {
 		return dberr.Normalize(err)
@@ -316,18 +320,8 @@ func (s partners) UpdateIntent(ctx context.Context, in *Intent, events ...*store
 		}
 		return ErrStale
 	}
-	s.changed(handle)
 	in.Revision++
 	return nil
-}
-
-// changed fans committed changes of intents out in this process.
-func (s partners) changed(handles ...string) {
-	cs := make([]watch.Change, len(handles))
-	for i, h := range handles {
-		cs[i] = watch.Change{Kind: watch.IntentChange, ID: h}
-	}
-	s.st.Changes().Changed(cs...)
 }
 
 func (s partners) ClaimProbe(ctx context.Context, id string, now, next time.Time) (bool, error) {
@@ -341,18 +335,20 @@ func (s partners) ClaimProbe(ctx context.Context, id string, now, next time.Time
 // caches when a row changed, and returns how many did.
 func (s partners) updateIntentByID(ctx context.Context, id string, fn func(*bun.UpdateQuery) *bun.UpdateQuery) (int, error) {
 	var handles []string
-	err := s.st.Tx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.st.InTx(ctx, func(ctx context.Context, q *store.Q) error {
 		handles = nil
-		q := fn(tx.NewUpdate().Model((*Intent)(nil)).Where("id = ?", id)).Returning("public_identifier")
-		if err := q.Scan(ctx, &handles); err != nil {
+		tx, err := q.Tx(ctx)
+		if err != nil {
 			return err
 		}
-		return s.st.Changes().Announce(ctx, tx, watch.IntentChange, handles...)
+		if err := fn(tx.NewUpdate().Model((*Intent)(nil)).Where("id = ?", id)).Returning("public_identifier").Scan(ctx, &handles); err != nil {
+			return err
+		}
+		return q.Announce(ctx, watch.IntentChange, handles...)
 	})
 	if err != nil {
 		return 0, dberr.Normalize(err)
 	}
-	s.changed(handles...)
 	return len(handles), nil
 }
 

@@ -17,6 +17,14 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/partners"
 )
 
+// continued is the way of a call that answers an earlier quote or approval (its requestId in
+// confirmRequestId, or a decline).
+type continued struct{ s *Service }
+
+func (w continued) take(ctx context.Context, _ *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
+	return w.s.confirm(ctx, cl, in)
+}
+
 // confirm answers a quote, read once: declined (decline.go), paid (a flat fee's, flatfee.go),
 // or confirmed, when a quoted write is dispatched once; later confirmations get the stored
 // outcome.

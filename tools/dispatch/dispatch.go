@@ -144,6 +144,17 @@ func NewService(cfg Config, d service.Deps, client *outbound.Client, bill *billi
 	return s
 }
 
+// answered is the way of a new call answered in its request: admitted, then dispatched.
+type answered struct{ s *Service }
+
+func (w answered) take(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
+	inv, err := w.s.admitted(ctx, c, cl, in)
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	return w.s.dispatch(ctx, cl, inv, "")
+}
+
 // dispatch opens the call's ticket (its hold, and its record moved from state `from`, or
 // inserted when from is ""), calls the partner (retrying idempotent categories once), and
 // concludes the ticket with the outcome: settled or refunded, and recorded the way the ticket

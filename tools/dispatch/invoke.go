@@ -185,26 +185,7 @@ func (s *Service) invoke(ctx context.Context, c *tools.Caller, in InvokeInput) (
 	if need := cl.rule.Scope; need != "" && !c.Principal.HasScope(need) {
 		return InvokeOutput{}, tools.Errorf(tools.CodeForbidden, "%s intents need scope %q as well as \"partner\"; use a key that has it", intent.Category, need)
 	}
-	if in.Decline || in.ConfirmRequestID != "" {
-		return s.confirm(ctx, cl, in)
-	}
-	if cl.flat && s.cfg.Payments == nil {
-		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available on this deployment; it is never called unpaid", intent.PublicIdentifier, intent.FeeRateUnit)
-	}
-	if err := s.prepare(ctx, cl, rest, in.Args); err != nil {
-		return InvokeOutput{}, err
-	}
-	inv := s.newInvocation(cl, c.NewCallID()) // chosen before the call when it carries an idempotency key
-	if cl.write || cl.flat {
-		return InvokeOutput{}, s.ask(ctx, cl, inv, rest, in.Payer)
-	}
-	if err := s.admit(ctx, cl, inv, cl.quote.WorstMicro(), chargeOf(cl.quote)); err != nil {
-		return InvokeOutput{}, err
-	}
-	if s.runsAsTask(c, cl) {
-		return s.startTask(ctx, cl, inv)
-	}
-	return s.dispatch(ctx, cl, inv, "")
+	return s.wayOf(c, cl, in).take(ctx, c, cl, in)
 }
 
 // callable finds an intent the caller may invoke: active ones for everybody, inactive ones

@@ -16,10 +16,19 @@ import (
 	"github.com/switchboard-hq/switchboard/tools/payments"
 )
 
-// prepare builds and checks cl's args, resolves a write's tokens, and prices the call (a flat
-// fee is priced by its payment's quote, when ask records it).
+// prepare builds and checks a call's args (argsOf) and prices it from credit (price): a call
+// that is neither a write nor paid by a flat fee (quoting prepares those).
 func (s *Service) prepare(ctx context.Context, cl *call, rest string, given partners.ArgsDoc) error {
-	intent := cl.intent
+	if _, err := s.argsOf(cl, rest, given); err != nil {
+		return err
+	}
+	return s.price(ctx, cl, s.terms(cl))
+}
+
+// prepareQuoted prepares a write or a flat-fee call: a flat fee's args are its message (it is
+// priced by its payment's quote, when ask records it); a write's are checked as any call's,
+// its tokens resolved and the value it routes priced (route), then priced from credit.
+func (s *Service) prepareQuoted(ctx context.Context, cl *call, rest string, given partners.ArgsDoc) error {
 	if cl.flat { // paid on chain, not from credit: the message is its query
 		canon, err := queryArgs(rest)
 		if err != nil {
@@ -28,6 +37,22 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 		cl.args = canon
 		return nil
 	}
+	v, err := s.argsOf(cl, rest, given)
+	if err != nil {
+		return err
+	}
+	terms := s.terms(cl)
+	if err := s.route(ctx, cl, v, &terms); err != nil {
+		return err
+	}
+	return s.price(ctx, cl, terms)
+}
+
+// argsOf builds cl's args (given, or the message as {query} for an intent that takes only
+// that), checks them against the intent's parametersSchema and keeps them in canonical JSON;
+// it returns them decoded.
+func (s *Service) argsOf(cl *call, rest string, given partners.ArgsDoc) (any, error) {
+	intent := cl.intent
 	schemaRaw := func() []byte { return []byte(intent.ParametersSchema) } // in errors' details, and to compile once
 	var args []byte
 	var v any // args decoded, for the schema
@@ -40,45 +65,64 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 			v = map[string]any{"query": rest}
 		}
 	default:
-		return tools.Errorf(tools.CodeBadInput, "%s takes structured args: call again with `args` matching its parametersSchema (in details)", intent.PublicIdentifier).
+		return nil, tools.Errorf(tools.CodeBadInput, "%s takes structured args: call again with `args` matching its parametersSchema (in details)", intent.PublicIdentifier).
 			WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw())})
 	}
 	canon, err := signing.Canonicalize(args)
 	if err != nil {
-		return tools.Errorf(tools.CodeBadInput, "args cannot be signed: %v", err)
+		return nil, tools.Errorf(tools.CodeBadInput, "args cannot be signed: %v", err)
 	}
 	if v == nil {
 		if v, err = tools.DecodeJSON(canon); err != nil {
-			return tools.Errorf(tools.CodeBadInput, "args: %v", err)
+			return nil, tools.Errorf(tools.CodeBadInput, "args: %v", err)
 		}
 	}
 	if cl.schemas.paramsErr != nil {
-		return cl.schemas.paramsErr
+		return nil, cl.schemas.paramsErr
 	}
 	if e := tools.Validate(cl.schemas.params, v, "args"); e != nil {
 		e.Message += fmt.Sprintf(" of %s's parametersSchema (in details)", intent.PublicIdentifier)
 		e.Details["parametersSchema"] = json.RawMessage(schemaRaw())
-		return e
+		return nil, e
 	}
 	cl.args = canon
-	// A write's quote is kept for its confirmation: one the caller could not pay is refused
-	// now (the hold checks again under the balance lock).
-	terms := billing.Terms{FeeUnit: intent.FeeRateUnit, FeeRate: cl.feeRate, Kept: cl.write, WalletSigns: mutates(intent)}
-	if rule := cl.rule; s.tokens != nil && rule.MovesTokens {
-		m, _ := v.(map[string]any)
-		gasUnits := rule.GasUnits
-		if terms.WalletSigns { // the wallet pays its transactions' gas on chain: none is priced here
-			gasUnits = 0
-		}
-		w, err := s.tokens.PriceWrite(ctx, intent.Category, schemaRaw(), m, gasUnits)
-		if err != nil {
-			return err
-		}
-		cl.routed, terms.Routed = w.Routed, w.Routed.Micro
-		if w.GasChain != "" {
-			terms.Gas = &billing.Gas{Chain: w.GasChain, EstimateMicro: w.GasMicro}
-		}
+	return v, nil
+}
+
+// terms are cl's price terms before any routed value: its fee, whether its quote is kept for
+// a confirmation (a write's), and whether the wallet signs what the partner proposes.
+func (s *Service) terms(cl *call) billing.Terms {
+	return billing.Terms{FeeUnit: cl.intent.FeeRateUnit, FeeRate: cl.feeRate, Kept: cl.write, WalletSigns: mutates(cl.intent)}
+}
+
+// route resolves the tokens of a write that moves them (its args decoded, v) and prices the
+// value it routes and its gas into terms.
+func (s *Service) route(ctx context.Context, cl *call, v any, terms *billing.Terms) error {
+	rule := cl.rule
+	if s.tokens == nil || !rule.MovesTokens {
+		return nil
 	}
+	m, _ := v.(map[string]any)
+	gasUnits := rule.GasUnits
+	if terms.WalletSigns { // the wallet pays its transactions' gas on chain: none is priced here
+		gasUnits = 0
+	}
+	w, err := s.tokens.PriceWrite(ctx, cl.intent.Category, []byte(cl.intent.ParametersSchema), m, gasUnits)
+	if err != nil {
+		return err
+	}
+	cl.routed, terms.Routed = w.Routed, w.Routed.Micro
+	if w.GasChain != "" {
+		terms.Gas = &billing.Gas{Chain: w.GasChain, EstimateMicro: w.GasMicro}
+	}
+	return nil
+}
+
+// price quotes cl by terms. A write's quote is kept for its confirmation: one the caller
+// could not pay is refused now (the hold checks again under the balance lock).
+func (s *Service) price(ctx context.Context, cl *call, terms billing.Terms) error {
+	intent := cl.intent
+	var err error
 	cl.quote, err = cl.bill.Quote(ctx, terms)
 	if errors.Is(err, billing.ErrNeedsRoutedValue) {
 		if cl.routed.Reason != "" {
@@ -86,7 +130,7 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 				intent.PublicIdentifier, intent.FeeRate, cl.routed.Reason)
 		}
 		return tools.Errorf(tools.CodeBadInput, "%s charges %s basis points of the value the call routes: give the amount and token its parametersSchema marks (in details)",
-			intent.PublicIdentifier, intent.FeeRate).WithDetails(map[string]any{"parametersSchema": json.RawMessage(schemaRaw())})
+			intent.PublicIdentifier, intent.FeeRate).WithDetails(map[string]any{"parametersSchema": json.RawMessage(intent.ParametersSchema)})
 	}
 	return err
 }
@@ -96,6 +140,21 @@ func (s *Service) prepare(ctx context.Context, cl *call, rest string, given part
 func queryArgs(rest string) ([]byte, error) {
 	args, _ := json.Marshal(map[string]string{"query": rest})
 	return signing.Canonicalize(args)
+}
+
+// quoting is the way of a new write or flat-fee call: recorded and quoted (ask), sent only
+// once its caller confirms or pays.
+type quoting struct{ s *Service }
+
+func (w quoting) take(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
+	s := w.s
+	if cl.flat && s.cfg.Payments == nil {
+		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available on this deployment; it is never called unpaid", cl.intent.PublicIdentifier, cl.intent.FeeRateUnit)
+	}
+	if err := s.prepareQuoted(ctx, cl, cl.said, in.Args); err != nil {
+		return InvokeOutput{}, err
+	}
+	return InvokeOutput{}, s.ask(ctx, cl, s.newInvocation(cl, c.NewCallID()), cl.said, in.Payer)
 }
 
 // ask records a call that waits for its caller before it is dispatched, and returns what the

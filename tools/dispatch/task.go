@@ -83,6 +83,17 @@ func (s *Service) WaitTasks(ctx context.Context) (left int) {
 	}
 }
 
+// tasked is the way of a new call answered as a task: admitted, then started (startTask).
+type tasked struct{ s *Service }
+
+func (w tasked) take(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (InvokeOutput, error) {
+	inv, err := w.s.admitted(ctx, c, cl, in)
+	if err != nil {
+		return InvokeOutput{}, err
+	}
+	return w.s.startTask(ctx, cl, inv)
+}
+
 // runsAsTask: the caller takes a task and the intent may run longer than a request waits.
 func (s *Service) runsAsTask(c *tools.Caller, cl *call) bool {
 	return c.AcceptsTask && s.tasks != nil && time.Duration(cl.intent.TimeoutMs)*time.Millisecond > s.cfg.TaskAfter

@@ -175,6 +175,21 @@ func (c *Chain) BalanceAt(t testing.TB, token, holder common.Address) int64 {
 	return b.Int64()
 }
 
+// Mined waits (at most 5 s) for hash's receipt: anvil mines a transaction sent to it after
+// it has answered its hash, so a balance read at once can see the block before it.
+func (c *Chain) Mined(t testing.TB, hash string) {
+	t.Helper()
+	for range 500 {
+		var receipt map[string]any
+		c.RPC(t, &receipt, "eth_getTransactionReceipt", hash)
+		if receipt != nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("transaction %s was not mined within 5 s", hash)
+}
+
 // SetBalance gives addr wei of the native coin.
 func (c *Chain) SetBalance(t testing.TB, addr common.Address, wei *big.Int) {
 	t.Helper()

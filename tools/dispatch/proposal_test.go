@@ -122,9 +122,11 @@ func TestViewProposalsOnAnvil(t *testing.T) {
 
 		// Signed as shown: exactly the amount moves; the allowance is granted.
 		for _, v := range shown {
-			if _, err := sender.SendProposed(ctx, v.Proposal); err != nil {
+			sent, err := sender.SendProposed(ctx, v.Proposal)
+			if err != nil {
 				t.Fatal(err)
 			}
+			ch.Mined(t, sent.TxHash)
 		}
 		if got := ch.Balance(t, common.Address(bob)); got != 4_000_000 {
 			t.Fatalf("bob holds %d", got)

@@ -116,21 +116,6 @@ func (w *proposeWorld) concluded(t *testing.T, accountID, requestID string) *sto
 	return nil
 }
 
-// mined waits for hash's receipt: anvil mines a broadcast transaction after it has answered
-// its hash, so a balance read at once can see the block before it.
-func (w *proposeWorld) mined(t *testing.T, hash string) {
-	t.Helper()
-	for range 500 {
-		var receipt map[string]any
-		w.chain.RPC(t, &receipt, "eth_getTransactionReceipt", hash)
-		if receipt != nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("transaction %s was never mined", hash)
-}
-
 func refusal(t *testing.T, status int, out map[string]any, code string) map[string]any {
 	t.Helper()
 	e, _ := out["error"].(map[string]any)
@@ -340,7 +325,7 @@ func TestProposalByElicitation(t *testing.T) {
 			if len(sent) != 1 || sent[0].(map[string]any)["txHash"] == "" {
 				t.Fatalf("the answer: %v", out)
 			}
-			w.mined(t, sent[0].(map[string]any)["txHash"].(string))
+			w.chain.Mined(t, sent[0].(map[string]any)["txHash"].(string))
 			if got := w.chain.BalanceAt(t, baseUSDC, bob); got != 1_000_000 || len(w.sendRows(t, w.callerID)) != 1 {
 				t.Fatalf("bob holds %d, want 1000000", got)
 			}

@@ -180,9 +180,9 @@ func (c *Chain) BalanceAt(t testing.TB, token, holder common.Address) int64 {
 func (c *Chain) Mined(t testing.TB, hash string) {
 	t.Helper()
 	for range 500 {
-		var receipt map[string]any
-		c.RPC(t, &receipt, "eth_getTransactionReceipt", hash)
-		if receipt != nil {
+		if _, found, err := c.Client.Receipt(context.Background(), common.HexToHash(hash)); err != nil {
+			t.Fatal(err)
+		} else if found {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

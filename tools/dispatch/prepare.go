@@ -18,41 +18,41 @@ import (
 
 // prepare builds and checks a call's args (argsOf) and prices it from credit (price): a call
 // that is neither a write nor paid by a flat fee (quoting prepares those).
-func (s *Service) prepare(ctx context.Context, cl *call, rest string, given partners.ArgsDoc) error {
-	if _, err := s.argsOf(cl, rest, given); err != nil {
+func (s *Service) prepare(ctx context.Context, cl *call, given partners.ArgsDoc) error {
+	if _, err := cl.argsOf(given); err != nil {
 		return err
 	}
-	return s.price(ctx, cl, s.terms(cl))
+	return s.price(ctx, cl, cl.terms())
 }
 
 // prepareQuoted prepares a write or a flat-fee call: a flat fee's args are its message (it is
 // priced by its payment's quote, when ask records it); a write's are checked as any call's,
 // its tokens resolved and the value it routes priced (route), then priced from credit.
-func (s *Service) prepareQuoted(ctx context.Context, cl *call, rest string, given partners.ArgsDoc) error {
+func (s *Service) prepareQuoted(ctx context.Context, cl *call, given partners.ArgsDoc) error {
 	if cl.flat { // paid on chain, not from credit: the message is its query
-		canon, err := queryArgs(rest)
+		canon, err := queryArgs(cl.said)
 		if err != nil {
 			return tools.Errorf(tools.CodeBadInput, "the message cannot be signed: %v", err)
 		}
 		cl.args = canon
 		return nil
 	}
-	v, err := s.argsOf(cl, rest, given)
+	v, err := cl.argsOf(given)
 	if err != nil {
 		return err
 	}
-	terms := s.terms(cl)
+	terms := cl.terms()
 	if err := s.route(ctx, cl, v, &terms); err != nil {
 		return err
 	}
 	return s.price(ctx, cl, terms)
 }
 
-// argsOf builds cl's args (given, or the message as {query} for an intent that takes only
+// argsOf builds the call's args (given, or the message as {query} for an intent that takes only
 // that), checks them against the intent's parametersSchema and keeps them in canonical JSON;
 // it returns them decoded.
-func (s *Service) argsOf(cl *call, rest string, given partners.ArgsDoc) (any, error) {
-	intent := cl.intent
+func (cl *call) argsOf(given partners.ArgsDoc) (any, error) {
+	intent, rest := cl.intent, cl.said
 	schemaRaw := func() []byte { return []byte(intent.ParametersSchema) } // in errors' details, and to compile once
 	var args []byte
 	var v any // args decoded, for the schema
@@ -89,9 +89,9 @@ func (s *Service) argsOf(cl *call, rest string, given partners.ArgsDoc) (any, er
 	return v, nil
 }
 
-// terms are cl's price terms before any routed value: its fee, whether its quote is kept for
+// terms are the call's price terms before any routed value: its fee, whether its quote is kept for
 // a confirmation (a write's), and whether the wallet signs what the partner proposes.
-func (s *Service) terms(cl *call) billing.Terms {
+func (cl *call) terms() billing.Terms {
 	return billing.Terms{FeeUnit: cl.intent.FeeRateUnit, FeeRate: cl.feeRate, Kept: cl.write, WalletSigns: mutates(cl.intent)}
 }
 
@@ -151,16 +151,16 @@ func (w quoting) take(ctx context.Context, c *tools.Caller, cl *call, in InvokeI
 	if cl.flat && s.cfg.Payments == nil {
 		return InvokeOutput{}, tools.Errorf(tools.CodePaymentRequired, "%s is paid by a flat on-chain fee (%s) before dispatch, and that payment path is not available on this deployment; it is never called unpaid", cl.intent.PublicIdentifier, cl.intent.FeeRateUnit)
 	}
-	if err := s.prepareQuoted(ctx, cl, cl.said, in.Args); err != nil {
+	if err := s.prepareQuoted(ctx, cl, in.Args); err != nil {
 		return InvokeOutput{}, err
 	}
-	return InvokeOutput{}, s.ask(ctx, cl, s.newInvocation(cl, c.NewCallID()), cl.said, in.Payer)
+	return InvokeOutput{}, s.ask(ctx, cl, s.newInvocation(cl, c.NewCallID()), in.Payer)
 }
 
 // ask records a call that waits for its caller before it is dispatched, and returns what the
 // caller is asked: a write's confirmation, or a flat fee's payment, quoted here (for payer, the
 // wallet that will sign, when known) and recorded with the call.
-func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, rest, payer string) error {
+func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, payer string) error {
 	var asked error
 	var also []func(ctx context.Context, q *store.Q) error
 	detail := "quoted; waiting for the caller's confirmation"
@@ -182,7 +182,7 @@ func (s *Service) ask(ctx context.Context, cl *call, inv *store.Invocation, rest
 		if err := s.admit(ctx, cl, inv, p.AmountAtomic, map[string]any{"flatFeeUsd": fee, "totalUsd": fee, "maxChargeUsd": fee, "network": q.Network}, also...); err != nil {
 			return err
 		}
-		inv.State, detail, asked = store.InvAwaitingPayment, "flat fee quoted; waiting for the caller's authorization", s.paymentRequired(cl.intent, q, rest)
+		inv.State, detail, asked = store.InvAwaitingPayment, "flat fee quoted; waiting for the caller's authorization", s.paymentRequired(cl.intent, q, cl.said)
 	}
 	if err := cl.bill.Ask(ctx, inv, detail, also...); err != nil {
 		return err

@@ -33,7 +33,7 @@ func (s *Service) wayOf(c *tools.Caller, cl *call, in InvokeInput) way {
 // newCall prepares a new call (its args and price, prepare) and builds its record, named by
 // the caller's call id (chosen before the call when it carries an idempotency key).
 func (s *Service) newCall(ctx context.Context, c *tools.Caller, cl *call, in InvokeInput) (*store.Invocation, error) {
-	if err := s.prepare(ctx, cl, cl.said, in.Args); err != nil {
+	if err := s.prepare(ctx, cl, in.Args); err != nil {
 		return nil, err
 	}
 	return s.newInvocation(cl, c.NewCallID()), nil

@@ -269,15 +269,14 @@ func (s *Service) askOwnerProposals(ctx context.Context, t *billing.Ticket, inv 
 	charge := map[string]any{"sendUsd": tools.USD(args.Priced.ValueMicro).String(), "gasEstimateUsd": tools.USD(args.Priced.GasMicro).String(),
 		"totalUsd": tools.USD(args.Priced.ValueMicro).String(), "maxChargeUsd": tools.USD(args.Priced.ValueMicro).String(),
 		"effects": effectsText(args.Shown)}
-	expiresAt, err := s.approvals.Ask(ctx, t, policies.Ask{Record: inv, Rule: rule, WorstMicro: args.Priced.ValueMicro, Charge: charge})
-	if err != nil {
-		return err
-	}
-	return tools.Errorf(tools.CodeApprovalRequired,
-		"the account's spend policy sends %s's proposed transactions to its owner first (%s): nothing was signed. The owner approves or declines them in the portal (Approvals), within %d minutes; "+
-			"then call invoke_partner_message again with the same message and confirmRequestId %q", inv.Handle, rule, int(ApprovalWindow.Minutes()), inv.RequestID).
-		WithDetails(map[string]any{"requestId": inv.RequestID, "rule": rule, "charge": charge, "expiresAt": expiresAt, "handle": inv.Handle, "transactions": args.Shown}).
-		WithContinue(awaitingOwner(inv, rule, expiresAt, charge["maxChargeUsd"]))
+	return s.approvals.Ask(ctx, t, policies.Ask{Record: inv, Rule: rule, WorstMicro: args.Priced.ValueMicro, Charge: charge,
+		Details: map[string]any{"transactions": args.Shown}, Asking: proposalsAsking(inv.Handle)})
+}
+
+// proposalsAsking is how an approval names a partner's proposed transactions to the agent.
+func proposalsAsking(handle string) policies.Asking {
+	return policies.Asking{What: handle + "'s proposed transactions", Nothing: "nothing was signed",
+		Again: "call invoke_partner_message again with the same message", Continues: true}
 }
 
 // effectsText is the decoded effects as the approval page lists them, one per line.
@@ -315,7 +314,7 @@ func (s *Service) confirmProposals(ctx context.Context, cl *call, inv *store.Inv
 	case store.StateOf(inv.State).Final, inv.State == store.InvDispatching:
 		return s.proposalAnswer(ctx, inv, args)
 	case inv.State == store.InvAwaitingApproval:
-		if ok, err := s.proposalApproved(ctx, t, inv); !ok {
+		if err := s.approvals.Await(ctx, t, inv, proposalsAsking(inv.Handle)); err != nil {
 			return InvokeOutput{}, err
 		}
 	case inv.State != store.InvAwaitingConfirmation:
@@ -325,31 +324,6 @@ func (s *Service) confirmProposals(ctx context.Context, cl *call, inv *store.Inv
 			"the proposed transactions %s expired (%d minutes) unsigned; call %s again for new ones", inv.RequestID, int(ConfirmWindow.Minutes()), inv.Handle), "expired unsigned")
 	}
 	return s.signProposals(ctx, cl, t, inv, args)
-}
-
-// proposalApproved reports whether the owner approved the proposals; otherwise the answer.
-func (s *Service) proposalApproved(ctx context.Context, t *billing.Ticket, inv *store.Invocation) (bool, error) {
-	a, err := s.approvals.Standing(ctx, inv)
-	if err != nil {
-		return false, err
-	}
-	switch a.State {
-	case policies.Approved:
-		return true, nil
-	case policies.Pending:
-		e := tools.Errorf(tools.CodeApprovalPending, "the proposed transactions %s wait for the account's owner to approve them in the portal (until %s); call again with the same confirmRequestId later",
-			inv.RequestID, a.ExpiresAt.UTC().Format(time.RFC3339)).WithDetails(map[string]any{"requestId": inv.RequestID, "rule": a.Rule, "expiresAt": a.ExpiresAt, "handle": inv.Handle})
-		e.RetryAfter = approvalRetry
-		return false, e
-	}
-	_, answer, err := s.approvals.Close(ctx, t, inv, a.State)
-	if err != nil {
-		return false, err
-	}
-	if answer == nil {
-		return false, tools.Errorf(tools.CodeConflict, "the proposed transactions %s were moved by another call; confirm again to read their outcome", inv.RequestID)
-	}
-	return false, answer
 }
 
 // signProposals simulates the proposals again (what no longer runs, or moves more than was

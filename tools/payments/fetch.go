@@ -386,20 +386,12 @@ func (f *Fetches) admit(ctx context.Context, t *billing.Ticket, inv *store.Invoc
 	if !errors.As(err, &need) {
 		return err
 	}
-	if f.approvals == nil {
-		return tools.Errorf(tools.CodePolicyDenied, "the account's spend policy sends this payment to its owner first (%s), and approvals are not available here; nothing was signed", need.Rule).
-			WithDetails(map[string]any{"rule": need.Rule})
-	}
 	charge := map[string]any{"x402Usd": tools.USD(price).String(), "maxChargeUsd": tools.USD(price).String()}
-	expiresAt, err := f.approvals.Ask(ctx, t, policies.Ask{Record: inv, Rule: need.Rule, WorstMicro: price, Charge: charge})
-	if err != nil {
-		return err
-	}
-	return tools.Errorf(tools.CodeApprovalRequired,
-		"the account's spend policy sends this payment to its owner first (%s): nothing was signed. The owner approves or declines it in the portal (Approvals), within %d minutes; "+
-			"then call x402_fetch again with the same request and confirmRequestId %q", need.Rule, int(policies.ApprovalWindow.Minutes()), inv.RequestID).
-		WithDetails(map[string]any{"requestId": inv.RequestID, "rule": need.Rule, "charge": charge, "expiresAt": expiresAt, "handle": inv.Handle})
+	return f.approvals.Ask(ctx, t, policies.Ask{Record: inv, Rule: need.Rule, WorstMicro: price, Charge: charge, Asking: fetchAsking})
 }
+
+// fetchAsking is how an approval names an x402 payment to the agent.
+var fetchAsking = policies.Asking{What: "this payment", Nothing: "nothing was signed", Again: "call x402_fetch again with the same request"}
 
 // resume reads the record a confirmRequestId names: approved, it is paid now (inv); a payment
 // that ended answers again as it did (out); pending, declined or expired is said so.
@@ -418,27 +410,10 @@ func (f *Fetches) resume(ctx context.Context, c *tools.Caller, requestID string)
 	if inv.State != store.InvAwaitingApproval {
 		return nil, FetchOutput{}, tools.Errorf(tools.CodeConflict, "x402 payment %s is %s; call x402_fetch without confirmRequestId for a new one", requestID, inv.State)
 	}
-	a, err := f.approvals.Standing(ctx, inv)
-	if err != nil {
+	if err := f.approvals.Await(ctx, f.bill.Movement(c.Principal, billing.Movement{Kind: store.KindX402}), inv, fetchAsking); err != nil {
 		return nil, FetchOutput{}, err
 	}
-	switch a.State {
-	case policies.Approved:
-		return inv, FetchOutput{}, nil
-	case policies.Pending:
-		e := tools.Errorf(tools.CodeApprovalPending, "x402 payment %s waits for the account's owner to approve it in the portal (until %s); call again with the same confirmRequestId later",
-			requestID, a.ExpiresAt.UTC().Format(time.RFC3339)).WithDetails(map[string]any{"requestId": requestID, "rule": a.Rule, "expiresAt": a.ExpiresAt})
-		e.RetryAfter = 30 * time.Second
-		return nil, FetchOutput{}, e
-	}
-	_, answer, err := f.approvals.Close(ctx, f.bill.Movement(c.Principal, billing.Movement{Kind: store.KindX402}), inv, a.State)
-	if err != nil {
-		return nil, FetchOutput{}, err
-	}
-	if answer == nil {
-		return nil, FetchOutput{}, tools.Errorf(tools.CodeConflict, "x402 payment %s was moved by another call; call x402_fetch without confirmRequestId", requestID)
-	}
-	return nil, FetchOutput{}, answer
+	return inv, FetchOutput{}, nil
 }
 
 // walletKey unseals the account's embedded EVM wallet key, allowed only when the account

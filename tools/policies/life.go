@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/switchboard-hq/switchboard/store"
@@ -19,8 +20,10 @@ import (
 // (billing.ErrApprovalRequired) is asked for (Ask: the approval row and approval.requested
 // beside the call's record, written by its ticket, then the owner's notice), answered by the
 // owner (Decide), read by the call asked for again (Standing), and closed when it will not go
-// out (Close: declined, expired, or approved but asked for again too late). Dispatch calls
-// these and answers the agent; it reads and writes no approval itself.
+// out (Close: declined, expired, or approved but asked for again too late), and answered to
+// the agent as it stands (Ask's APPROVAL_REQUIRED, Await's APPROVAL_PENDING or closing), for
+// every tool whose movements the owner approves. The tools read and write no approval
+// themselves.
 
 // ApprovalWindow is how long an owner has to decide a call sent for approval.
 const ApprovalWindow = time.Hour
@@ -69,18 +72,46 @@ type Ask struct {
 	// (decimal USD strings by part).
 	WorstMicro int64
 	Charge     map[string]any
+	// Details are shown beside the approval's own in its APPROVAL_REQUIRED answer (a
+	// proposal's transactions).
+	Details map[string]any
+	Asking
 }
+
+// Asking is how the answers of an approval's life name what waits, for the tool that asks.
+type Asking struct {
+	// What is what waits: "this call", "this send", "this payment".
+	What string
+	// Nothing is what did not happen meanwhile: "nothing was sent, held or charged".
+	Nothing string
+	// Again is what the agent calls once the owner decided, before "and confirmRequestId
+	// <id>": "call wallet_send again with the same chain, token, to and amount".
+	Again string
+	// Continues: the tool takes its door's decision (tools.Tool.TakesDecision), so the
+	// answers carry the approval's continuation for the door to ask its user about.
+	Continues bool
+}
+
+// retryPending is how long an agent is asked to wait before asking again about a pending
+// approval.
+const retryPending = 30 * time.Second
 
 // Ask records a.Record awaiting approval through its ticket t, with the approval, its
 // approval.requested event and also's rows (a flat fee's quoted payment) in the record's one
-// transaction, then e-mails the owner. It returns when the approval expires.
-func (l *Approvals) Ask(ctx context.Context, t *billing.Ticket, a Ask, also ...func(ctx context.Context, q *store.Q) error) (time.Time, error) {
+// transaction, then e-mails the owner, and returns the agent's answer: APPROVAL_REQUIRED,
+// with the approval's details (and continuation). A deployment without approvals (l nil)
+// refuses the call (POLICY_DENIED) with nothing written.
+func (l *Approvals) Ask(ctx context.Context, t *billing.Ticket, a Ask, also ...func(ctx context.Context, q *store.Q) error) error {
+	if l == nil {
+		return tools.Errorf(tools.CodePolicyDenied, "the account's spend policy sends %s to its owner first (%s), and approvals are not available here; %s", a.What, a.Rule, a.Nothing).
+			WithDetails(map[string]any{"rule": a.Rule})
+	}
 	inv := a.Record
 	row := &spending.Approval{RequestID: inv.RequestID, AccountID: inv.AccountID, KeyID: inv.KeyID, Handle: inv.Handle, Category: inv.Category,
 		Rule: a.Rule, WorstMicro: a.WorstMicro, State: spending.ApprovalPending, CreatedAt: inv.CreatedAt, ExpiresAt: inv.CreatedAt.Add(ApprovalWindow)}
 	raw, err := json.Marshal(a.Charge)
 	if err != nil {
-		return time.Time{}, err
+		return err
 	}
 	row.Charge = string(raw)
 	itemized := map[string]string{}
@@ -96,10 +127,29 @@ func (l *Approvals) Ask(ctx context.Context, t *billing.Ticket, a Ask, also ...f
 	})
 	inv.State = store.InvAwaitingApproval
 	if err := t.Ask(ctx, inv, "sent to the account's owner for approval ("+a.Rule+")", also...); err != nil {
-		return time.Time{}, err
+		return err
 	}
 	l.tellOwner(ctx, row)
-	return row.ExpiresAt, nil
+	details := map[string]any{"requestId": inv.RequestID, "rule": a.Rule, "charge": a.Charge, "expiresAt": row.ExpiresAt, "handle": inv.Handle}
+	maps.Copy(details, a.Details)
+	e := tools.Errorf(tools.CodeApprovalRequired,
+		"the account's spend policy sends %s to its owner first (%s): %s. The owner approves or declines it in the portal (Approvals), within %d minutes; "+
+			"then %s and confirmRequestId %q (until it is decided that answers APPROVAL_PENDING)",
+		a.What, a.Rule, a.Nothing, int(ApprovalWindow.Minutes()), a.Again, inv.RequestID).WithDetails(details)
+	if a.Continues {
+		e.Continue = awaitingOwner(inv, a.Rule, row.ExpiresAt, a.WorstMicro)
+	}
+	return e
+}
+
+// awaitingOwner is the continuation of a call its owner decides: the caller may only check
+// again. worst is the most it can cost (negative: not shown).
+func awaitingOwner(inv *store.Invocation, rule string, expiresAt time.Time, worst int64) *tools.Continuation {
+	lines := []string{fmt.Sprintf("The account's spend policy sends this call of %s to its owner for approval (%s). Nothing was sent or charged.", inv.Handle, rule)}
+	if worst >= 0 {
+		lines = append(lines, fmt.Sprintf("It may cost up to %s USD.", tools.USD(worst)))
+	}
+	return &tools.Continuation{Kind: tools.ContinueApprove, RequestID: inv.RequestID, ExpiresAt: expiresAt, Summary: lines}
 }
 
 // tellOwner e-mails the account's owner that a call waits for their decision.
@@ -144,6 +194,7 @@ type Standing struct {
 	Rule      string
 	ExpiresAt time.Time
 	Charge    json.RawMessage // the itemized charge, as asked
+	worst     int64           // the most the call can cost
 }
 
 // Standing reads where the approval of inv (a call awaiting approval) stands now
@@ -154,13 +205,50 @@ func (l *Approvals) Standing(ctx context.Context, inv *store.Invocation) (Standi
 		return Standing{}, err
 	}
 	now := l.now()
-	st := Standing{State: a.StateAt(now), Rule: a.Rule, ExpiresAt: a.ExpiresAt, Charge: json.RawMessage(a.Charge)}
+	st := Standing{State: a.StateAt(now), Rule: a.Rule, ExpiresAt: a.ExpiresAt, Charge: json.RawMessage(a.Charge), worst: a.WorstMicro}
 	if st.State == Approved && now.Sub(inv.CreatedAt) > Lag {
 		// Approved, but asked for again too late: the spend windows count a call from when it
 		// goes out, and look back only so far for it.
 		st.State = Lapsed
 	}
 	return st, nil
+}
+
+// Await answers inv, a call asked for again while it waits for its owner's approval, through
+// its ticket t: nil when the owner approved it in time, so it may go out now; otherwise the
+// answer: APPROVAL_PENDING (asked to retry after 30 s), or, for a call the approval does not
+// let out (declined, expired, lapsed), the CONFLICT its closing recorded. A call another
+// call moved first is a CONFLICT wrapping billing.ErrMoved: its record answers.
+func (l *Approvals) Await(ctx context.Context, t *billing.Ticket, inv *store.Invocation, a Asking) error {
+	if l == nil {
+		return tools.Errorf(tools.CodeConflict, "request %s waits for an approval this deployment cannot read", inv.RequestID)
+	}
+	st, err := l.Standing(ctx, inv)
+	if err != nil {
+		return err
+	}
+	switch st.State {
+	case Approved:
+		return nil
+	case Pending:
+		e := tools.Errorf(tools.CodeApprovalPending, "%s (request %s) waits for the account's owner to decide in the portal (until %s); call again with the same confirmRequestId after %d seconds",
+			a.What, inv.RequestID, st.ExpiresAt.UTC().Format(time.RFC3339), int(retryPending.Seconds())).
+			WithDetails(map[string]any{"requestId": inv.RequestID, "rule": st.Rule, "expiresAt": st.ExpiresAt, "handle": inv.Handle, "charge": st.Charge})
+		e.RetryAfter = retryPending
+		if a.Continues {
+			e.Continue = awaitingOwner(inv, st.Rule, st.ExpiresAt, st.worst)
+		}
+		return e
+	}
+	closed, answer, err := l.Close(ctx, t, inv, st.State)
+	switch {
+	case err != nil:
+		return err
+	case !closed:
+		return tools.Errorf(tools.CodeConflict, "request %s was moved by another call meanwhile; call again with the same confirmRequestId to read its outcome", inv.RequestID).
+			WithDetails(map[string]any{"requestId": inv.RequestID}).Wrap(billing.ErrMoved)
+	}
+	return answer
 }
 
 // Close ends inv, a call its approval does not let out (how: Declined, Expired or Lapsed),

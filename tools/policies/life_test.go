@@ -63,6 +63,19 @@ func (l *life) advance(d time.Duration) {
 	l.now = l.now.Add(d)
 }
 
+// asking names the test's calls to their agent.
+var asking = policies.Asking{What: "this call", Nothing: "nothing was sent", Again: "call it again", Continues: true}
+
+// asked is err as an APPROVAL_REQUIRED answer.
+func asked(t *testing.T, err error) *tools.Error {
+	t.Helper()
+	var e *tools.Error
+	if !errors.As(err, &e) || e.Code != tools.CodeApprovalRequired {
+		t.Fatalf("want APPROVAL_REQUIRED, got %v", err)
+	}
+	return e
+}
+
 // record is a new call's record, as dispatch builds it.
 func (l *life) record(requestID string) *store.Invocation {
 	return &store.Invocation{RequestID: requestID, AccountID: "acct", KeyID: "k-acct", IntentID: "i1", Handle: "@asked", Category: "QUERY",
@@ -72,9 +85,10 @@ func (l *life) record(requestID string) *store.Invocation {
 func (l *life) ask(t *testing.T, requestID string) *store.Invocation {
 	t.Helper()
 	inv := l.record(requestID)
-	if _, err := l.approvals.Ask(context.Background(), l.ticket, policies.Ask{Record: inv, Rule: "approval.aboveUsd", WorstMicro: 2_001_000,
-		Charge: map[string]any{"totalUsd": "2.001", "maxChargeUsd": "2.001"}}); err != nil {
-		t.Fatal(err)
+	err := l.approvals.Ask(context.Background(), l.ticket, policies.Ask{Record: inv, Rule: "approval.aboveUsd", WorstMicro: 2_001_000,
+		Charge: map[string]any{"totalUsd": "2.001", "maxChargeUsd": "2.001"}, Asking: asking})
+	if e := asked(t, err); e.Details["requestId"] != requestID {
+		t.Fatalf("APPROVAL_REQUIRED for %v, asked for %s", e.Details, requestID)
 	}
 	return inv
 }
@@ -112,14 +126,21 @@ func TestAskRecordsTheCallAndItsApprovalTogether(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		l := newLife(t, st)
-		asked := l.record(reqA)
-		expires, err := l.approvals.Ask(ctx, l.ticket, policies.Ask{Record: asked, Rule: "approval.aboveUsd", WorstMicro: 2_001_000,
-			Charge: map[string]any{"totalUsd": "2.001", "maxChargeUsd": "2.001"}})
-		if err != nil {
-			t.Fatal(err)
+		call := l.record(reqA)
+		e := asked(t, l.approvals.Ask(ctx, l.ticket, policies.Ask{Record: call, Rule: "approval.aboveUsd", WorstMicro: 2_001_000,
+			Charge: map[string]any{"totalUsd": "2.001", "maxChargeUsd": "2.001"}, Details: map[string]any{"transactions": 2}, Asking: asking}))
+		expires, _ := e.Details["expiresAt"].(time.Time)
+		if !expires.Equal(call.CreatedAt.Add(policies.ApprovalWindow)) || e.Details["requestId"] != reqA || e.Details["rule"] != "approval.aboveUsd" ||
+			e.Details["handle"] != "@asked" || e.Details["transactions"] != 2 {
+			t.Fatalf("APPROVAL_REQUIRED's details %v, asked at %v", e.Details, call.CreatedAt)
 		}
-		if !expires.Equal(asked.CreatedAt.Add(policies.ApprovalWindow)) {
-			t.Fatalf("expires %v, asked at %v", expires, asked.CreatedAt)
+		if !strings.Contains(e.Message, "sends this call to its owner first (approval.aboveUsd): nothing was sent") ||
+			!strings.Contains(e.Message, `then call it again and confirmRequestId "`+reqA+`"`) {
+			t.Fatalf("APPROVAL_REQUIRED says %q", e.Message)
+		}
+		if c := e.Continue; c == nil || c.Kind != tools.ContinueApprove || c.RequestID != reqA || !c.ExpiresAt.Equal(expires) ||
+			len(c.Summary) != 2 || c.Summary[1] != "It may cost up to 2.001 USD." {
+			t.Fatalf("APPROVAL_REQUIRED's continuation: %+v", e.Continue)
 		}
 		inv, err := invocations.New(st).Get(ctx, "acct", reqA)
 		if err != nil || inv.State != store.InvAwaitingApproval {
@@ -145,7 +166,7 @@ func TestAskRecordsTheCallAndItsApprovalTogether(t *testing.T) {
 
 		// A row beside it fails: nothing of the ask lands, nobody is told.
 		broken := errors.New("the flat fee's payment row did not fit")
-		_, err = l.approvals.Ask(ctx, l.ticket, policies.Ask{Record: l.record(reqB), Rule: "approval.aboveUsd", WorstMicro: 1},
+		err = l.approvals.Ask(ctx, l.ticket, policies.Ask{Record: l.record(reqB), Rule: "approval.aboveUsd", WorstMicro: 1, Asking: asking},
 			func(context.Context, *store.Q) error { return broken })
 		if !errors.Is(err, broken) {
 			t.Fatalf("a failing row beside the ask: %v", err)
@@ -249,6 +270,57 @@ func TestCloseLapsedApprovals(t *testing.T) {
 		}
 		if decided[reqA] != "expired " || decided[reqB] != "declined " || decided[reqC] != "approved " {
 			t.Fatalf("approval.decided by request: %v", decided)
+		}
+	})
+}
+
+// A call asked for again is answered by where its approval stands (Await): pending is
+// APPROVAL_PENDING with its continuation and a retry; approved lets it out; declined closes it
+// with the CONFLICT its record keeps; one another call closed first is a CONFLICT naming
+// billing.ErrMoved; a deployment without approvals cannot read one, nor ask for one.
+func TestAwaitAnswersByTheApproval(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		l := newLife(t, st)
+		yes, no := l.ask(t, reqA), l.ask(t, reqB)
+		var e *tools.Error
+		if err := l.approvals.Await(ctx, l.ticket, yes, asking); !errors.As(err, &e) || e.Code != tools.CodeApprovalPending ||
+			e.RetryAfter != 30*time.Second || e.Details["requestId"] != reqA || e.Continue == nil || e.Continue.Kind != tools.ContinueApprove ||
+			!strings.HasPrefix(e.Message, "this call (request "+reqA+") waits for the account's owner") {
+			t.Fatalf("pending: %v %+v", err, e)
+		}
+		if err := l.approvals.Await(ctx, l.ticket, yes, policies.Asking{What: "this send"}); !errors.As(err, &e) || e.Continue != nil {
+			t.Fatalf("pending, for a tool that takes no decision: %v %+v", err, e)
+		}
+		for id, approve := range map[string]bool{reqA: true, reqB: false} {
+			if ok, err := l.approvals.Decide(ctx, "acct", id, approve, "portal"); !ok || err != nil {
+				t.Fatalf("decide %s: %v %v", id, ok, err)
+			}
+		}
+		if err := l.approvals.Await(ctx, l.ticket, yes, asking); err != nil {
+			t.Fatalf("approved: %v", err)
+		}
+		if err := l.approvals.Await(ctx, l.ticket, no, asking); !errors.As(err, &e) || e.Code != tools.CodeConflict || e.Details["approval"] != policies.Declined {
+			t.Fatalf("declined: %v", err)
+		}
+		if row, err := invocations.New(st).Get(ctx, "acct", reqB); err != nil || row.State != store.InvDeclined {
+			t.Fatalf("the declined call's record: %+v %v", row, err)
+		}
+		// Read before the first close landed: the second finds the record moved.
+		stale := *no
+		stale.State = store.InvAwaitingApproval
+		if err := l.approvals.Await(ctx, l.ticket, &stale, asking); !errors.Is(err, billing.ErrMoved) || !errors.As(err, &e) || e.Code != tools.CodeConflict {
+			t.Fatalf("moved by another call first: %v", err)
+		}
+		var none *policies.Approvals
+		if err := none.Await(ctx, l.ticket, yes, asking); !errors.As(err, &e) || e.Code != tools.CodeConflict {
+			t.Fatalf("no approvals, awaited: %v", err)
+		}
+		if err := none.Ask(ctx, l.ticket, policies.Ask{Record: l.record(reqC), Rule: "approval.aboveUsd", Asking: asking}); !errors.As(err, &e) || e.Code != tools.CodePolicyDenied {
+			t.Fatalf("no approvals, asked: %v", err)
+		}
+		if _, err := invocations.New(st).Get(ctx, "acct", reqC); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("asked without approvals, the call was written: %v", err)
 		}
 	})
 }

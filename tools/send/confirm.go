@@ -13,7 +13,6 @@ import (
 	"github.com/switchboard-hq/switchboard/store/sends"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
-	"github.com/switchboard-hq/switchboard/tools/policies"
 	"github.com/switchboard-hq/switchboard/tools/tokens"
 	"github.com/switchboard-hq/switchboard/tools/wallets"
 	"github.com/switchboard-hq/switchboard/tools/webhooks"
@@ -54,41 +53,13 @@ func (w *Wallet) confirm(ctx context.Context, c *tools.Caller, a ask) (WalletSen
 			return WalletSendOutput{}, w.expire(ctx, t, inv)
 		}
 	case inv.State == store.InvAwaitingApproval:
-		if ok, err := w.approved(ctx, t, inv); !ok {
+		if err := w.approvals.Await(ctx, t, inv, sendAsking); err != nil {
 			return WalletSendOutput{}, err
 		}
 	default:
 		return WalletSendOutput{}, tools.Errorf(tools.CodeConflict, "send %s is %s; call wallet_send without confirmRequestId for a new quote", id, inv.State)
 	}
 	return w.dispatch(ctx, t, inv, a, args)
-}
-
-// approved reports whether the owner approved inv; otherwise the answer to give.
-func (w *Wallet) approved(ctx context.Context, t *billing.Ticket, inv *store.Invocation) (bool, error) {
-	if w.approvals == nil {
-		return false, tools.Errorf(tools.CodeConflict, "send %s waits for an approval this deployment cannot read", inv.RequestID)
-	}
-	st, err := w.approvals.Standing(ctx, inv)
-	if err != nil {
-		return false, err
-	}
-	switch st.State {
-	case policies.Approved:
-		return true, nil
-	case policies.Pending:
-		e := tools.Errorf(tools.CodeApprovalPending, "send %s waits for the account's owner to approve it in the portal (until %s); call again with the same confirmRequestId later",
-			inv.RequestID, st.ExpiresAt.UTC().Format(time.RFC3339)).WithDetails(map[string]any{"requestId": inv.RequestID, "rule": st.Rule, "expiresAt": st.ExpiresAt})
-		e.RetryAfter = 30 * time.Second
-		return false, e
-	}
-	_, answer, err := w.approvals.Close(ctx, t, inv, st.State)
-	if err != nil {
-		return false, err
-	}
-	if answer == nil {
-		return false, tools.Errorf(tools.CodeConflict, "send %s was moved by another call; confirm it again to read its outcome", inv.RequestID)
-	}
-	return false, answer
 }
 
 // decline closes a quote the user refused.

@@ -323,20 +323,13 @@ func confirmation(a ask, requestID string, args sendArgs, value *tools.USD, expi
 		WithContinue(&tools.Continuation{Kind: tools.ContinueConfirm, RequestID: requestID, ExpiresAt: expires, Summary: summary})
 }
 
+// sendAsking is how an approval names a send to the agent.
+var sendAsking = policies.Asking{What: "this send", Nothing: "nothing was signed",
+	Again: "call wallet_send again with the same chain, token, to and amount"}
+
 // askOwner records the send awaiting its owner's approval and answers APPROVAL_REQUIRED.
 func (w *Wallet) askOwner(ctx context.Context, t *billing.Ticket, inv *store.Invocation, a ask, args sendArgs, value int64, rule string) error {
-	if w.approvals == nil {
-		return tools.Errorf(tools.CodePolicyDenied, "the account's spend policy sends this send to its owner first (%s), and approvals are not available here; nothing was signed", rule).
-			WithDetails(map[string]any{"rule": rule})
-	}
 	charge := map[string]any{"sendUsd": tools.USD(value).String(), "gasUsd": tools.USD(args.GasMicro).String(), "maxChargeUsd": tools.USD(value).String(),
 		"send": fmt.Sprintf("%s %s on %s to %s", a.amount, a.token.Ticker, a.chain.Name, a.in.To)}
-	expiresAt, err := w.approvals.Ask(ctx, t, policies.Ask{Record: inv, Rule: rule, WorstMicro: value, Charge: charge})
-	if err != nil {
-		return err
-	}
-	return tools.Errorf(tools.CodeApprovalRequired,
-		"the account's spend policy sends this send to its owner first (%s): nothing was signed. The owner approves or declines it in the portal (Approvals), within %d minutes; "+
-			"then call wallet_send again with the same chain, token, to and amount and confirmRequestId %q", rule, int(policies.ApprovalWindow.Minutes()), inv.RequestID).
-		WithDetails(map[string]any{"requestId": inv.RequestID, "rule": rule, "charge": charge, "expiresAt": expiresAt, "handle": inv.Handle})
+	return w.approvals.Ask(ctx, t, policies.Ask{Record: inv, Rule: rule, WorstMicro: value, Charge: charge, Asking: sendAsking})
 }

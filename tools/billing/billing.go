@@ -42,6 +42,41 @@ const (
 	BookGas           = ledger.BookGas
 )
 
+// An Intent is what billing reads of a partner intent to decide what its calls mean for money
+// (MoneyOf).
+type Intent struct {
+	PartnerID       string
+	PayoutAddresses map[string]string // by chain ("evm:base") or namespace ("evm")
+	FeeUnit         string            // FeeUSDPerCall, FeeBps, or a flat fee's unit
+	FeeRate         string            // in FeeUnit, a decimal string (validated at publish)
+	Write           bool              // its category moves value: quoted, confirmed, never sent twice
+	PaidOnChain     bool              // its fee is paid on chain before dispatch (a flat fee)
+	WalletSigns     bool              // its partner proposes transactions the caller's wallet signs
+}
+
+// Money is what a call of an intent means for money, decided once when the call is planned:
+// its price terms before any value it routes, the ledger book its partner's fee is owed in,
+// and how surely its outcome commits before it is answered.
+type Money struct {
+	Terms      Terms
+	PayoutBook string
+	Durability Durability
+}
+
+// MoneyOf is what a call of i means for money, its partner paid on settlementChain
+// (PayoutBook).
+func MoneyOf(i Intent, settlementChain string) Money {
+	rate, err := decimal.NewFromString(i.FeeRate)
+	if err != nil || rate.IsNegative() {
+		rate = decimal.Zero // refused at publish; never charged here
+	}
+	return Money{
+		Terms:      Terms{FeeUnit: i.FeeUnit, FeeRate: rate, Kept: i.Write, WalletSigns: i.WalletSigns},
+		PayoutBook: PayoutBook(i.PartnerID, i.PayoutAddresses, settlementChain),
+		Durability: DurabilityOf(i.Write, i.PaidOnChain),
+	}
+}
+
 // PayoutBook is the ledger book a partner's fees are owed in: the book of its payout address
 // on settlementChain (the namespace:chain entry first, e.g. "evm:base", then the bare
 // namespace), or its "unassigned" book when it has neither.

@@ -299,3 +299,28 @@ func TestPayoutBook(t *testing.T) {
 		}
 	}
 }
+
+// What a call of an intent means for money is decided from the intent alone: its fee rate as
+// published (one refused at publish charges nothing), its terms kept for a write's
+// confirmation, its payout book, and a durable record for a write or a fee paid on chain.
+func TestMoneyOf(t *testing.T) {
+	durable := billing.DurabilityOf(true, false)
+	for _, tc := range []struct {
+		in      billing.Intent
+		rate    string
+		durable bool
+	}{
+		{billing.Intent{FeeUnit: billing.FeeUSDPerCall, FeeRate: "0.25"}, "0.25", false},
+		{billing.Intent{FeeUnit: billing.FeeBps, FeeRate: "30", Write: true}, "30", true},
+		{billing.Intent{FeeUnit: "flat_usdc", FeeRate: "1.5", PaidOnChain: true}, "1.5", true},
+		{billing.Intent{FeeUnit: billing.FeeUSDPerCall, FeeRate: "-1"}, "0", false},
+		{billing.Intent{FeeUnit: billing.FeeUSDPerCall, FeeRate: "a lot", WalletSigns: true}, "0", false},
+	} {
+		tc.in.PartnerID, tc.in.PayoutAddresses = "p1", map[string]string{"evm:base": "0xbase"}
+		m := billing.MoneyOf(tc.in, "evm:base")
+		if m.Terms.FeeRate.String() != tc.rate || m.Terms.FeeUnit != tc.in.FeeUnit || m.Terms.Kept != tc.in.Write || m.Terms.WalletSigns != tc.in.WalletSigns ||
+			m.Terms.Routed != nil || m.Terms.Gas != nil || m.PayoutBook != ledger.PartnerPayable("p1", "evm:base:0xbase") || (m.Durability == durable) != tc.durable {
+			t.Errorf("%+v: %+v, want rate %s durable %v", tc.in, m, tc.rate, tc.durable)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func (s *Service) conclude(ctx context.Context, inv *store.Invocation, cl *call,
 			"success": false, "charge": refunded, "attempts": len(attempts)})
 		return InvokeOutput{}, s.fail(ctx, inv, cl, store.InvFailed, answer, attempts, e, e.Message)
 	}
-	settlement, charge := cl.quote.Settle(answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, cl.payoutBook)
+	settlement, charge := cl.quote.Settle(answer.Envelope.ProviderCostMicro, answer.Envelope.GasCostMicro, cl.money.PayoutBook)
 	out := InvokeOutput{Handle: intent.PublicIdentifier, RequestID: inv.RequestID, Success: true,
 		Result: Anything(answer.Envelope.Result), Charge: charge, Attempts: len(attempts)}
 	if cl.schemas.hasOutput {

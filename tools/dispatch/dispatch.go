@@ -172,7 +172,7 @@ func (s *Service) dispatch(ctx context.Context, cl *call, inv *store.Invocation,
 func (s *Service) open(ctx context.Context, cl *call, inv *store.Invocation, from string) error {
 	// Records and money must land even when the caller has gone.
 	err := cl.bill.Open(context.WithoutCancel(ctx), billing.Call{Record: inv, From: from, Quote: cl.quote,
-		Runs: time.Duration(cl.tries) * cl.target.Timeout, Durability: cl.durability, Escrow: cl.escrow})
+		Runs: time.Duration(cl.tries) * cl.target.Timeout, Durability: cl.money.Durability, Escrow: cl.escrow})
 	if errors.Is(err, billing.ErrMoved) {
 		return tools.Errorf(tools.CodeConflict, "request %s was confirmed by another call; call again for its outcome", inv.RequestID)
 	}

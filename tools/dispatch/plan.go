@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
-	"github.com/shopspring/decimal"
 	partnerstore "github.com/switchboard-hq/switchboard/store/partners"
 	"github.com/switchboard-hq/switchboard/tools"
 	"github.com/switchboard-hq/switchboard/tools/billing"
@@ -18,20 +17,18 @@ import (
 // every later step reads it instead of asking again. Its ticket is the call's money and
 // record, for its caller: priced, admitted, held and concluded through it (billing.Ticket).
 type call struct {
-	bill       *billing.Ticket
-	intent     *partnerstore.Intent
-	rule       partners.Rule      // the category's rule
-	write      bool               // a write category: quoted and confirmed first, never retried
-	flat       bool               // paid by a flat on-chain fee before dispatch
-	durability billing.Durability // billing's, from write and flat: how surely its outcome commits before it is answered
-	tries      int                // partner attempts: 2 for idempotent categories (one retry), 1 for writes
+	bill   *billing.Ticket
+	intent *partnerstore.Intent
+	rule   partners.Rule // the category's rule
+	write  bool          // a write category: quoted and confirmed first, never retried
+	flat   bool          // paid by a flat on-chain fee before dispatch
+	money  billing.Money // billing's: its price terms, payout book and durability
+	tries  int           // partner attempts: 2 for idempotent categories (one retry), 1 for writes
 
-	target     outbound.Target // the partner's endpoint and binding, with the per-attempt timeout
-	userID     string          // the pseudonym the partner knows the caller by (its envelope's and receipt's)
-	escrow     billing.Escrow  // a flat fee's payment, held until the outcome is recorded; nil: none
-	feeRate    decimal.Decimal // the intent's feeRate (validated at publish)
-	payoutBook string          // the ledger book of the partner's payout address
-	schemas    *intentSchemas
+	target  outbound.Target // the partner's endpoint and binding, with the per-attempt timeout
+	userID  string          // the pseudonym the partner knows the caller by (its envelope's and receipt's)
+	escrow  billing.Escrow  // a flat fee's payment, held until the outcome is recorded; nil: none
+	schemas *intentSchemas
 
 	said   string // the caller's message without its handle (FindHandle's rest): a confirmation says it again
 	args   []byte // canonical JSON object
@@ -57,14 +54,14 @@ type schemaKey struct {
 }
 
 // plan decides what intent means for a call of it by accountID: its rule, its partner's
-// endpoint, its payment, its fee rate and payout book, and its schemas (compiled once per
-// revision).
+// endpoint, its payment, what it means for money (billing's), and its schemas (compiled once
+// per revision).
 func (s *Service) plan(intent *partnerstore.Intent, accountID string) *call {
 	cl := &call{intent: intent, rule: partners.RuleOf(intent.Category), flat: partners.IsFlatFee(intent.FeeRateUnit), tries: 2,
-		target: partners.Target(intent), userID: s.cfg.UserID(accountID, intent.PartnerID),
-		feeRate: feeRate(intent), payoutBook: billing.PayoutBook(intent.PartnerID, intent.PayoutAddresses, s.cfg.SettlementChain), schemas: s.schemasOf(intent)}
+		target: partners.Target(intent), userID: s.cfg.UserID(accountID, intent.PartnerID), schemas: s.schemasOf(intent)}
 	cl.write = cl.rule.Write
-	cl.durability = billing.DurabilityOf(cl.write, cl.flat)
+	cl.money = billing.MoneyOf(billing.Intent{PartnerID: intent.PartnerID, PayoutAddresses: intent.PayoutAddresses, FeeUnit: intent.FeeRateUnit,
+		FeeRate: intent.FeeRate, Write: cl.write, PaidOnChain: cl.flat, WalletSigns: mutates(intent)}, s.cfg.SettlementChain)
 	if cl.write {
 		cl.tries = 1
 	}
@@ -101,13 +98,4 @@ func (s *Service) schemasOf(intent *partnerstore.Intent) *intentSchemas {
 	}
 	s.schemas[key] = sc
 	return sc
-}
-
-// feeRate is the intent's feeRate (validated at publish).
-func feeRate(intent *partnerstore.Intent) decimal.Decimal {
-	d, err := decimal.NewFromString(intent.FeeRate)
-	if err != nil || d.IsNegative() {
-		return decimal.Zero
-	}
-	return d
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // durable reports whether billing made cl's call durable.
-func durable(cl *call) bool { return cl.durability == billing.DurabilityOf(true, false) }
+func durable(cl *call) bool { return cl.money.Durability == billing.DurabilityOf(true, false) }
 
 // The plan decides once what an intent means for a call: its rule, endpoint, pseudonym, fee
 // rate and payout book, and its schemas, compiled once per revision (a schema that does not
@@ -34,8 +34,8 @@ func TestPlanDecidesWhatTheIntentMeans(t *testing.T) {
 	if cl.target.Endpoint != intent.ToolEndpoint || cl.target.Timeout != 1500*time.Millisecond || cl.userID != "u-acct-p1" {
 		t.Fatalf("target %+v, user %q", cl.target, cl.userID)
 	}
-	if cl.feeRate.String() != "0.25" || cl.payoutBook != ledger.PartnerPayable("p1", "evm:0xabc") {
-		t.Fatalf("fee rate %s, payout book %q (want the namespace's address, the chain having none)", cl.feeRate, cl.payoutBook)
+	if m := cl.money; m.Terms.FeeRate.String() != "0.25" || m.Terms.FeeUnit != billing.FeeUSDPerCall || m.Terms.Kept || m.PayoutBook != ledger.PartnerPayable("p1", "evm:0xabc") {
+		t.Fatalf("money %+v (want the namespace's address, the chain having none)", m)
 	}
 	if !cl.schemas.queryOnly || cl.schemas.params == nil || cl.schemas.paramsErr != nil || !cl.schemas.hasOutput {
 		t.Fatalf("schemas: %+v", cl.schemas)
@@ -52,7 +52,7 @@ func TestPlanDecidesWhatTheIntentMeans(t *testing.T) {
 	next := *intent
 	next.Revision, next.Category, next.ParametersSchema, next.OutputSchema, next.PayoutAddresses = 2, "SWAP", `{"type":12}`, &bad, nil
 	cl = s.plan(&next, "acct")
-	if !cl.write || !durable(cl) || cl.tries != 1 {
+	if !cl.write || !durable(cl) || cl.tries != 1 || !cl.money.Terms.Kept {
 		t.Fatalf("a write: write %v durable %v tries %d", cl.write, durable(cl), cl.tries)
 	}
 	if cl.schemas.paramsErr == nil || !strings.Contains(cl.schemas.paramsErr.Error(), "@a parametersSchema") {
@@ -61,8 +61,8 @@ func TestPlanDecidesWhatTheIntentMeans(t *testing.T) {
 	if !cl.schemas.hasOutput || cl.schemas.output != nil || cl.matchesOutput([]byte(`{"n":1}`)) {
 		t.Fatal("an outputSchema that does not compile must match nothing")
 	}
-	if cl.payoutBook != ledger.PartnerPayable("p1", "unassigned") {
-		t.Fatalf("payout book without an address: %q", cl.payoutBook)
+	if cl.money.PayoutBook != ledger.PartnerPayable("p1", "unassigned") {
+		t.Fatalf("payout book without an address: %q", cl.money.PayoutBook)
 	}
 
 	// A flat fee with no payment path on this deployment holds no escrow.

@@ -22,7 +22,7 @@ func (s *Service) prepare(ctx context.Context, cl *call, given partners.ArgsDoc)
 	if _, err := cl.argsOf(given); err != nil {
 		return err
 	}
-	return s.price(ctx, cl, cl.terms())
+	return s.price(ctx, cl, cl.money.Terms)
 }
 
 // prepareQuoted prepares a write or a flat-fee call: a flat fee's args are its message (it is
@@ -41,7 +41,7 @@ func (s *Service) prepareQuoted(ctx context.Context, cl *call, given partners.Ar
 	if err != nil {
 		return err
 	}
-	terms := cl.terms()
+	terms := cl.money.Terms
 	if err := s.route(ctx, cl, v, &terms); err != nil {
 		return err
 	}
@@ -87,12 +87,6 @@ func (cl *call) argsOf(given partners.ArgsDoc) (any, error) {
 	}
 	cl.args = canon
 	return v, nil
-}
-
-// terms are the call's price terms before any routed value: its fee, whether its quote is kept for
-// a confirmation (a write's), and whether the wallet signs what the partner proposes.
-func (cl *call) terms() billing.Terms {
-	return billing.Terms{FeeUnit: cl.intent.FeeRateUnit, FeeRate: cl.feeRate, Kept: cl.write, WalletSigns: mutates(cl.intent)}
 }
 
 // route resolves the tokens of a write that moves them (its args decoded, v) and prices the

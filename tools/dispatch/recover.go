@@ -61,7 +61,7 @@ func (s *Service) recoverOne(ctx context.Context, inv *store.Invocation) error {
 	}
 	cl := s.plan(intent, inv.AccountID)
 	cl.args, cl.quote = []byte(inv.Args), billing.QuoteOf(inv.Price)
-	cl.bill = s.billing.Reopen(inv, cl.durability)
+	cl.bill = s.billing.Reopen(inv, cl.money.Durability)
 	age := s.now().UTC().Sub(*inv.DispatchedAt)
 	// A task's call is never sent again: a long job run a second time by the sweeper would
 	// hold it for as long again; its replica died, so it is refunded.

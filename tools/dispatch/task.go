@@ -114,7 +114,7 @@ func (s *Service) startTask(ctx context.Context, cl *call, inv *store.Invocation
 	cl.taskID = t.ID
 	// Durable as a write is: its hold and record commit before the task is returned (the
 	// sweeper can see them), its outcome before the task concludes.
-	cl.durability = billing.DurabilityOf(true, cl.flat)
+	cl.money.Durability = billing.DurabilityOf(true, cl.flat)
 	if err := s.open(ctx, cl, inv, ""); err != nil {
 		s.finishTask(bg, t.ID, InvokeOutput{}, err)
 		return InvokeOutput{}, err

@@ -133,7 +133,7 @@ func (l *Approvals) Ask(ctx context.Context, t *billing.Ticket, a Ask, also ...f
 	details := map[string]any{"requestId": inv.RequestID, "rule": a.Rule, "charge": a.Charge, "expiresAt": row.ExpiresAt, "handle": inv.Handle}
 	maps.Copy(details, a.Details)
 	e := tools.Errorf(tools.CodeApprovalRequired,
-		"the account's spend policy sends %s to its owner first (%s): %s. The owner approves or declines it in the portal (Approvals), within %d minutes; "+
+		"the account's spend policy sends %s to its owner first (%s): %s. The owner decides in the portal (Approvals), within %d minutes; "+
 			"then %s and confirmRequestId %q (until it is decided that answers APPROVAL_PENDING)",
 		a.What, a.Rule, a.Nothing, int(ApprovalWindow.Minutes()), a.Again, inv.RequestID).WithDetails(details)
 	if a.Continues {
@@ -231,9 +231,12 @@ func (l *Approvals) Await(ctx context.Context, t *billing.Ticket, inv *store.Inv
 	case Approved:
 		return nil
 	case Pending:
-		e := tools.Errorf(tools.CodeApprovalPending, "%s (request %s) waits for the account's owner to decide in the portal (until %s); call again with the same confirmRequestId after %d seconds",
-			a.What, inv.RequestID, st.ExpiresAt.UTC().Format(time.RFC3339), int(retryPending.Seconds())).
-			WithDetails(map[string]any{"requestId": inv.RequestID, "rule": st.Rule, "expiresAt": st.ExpiresAt, "handle": inv.Handle, "charge": st.Charge})
+		details := map[string]any{"requestId": inv.RequestID, "rule": st.Rule, "expiresAt": st.ExpiresAt, "handle": inv.Handle}
+		if json.Valid(st.Charge) { // as Ask wrote it; anything else would break the answer's JSON
+			details["charge"] = st.Charge
+		}
+		e := tools.Errorf(tools.CodeApprovalPending, "%s (request %s): the account's owner has not decided yet in the portal (until %s); call again with the same confirmRequestId after %d seconds",
+			a.What, inv.RequestID, st.ExpiresAt.UTC().Format(time.RFC3339), int(retryPending.Seconds())).WithDetails(details)
 		e.RetryAfter = retryPending
 		if a.Continues {
 			e.Continue = awaitingOwner(inv, st.Rule, st.ExpiresAt, st.worst)

@@ -286,7 +286,8 @@ func TestAwaitAnswersByTheApproval(t *testing.T) {
 		var e *tools.Error
 		if err := l.approvals.Await(ctx, l.ticket, yes, asking); !errors.As(err, &e) || e.Code != tools.CodeApprovalPending ||
 			e.RetryAfter != 30*time.Second || e.Details["requestId"] != reqA || e.Continue == nil || e.Continue.Kind != tools.ContinueApprove ||
-			!strings.HasPrefix(e.Message, "this call (request "+reqA+") waits for the account's owner") {
+			!strings.HasPrefix(e.Message, "this call (request "+reqA+"): the account's owner has not decided yet") ||
+			string(e.Details["charge"].(json.RawMessage)) != `{"maxChargeUsd":"2.001","totalUsd":"2.001"}` {
 			t.Fatalf("pending: %v %+v", err, e)
 		}
 		if err := l.approvals.Await(ctx, l.ticket, yes, policies.Asking{What: "this send"}); !errors.As(err, &e) || e.Continue != nil {
